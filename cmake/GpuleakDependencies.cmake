@@ -1,0 +1,38 @@
+# Finds the libraries gpuleak builds against. All of them come from Debian's
+# packages (scripts/setup installs them) or from npm (node_modules, pinned by
+# package-lock.json). Nothing here is vendored.
+
+find_package(PkgConfig REQUIRED)
+find_package(Threads REQUIRED)
+find_package(CLI11 CONFIG REQUIRED)
+find_package(fmt CONFIG REQUIRED)
+find_package(nlohmann_json CONFIG REQUIRED)
+
+pkg_check_modules(ZSTD REQUIRED IMPORTED_TARGET libzstd)
+pkg_check_modules(LIBDW REQUIRED IMPORTED_TARGET libdw)
+pkg_check_modules(LIBUNWIND REQUIRED IMPORTED_TARGET libunwind)
+pkg_check_modules(TREE_SITTER REQUIRED IMPORTED_TARGET tree-sitter)
+
+# CUDA headers (cuda.h, cupti.h) are only needed by the collector. The CI
+# machine has no GPU; if the toolkit headers are absent the collector and the
+# CUDA examples are skipped and everything else still builds and tests.
+set(GPULEAK_CUDA_ROOT "/usr/local/cuda" CACHE PATH "CUDA toolkit root (headers only)")
+find_path(GPULEAK_CUPTI_INCLUDE cupti.h
+  HINTS ${GPULEAK_CUDA_ROOT}/include ${GPULEAK_CUDA_ROOT}/extras/CUPTI/include)
+find_path(GPULEAK_CUDA_INCLUDE cuda.h HINTS ${GPULEAK_CUDA_ROOT}/include)
+if(GPULEAK_CUPTI_INCLUDE AND GPULEAK_CUDA_INCLUDE)
+  set(GPULEAK_HAVE_CUDA_HEADERS ON)
+  message(STATUS "gpuleak: CUDA headers in ${GPULEAK_CUDA_INCLUDE}; building the collector")
+else()
+  set(GPULEAK_HAVE_CUDA_HEADERS OFF)
+  message(STATUS "gpuleak: no cupti.h/cuda.h; the collector is not built")
+endif()
+
+find_program(GPULEAK_NVCC nvcc HINTS ${GPULEAK_CUDA_ROOT}/bin)
+
+# tree-sitter-python's generated parser comes from npm (node_modules), pinned
+# in package-lock.json; it is compiled here, never copied into the repository.
+set(GPULEAK_TS_PYTHON_DIR ${CMAKE_SOURCE_DIR}/node_modules/tree-sitter-python/src)
+if(NOT EXISTS ${GPULEAK_TS_PYTHON_DIR}/parser.c)
+  message(FATAL_ERROR "tree-sitter-python is not installed: run scripts/setup (npm ci) first")
+endif()
