@@ -1,0 +1,280 @@
+// The gpuleak trace format: every record type, its fields and its encoding.
+//
+// This header owns the format. The writer (trace_writer.h), the reader
+// (trace_reader.h) and docs/trace-format.md follow it; a change to any record
+// layout bumps kFormatVersion.
+//
+// File layout
+//   FileHeader (32 bytes, little-endian)
+//   Block*     each: BlockHeader (16 bytes) + one zstd frame (with checksum)
+//
+// A block is the unit of flushing: the collector writes whole blocks with one
+// write() call, so a process killed with SIGKILL leaves a file that ends at a
+// block boundary and is readable up to its last flush.
+//
+// Inside a block's decompressed payload, records follow each other as
+//   u8 type | varint body_bytes | body
+// so a reader can skip record types it does not know. Bodies are sequences of
+// LEB128 varints (signed values zig-zag encoded) and strings (varint length +
+// UTF-8 bytes).
+//
+// Events (allocations, frees, steps, samples, ...) carry a per-process
+// sequence number `seq`, dense from 0. Threads fill their own buffers, so
+// the file order of events from different threads is not their real order;
+// readers restore it with EventSequencer (event_sequencer.h). Definitions
+// (stacks, code objects, modules, symbols) carry no seq: they are table
+// entries, and users resolve ids lazily.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace gpuleak::trace {
+
+inline constexpr char kFileMagic[8] = {'G', 'P', 'U', 'L', 'E', 'A', 'K', 'T'};
+inline constexpr std::uint32_t kFormatVersion = 1;
+inline constexpr std::uint32_t kFileHeaderBytes = 32;
+inline constexpr std::uint32_t kBlockMagic = 0x4b424c47;  // "GLBK" little-endian
+inline constexpr std::uint32_t kBlockHeaderBytes = 16;
+// Upper bound a reader accepts for one block; larger sizes mean corruption.
+inline constexpr std::uint32_t kMaxBlockBytes = 64u << 20;
+
+// What kind of memory an allocation is. Stored as u8; values are stable.
+enum class MemoryKind : std::uint8_t {
+  kDevice = 1,        // cuMemAlloc, cuMemAllocPitch
+  kDeviceAsync = 2,   // cuMemAllocAsync, cuMemAllocFromPoolAsync (stream-ordered)
+  kManaged = 3,       // cuMemAllocManaged
+  kHostPinned = 4,    // cuMemAllocHost, cuMemHostAlloc (page-locked host memory)
+  kVmmPhysical = 5,   // cuMemCreate handle (physical memory, until cuMemRelease)
+  kVmmMapping = 6,    // cuMemMap of a handle into a reserved range
+  kAddressRange = 7,  // cuMemAddressReserve (virtual address space only)
+  kArray = 8,         // cuArrayCreate, cuArray3DCreate, cuMipmappedArrayCreate
+  kTorchBlock = 9,    // a tensor block handed out by PyTorch's caching allocator
+};
+
+// Where a step boundary came from. Stored as u8.
+enum class StepSource : std::uint8_t {
+  kOptimizerHook = 1,  // torch.optim global step post-hook
+  kExplicit = 2,       // gpuleak.step() called by the program
+  kTimeWindow = 3,     // fallback: fixed time windows
+};
+
+// What a sample measures. Stored as u8; values are stable.
+enum class Metric : std::uint8_t {
+  kHostRssBytes = 1,         // the process's resident set size
+  kDeviceUsedBytes = 2,      // device memory in use, whole device (cuMemGetInfo / NVML)
+  kDeviceTotalBytes = 3,     // device memory capacity
+  kPoolReservedBytes = 4,    // stream-ordered pool: reserved (cudaMemPoolAttrReservedMemCurrent)
+  kPoolUsedBytes = 5,        // stream-ordered pool: used (cudaMemPoolAttrUsedMemCurrent)
+  kTorchAllocatedBytes = 6,  // torch.cuda.memory_allocated()
+  kTorchReservedBytes = 7,   // torch.cuda.memory_reserved()
+};
+
+enum class ContextAction : std::uint8_t {
+  kCreated = 1,
+  kDestroyed = 2,
+  kPrimaryRetained = 3,
+  kPrimaryReleased = 4,
+};
+
+// Record type tags (u8). Values are stable across versions.
+enum class RecordType : std::uint8_t {
+  kProcess = 1,
+  kApiName = 2,
+  kThread = 3,
+  kModule = 4,
+  kPythonCode = 5,
+  kStack = 6,
+  kSymbol = 7,
+  kAlloc = 16,
+  kFree = 17,
+  kAllocFailed = 18,
+  kStep = 19,
+  kSample = 20,
+  kAnnotation = 21,
+  kContext = 22,
+  kExit = 23,
+  kLost = 24,
+};
+
+// ---- Definitions (no seq) -------------------------------------------------
+
+// First record of every trace.
+struct ProcessRecord {
+  std::uint32_t pid = 0;
+  std::uint32_t parent_pid = 0;
+  std::uint64_t start_unix_ns = 0;       // wall clock at collector start
+  std::uint64_t start_monotonic_ns = 0;  // CLOCK_MONOTONIC at the same moment
+  std::string executable;                // /proc/self/exe
+  std::string command_line;              // argv joined by spaces
+  std::string hostname;
+  std::string collector_version;
+  bool operator==(const ProcessRecord&) const = default;
+};
+
+// Names the `api` ids used by events (e.g. 243 -> "cuMemAlloc_v2").
+struct ApiNameRecord {
+  std::uint32_t api = 0;
+  std::string name;
+  bool operator==(const ApiNameRecord&) const = default;
+};
+
+struct ThreadRecord {
+  std::uint32_t thread_id = 0;  // Linux tid
+  std::string name;
+  bool operator==(const ThreadRecord&) const = default;
+};
+
+// A loaded ELF object, for offline symbolization.
+struct ModuleRecord {
+  std::uint64_t load_bias = 0;  // dlpi_addr: added to the file's virtual addresses
+  std::uint64_t low = 0;        // lowest mapped address of its PT_LOAD segments
+  std::uint64_t high = 0;       // one past the highest
+  std::string path;
+  bool operator==(const ModuleRecord&) const = default;
+};
+
+// A Python code object (function), referenced by stacks.
+struct PythonCodeRecord {
+  std::uint32_t code_id = 0;
+  std::string filename;
+  std::string function;
+  std::uint32_t first_line = 0;
+  bool operator==(const PythonCodeRecord&) const = default;
+};
+
+struct PythonFrame {
+  std::uint32_t code_id = 0;
+  std::uint32_t line = 0;
+  bool operator==(const PythonFrame&) const = default;
+};
+
+// A deduplicated call stack: native return addresses (innermost first) and,
+// when the allocating thread held the GIL, Python frames (innermost first).
+struct StackRecord {
+  std::uint32_t stack_id = 0;
+  std::vector<std::uint64_t> native;
+  std::vector<PythonFrame> python;
+  bool operator==(const StackRecord&) const = default;
+};
+
+// The symbol of one native address, added after the run (see `gpuleak run`),
+// so a trace can be reported on a machine that lacks the binaries.
+struct SymbolRecord {
+  std::uint64_t address = 0;
+  std::string function;  // demangled
+  std::string file;
+  std::uint32_t line = 0;
+  std::string module;
+  bool operator==(const SymbolRecord&) const = default;
+};
+
+// ---- Events (seq) ---------------------------------------------------------
+
+struct AllocRecord {
+  std::uint64_t seq = 0;
+  std::uint64_t time_ns = 0;  // CLOCK_MONOTONIC
+  std::uint64_t address = 0;  // device pointer, host pointer or VMM handle
+  std::uint64_t size = 0;     // bytes
+  MemoryKind kind = MemoryKind::kDevice;
+  std::uint32_t api = 0;
+  std::int32_t device = -1;  // CUDA device ordinal, -1 if unknown
+  std::uint64_t stream = 0;  // CUstream for stream-ordered allocations
+  std::uint32_t thread_id = 0;
+  std::uint32_t stack_id = 0;  // 0: no stack captured
+  bool operator==(const AllocRecord&) const = default;
+};
+
+struct FreeRecord {
+  std::uint64_t seq = 0;
+  std::uint64_t time_ns = 0;
+  std::uint64_t address = 0;
+  MemoryKind kind = MemoryKind::kDevice;
+  std::uint32_t api = 0;
+  std::int32_t device = -1;
+  std::uint32_t thread_id = 0;
+  bool operator==(const FreeRecord&) const = default;
+};
+
+// An allocation call that failed (typically CUDA_ERROR_OUT_OF_MEMORY). The
+// live set at that moment is everything allocated and not freed before it.
+struct AllocFailedRecord {
+  std::uint64_t seq = 0;
+  std::uint64_t time_ns = 0;
+  std::uint64_t size = 0;
+  MemoryKind kind = MemoryKind::kDevice;
+  std::uint32_t api = 0;
+  std::int32_t device = -1;
+  std::uint32_t result = 0;  // CUresult
+  std::uint32_t thread_id = 0;
+  std::uint32_t stack_id = 0;
+  bool operator==(const AllocFailedRecord&) const = default;
+};
+
+struct StepRecord {
+  std::uint64_t seq = 0;
+  std::uint64_t time_ns = 0;
+  std::uint64_t step = 0;
+  StepSource source = StepSource::kExplicit;
+  bool operator==(const StepRecord&) const = default;
+};
+
+struct SampleRecord {
+  std::uint64_t seq = 0;
+  std::uint64_t time_ns = 0;
+  Metric metric = Metric::kHostRssBytes;
+  std::int32_t device = -1;
+  std::uint64_t value = 0;
+  bool operator==(const SampleRecord&) const = default;
+};
+
+// Free-form facts from the process: the allocator mode in effect, a holder
+// found by the Python package, ... `value` is usually JSON.
+struct AnnotationRecord {
+  std::uint64_t seq = 0;
+  std::uint64_t time_ns = 0;
+  std::string key;
+  std::string value;
+  bool operator==(const AnnotationRecord&) const = default;
+};
+
+struct ContextRecord {
+  std::uint64_t seq = 0;
+  std::uint64_t time_ns = 0;
+  ContextAction action = ContextAction::kCreated;
+  std::uint64_t context = 0;
+  std::int32_t device = -1;
+  bool operator==(const ContextRecord&) const = default;
+};
+
+// The process began to exit (atexit). Events may still follow (frees in
+// static destructors); the trace's end is the end of the process.
+struct ExitRecord {
+  std::uint64_t seq = 0;
+  std::uint64_t time_ns = 0;
+  bool operator==(const ExitRecord&) const = default;
+};
+
+// The collector had to drop events (it never blocks the program).
+struct LostRecord {
+  std::uint64_t seq = 0;
+  std::uint64_t time_ns = 0;
+  std::uint64_t events = 0;
+  bool operator==(const LostRecord&) const = default;
+};
+
+using Record =
+    std::variant<ProcessRecord, ApiNameRecord, ThreadRecord, ModuleRecord, PythonCodeRecord,
+                 StackRecord, SymbolRecord, AllocRecord, FreeRecord, AllocFailedRecord, StepRecord,
+                 SampleRecord, AnnotationRecord, ContextRecord, ExitRecord, LostRecord>;
+
+// Sequence number of an event record; definitions have none.
+bool record_seq(const Record& record, std::uint64_t* seq);
+
+const char* memory_kind_name(MemoryKind kind);    // "device", "host-pinned", ...
+const char* metric_name(Metric metric);           // "host_rss_bytes", ...
+const char* step_source_name(StepSource source);  // "optimizer-hook", ...
+
+}  // namespace gpuleak::trace

@@ -1,0 +1,47 @@
+// Writes a trace file: the header, then one compressed block per flush.
+//
+// The caller concatenates encoded records (codec.h) and hands them over as a
+// block; each block goes to the file with a single write() so that a killed
+// process leaves only whole blocks behind. Nothing here throws: failures are
+// returned as false with a message, because the writer runs inside the
+// traced program.
+//
+// Not thread-safe: one writer thread owns an instance.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+namespace gpuleak::trace {
+
+class TraceWriter {
+ public:
+  // Creates `path` (it must not exist) and writes the file header.
+  static std::unique_ptr<TraceWriter> create(const std::string& path, std::string* error);
+  // Opens an existing trace to add blocks at its end (after checking its header).
+  static std::unique_ptr<TraceWriter> append_to(const std::string& path, std::string* error);
+
+  ~TraceWriter();
+  TraceWriter(const TraceWriter&) = delete;
+  TraceWriter& operator=(const TraceWriter&) = delete;
+
+  // Compresses `records` (record_count encoded records) into one block and
+  // writes it. An empty `records` writes nothing.
+  bool write_block(std::string_view records, std::uint32_t record_count, std::string* error);
+
+  std::uint64_t bytes_written() const { return bytes_written_; }
+  const std::string& path() const { return path_; }
+
+ private:
+  TraceWriter(int fd, std::string path, std::uint64_t offset);
+
+  int fd_;
+  std::string path_;
+  std::uint64_t bytes_written_;
+  struct Compressor;
+  std::unique_ptr<Compressor> compressor_;
+};
+
+}  // namespace gpuleak::trace
