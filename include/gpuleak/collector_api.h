@@ -1,0 +1,55 @@
+/* The collector's C API, exported by libgpuleak_collector.so.
+ *
+ * The CUDA driver loads the collector through CUDA_INJECTION64_PATH and calls
+ * InitializeInjection(); everything else here is for code running in the
+ * traced process: the gpuleak Python package (through ctypes) and the
+ * PyTorch allocator hook. Every function is safe to call at any time from
+ * any thread, never blocks on I/O, and does nothing when the collector is
+ * disabled or not recording. None of them ever raises or aborts.
+ */
+#ifndef GPULEAK_COLLECTOR_API_H_
+#define GPULEAK_COLLECTOR_API_H_
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Called by the CUDA driver during cuInit. Returns 1 (the driver ignores it). */
+int InitializeInjection(void);
+
+/* Version of the collector, e.g. "0.1.0". */
+const char* gpuleak_collector_version(void);
+
+/* 1 while the collector is recording into a trace, else 0. */
+int gpuleak_is_recording(void);
+
+/* Starts the recorder without CUDA (no CUPTI subscription): for programs
+ * that report steps, samples and allocator events themselves, and for tests.
+ * Returns 1 if recording. Idempotent. */
+int gpuleak_start_recording(void);
+
+/* A training step ended. `source`: 1 optimizer hook, 2 explicit, 3 time window. */
+void gpuleak_mark_step(uint64_t step, int source);
+
+/* A measurement; `metric` is a trace::Metric value, `device` -1 if none. */
+void gpuleak_record_sample(int metric, int device, uint64_t value);
+
+/* A fact about the process as key and (usually JSON) value. */
+void gpuleak_annotate(const char* key, const char* value);
+
+/* PyTorch caching-allocator events (from its trace tracker): a block handed
+ * to a tensor, and its free being requested. The stack of the calling thread
+ * is captured (Python frames when it holds the GIL). */
+void gpuleak_record_torch_alloc(uint64_t address, uint64_t size, int device, uint64_t stream);
+void gpuleak_record_torch_free(uint64_t address, int device);
+
+/* Writes everything recorded so far to the trace file now. */
+void gpuleak_flush(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* GPULEAK_COLLECTOR_API_H_ */

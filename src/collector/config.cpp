@@ -1,0 +1,40 @@
+#include "collector/config.h"
+
+#include <cstdlib>
+#include <cstring>
+
+namespace gpuleak::collector {
+
+namespace {
+
+bool flag(const char* name, bool fallback) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return fallback;
+  return !(std::strcmp(v, "0") == 0 || std::strcmp(v, "false") == 0 || std::strcmp(v, "no") == 0);
+}
+
+int number(const char* name, int fallback, int low, int high) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return fallback;
+  char* end = nullptr;
+  long parsed = std::strtol(v, &end, 10);
+  if (*end != '\0' || parsed < low || parsed > high) return fallback;
+  return static_cast<int>(parsed);
+}
+
+}  // namespace
+
+Config read_config_from_environment() {
+  Config c;
+  if (const char* dir = std::getenv("GPULEAK_TRACE_DIR"); dir && *dir) c.trace_dir = dir;
+  c.native_depth = number("GPULEAK_NATIVE_DEPTH", c.native_depth, 0, 256);
+  c.python_stacks = flag("GPULEAK_PYTHON_STACKS", c.python_stacks);
+  c.native_with_python = flag("GPULEAK_NATIVE_WITH_PYTHON", c.native_with_python);
+  c.flush_ms = number("GPULEAK_FLUSH_MS", c.flush_ms, 1, 60000);
+  if (const char* lib = std::getenv("GPULEAK_CUPTI_LIBRARY"); lib && *lib) c.cupti_library = lib;
+  c.verbose = flag("GPULEAK_VERBOSE", false);
+  c.disabled = flag("GPULEAK_DISABLE", false);
+  return c;
+}
+
+}  // namespace gpuleak::collector

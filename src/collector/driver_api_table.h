@@ -1,0 +1,25 @@
+// The CUDA driver APIs the collector follows, by CUPTI callback id, and what
+// each means for memory accounting.
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+namespace gpuleak::collector {
+
+enum class ApiRole : std::uint8_t {
+  kAllocate,     // memory comes into existence at API exit
+  kRelease,      // memory goes away (sequence number taken at API entry)
+  kContext,      // context created/destroyed/retained/released
+};
+
+struct DriverApi {
+  std::uint32_t cbid;
+  const char* name;
+  ApiRole role;
+};
+
+// Every followed API, in CUPTI callback-id order.
+std::span<const DriverApi> followed_driver_apis();
+
+}  // namespace gpuleak::collector

@@ -1,0 +1,136 @@
+// Entry points of libgpuleak_collector.so: InitializeInjection (called by
+// the CUDA driver during cuInit when CUDA_INJECTION64_PATH names this
+// library) and the C API of include/gpuleak/collector_api.h.
+//
+// Every entry point catches everything: nothing may escape into the
+// program that loaded us.
+#include "gpuleak/collector_api.h"
+
+#include <mutex>
+
+#include "collector/capture_backend.h"
+#include "collector/config.h"
+#include "collector/diagnostics.h"
+#include "collector/recorder.h"
+
+namespace gpuleak::collector {
+namespace {
+
+// API ids of events that do not come from the CUDA driver.
+constexpr std::uint32_t kApiTorchAlloc = 0x10001;
+constexpr std::uint32_t kApiTorchFree = 0x10002;
+
+std::once_flag g_config_once;
+Config g_config;
+
+const Config& config() {
+  std::call_once(g_config_once, [] {
+    g_config = read_config_from_environment();
+    set_verbose(g_config.verbose);
+  });
+  return g_config;
+}
+
+Recorder* start_recorder() {
+  const Config& c = config();
+  if (c.disabled) return nullptr;
+  Recorder* recorder = Recorder::start(c);
+  if (recorder) {
+    static std::once_flag names_once;
+    std::call_once(names_once, [recorder] {
+      recorder->record_api_name(kApiTorchAlloc, "torch.caching_allocator.alloc");
+      recorder->record_api_name(kApiTorchFree, "torch.caching_allocator.free_requested");
+    });
+  }
+  return recorder;
+}
+
+}  // namespace
+}  // namespace gpuleak::collector
+
+using namespace gpuleak::collector;
+using gpuleak::trace::Metric;
+using gpuleak::trace::MemoryKind;
+using gpuleak::trace::StepSource;
+
+extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) {
+  try {
+    Recorder* recorder = start_recorder();
+    if (!recorder) return 1;
+    std::string why;
+    auto backend = make_cupti_backend();
+    if (!backend->start(*recorder, &why)) {
+      disable_collector("%s", why.c_str());
+      return 1;
+    }
+    backend.release();  // lives as long as the process
+  } catch (...) {
+    disable_collector("unexpected error during start-up");
+  }
+  return 1;
+}
+
+extern "C" __attribute__((visibility("default"))) const char* gpuleak_collector_version(void) {
+  return "0.1.0";
+}
+
+extern "C" __attribute__((visibility("default"))) int gpuleak_is_recording(void) {
+  return Recorder::get() != nullptr;
+}
+
+extern "C" __attribute__((visibility("default"))) int gpuleak_start_recording(void) {
+  try {
+    return start_recorder() != nullptr;
+  } catch (...) {
+    disable_collector("unexpected error during start-up");
+    return 0;
+  }
+}
+
+namespace {
+template <class F>
+void guarded(F&& f) {
+  try {
+    if (Recorder* r = Recorder::get()) f(*r);
+  } catch (...) {
+    disable_collector("internal error in the collector API");
+  }
+}
+}  // namespace
+
+extern "C" __attribute__((visibility("default"))) void gpuleak_mark_step(uint64_t step, int source) {
+  if (source < 1 || source > 3) source = static_cast<int>(StepSource::kExplicit);
+  guarded([&](Recorder& r) { r.record_step(step, static_cast<StepSource>(source)); });
+}
+
+extern "C" __attribute__((visibility("default"))) void gpuleak_record_sample(int metric, int device,
+                                                                             uint64_t value) {
+  if (metric < 1 || metric > 7) return;
+  guarded([&](Recorder& r) { r.record_sample(static_cast<Metric>(metric), device, value); });
+}
+
+extern "C" __attribute__((visibility("default"))) void gpuleak_annotate(const char* key,
+                                                                        const char* value) {
+  if (!key || !value) return;
+  guarded([&](Recorder& r) { r.record_annotation(key, value); });
+}
+
+extern "C" __attribute__((visibility("default"))) void gpuleak_record_torch_alloc(uint64_t address,
+                                                                                  uint64_t size,
+                                                                                  int device,
+                                                                                  uint64_t stream) {
+  guarded([&](Recorder& r) {
+    r.record_alloc(address, size, MemoryKind::kTorchBlock, kApiTorchAlloc, device, stream);
+  });
+}
+
+extern "C" __attribute__((visibility("default"))) void gpuleak_record_torch_free(uint64_t address,
+                                                                                 int device) {
+  guarded([&](Recorder& r) {
+    r.record_free(r.next_seq(), address, MemoryKind::kTorchBlock, kApiTorchFree, device);
+  });
+}
+
+extern "C" __attribute__((visibility("default"))) void gpuleak_flush(void) {
+  guarded([](Recorder& r) { r.flush(); });
+}

@@ -1,0 +1,60 @@
+#include "collector/native_unwinder.h"
+
+#define UNW_LOCAL_ONLY
+#include <dlfcn.h>
+#include <libunwind.h>
+#include <link.h>
+
+#include <algorithm>
+
+namespace gpuleak::collector {
+
+namespace {
+
+// Address range of the collector's own text, to drop our frames.
+std::uintptr_t g_self_low = 0;
+std::uintptr_t g_self_high = 0;
+
+int find_self(struct dl_phdr_info* info, size_t, void* data) {
+  auto probe = reinterpret_cast<std::uintptr_t>(data);
+  std::uintptr_t low = UINTPTR_MAX, high = 0;
+  for (int i = 0; i < info->dlpi_phnum; ++i) {
+    const auto& ph = info->dlpi_phdr[i];
+    if (ph.p_type != PT_LOAD) continue;
+    std::uintptr_t start = info->dlpi_addr + ph.p_vaddr;
+    low = std::min(low, start);
+    high = std::max(high, start + ph.p_memsz);
+  }
+  if (probe >= low && probe < high) {
+    g_self_low = low;
+    g_self_high = high;
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+
+void prepare_native_unwinder() {
+  unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
+  dl_iterate_phdr(find_self, reinterpret_cast<void*>(&prepare_native_unwinder));
+}
+
+int capture_native_stack(std::uint64_t* frames, int max_frames) {
+  constexpr int kScratch = 300;
+  void* raw[kScratch];
+  // A few extra frames for the collector's own, which are dropped below.
+  int want = std::min(kScratch, max_frames + 12);
+  int n = unw_backtrace(raw, want);
+  int out = 0;
+  int i = 0;
+  while (i < n) {
+    auto ip = reinterpret_cast<std::uintptr_t>(raw[i]);
+    if (ip < g_self_low || ip >= g_self_high) break;
+    ++i;
+  }
+  for (; i < n && out < max_frames; ++i) frames[out++] = reinterpret_cast<std::uintptr_t>(raw[i]);
+  return out;
+}
+
+}  // namespace gpuleak::collector

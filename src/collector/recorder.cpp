@@ -1,0 +1,376 @@
+#include "collector/recorder.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "collector/diagnostics.h"
+#include "collector/native_unwinder.h"
+#include "collector/process_facts.h"
+#include "collector/python_frames.h"
+#include "trace/codec.h"
+#include "trace/trace_writer.h"
+
+namespace gpuleak::collector {
+
+namespace {
+
+std::atomic<Recorder*> g_recorder{nullptr};
+std::mutex g_start_mutex;
+
+// Blocks are cut at about this size so one flush of a busy process does not
+// make one huge block.
+constexpr std::size_t kBlockTargetBytes = 8u << 20;
+
+std::uint64_t monotonic_ns() {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000ull +
+         static_cast<std::uint64_t>(ts.tv_nsec);
+}
+
+bool make_directories(const std::string& path, std::string* error) {
+  std::string partial;
+  std::size_t pos = 0;
+  while (pos != std::string::npos) {
+    pos = path.find('/', pos + 1);
+    partial = path.substr(0, pos);
+    if (partial.empty()) continue;
+    if (::mkdir(partial.c_str(), 0755) != 0 && errno != EEXIST) {
+      *error = "cannot create trace directory " + partial + ": " + std::strerror(errno);
+      return false;
+    }
+  }
+  return true;
+}
+
+void on_exit() {
+  if (Recorder* r = Recorder::get()) {
+    r->record_exit();
+    r->flush();
+  }
+}
+
+void on_fork_child() {
+  // The writer thread does not exist in the child, and CUDA cannot be used
+  // there after the parent initialized it: record nothing in this process.
+  if (Recorder* r = g_recorder.load()) r->abandon_in_child();
+}
+
+// Runs when the process unloads the collector, after every atexit handler and
+// static destructor, so frees done there are still recorded.
+__attribute__((destructor)) void on_unload() {
+  if (Recorder* r = g_recorder.load()) r->shutdown();
+}
+
+}  // namespace
+
+Recorder* Recorder::get() {
+  Recorder* r = g_recorder.load(std::memory_order_acquire);
+  return (r && r->recording() && !collector_disabled()) ? r : nullptr;
+}
+
+Recorder* Recorder::start(const Config& config) {
+  std::lock_guard<std::mutex> lock(g_start_mutex);
+  if (Recorder* r = g_recorder.load()) return r->recording() ? r : nullptr;
+  if (collector_disabled()) return nullptr;
+
+  auto* recorder = new Recorder(config);  // never deleted: see header
+  std::string error;
+  if (!recorder->open_trace(&error)) {
+    disable_collector("%s", error.c_str());
+    delete recorder;
+    return nullptr;
+  }
+  prepare_native_unwinder();
+  if (config.python_stacks) load_python_api();
+
+  // The writer thread must never take the program's signals.
+  sigset_t all, previous;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &previous);
+  try {
+    recorder->writer_thread_ = std::thread([recorder] { recorder->writer_loop(); });
+  } catch (...) {
+    pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+    disable_collector("cannot start the trace writer thread");
+    return nullptr;
+  }
+  pthread_sigmask(SIG_SETMASK, &previous, nullptr);
+  pthread_setname_np(recorder->writer_thread_.native_handle(), "gpuleak-writer");
+
+  g_recorder.store(recorder, std::memory_order_release);
+  std::atexit(on_exit);
+  pthread_atfork(nullptr, nullptr, on_fork_child);
+  say_verbose("recording process %d into %s", static_cast<int>(::getpid()),
+              recorder->trace_path_.c_str());
+  return recorder;
+}
+
+bool Recorder::open_trace(std::string* error) {
+  if (!make_directories(config_.trace_dir, error)) return false;
+  std::string base = config_.trace_dir + "/gpuleak-" + std::to_string(::getpid());
+  // A PID can repeat across runs into one directory: never overwrite.
+  for (int attempt = 0; attempt < 100 && !writer_; ++attempt) {
+    std::string path = base + (attempt ? "-" + std::to_string(attempt) : "") + ".trace";
+    std::string why;
+    writer_ = trace::TraceWriter::create(path, &why);
+    if (writer_) {
+      trace_path_ = path;
+    } else if (errno != EEXIST) {
+      *error = why;
+      return false;
+    }
+  }
+  if (!writer_) {
+    *error = "cannot find a free trace file name for " + base;
+    return false;
+  }
+  std::string first;
+  trace::encode_record(describe_process(monotonic_ns()), first);
+  if (!writer_->write_block(first, 1, error)) return false;
+  return true;
+}
+
+ThreadBuffer& Recorder::buffer_for_this_thread() {
+  bool is_new = false;
+  ThreadBuffer& buffer = buffers_.current(&is_new);
+  if (is_new) {
+    std::string definition;
+    trace::encode_record(trace::ThreadRecord{buffer.thread_id, thread_name(buffer.thread_id)},
+                         definition);
+    std::lock_guard<std::mutex> lock(buffer.mutex);
+    buffer.bytes.append(definition);
+    ++buffer.records;
+  }
+  return buffer;
+}
+
+void Recorder::append(const std::uint8_t* bytes, std::size_t size, std::uint32_t records) {
+  ThreadBuffer& buffer = buffer_for_this_thread();
+  bool wake = false;
+  {
+    std::lock_guard<std::mutex> lock(buffer.mutex);
+    if (buffer.bytes.size() + size > ThreadBuffers::kMaxBufferBytes) {
+      buffer.dropped += records;
+      return;
+    }
+    std::size_t before = buffer.bytes.size();
+    buffer.bytes.append(reinterpret_cast<const char*>(bytes), size);
+    buffer.records += records;
+    wake = before < ThreadBuffers::kWakeWriterBytes &&
+           buffer.bytes.size() >= ThreadBuffers::kWakeWriterBytes;
+  }
+  if (wake) wake_.notify_one();
+}
+
+void Recorder::append_with_definitions(const std::string& definitions,
+                                       std::uint32_t definition_count, const std::uint8_t* bytes,
+                                       std::size_t size) {
+  if (definitions.empty()) {
+    append(bytes, size, 1);
+    return;
+  }
+  std::string combined = definitions;
+  combined.append(reinterpret_cast<const char*>(bytes), size);
+  append(reinterpret_cast<const std::uint8_t*>(combined.data()), combined.size(),
+         definition_count + 1);
+}
+
+void Recorder::record_alloc(std::uint64_t address, std::uint64_t size, trace::MemoryKind kind,
+                            std::uint32_t api, std::int32_t device, std::uint64_t stream) {
+  std::string definitions;
+  std::uint32_t definition_count = 0;
+  std::uint32_t stack_id = stacks_.capture(definitions, definition_count);
+  trace::AllocRecord r;
+  r.seq = next_seq();
+  r.time_ns = monotonic_ns();
+  r.address = address;
+  r.size = size;
+  r.kind = kind;
+  r.api = api;
+  r.device = device;
+  r.stream = stream;
+  r.thread_id = buffer_for_this_thread().thread_id;
+  r.stack_id = stack_id;
+  std::uint8_t encoded[trace::kMaxEventBytes];
+  std::size_t n = trace::encode_alloc(r, encoded);
+  append_with_definitions(definitions, definition_count, encoded, n);
+}
+
+void Recorder::record_free(std::uint64_t seq, std::uint64_t address, trace::MemoryKind kind,
+                           std::uint32_t api, std::int32_t device) {
+  trace::FreeRecord r;
+  r.seq = seq;
+  r.time_ns = monotonic_ns();
+  r.address = address;
+  r.kind = kind;
+  r.api = api;
+  r.device = device;
+  r.thread_id = buffer_for_this_thread().thread_id;
+  std::uint8_t encoded[trace::kMaxEventBytes];
+  std::size_t n = trace::encode_free(r, encoded);
+  append(encoded, n, 1);
+}
+
+void Recorder::record_nothing(std::uint64_t seq) {
+  // A LostRecord of zero events fills the sequence number, so readers do not
+  // wait for an event that will never come.
+  std::string encoded;
+  trace::encode_record(trace::LostRecord{seq, monotonic_ns(), 0}, encoded);
+  append(reinterpret_cast<const std::uint8_t*>(encoded.data()), encoded.size(), 1);
+}
+
+void Recorder::record_alloc_failed(std::uint64_t size, trace::MemoryKind kind, std::uint32_t api,
+                                   std::int32_t device, std::uint32_t result) {
+  std::string definitions;
+  std::uint32_t definition_count = 0;
+  std::uint32_t stack_id = stacks_.capture(definitions, definition_count);
+  trace::AllocFailedRecord r{next_seq(), monotonic_ns(), size, kind, api, device, result,
+                             buffer_for_this_thread().thread_id, stack_id};
+  trace::encode_record(r, definitions);
+  append(reinterpret_cast<const std::uint8_t*>(definitions.data()), definitions.size(),
+         definition_count + 1);
+}
+
+
+void Recorder::record_step(std::uint64_t step, trace::StepSource source) {
+  std::string encoded;
+  trace::encode_record(trace::StepRecord{next_seq(), monotonic_ns(), step, source}, encoded);
+  append(reinterpret_cast<const std::uint8_t*>(encoded.data()), encoded.size(), 1);
+}
+
+void Recorder::record_sample(trace::Metric metric, std::int32_t device, std::uint64_t value) {
+  std::string encoded;
+  trace::encode_record(trace::SampleRecord{next_seq(), monotonic_ns(), metric, device, value},
+                       encoded);
+  append(reinterpret_cast<const std::uint8_t*>(encoded.data()), encoded.size(), 1);
+}
+
+void Recorder::record_annotation(const std::string& key, const std::string& value) {
+  std::string encoded;
+  trace::encode_record(trace::AnnotationRecord{next_seq(), monotonic_ns(), key, value}, encoded);
+  append(reinterpret_cast<const std::uint8_t*>(encoded.data()), encoded.size(), 1);
+}
+
+void Recorder::record_context(trace::ContextAction action, std::uint64_t context,
+                              std::int32_t device) {
+  std::string encoded;
+  trace::encode_record(trace::ContextRecord{next_seq(), monotonic_ns(), action, context, device},
+                       encoded);
+  append(reinterpret_cast<const std::uint8_t*>(encoded.data()), encoded.size(), 1);
+}
+
+void Recorder::record_api_name(std::uint32_t api, const char* name) {
+  std::string encoded;
+  trace::encode_record(trace::ApiNameRecord{api, name}, encoded);
+  append(reinterpret_cast<const std::uint8_t*>(encoded.data()), encoded.size(), 1);
+}
+
+void Recorder::record_exit() {
+  std::string encoded;
+  trace::encode_record(trace::ExitRecord{next_seq(), monotonic_ns()}, encoded);
+  append(reinterpret_cast<const std::uint8_t*>(encoded.data()), encoded.size(), 1);
+}
+
+void Recorder::scan_modules(std::string& out, std::uint32_t& count) {
+  unsigned long long generation = loaded_module_generation();
+  if (generation == module_adds_seen_) return;
+  module_adds_seen_ = generation;
+  for_each_loaded_module([&](const trace::ModuleRecord& m) {
+    if (!modules_seen_.emplace(m.load_bias, m.path).second) return;
+    trace::encode_record(m, out);
+    ++count;
+  });
+}
+
+void Recorder::write_pending() {
+  if (!writer_) return;
+  std::string batch;
+  std::uint32_t batch_records = 0;
+  std::uint64_t dropped = 0;
+  std::string error;
+  bool failed = false;
+  auto write_batch = [&] {
+    if (batch.empty() || failed) return;
+    if (!writer_->write_block(batch, batch_records, &error)) failed = true;
+    batch.clear();
+    batch_records = 0;
+  };
+
+  scan_modules(batch, batch_records);
+  std::uint64_t rss = host_rss_bytes();
+  if (rss != 0 && rss != last_rss_bytes_) {
+    last_rss_bytes_ = rss;
+    trace::encode_record(
+        trace::SampleRecord{next_seq(), monotonic_ns(), trace::Metric::kHostRssBytes, -1, rss}, batch);
+    ++batch_records;
+  }
+  buffers_.drain([&](const std::string& bytes, std::uint32_t records, std::uint64_t lost) {
+    batch.append(bytes);
+    batch_records += records;
+    dropped += lost;
+    if (batch.size() >= kBlockTargetBytes) write_batch();
+  });
+  if (dropped > 0) {
+    trace::encode_record(trace::LostRecord{next_seq(), monotonic_ns(), dropped}, batch);
+    ++batch_records;
+  }
+  write_batch();
+  if (failed) {
+    disable_collector("%s", error.c_str());
+    state_.store(kStopped);
+  }
+}
+
+void Recorder::writer_loop() {
+  std::unique_lock<std::mutex> lock(wake_mutex_);
+  while (!stop_writer_) {
+    wake_.wait_for(lock, std::chrono::milliseconds(config_.flush_ms));
+    if (stop_writer_) break;
+    lock.unlock();
+    {
+      std::lock_guard<std::mutex> write_lock(write_mutex_);
+      try {
+        write_pending();
+      } catch (...) {
+        disable_collector("unexpected error while writing the trace");
+        state_.store(kStopped);
+      }
+    }
+    lock.lock();
+  }
+}
+
+void Recorder::flush() {
+  std::lock_guard<std::mutex> write_lock(write_mutex_);
+  try {
+    write_pending();
+  } catch (...) {
+    disable_collector("unexpected error while writing the trace");
+    state_.store(kStopped);
+  }
+}
+
+void Recorder::shutdown() {
+  // In a forked child the writer thread object is a copy of the parent's.
+  if (in_forked_child_.load()) return;
+  if (state_.load() == kStopped && !writer_thread_.joinable()) return;
+  {
+    std::lock_guard<std::mutex> lock(wake_mutex_);
+    stop_writer_ = true;
+  }
+  wake_.notify_all();
+  if (writer_thread_.joinable()) writer_thread_.join();
+  if (state_.load() == kRecording) flush();
+  state_.store(kStopped);
+  std::lock_guard<std::mutex> write_lock(write_mutex_);
+  writer_.reset();
+}
+
+}  // namespace gpuleak::collector

@@ -1,0 +1,111 @@
+// The recorder: turns facts from the capture backends and the public API
+// into trace records, buffers them per thread, and writes them to this
+// process's trace file from a writer thread.
+//
+// Lifetime: created once by Recorder::start() and never destroyed (threads
+// may still report while the process exits). After shutdown() or when the
+// collector disabled itself, every call is a cheap no-op.
+//
+// Thread-safe: every record_* method may be called from any thread at once.
+// None of them blocks on I/O or throws.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <utility>
+
+#include "collector/config.h"
+#include "collector/stack_table.h"
+#include "collector/thread_buffers.h"
+#include "trace/records.h"
+#include "trace/trace_writer.h"
+
+namespace gpuleak::collector {
+
+class Recorder {
+ public:
+  // Starts recording (once per process). Returns the recorder, or nullptr if
+  // the collector is disabled or could not start (it said why on stderr).
+  static Recorder* start(const Config& config);
+  // The running recorder, or nullptr.
+  static Recorder* get();
+
+  // Reserves the next sequence number. Frees take theirs before the memory
+  // is released, so a reuse of the address always comes later in order.
+  std::uint64_t next_seq() { return seq_.fetch_add(1, std::memory_order_relaxed); }
+
+  // Captures the calling thread's stack for the allocation.
+  void record_alloc(std::uint64_t address, std::uint64_t size, trace::MemoryKind kind,
+                    std::uint32_t api, std::int32_t device, std::uint64_t stream);
+  void record_free(std::uint64_t seq, std::uint64_t address, trace::MemoryKind kind,
+                   std::uint32_t api, std::int32_t device);
+  // A sequence number taken for an event that did not happen (a failed free).
+  void record_nothing(std::uint64_t seq);
+  // A failed allocation (usually out of memory), with its stack.
+  void record_alloc_failed(std::uint64_t size, trace::MemoryKind kind, std::uint32_t api,
+                           std::int32_t device, std::uint32_t result);
+  void record_step(std::uint64_t step, trace::StepSource source);
+  void record_sample(trace::Metric metric, std::int32_t device, std::uint64_t value);
+  void record_annotation(const std::string& key, const std::string& value);
+  void record_context(trace::ContextAction action, std::uint64_t context, std::int32_t device);
+  void record_api_name(std::uint32_t api, const char* name);
+  // The process began to exit (atexit); later events are still recorded.
+  void record_exit();
+
+  // Writes all buffered records now (used at exit and by gpuleak_flush()).
+  void flush();
+  // Final flush; stops the writer thread. Later calls record nothing.
+  void shutdown();
+  // In a forked child: the writer thread does not exist there; stop quietly.
+  void abandon_in_child() {
+    in_forked_child_.store(true);
+    state_.store(kStopped);
+  }
+
+  bool recording() const { return state_.load(std::memory_order_relaxed) == kRecording; }
+  const std::string& trace_path() const { return trace_path_; }
+  const Config& config() const { return config_; }
+
+ private:
+  enum State { kRecording, kStopped };
+
+  explicit Recorder(const Config& config) : config_(config), stacks_(config_) {}
+  bool open_trace(std::string* error);
+  // Appends an encoded event to the calling thread's buffer.
+  void append(const std::uint8_t* bytes, std::size_t size, std::uint32_t records);
+  void append_with_definitions(const std::string& definitions, std::uint32_t definition_count,
+                               const std::uint8_t* bytes, std::size_t size);
+  ThreadBuffer& buffer_for_this_thread();
+  void writer_loop();
+  // Collects buffers and process facts and writes them as blocks. Callers
+  // hold write_mutex_.
+  void write_pending();
+  void scan_modules(std::string& out, std::uint32_t& count);
+  std::uint64_t now_ns() const;
+
+  Config config_;
+  StackTable stacks_;
+  ThreadBuffers buffers_;
+  std::atomic<int> state_{kRecording};
+  std::atomic<bool> in_forked_child_{false};
+  std::atomic<std::uint64_t> seq_{0};
+  std::string trace_path_;
+
+  std::mutex write_mutex_;  // serializes write_pending() between writer thread and flush()
+  std::unique_ptr<trace::TraceWriter> writer_;
+  std::set<std::pair<std::uint64_t, std::string>> modules_seen_;  // guarded by write_mutex_
+  unsigned long long module_adds_seen_ = 0;                       // guarded by write_mutex_
+  std::uint64_t last_rss_bytes_ = 0;                               // guarded by write_mutex_
+
+  std::mutex wake_mutex_;
+  std::condition_variable wake_;
+  bool stop_writer_ = false;  // guarded by wake_mutex_
+  std::thread writer_thread_;
+};
+
+}  // namespace gpuleak::collector

@@ -1,0 +1,87 @@
+#include "collector/stack_table.h"
+
+#include <vector>
+
+#include "collector/native_unwinder.h"
+#include "collector/python_frames.h"
+#include "trace/codec.h"
+#include "trace/records.h"
+
+namespace gpuleak::collector {
+
+namespace {
+
+// 64-bit mixing (splitmix64 finalizer); collisions between real stacks are
+// negligible at the numbers of distinct stacks a program has.
+inline std::uint64_t mix(std::uint64_t h, std::uint64_t v) {
+  h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+  h ^= h >> 30;
+  h *= 0xbf58476d1ce4e5b9ull;
+  h ^= h >> 27;
+  h *= 0x94d049bb133111ebull;
+  h ^= h >> 31;
+  return h;
+}
+
+}  // namespace
+
+std::uint32_t StackTable::intern(std::uint64_t hash, bool* is_new) {
+  Shard& shard = shards_[hash % kShards];
+  std::lock_guard<std::mutex> lock(shard.mutex);
+  auto [it, inserted] = shard.ids.try_emplace(hash, 0);
+  if (inserted) it->second = next_stack_id_.fetch_add(1, std::memory_order_relaxed);
+  *is_new = inserted;
+  return it->second;
+}
+
+std::uint32_t StackTable::code_id(void* code, std::string& definitions,
+                                  std::uint32_t& definition_count) {
+  std::lock_guard<std::mutex> lock(code_mutex_);
+  auto [it, inserted] = code_ids_.try_emplace(code, 0);
+  if (!inserted) return it->second;
+  it->second = next_code_id_++;
+  pin_code(code);
+  PythonCodeInfo info = describe_code(code);
+  trace::encode_record(trace::PythonCodeRecord{it->second, std::move(info.filename),
+                                               std::move(info.function), info.first_line},
+                       definitions);
+  ++definition_count;
+  return it->second;
+}
+
+std::uint32_t StackTable::capture(std::string& definitions, std::uint32_t& definition_count) {
+  PythonCapture python;
+  int python_frames = config_.python_stacks ? python.capture() : 0;
+
+  std::uint64_t native[256];
+  int native_frames = 0;
+  bool want_native = config_.native_depth > 0 && (python_frames == 0 || config_.native_with_python);
+  if (want_native) native_frames = capture_native_stack(native, config_.native_depth);
+  if (python_frames == 0 && native_frames == 0) return 0;
+
+  std::uint64_t hash = 0x243f6a8885a308d3ull;
+  for (int i = 0; i < native_frames; ++i) hash = mix(hash, native[i]);
+  hash = mix(hash, 0xfeedull);  // separates the native part from the Python part
+  for (int i = 0; i < python_frames; ++i) {
+    hash = mix(hash, reinterpret_cast<std::uintptr_t>(python[i].code));
+    hash = mix(hash, python[i].position);
+  }
+
+  bool is_new = false;
+  std::uint32_t id = intern(hash, &is_new);
+  if (!is_new) return id;
+
+  trace::StackRecord record;
+  record.stack_id = id;
+  record.native.assign(native, native + native_frames);
+  record.python.reserve(static_cast<std::size_t>(python_frames));
+  for (int i = 0; i < python_frames; ++i) {
+    std::uint32_t code = code_id(python[i].code, definitions, definition_count);
+    record.python.push_back(trace::PythonFrame{code, python.line(i)});
+  }
+  trace::encode_record(record, definitions);
+  ++definition_count;
+  return id;
+}
+
+}  // namespace gpuleak::collector

@@ -1,0 +1,49 @@
+// Deduplicates call stacks and gives each a small id.
+//
+// Capture (native frames, Python frames) happens on the allocating thread;
+// the first time a stack is seen, its definition (StackRecord, and a
+// PythonCodeRecord for each new code object) is encoded into `definitions`
+// so the caller can put it in its buffer ahead of the event that uses it.
+//
+// Thread-safe: the table is sharded, each shard behind its own mutex.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include "collector/config.h"
+
+namespace gpuleak::collector {
+
+class StackTable {
+ public:
+  explicit StackTable(const Config& config) : config_(config) {}
+
+  // Captures the calling thread's stack and returns its id (0 if none could
+  // be captured). New definitions are appended (encoded) to `definitions`,
+  // and `definition_count` is increased by their number.
+  std::uint32_t capture(std::string& definitions, std::uint32_t& definition_count);
+
+ private:
+  static constexpr int kShards = 64;
+  struct Shard {
+    std::mutex mutex;
+    std::unordered_map<std::uint64_t, std::uint32_t> ids;  // stack hash -> id
+  };
+
+  std::uint32_t intern(std::uint64_t hash, bool* is_new);
+  std::uint32_t code_id(void* code, std::string& definitions, std::uint32_t& definition_count);
+
+  const Config& config_;
+  Shard shards_[kShards];
+  std::atomic<std::uint32_t> next_stack_id_{1};
+
+  std::mutex code_mutex_;
+  std::unordered_map<void*, std::uint32_t> code_ids_;
+  std::uint32_t next_code_id_ = 1;
+};
+
+}  // namespace gpuleak::collector

@@ -1,0 +1,74 @@
+// Per-thread event buffers: the hot path appends encoded records to the
+// calling thread's own buffer under that buffer's (uncontended) lock; the
+// writer thread takes the bytes out every flush.
+//
+// Buffers are registered on a thread's first event and retired when the
+// thread exits; a retired buffer is freed after its last drain. The registry
+// is never destroyed (threads may still record while the process exits).
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace gpuleak::collector {
+
+struct ThreadBuffer {
+  std::mutex mutex;
+  std::string bytes;            // encoded records, guarded by mutex
+  std::uint32_t records = 0;    // guarded by mutex
+  std::uint64_t dropped = 0;    // events refused because the buffer was full
+  std::uint32_t thread_id = 0;  // Linux tid
+  bool retired = false;         // the thread has exited; guarded by mutex
+};
+
+class ThreadBuffers {
+ public:
+  // A buffer holding more than this refuses further events until drained,
+  // so a stalled writer cannot exhaust the program's memory.
+  static constexpr std::size_t kMaxBufferBytes = 48u << 20;
+  // Above this the writer is woken early.
+  static constexpr std::size_t kWakeWriterBytes = 4u << 20;
+
+  // The calling thread's buffer; registers it (and returns is_new = true)
+  // the first time.
+  ThreadBuffer& current(bool* is_new);
+
+  // Hands each buffer's records to `sink(bytes, records, dropped)` under
+  // that buffer's lock, empties it, and frees buffers of exited threads.
+  template <class Sink>
+  void drain(Sink&& sink);
+
+  // Called from the thread-exit hook.
+  void retire(ThreadBuffer* buffer);
+
+ private:
+  std::mutex registry_mutex_;
+  std::vector<ThreadBuffer*> buffers_;
+};
+
+template <class Sink>
+void ThreadBuffers::drain(Sink&& sink) {
+  std::lock_guard<std::mutex> registry_lock(registry_mutex_);
+  for (ThreadBuffer*& buffer : buffers_) {
+    bool free_it = false;
+    {
+      std::lock_guard<std::mutex> lock(buffer->mutex);
+      sink(buffer->bytes, buffer->records, buffer->dropped);
+      buffer->bytes.clear();
+      if (buffer->bytes.capacity() > kWakeWriterBytes * 2) buffer->bytes.shrink_to_fit();
+      buffer->records = 0;
+      buffer->dropped = 0;
+      free_it = buffer->retired;
+    }
+    if (free_it) {
+      delete buffer;
+      buffer = nullptr;
+    }
+  }
+  buffers_.erase(std::remove(buffers_.begin(), buffers_.end(), nullptr), buffers_.end());
+}
+
+}  // namespace gpuleak::collector
