@@ -1,0 +1,104 @@
+"""Times training steps of a small PyTorch model, for the overhead benchmark.
+
+Two models: "mlp" is launch-bound (tiny MLP, batch 4: the CPU issuing
+kernels is the bottleneck, so per-allocation costs show); "transformer" is
+GPU-bound (6-layer encoder, where CPU-side costs hide behind the GPU).
+
+The tracking mode is chosen by the harness: through the environment
+(CUDA_INJECTION64_PATH, PYTORCH_CUDA_ALLOC_CONF) and --mode:
+  native   nothing extra in the process
+  history  PyTorch's own torch.cuda.memory._record_memory_history(stacks="python")
+  hook     gpuleak's allocator trace tracker (python/gpuleak/torch_hook.py)
+Prints one JSON object: median seconds per step over --rounds rounds.
+"""
+import argparse
+import ctypes
+import json
+import os
+import statistics
+import sys
+import time
+
+import torch
+
+
+def build(model_name, device):
+    if model_name == "mlp":
+        model = torch.nn.Sequential(
+            torch.nn.Linear(64, 256), torch.nn.ReLU(),
+            torch.nn.Linear(256, 256), torch.nn.ReLU(),
+            torch.nn.Linear(256, 10)).to(device)
+        def batch():
+            return torch.randn(4, 64, device=device), torch.randint(0, 10, (4,), device=device)
+        def loss_of(x, y):
+            return torch.nn.functional.cross_entropy(model(x), y)
+    else:
+        layer = torch.nn.TransformerEncoderLayer(d_model=1024, nhead=16, dim_feedforward=4096,
+                                                 batch_first=True)
+        model = torch.nn.TransformerEncoder(layer, num_layers=6).to(device)
+        def batch():
+            return torch.randn(16, 512, 1024, device=device), None
+        def loss_of(x, _):
+            with torch.autocast("cuda", dtype=torch.bfloat16):
+                return model(x).float().pow(2).mean()
+    return model, batch, loss_of
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--model", choices=["mlp", "transformer"], default="mlp")
+    parser.add_argument("--mode", choices=["native", "history", "hook"], default="native")
+    parser.add_argument("--steps", type=int, default=300)
+    parser.add_argument("--warmup", type=int, default=30)
+    parser.add_argument("--rounds", type=int, default=5)
+    args = parser.parse_args()
+
+    device = torch.device("cuda")
+    torch.manual_seed(0)
+    model, batch, loss_of = build(args.model, device)
+    optimizer = torch.optim.SGD(model.parameters(), lr=1e-3)
+    hook_message = None
+    if args.mode == "history":
+        torch.cuda.memory._record_memory_history(stacks="python")
+    elif args.mode == "hook":
+        sys.path.insert(0, os.environ["GPULEAK_PYTHON_DIR"])
+        from gpuleak import torch_hook
+        collector = ctypes.PyDLL(os.environ["GPULEAK_COLLECTOR"])
+        collector.gpuleak_start_recording()
+        started = time.perf_counter()
+        ok, hook_message = torch_hook.attach(torch, collector)
+        hook_seconds = time.perf_counter() - started
+        if not ok:
+            print(json.dumps({"error": hook_message}))
+            return 1
+
+    def step():
+        x, y = batch()
+        loss = loss_of(x, y)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+
+    for _ in range(args.warmup):
+        step()
+    torch.cuda.synchronize()
+    rounds = []
+    for _ in range(args.rounds):
+        start = time.perf_counter()
+        for _ in range(args.steps):
+            step()
+        torch.cuda.synchronize()
+        rounds.append((time.perf_counter() - start) / args.steps)
+    result = {"model": args.model, "mode": args.mode,
+              "alloc_conf": os.environ.get("PYTORCH_CUDA_ALLOC_CONF", ""),
+              "injection": bool(os.environ.get("CUDA_INJECTION64_PATH")),
+              "step_seconds": statistics.median(rounds), "rounds": rounds,
+              "steps_per_round": args.steps, "torch": torch.__version__}
+    if args.mode == "hook":
+        result["hook_attach_seconds"] = hook_seconds
+    print(json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

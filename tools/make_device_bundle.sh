@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Packs a relocatable copy of the build for the GPU machine (which has no
+# package registry): binaries with their non-system shared libraries next to
+# them (rpath $ORIGIN), the CUDA examples, the benchmarks and the Python
+# package. Output: ./dist (git-ignored; pass it to the device tool's carry).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${1:-build}
+rm -rf dist
+mkdir -p dist/lib dist/examples dist/bench
+[ -f "$build/gpuleak" ] && cp "$build/gpuleak" dist/
+cp "$build/libgpuleak_collector.so" dist/lib/
+cp "$build"/examples/* dist/examples/ 2>/dev/null || true
+cp "$build"/bench/alloc_pairs dist/bench/ 2>/dev/null || true
+cp -r python dist/python
+binaries=(dist/lib/libgpuleak_collector.so)
+[ -f dist/gpuleak ] && binaries+=(dist/gpuleak)
+# Every shared library they need except the C/C++ runtime, which the GPU
+# machine has (newer); two copies of libstdc++ in one process would clash.
+for lib in $(ldd "${binaries[@]}" | awk '/=> \//{print $3}' | sort -u); do
+  case "$(basename "$lib")" in
+    libc.so*|libm.so*|libstdc++.so*|libgcc_s.so*|libpthread.so*|libdl.so*|librt.so*|ld-linux*) ;;
+    *) cp -L "$lib" dist/lib/ ;;
+  esac
+done
+du -sh dist
