@@ -25,14 +25,14 @@ mkdir -p "$OUT/traces" "$OUT/bench"
 
 for ex in forgot_free async_leak thread_leak child_leak pinned_leak vmm_leak clean out_of_memory stress; do
   mkdir -p "$OUT/traces/$ex"
-  start=$(date +%s.%N)
+  start=$(date +%s%N)
   CUDA_INJECTION64_PATH=$COLLECTOR GPULEAK_TRACE_DIR=$OUT/traces/$ex GPULEAK_VERBOSE=1 \
     timeout 120 "$D/examples/$ex" > "$OUT/traces/$ex/output.txt" 2>&1
   rc=$?
-  echo "$ex rc=$rc seconds=$(echo "$(date +%s.%N) - $start" | bc)" >> "$OUT/examples.txt"
+  echo "$ex rc=$rc ms=$(( ($(date +%s%N) - start) / 1000000 ))" >> "$OUT/examples.txt"
 done
-start=$(date +%s.%N); timeout 120 "$D/examples/stress" > /dev/null 2>&1
-echo "stress-native rc=$? seconds=$(echo "$(date +%s.%N) - $start" | bc)" >> "$OUT/examples.txt"
+start=$(date +%s%N); timeout 120 "$D/examples/stress" > /dev/null 2>&1
+echo "stress-native rc=$? ms=$(( ($(date +%s%N) - start) / 1000000 ))" >> "$OUT/examples.txt"
 
 B=$D/bench/alloc_pairs
 timeout 60 "$B" 7 20000 500 > "$OUT/bench/pairs_native.json" 2>&1
