@@ -1,15 +1,216 @@
-// Placeholder until the 'lint' subcommand lands; it refuses to pretend.
+// `gpuleak lint PATH...`: static review of Python training code and
+// notebooks for GPU-memory leak patterns (see docs/lint.md).
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <thread>
 
 #include "command.h"
+#include "lint/file_discovery.h"
+#include "lint/lint.h"
+#include "lint/lint_config.h"
+#include "lint/output/lint_output.h"
+#include "progress.h"
+#include "version.h"
 
 namespace gpuleak::cli {
+namespace {
+
+struct LintOptionsFromFlags {
+  std::vector<std::string> paths;
+  std::string format = "text";
+  std::vector<std::string> select;
+  std::vector<std::string> ignore;
+  std::vector<std::string> exclude;
+  std::string config;
+  bool no_config = false;
+  std::string color = "auto";
+  std::string output;
+  unsigned jobs = 0;
+  bool list_rules = false;
+};
+
+bool use_color(const std::string& mode, bool to_stdout) {
+  if (mode == "always") return true;
+  if (mode == "never" || !to_stdout) return false;
+  const char* no_color = std::getenv("NO_COLOR");
+  if (no_color != nullptr && *no_color != '\0') return false;
+  const char* term = std::getenv("TERM");
+  if (term != nullptr && std::string_view(term) == "dumb") return false;
+  return isatty(STDOUT_FILENO) == 1;
+}
+
+int list_rules(const LintOptionsFromFlags& o) {
+  if (o.format == "json") {
+    std::cout << "[\n";
+    const auto& rules = lint::rule_catalog();
+    for (std::size_t i = 0; i < rules.size(); ++i) {
+      const auto* r = rules[i];
+      std::cout << fmt::format(
+          "  {{\"id\": \"{}\", \"name\": \"{}\", \"severity\": \"{}\", \"cause\": \"{}\"}}{}\n",
+          r->id, r->name, lint::severity_name(r->severity), lint::cause_slug(r->cause),
+          i + 1 < rules.size() ? "," : "");
+    }
+    std::cout << "]\n";
+    return kExitOk;
+  }
+  for (const auto* r : lint::rule_catalog()) {
+    std::cout << fmt::format("{}  {:<7}  {:<30}  {}\n     cause: {}\n", r->id,
+                             lint::severity_name(r->severity), r->name, r->summary,
+                             lint::cause_title(r->cause));
+  }
+  return kExitOk;
+}
+
+lint::LintConfig resolve_config(const LintOptionsFromFlags& o) {
+  try {
+    if (!o.config.empty()) {
+      std::error_code ec;
+      if (!std::filesystem::is_regular_file(o.config, ec)) {
+        throw UsageError(fmt::format("--config {}: no such file", o.config));
+      }
+      return lint::load_config(o.config);
+    }
+    if (o.no_config) return {};
+    auto found = lint::find_config(o.paths.empty() ? std::filesystem::path(".")
+                                                   : std::filesystem::path(o.paths.front()));
+    return found ? *found : lint::LintConfig{};
+  } catch (const lint::ConfigError& e) {
+    throw UsageError(e.what());
+  }
+}
+
+// Lints every file on `jobs` threads (one Linter each); reports come back in
+// the order of `files`. The calling thread draws the progress line.
+std::vector<lint::FileReport> lint_all(const std::vector<std::filesystem::path>& files,
+                                       const lint::LintOptions& options, unsigned jobs) {
+  std::vector<lint::FileReport> reports(files.size());
+  std::atomic<std::size_t> next{0};
+  std::atomic<std::size_t> done{0};
+  auto work = [&] {
+    lint::Linter linter(options);
+    for (std::size_t i = next++; i < files.size(); i = next++) {
+      try {
+        reports[i] = linter.lint_file(files[i]);
+      } catch (const std::exception& e) {
+        reports[i].path = files[i].string();
+        reports[i].problem = lint::FileProblem{fmt::format("internal error: {}", e.what()), {}, 0};
+      }
+      ++done;
+    }
+  };
+  Progress progress("gpuleak lint", files.size(), Progress::Unit::kFiles);
+  jobs = std::max(1u, std::min<unsigned>(jobs, static_cast<unsigned>(files.size())));
+  std::vector<std::thread> workers;
+  for (unsigned j = 1; j < jobs; ++j) workers.emplace_back(work);
+  if (jobs == 1) {
+    work();
+  } else {
+    while (done.load() < files.size()) {
+      progress.update(done.load());
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }
+  for (auto& t : workers) t.join();
+  progress.finish();
+  return reports;
+}
+
+int run_lint(const LintOptionsFromFlags& o) {
+  if (o.list_rules) return list_rules(o);
+  if (o.paths.empty()) throw UsageError("lint: no PATH given (try `gpuleak lint .`)");
+
+  lint::LintConfig config = resolve_config(o);
+  std::vector<std::string> select = o.select.empty() ? config.select : o.select;
+  std::vector<std::string> ignore = config.ignore;
+  ignore.insert(ignore.end(), o.ignore.begin(), o.ignore.end());
+  std::vector<std::string> exclude = config.exclude;
+  exclude.insert(exclude.end(), o.exclude.begin(), o.exclude.end());
+  lint::LintOptions options;
+  try {
+    options.selection = lint::RuleSelection(select, ignore);
+  } catch (const std::invalid_argument& e) {
+    throw UsageError(e.what());
+  }
+
+  std::ofstream file_out;
+  if (!o.output.empty()) {
+    file_out.open(o.output, std::ios::binary | std::ios::trunc);
+    if (!file_out) throw InputError(fmt::format("cannot write {}", o.output));
+  }
+  std::ostream& out = o.output.empty() ? std::cout : file_out;
+
+  auto started = std::chrono::steady_clock::now();
+  lint::DiscoveredFiles found = lint::discover_files(o.paths, exclude);
+  for (const auto& m : found.missing) {
+    std::fprintf(stderr, "gpuleak: %s: no such file or folder\n", m.c_str());
+  }
+  for (const auto& p : found.problems) std::fprintf(stderr, "gpuleak: %s\n", p.c_str());
+
+  unsigned jobs = o.jobs > 0 ? o.jobs : std::max(1u, std::thread::hardware_concurrency());
+  lint::LintRun run;
+  run.reports = lint_all(found.files, options, jobs);
+  run.missing = found.missing;
+  run.problems = found.problems;
+  for (const auto& r : run.reports) run.bytes += r.bytes;
+  run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+
+  for (const auto& r : run.reports) {
+    if (!r.problem) continue;
+    std::string where = r.problem->position.line > 0
+                            ? lint::format_location(r.path, r.problem->cell, r.problem->position)
+                            : r.path;
+    std::fprintf(stderr, "gpuleak: %s: %s; not linted\n", where.c_str(), r.problem->message.c_str());
+  }
+
+  if (o.format == "json") {
+    lint::write_json(out, run, kVersion);
+  } else if (o.format == "sarif") {
+    lint::write_sarif(out, run, kVersion);
+  } else {
+    lint::write_text(out, run, use_color(o.color, o.output.empty()));
+  }
+  out.flush();
+  if (!out) throw InputError(fmt::format("cannot write {}", o.output.empty() ? "to stdout" : o.output));
+
+  if (!found.missing.empty()) return kExitUsage;
+  if (!found.problems.empty() || run.files_not_linted() > 0) return kExitInput;
+  return run.finding_count() > 0 ? kExitFindings : kExitOk;
+}
+
+}  // namespace
 
 void add_lint_command(CLI::App& app, CommandAction& action) {
-  auto* sub = app.add_subcommand("lint", "(not built yet)");
-  sub->callback([&action] {
-    action = [] () -> int { throw UsageError("'lint' is not built yet"); };
-  });
+  auto o = std::make_shared<LintOptionsFromFlags>();
+  auto* sub = app.add_subcommand(
+      "lint", "Review Python training code and notebooks for GPU-memory leak patterns");
+  sub->add_option("paths", o->paths, "Files and folders to lint (.py and .ipynb, recursively)");
+  sub->add_option("--format", o->format, "Output: text (default), json or sarif")
+      ->check(CLI::IsMember({"text", "json", "sarif"}));
+  sub->add_option("--select", o->select, "Run only these rules (ids, prefixes like GL1, or names)")
+      ->delimiter(',');
+  sub->add_option("--ignore", o->ignore, "Skip these rules (added to the configuration's ignore)")
+      ->delimiter(',');
+  sub->add_option("--exclude", o->exclude, "Skip files and folders matching these globs")
+      ->delimiter(',');
+  sub->add_option("--config", o->config, "Read [tool.gpuleak] from this pyproject.toml");
+  sub->add_flag("--no-config", o->no_config, "Ignore pyproject.toml files");
+  sub->add_option("--color", o->color, "Colour in text output: auto (default), always, never")
+      ->check(CLI::IsMember({"auto", "always", "never"}));
+  sub->add_option("-o,--output", o->output, "Write the report to this file instead of stdout");
+  sub->add_option("-j,--jobs", o->jobs, "Files linted in parallel (default: one per CPU core)")
+      ->check(CLI::Range(1u, 1024u));
+  sub->add_flag("--list-rules", o->list_rules, "List the rules and exit");
+  sub->callback([&action, o] { action = [o] { return run_lint(*o); }; });
 }
 
 }  // namespace gpuleak::cli

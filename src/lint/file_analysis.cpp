@@ -1,0 +1,568 @@
+#include "file_analysis.h"
+
+#include <algorithm>
+#include <cctype>
+
+#include "graph_flow.h"
+#include "vocabulary.h"
+
+namespace gpuleak::lint {
+namespace {
+
+bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
+bool ends_with(std::string_view s, std::string_view p) {
+  return s.size() >= p.size() && s.substr(s.size() - p.size()) == p;
+}
+bool is_capitalized(std::string_view s) {
+  return !s.empty() && std::isupper(static_cast<unsigned char>(s.front()));
+}
+
+// Names bound by a target pattern: identifiers, recursively through
+// tuple/list patterns and splats (attributes and subscripts bind nothing).
+void bound_names(const SyntaxTree& tree, NodeId target, std::vector<std::string>& out) {
+  if (target == kNoNode) return;
+  switch (tree.kind(target)) {
+    case NodeKind::kIdentifier:
+      out.emplace_back(tree.text(target));
+      return;
+    case NodeKind::kPatternList:
+    case NodeKind::kTuplePattern:
+    case NodeKind::kListPattern:
+    case NodeKind::kListSplatPattern:
+    case NodeKind::kTuple:
+    case NodeKind::kList:
+    case NodeKind::kParenthesizedExpression:
+    case NodeKind::kListSplat:
+    case NodeKind::kExpressionList:
+      for (NodeId c : tree.named_children(target)) bound_names(tree, c, out);
+      return;
+    default:
+      return;
+  }
+}
+
+}  // namespace
+
+FileAnalysis::FileAnalysis(const SyntaxTree& tree)
+    : tree_(tree),
+      imports_(tree),
+      bits_(tree.size(), 0),
+      grad_disabled_(tree.size(), 0) {
+  collect_structure();
+  collect_model_names();
+  collect_hooks();
+  GraphFlow(*this).run();
+}
+
+FileAnalysis::~FileAnalysis() = default;
+
+void FileAnalysis::collect_structure() {
+  scope_of_node_.assign(tree_.size(), 0);
+  Scope module;
+  module.node = tree_.root();
+  module.body = tree_.root();
+  module.definition = tree_.root();
+  module.name = "<module>";
+  scopes_.push_back(std::move(module));
+
+  struct OpenScope {
+    std::size_t index;
+    NodeId end;
+  };
+  std::vector<OpenScope> open{{0, static_cast<NodeId>(tree_.size())}};
+  bool saw_backward = false;
+
+  for (NodeId id = 0; id < tree_.size(); ++id) {
+    while (open.size() > 1 && id >= open.back().end) open.pop_back();
+    scope_of_node_[id] = open.back().index;
+    NodeKind kind = tree_.kind(id);
+    switch (kind) {
+      case NodeKind::kCall: {
+        calls_.push_back(id);
+        NodeId fn = callee(id);
+        if (fn != kNoNode && tree_.kind(fn) == NodeKind::kAttribute) {
+          NodeId attr = tree_.child_by_field(fn, Field::kAttributeName);
+          if (attr != kNoNode && tree_.text(attr) == "backward") saw_backward = true;
+        }
+        break;
+      }
+      case NodeKind::kClassDefinition: {
+        ClassFacts facts;
+        facts.node = id;
+        NodeId name = tree_.child_by_field(id, Field::kName);
+        if (name != kNoNode) facts.name = std::string(tree_.text(name));
+        NodeId supers = tree_.child_by_field(id, Field::kSuperclasses);
+        if (supers != kNoNode) {
+          for (NodeId base : tree_.named_children(supers)) {
+            if (tree_.kind(base) == NodeKind::kKeywordArgument) continue;
+            std::string q = qualified_name(base);
+            if (q.empty()) continue;
+            std::string_view last = vocabulary::last_component(q);
+            if (last == "LightningModule") facts.is_lightning = facts.is_module = true;
+            if (last == "Module" && (q == "Module" || starts_with(q, "torch.") ||
+                                     starts_with(q, "nn.") || q.find(".nn.") != std::string::npos)) {
+              facts.is_module = true;
+            }
+            if (last == "Dataset" || last == "IterableDataset") facts.is_dataset = true;
+            for (const ClassFacts& earlier : classes_) {
+              if (earlier.name == q) {
+                facts.is_module |= earlier.is_module;
+                facts.is_dataset |= earlier.is_dataset;
+                facts.is_lightning |= earlier.is_lightning;
+              }
+            }
+            facts.bases.push_back(std::move(q));
+          }
+        }
+        class_index_[id] = classes_.size();
+        classes_.push_back(std::move(facts));
+        break;
+      }
+      case NodeKind::kFunctionDefinition:
+      case NodeKind::kLambda: {
+        Scope s;
+        s.node = id;
+        s.body = tree_.child_by_field(id, Field::kBody);
+        s.definition = id;
+        NodeId parent = tree_.parent(id);
+        if (kind == NodeKind::kFunctionDefinition) {
+          NodeId name = tree_.child_by_field(id, Field::kName);
+          s.name = name != kNoNode ? std::string(tree_.text(name)) : std::string("<function>");
+          if (parent != kNoNode && tree_.kind(parent) == NodeKind::kDecoratedDefinition) {
+            s.definition = parent;
+            parent = tree_.parent(parent);
+          }
+          // A method: def directly in a class body.
+          if (parent != kNoNode && tree_.kind(parent) == NodeKind::kBlock) {
+            NodeId owner = tree_.parent(parent);
+            if (owner != kNoNode && tree_.kind(owner) == NodeKind::kClassDefinition) {
+              s.class_node = owner;
+            }
+          }
+        } else {
+          s.name = "<lambda>";
+        }
+        NodeId params = tree_.child_by_field(id, Field::kParametersField);
+        if (params != kNoNode) {
+          for (NodeId p : tree_.named_children(params)) {
+            NodeId name_node = p;
+            switch (tree_.kind(p)) {
+              case NodeKind::kDefaultParameter:
+              case NodeKind::kTypedDefaultParameter:
+                name_node = tree_.child_by_field(p, Field::kName);
+                break;
+              case NodeKind::kTypedParameter:
+              case NodeKind::kListSplatPattern:
+              case NodeKind::kDictionarySplatPattern:
+                name_node = tree_.first_named_child(p);
+                break;
+              default:
+                break;
+            }
+            if (name_node != kNoNode && tree_.kind(name_node) == NodeKind::kIdentifier) {
+              s.parameters.emplace_back(tree_.text(name_node));
+            }
+          }
+        }
+        // Decorators that turn gradients off for the whole body.
+        if (s.definition != id) {
+          for (NodeId d : tree_.named_children(s.definition)) {
+            if (tree_.kind(d) != NodeKind::kDecorator) continue;
+            NodeId e = tree_.first_named_child(d);
+            if (e != kNoNode && tree_.kind(e) == NodeKind::kCall) e = callee(e);
+            std::string q = qualified_name(e);
+            std::string_view last = vocabulary::last_component(q);
+            if (last == "no_grad" || last == "inference_mode") s.grad_disabled = true;
+          }
+        }
+        // The parent scope's binding of the name is recorded there.
+        if (kind == NodeKind::kFunctionDefinition) scopes_[open.back().index].assigned.insert(s.name);
+        std::size_t index = scopes_.size();
+        scopes_.push_back(std::move(s));
+        open.push_back({index, tree_.node(id).subtree_end});
+        break;
+      }
+      case NodeKind::kGlobalStatement:
+      case NodeKind::kNonlocalStatement:
+        for (NodeId n : tree_.named_children(id)) {
+          scopes_[open.back().index].declared_global.emplace(tree_.text(n));
+        }
+        break;
+      case NodeKind::kAssignment:
+      case NodeKind::kAugmentedAssignment:
+      case NodeKind::kForStatement:
+      case NodeKind::kForInClause: {
+        std::vector<std::string> names;
+        bound_names(tree_, tree_.child_by_field(id, Field::kLeft), names);
+        for (auto& n : names) scopes_[open.back().index].assigned.insert(std::move(n));
+        break;
+      }
+      case NodeKind::kNamedExpression: {
+        NodeId n = tree_.child_by_field(id, Field::kName);
+        if (n != kNoNode) scopes_[open.back().index].assigned.emplace(tree_.text(n));
+        break;
+      }
+      case NodeKind::kAsPatternTarget: {
+        std::vector<std::string> names;
+        for (NodeId c : tree_.named_children(id)) bound_names(tree_, c, names);
+        for (auto& n : names) scopes_[open.back().index].assigned.insert(std::move(n));
+        break;
+      }
+      default:
+        break;
+    }
+  }
+  // Lightning runs its evaluation hooks under no_grad/inference_mode.
+  for (Scope& s : scopes_) {
+    if (s.class_node == kNoNode) continue;
+    const ClassFacts* c = class_facts(s.class_node);
+    if (c != nullptr && c->is_lightning &&
+        (s.name == "validation_step" || s.name == "test_step" || s.name == "predict_step")) {
+      s.grad_disabled = true;
+    }
+  }
+  uses_torch_ = imports_.imports_torch() || saw_backward;
+}
+
+void FileAnalysis::collect_model_names() {
+  // Two sweeps so that `net = model.to(device)` after `model = Net()` counts
+  // regardless of the order the assignments were written in.
+  for (int sweep = 0; sweep < 2; ++sweep) {
+    for (NodeId id = 0; id < tree_.size(); ++id) {
+      NodeKind kind = tree_.kind(id);
+      if (kind == NodeKind::kCall) {
+        std::string_view method = callee_last_name(id);
+        NodeId receiver = method_receiver(id);
+        if (receiver != kNoNode &&
+            (method == "parameters" || method == "named_parameters" || method == "train" ||
+             method == "eval" || method == "modules" || method == "named_modules" ||
+             method == "children" || method == "register_forward_hook" ||
+             method == "register_full_backward_hook")) {
+          std::string key = dotted_text(tree_, receiver);
+          if (!key.empty() && key != "self" && !vocabulary::is_optimizer_name(key)) {
+            model_keys_.insert(key);
+          }
+        }
+        continue;
+      }
+      if (kind != NodeKind::kAssignment) continue;
+      NodeId left = tree_.child_by_field(id, Field::kLeft);
+      NodeId right = tree_.child_by_field(id, Field::kRight);
+      if (left == kNoNode || right == kNoNode || tree_.kind(right) != NodeKind::kCall) continue;
+      std::string target = dotted_text(tree_, left);
+      if (target.empty()) continue;
+      NodeId fn = callee(right);
+      std::string q = qualified_name(fn);
+      std::string_view last = vocabulary::last_component(q);
+      bool model = false;
+      if (is_torch_module_constructor(right)) {
+        if (ends_with(last, "Loss")) {
+          loss_keys_.insert(target);
+        } else {
+          model = true;
+        }
+      } else if (!last.empty() && is_capitalized(last)) {
+        for (const ClassFacts& c : classes_) {
+          if (c.name == last && c.is_module) model = true;
+        }
+        if (last == "DistributedDataParallel" || last == "DataParallel" ||
+            last == "FullyShardedDataParallel" || last == "DDP" || last == "FSDP") {
+          model = true;
+        }
+      } else if (starts_with(q, "torchvision.models.") || q == "timm.create_model" ||
+                 q == "torch.hub.load" || q == "torch.compile" || q == "torch.jit.script" ||
+                 q == "torch.jit.trace") {
+        model = true;
+      } else if (last == "from_pretrained") {
+        std::string owner(vocabulary::last_component(q.substr(0, q.size() - last.size() - 1)));
+        model = owner.find("Tokenizer") == std::string::npos &&
+                owner.find("Processor") == std::string::npos &&
+                owner.find("Config") == std::string::npos &&
+                owner.find("Extractor") == std::string::npos;
+      }
+      // A model moved, cast or switched mode is still the model.
+      if (!model && (last == "to" || last == "cuda" || last == "half" || last == "float" ||
+                     last == "eval" || last == "train" || last == "bfloat16" || last == "double")) {
+        NodeId receiver = method_receiver(right);
+        if (receiver != kNoNode && model_keys_.count(dotted_text(tree_, receiver))) model = true;
+      }
+      if (model) model_keys_.insert(target);
+    }
+  }
+}
+
+void FileAnalysis::collect_hooks() {
+  hook_scope_.assign(scopes_.size(), 0);
+  for (NodeId call : calls_) {
+    std::string_view name = callee_last_name(call);
+    if (name.substr(0, 9) != "register_" || name.find("hook") == std::string_view::npos) continue;
+    std::vector<NodeId> args = positional_arguments(call);
+    NodeId fn = !args.empty() ? args.front() : keyword_argument(call, "hook");
+    if (fn == kNoNode) continue;
+    hook_registrations_.push_back(call);
+    for (std::size_t s : functions_passed_as(fn)) hook_scope_[s] = 1;
+  }
+}
+
+std::vector<std::size_t> FileAnalysis::functions_passed_as(NodeId argument) const {
+  return functions_passed_as(argument, 0);
+}
+
+std::vector<std::size_t> FileAnalysis::functions_passed_as(NodeId argument, int depth) const {
+  std::vector<std::size_t> out;
+  // Factories returning factories are rare; a bound keeps `return f(x)` inside f finite.
+  if (argument == kNoNode || depth > 3) return out;
+  switch (tree_.kind(argument)) {
+    case NodeKind::kLambda:
+      for (std::size_t i = 1; i < scopes_.size(); ++i) {
+        if (scopes_[i].node == argument) out.push_back(i);
+      }
+      return out;
+    case NodeKind::kIdentifier:
+    case NodeKind::kAttribute: {
+      std::string dotted = dotted_text(tree_, argument);
+      if (dotted.empty()) return out;
+      return scopes_named(vocabulary::last_component(dotted));
+    }
+    case NodeKind::kParenthesizedExpression:
+      return functions_passed_as(tree_.first_named_child(argument), depth + 1);
+    case NodeKind::kCall: {
+      std::string q = qualified_name(callee(argument));
+      std::vector<NodeId> args = positional_arguments(argument);
+      if (q == "functools.partial" || q == "partial") {
+        return args.empty() ? out : functions_passed_as(args.front(), depth + 1);
+      }
+      // A factory: def make_hook(name): def hook(...): ...; return hook
+      std::string dotted = dotted_text(tree_, callee(argument));
+      if (dotted.empty()) return out;
+      for (std::size_t factory : scopes_named(vocabulary::last_component(dotted))) {
+        NodeId def = scopes_[factory].node;
+        for (NodeId id = def + 1; id < tree_.node(def).subtree_end; ++id) {
+          if (tree_.kind(id) != NodeKind::kReturnStatement || scope_index_of(id) != factory) continue;
+          NodeId value = tree_.first_named_child(id);
+          if (value == kNoNode) continue;
+          for (std::size_t nested : functions_passed_as(value, depth + 1)) {
+            if (tree_.contains(def, scopes_[nested].node)) out.push_back(nested);
+          }
+        }
+      }
+      return out;
+    }
+    default:
+      return out;
+  }
+}
+
+std::string_view FileAnalysis::callee_last_name(NodeId call) const {
+  NodeId fn = callee(call);
+  if (fn == kNoNode) return {};
+  if (tree_.kind(fn) == NodeKind::kIdentifier) return tree_.text(fn);
+  if (tree_.kind(fn) == NodeKind::kAttribute) {
+    NodeId attr = tree_.child_by_field(fn, Field::kAttributeName);
+    return attr == kNoNode ? std::string_view() : tree_.text(attr);
+  }
+  return {};
+}
+
+NodeId FileAnalysis::method_receiver(NodeId call) const {
+  NodeId fn = callee(call);
+  if (fn == kNoNode || tree_.kind(fn) != NodeKind::kAttribute) return kNoNode;
+  return tree_.child_by_field(fn, Field::kObject);
+}
+
+std::vector<NodeId> FileAnalysis::positional_arguments(NodeId call) const {
+  std::vector<NodeId> out;
+  NodeId args = tree_.child_by_field(call, Field::kArguments);
+  if (args == kNoNode) return out;
+  if (tree_.kind(args) == NodeKind::kGeneratorExpression) {
+    out.push_back(args);
+    return out;
+  }
+  for (NodeId a : tree_.named_children(args)) {
+    NodeKind k = tree_.kind(a);
+    if (k == NodeKind::kKeywordArgument || k == NodeKind::kDictionarySplat) continue;
+    out.push_back(a);
+  }
+  return out;
+}
+
+NodeId FileAnalysis::keyword_argument(NodeId call, std::string_view name) const {
+  NodeId args = tree_.child_by_field(call, Field::kArguments);
+  if (args == kNoNode || tree_.kind(args) != NodeKind::kArgumentList) return kNoNode;
+  for (NodeId a : tree_.named_children(args)) {
+    if (tree_.kind(a) != NodeKind::kKeywordArgument) continue;
+    NodeId n = tree_.child_by_field(a, Field::kName);
+    if (n != kNoNode && tree_.text(n) == name) return tree_.child_by_field(a, Field::kValue);
+  }
+  return kNoNode;
+}
+
+bool FileAnalysis::is_model_expression(NodeId e, NodeId at) const {
+  if (e == kNoNode) return false;
+  NodeKind k = tree_.kind(e);
+  if (k == NodeKind::kSubscript) {
+    // self.models[i](x), heads["cls"](h)
+    return is_model_expression(tree_.child_by_field(e, Field::kValue), at);
+  }
+  if (k == NodeKind::kParenthesizedExpression) {
+    return is_model_expression(tree_.first_named_child(e), at);
+  }
+  std::string dotted = dotted_text(tree_, e);
+  if (dotted.empty()) return false;
+  if (dotted == "self") {
+    const Scope& s = scope_of(at);
+    const ClassFacts* c = s.class_node != kNoNode ? class_facts(s.class_node) : nullptr;
+    return c != nullptr && c->is_module;
+  }
+  if (model_keys_.count(dotted)) return true;
+  std::string_view last = vocabulary::last_component(dotted);
+  if (is_capitalized(last)) return false;  // a class: constructing, not calling
+  if (loss_keys_.count(dotted)) return false;
+  return vocabulary::is_model_name(last);
+}
+
+bool FileAnalysis::is_model_call(NodeId call) const {
+  NodeId fn = callee(call);
+  if (fn == kNoNode) return false;
+  if (tree_.kind(fn) == NodeKind::kAttribute) {
+    NodeId attr = tree_.child_by_field(fn, Field::kAttributeName);
+    if (attr != kNoNode && tree_.text(attr) == "forward") {
+      NodeId object = tree_.child_by_field(fn, Field::kObject);
+      if (object != kNoNode && tree_.kind(object) == NodeKind::kCall &&
+          tree_.text(callee(object)) == "super") {
+        return true;
+      }
+      return is_model_expression(object, call);
+    }
+  }
+  return is_model_expression(fn, call);
+}
+
+bool FileAnalysis::is_loss_callee(NodeId call) const {
+  NodeId fn = callee(call);
+  std::string dotted = dotted_text(tree_, fn);
+  if (dotted.empty()) return false;
+  if (loss_keys_.count(dotted)) return true;
+  std::string q = qualified_name(fn);
+  if (starts_with(q, "torch.nn.functional.") || starts_with(q, "F.")) return true;
+  std::string_view last = vocabulary::last_component(dotted);
+  return !is_capitalized(last) && vocabulary::is_loss_name(last);
+}
+
+bool FileAnalysis::is_backward_call(NodeId call) const {
+  std::string_view name = callee_last_name(call);
+  if (name == "backward") return true;
+  return qualified_name(callee(call)) == "torch.autograd.backward";
+}
+
+bool FileAnalysis::is_optimizer_step_call(NodeId call) const {
+  if (callee_last_name(call) != "step") return false;
+  NodeId receiver = method_receiver(call);
+  if (receiver == kNoNode) return false;
+  std::string dotted = dotted_text(tree_, receiver);
+  std::string_view last = vocabulary::last_component(dotted);
+  if (vocabulary::is_optimizer_name(last)) return true;
+  // scaler.step(optimizer) with a GradScaler.
+  return last.find("scaler") != std::string_view::npos && !positional_arguments(call).empty();
+}
+
+bool FileAnalysis::is_dataloader_constructor(NodeId call) const {
+  return vocabulary::last_component(qualified_name(callee(call))) == "DataLoader";
+}
+
+bool FileAnalysis::is_torch_module_constructor(NodeId call) const {
+  std::string q = qualified_name(callee(call));
+  if (!(starts_with(q, "torch.nn.") || starts_with(q, "nn."))) return false;
+  std::string_view last = vocabulary::last_component(q);
+  if (!is_capitalized(last)) return false;
+  return last != "Parameter" && last != "ParameterList" && last != "ParameterDict" &&
+         last != "ModuleList" && last != "ModuleDict" && last != "Module";
+}
+
+std::size_t FileAnalysis::scope_index_of(NodeId node) const {
+  return node < scope_of_node_.size() ? scope_of_node_[node] : 0;
+}
+
+const ClassFacts* FileAnalysis::class_facts(NodeId class_node) const {
+  auto it = class_index_.find(class_node);
+  return it == class_index_.end() ? nullptr : &classes_[it->second];
+}
+
+std::vector<std::size_t> FileAnalysis::scopes_named(std::string_view name) const {
+  std::vector<std::size_t> out;
+  for (std::size_t i = 1; i < scopes_.size(); ++i) {
+    if (scopes_[i].name == name) out.push_back(i);
+  }
+  return out;
+}
+
+NodeId FileAnalysis::innermost_loop(NodeId node) const {
+  NodeId child = node;
+  for (NodeId p = tree_.parent(node); p != kNoNode; child = p, p = tree_.parent(p)) {
+    NodeKind k = tree_.kind(p);
+    if (k == NodeKind::kFunctionDefinition || k == NodeKind::kLambda ||
+        k == NodeKind::kClassDefinition) {
+      return kNoNode;
+    }
+    if ((k == NodeKind::kForStatement || k == NodeKind::kWhileStatement) &&
+        tree_.node(child).field == Field::kBody) {
+      return p;
+    }
+  }
+  return kNoNode;
+}
+
+bool FileAnalysis::runs_conditionally_in(NodeId node, NodeId loop) const {
+  NodeId body = loop_body(loop);
+  NodeId child = node;
+  for (NodeId p = tree_.parent(node); p != kNoNode && p != body; child = p, p = tree_.parent(p)) {
+    switch (tree_.kind(p)) {
+      case NodeKind::kIfStatement:
+        if (tree_.node(child).field != Field::kCondition) return true;
+        break;
+      case NodeKind::kElifClause:
+      case NodeKind::kElseClause:
+      case NodeKind::kExceptClause:
+      case NodeKind::kExceptGroupClause:
+      case NodeKind::kConditionalExpression:
+      case NodeKind::kBooleanOperator:
+      case NodeKind::kMatchStatement:
+        return true;
+      case NodeKind::kForStatement:
+      case NodeKind::kWhileStatement:
+        if (tree_.node(child).field == Field::kBody) return true;
+        break;
+      default:
+        break;
+    }
+  }
+  return false;
+}
+
+std::vector<std::string> FileAnalysis::loop_variables(NodeId loop) const {
+  std::vector<std::string> out;
+  if (tree_.kind(loop) == NodeKind::kForStatement) {
+    bound_names(tree_, tree_.child_by_field(loop, Field::kLeft), out);
+  }
+  return out;
+}
+
+NodeId FileAnalysis::loop_iterable(NodeId loop) const {
+  if (tree_.kind(loop) == NodeKind::kForStatement) return tree_.child_by_field(loop, Field::kRight);
+  return tree_.child_by_field(loop, Field::kCondition);
+}
+
+bool FileAnalysis::is_unbounded_loop(NodeId loop) const {
+  NodeId it = loop_iterable(loop);
+  if (it == kNoNode) return false;
+  if (tree_.kind(loop) == NodeKind::kWhileStatement) {
+    return tree_.kind(it) == NodeKind::kTrue || tree_.text(it) == "1";
+  }
+  if (tree_.kind(it) == NodeKind::kCall) {
+    std::string q = qualified_name(callee(it));
+    return q == "itertools.count" || q == "count";
+  }
+  return false;
+}
+
+}  // namespace gpuleak::lint

@@ -1,0 +1,173 @@
+// What the rules know about one parsed Python file: its scopes and classes,
+// which callees are networks, where gradients are off, and the data-flow
+// facts (which expressions carry an autograd graph, which stores put them
+// where). Built once per file; rules only read it.
+//
+// Not thread-safe to build; immutable afterwards. Holds references to the
+// tree, which must outlive it.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "import_table.h"
+#include "syntax_tree.h"
+
+namespace gpuleak::lint {
+
+// What a value may be, as a bit set (a "may" analysis: a bit is set when
+// some path makes it so).
+enum ValueBit : std::uint8_t {
+  kCarriesGraph = 1,  // a tensor with grad_fn: keeps its step's saved activations
+  kDeviceTensor = 2,  // a tensor (assumed on the GPU) or a container of them
+  kException = 4,     // an exception, traceback or sys.exc_info() tuple: keeps frames
+};
+
+// A function, lambda or the module itself: a unit of data-flow.
+struct Scope {
+  NodeId node = kNoNode;        // function_definition, lambda, or the module root
+  NodeId body = kNoNode;        // block, or a lambda's body expression
+  NodeId definition = kNoNode;  // decorated_definition when decorated, else `node`
+  NodeId class_node = kNoNode;  // enclosing class_definition for methods
+  std::string name;             // "<module>" and "<lambda>" for those
+  std::vector<std::string> parameters;
+  std::unordered_set<std::string> declared_global;  // `global` / `nonlocal` names
+  std::unordered_set<std::string> assigned;         // names bound in this scope
+  bool grad_disabled = false;   // @torch.no_grad(), or a Lightning eval hook
+};
+
+struct ClassFacts {
+  NodeId node = kNoNode;
+  std::string name;
+  std::vector<std::string> bases;  // qualified
+  bool is_module = false;          // nn.Module (or LightningModule) subclass
+  bool is_dataset = false;         // torch.utils.data Dataset / IterableDataset subclass
+  bool is_lightning = false;
+};
+
+enum class StoreKind {
+  kAppend,              // c.append(v), c.insert(i, v), c.add(v), c.appendleft(v)
+  kExtend,              // c.extend(v)
+  kAugmented,           // c += v (and -=, *= ...)
+  kSelfUpdate,          // c = c + v, c = torch.cat([c, v])
+  kSubscript,           // c[k] = v
+  kSubscriptAugmented,  // c[k] += v
+  kAttribute,           // obj.a = v
+  kGlobalName,          // name = v with `global name`/`nonlocal name`
+  kLocalName,           // name = v, a plain local binding
+};
+
+// One place where a value is put somewhere that may outlive the statement.
+struct StoreEvent {
+  StoreKind kind = StoreKind::kAppend;
+  NodeId site = kNoNode;       // the statement or call to report
+  NodeId container = kNoNode;  // expression receiving the value (`losses`, `self.cache`)
+  NodeId key = kNoNode;        // subscript key, when there is one
+  NodeId value = kNoNode;      // the stored expression
+  std::uint8_t value_bits = 0;
+  bool grad_enabled = true;
+  std::size_t scope = 0;       // index into FileAnalysis::scopes()
+};
+
+class FileAnalysis {
+ public:
+  explicit FileAnalysis(const SyntaxTree& tree);
+  ~FileAnalysis();
+
+  const SyntaxTree& tree() const { return tree_; }
+  const ImportTable& imports() const { return imports_; }
+  // The file is PyTorch code: it imports torch (or a framework on top of it)
+  // or calls .backward(). Rules stay silent elsewhere.
+  bool uses_torch() const { return uses_torch_; }
+
+  std::string qualified_name(NodeId expression) const {
+    return imports_.qualified_name(tree_, expression);
+  }
+  std::string_view text(NodeId id) const { return tree_.text(id); }
+
+  // --- calls -------------------------------------------------------------
+  const std::vector<NodeId>& calls() const { return calls_; }
+  NodeId callee(NodeId call) const { return tree_.child_by_field(call, Field::kFunction); }
+  // `x.cuda()` -> "cuda"; `float(x)` -> "float"; "" otherwise.
+  std::string_view callee_last_name(NodeId call) const;
+  // `x.cuda()` -> x; kNoNode for plain function calls.
+  NodeId method_receiver(NodeId call) const;
+  std::vector<NodeId> positional_arguments(NodeId call) const;
+  NodeId keyword_argument(NodeId call, std::string_view name) const;  // its value
+  // The model call recognizer: `model(x)`, `self.encoder(h)`, `netG(z)`,
+  // `self(x)` inside an nn.Module, `model.forward(x)`.
+  bool is_model_call(NodeId call) const;
+  bool is_loss_callee(NodeId call) const;
+  bool is_backward_call(NodeId call) const;        // t.backward(), autograd.backward(), accelerator.backward()
+  bool is_optimizer_step_call(NodeId call) const;  // optimizer.step(), scaler.step(opt)
+  bool is_dataloader_constructor(NodeId call) const;
+  bool is_torch_module_constructor(NodeId call) const;
+
+  // --- structure ---------------------------------------------------------
+  const std::vector<Scope>& scopes() const { return scopes_; }
+  std::size_t scope_index_of(NodeId node) const;  // innermost scope containing node
+  const Scope& scope_of(NodeId node) const { return scopes_[scope_index_of(node)]; }
+  const std::vector<ClassFacts>& classes() const { return classes_; }
+  const ClassFacts* class_facts(NodeId class_node) const;
+  // Functions and lambdas by name, for resolving `collate_fn=my_collate`.
+  std::vector<std::size_t> scopes_named(std::string_view name) const;
+  // The functions an argument passes as a callback: a name, `self.method`,
+  // a lambda, `functools.partial(fn, ...)`, or `make_hook(...)` whose body
+  // returns a nested def. Empty when it cannot be resolved in this file.
+  std::vector<std::size_t> functions_passed_as(NodeId argument) const;
+  // register_forward_hook(fn) and the other hook registrations, by call.
+  const std::vector<NodeId>& hook_registrations() const { return hook_registrations_; }
+  bool is_hook_scope(std::size_t scope) const { return hook_scope_[scope] != 0; }
+
+  // The innermost for/while loop around `node` in the same scope, or kNoNode.
+  NodeId innermost_loop(NodeId node) const;
+  // The loop around `loop` in the same scope, or kNoNode.
+  NodeId outer_loop(NodeId loop) const { return innermost_loop(loop); }
+  NodeId loop_body(NodeId loop) const { return tree_.child_by_field(loop, Field::kBody); }
+  // True when `node` runs on only some iterations of `loop`: under an if,
+  // elif, else, except, match case or a nested loop inside the loop's body.
+  bool runs_conditionally_in(NodeId node, NodeId loop) const;
+  // Names bound by a for loop's target (`for i, (x, y) in ...` -> i, x, y).
+  std::vector<std::string> loop_variables(NodeId loop) const;
+  // The loop's iterable (for) or condition (while).
+  NodeId loop_iterable(NodeId loop) const;
+  // True for `while True:` and `for ... in itertools.count()`.
+  bool is_unbounded_loop(NodeId loop) const;
+
+  // --- data flow (see graph_flow.h) --------------------------------------
+  std::uint8_t value_bits(NodeId expression) const { return bits_[expression]; }
+  bool grad_disabled_at(NodeId node) const { return grad_disabled_[node] != 0; }
+  const std::vector<StoreEvent>& stores() const { return stores_; }
+
+ private:
+  friend class GraphFlow;
+  void collect_structure();
+  void collect_model_names();
+  void collect_hooks();
+  std::vector<std::size_t> functions_passed_as(NodeId argument, int depth) const;
+  bool is_model_expression(NodeId callee_expression, NodeId at) const;
+
+  const SyntaxTree& tree_;
+  ImportTable imports_;
+  bool uses_torch_ = false;
+  std::vector<NodeId> calls_;
+  std::vector<Scope> scopes_;
+  std::vector<std::size_t> scope_of_node_;  // innermost scope per node id
+  std::vector<ClassFacts> classes_;
+  std::unordered_map<NodeId, std::size_t> class_index_;
+  std::unordered_set<std::string> model_keys_;  // dotted names known to hold a network
+  std::unordered_set<std::string> loss_keys_;   // dotted names holding a loss module
+  std::vector<NodeId> hook_registrations_;
+  std::vector<std::uint8_t> hook_scope_;
+
+  std::vector<std::uint8_t> bits_;
+  std::vector<std::uint8_t> grad_disabled_;
+  std::vector<StoreEvent> stores_;
+};
+
+}  // namespace gpuleak::lint

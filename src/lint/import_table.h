@@ -1,0 +1,37 @@
+// Which module each imported name stands for in one file, so that
+// `mp.Process`, `multiprocessing.Process` and a bare `Process` imported from
+// multiprocessing all read as "multiprocessing.Process".
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+#include "syntax_tree.h"
+
+namespace gpuleak::lint {
+
+class ImportTable {
+ public:
+  // Reads every import statement of the file, at any depth (imports inside
+  // functions count too: the rules do not track where they are visible).
+  explicit ImportTable(const SyntaxTree& tree);
+
+  // The dotted text of a name or attribute chain with the first component
+  // replaced by what it was imported as; "" for anything else (calls,
+  // subscripts). `nn.functional.relu` -> "torch.nn.functional.relu".
+  std::string qualified_name(const SyntaxTree& tree, NodeId expression) const;
+
+  // True when the file imports a GPU framework the rules know (torch,
+  // lightning, transformers, accelerate).
+  bool imports_torch() const { return imports_torch_; }
+
+ private:
+  std::unordered_map<std::string, std::string> alias_to_module_;
+  bool imports_torch_ = false;
+};
+
+// The plain dotted text of a name/attribute chain ("self.model.fc"), or "".
+std::string dotted_text(const SyntaxTree& tree, NodeId expression);
+
+}  // namespace gpuleak::lint

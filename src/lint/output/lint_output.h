@@ -1,0 +1,35 @@
+// The three ways a lint run is written: text for people, JSON for scripts,
+// SARIF 2.1.0 for code-scanning tools. Each writer takes the whole run so
+// it can add a summary; none of them prints file problems to stderr (the
+// command does that, for every format).
+#pragma once
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "lint/lint.h"
+
+namespace gpuleak::lint {
+
+struct LintRun {
+  std::vector<FileReport> reports;     // one per file, in path order
+  std::vector<std::string> missing;    // PATH arguments that do not exist
+  std::vector<std::string> problems;   // folders that could not be listed
+  std::uint64_t bytes = 0;
+  double seconds = 0;
+
+  std::size_t finding_count() const;
+  std::size_t files_not_linted() const;
+};
+
+void write_text(std::ostream& out, const LintRun& run, bool color);
+void write_json(std::ostream& out, const LintRun& run, std::string_view tool_version);
+void write_sarif(std::ostream& out, const LintRun& run, std::string_view tool_version);
+
+// "train.py:12:5" / "nb.ipynb:cell 3:12:5" as people and editors read it.
+std::string format_location(const std::string& path, std::uint32_t cell, const Position& p);
+
+}  // namespace gpuleak::lint

@@ -1,0 +1,69 @@
+// GL102: outputs (or losses) kept during evaluation while autograd is on.
+#include <fmt/format.h>
+
+#include "lint/rules/rule_factories.h"
+#include "lint/store_growth.h"
+#include "lint/training_loop.h"
+
+namespace gpuleak::lint {
+namespace {
+
+constexpr RuleInfo kInfo{
+    "GL102",
+    "eval-outputs-kept-with-graph",
+    Severity::kError,
+    Cause::kAutogradGraphKept,
+    "Model outputs are kept during evaluation without torch.no_grad() or "
+    "torch.inference_mode().",
+    "`model.eval()` only switches layers such as dropout and batch norm to inference behaviour; "
+    "it does not turn autograd off. Every forward pass of this loop still records a graph, and "
+    "keeping its outputs (or a loss computed from them) keeps every activation of every batch "
+    "on the GPU until the container is dropped, so memory grows with the number of batches.",
+    "Run evaluation under `with torch.no_grad():` or `with torch.inference_mode():` (or decorate "
+    "the function with `@torch.no_grad()`); keep `.item()` numbers or `.detach().cpu()` tensors.",
+};
+
+class EvalOutputsKeptWithGraph final : public Rule {
+ public:
+  const RuleInfo& info() const override { return kInfo; }
+
+  void check(const FileAnalysis& file, FindingSink& sink) const override {
+    for (const StoreEvent& store : file.stores()) {
+      if (!(store.value_bits & kCarriesGraph)) continue;
+      if (file.is_hook_scope(store.scope)) continue;
+      if (store.kind == StoreKind::kLocalName || store.kind == StoreKind::kAttribute ||
+          store.kind == StoreKind::kGlobalName) {
+        continue;
+      }
+      GrowthVerdict growth = store_growth(file, store);
+      if (growth.growth == Growth::kBounded) continue;
+      if (!is_evaluation_context(file, store.site, growth.loop)) continue;
+      RuleReport r;
+      r.node = store.site;
+      r.message = fmt::format(
+          "`{}` keeps `{}` during evaluation with autograd on: `{}` holds the graph and "
+          "activations of every batch",
+          quote(file, store.site), quote(file, store.value, 40), growth.container);
+      const Scope& scope = file.scopes()[store.scope];
+      std::string where =
+          growth.loop != kNoNode
+              ? fmt::format("the loop over `{}`", quote(file, file.loop_iterable(growth.loop), 40))
+              : std::string("the evaluation code");
+      r.fix = scope.node == file.tree().root()
+                  ? fmt::format("wrap {} in `with torch.no_grad():`", where)
+                  : fmt::format(
+                        "wrap {} in `with torch.no_grad():`, or decorate `{}` with "
+                        "`@torch.no_grad()`",
+                        where, scope.name);
+      sink.report(kInfo, std::move(r));
+    }
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Rule> make_eval_outputs_kept_with_graph_rule() {
+  return std::make_unique<EvalOutputsKeptWithGraph>();
+}
+
+}  // namespace gpuleak::lint

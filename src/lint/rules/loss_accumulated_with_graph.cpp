@@ -1,0 +1,113 @@
+// GL101: a tensor that still carries its autograd graph is accumulated
+// across iterations (`total += loss`, `losses.append(loss)`, `h[step] = loss`).
+#include <fmt/format.h>
+
+#include "lint/rules/rule_factories.h"
+#include "lint/store_growth.h"
+#include "lint/training_loop.h"
+#include "lint/vocabulary.h"
+
+namespace gpuleak::lint {
+namespace {
+
+constexpr RuleInfo kInfo{
+    "GL101",
+    "loss-accumulated-with-graph",
+    Severity::kError,
+    Cause::kAutogradGraphKept,
+    "A tensor that carries an autograd graph is accumulated across iterations.",
+    "A loss or model output computed with gradients on references the autograd graph of the "
+    "step that produced it. Accumulating it (`total += loss`, `losses.append(loss)`, "
+    "`history[step] = loss`) keeps one more graph alive per iteration: before `backward()` (or "
+    "when there is none) with every activation the forward pass saved, after it with the "
+    "autograd nodes and loss tensors, one set per step. GPU memory grows every step until the "
+    "accumulator is dropped.",
+    "Accumulate a Python number: `total += loss.item()` (or `float(loss)`). To keep tensors, "
+    "store `loss.detach()`, and `.cpu()` to take them off the GPU.",
+};
+
+// `loss` -> "loss.item()": the spelling of the fix for this value.
+std::string scalar_of(const FileAnalysis& file, NodeId value) {
+  std::string v = quote(file, value, 40);
+  NodeKind k = file.tree().kind(value);
+  bool simple = k == NodeKind::kIdentifier || k == NodeKind::kAttribute ||
+                k == NodeKind::kCall || k == NodeKind::kSubscript;
+  return simple ? v + ".item()" : "(" + v + ").item()";
+}
+
+std::string detached_of(const FileAnalysis& file, NodeId value) {
+  std::string v = quote(file, value, 40);
+  NodeKind k = file.tree().kind(value);
+  bool simple = k == NodeKind::kIdentifier || k == NodeKind::kAttribute ||
+                k == NodeKind::kCall || k == NodeKind::kSubscript;
+  return simple ? v + ".detach()" : "(" + v + ").detach()";
+}
+
+class LossAccumulatedWithGraph final : public Rule {
+ public:
+  const RuleInfo& info() const override { return kInfo; }
+
+  void check(const FileAnalysis& file, FindingSink& sink) const override {
+    for (const StoreEvent& store : file.stores()) {
+      if (!(store.value_bits & kCarriesGraph)) continue;
+      if (file.is_hook_scope(store.scope)) continue;  // GL202 speaks for hooks
+      if (store.kind == StoreKind::kLocalName || store.kind == StoreKind::kAttribute ||
+          store.kind == StoreKind::kGlobalName) {
+        continue;
+      }
+      GrowthVerdict growth = store_growth(file, store);
+      if (growth.growth == Growth::kBounded) continue;
+      if (is_evaluation_context(file, store.site, growth.loop)) continue;  // GL102
+      sink.report(kInfo, describe(file, store, growth));
+    }
+  }
+
+ private:
+  static RuleReport describe(const FileAnalysis& file, const StoreEvent& store,
+                             const GrowthVerdict& growth) {
+    RuleReport r;
+    r.node = store.site;
+    std::string value = quote(file, store.value, 40);
+    std::string container = growth.container;
+    std::string span = growth.growth == Growth::kPerCall
+                           ? fmt::format("every call of `{}`", file.scopes()[store.scope].name)
+                           : std::string("every iteration");
+    switch (store.kind) {
+      case StoreKind::kAugmented:
+      case StoreKind::kSelfUpdate:
+        r.message = fmt::format(
+            "`{}` adds `{}`, which carries an autograd graph, to `{}` on {}: `{}` keeps the graph "
+            "of every step it has summed",
+            quote(file, store.site), value, container, span, container);
+        r.fix = fmt::format("`{} += {}` (a Python float; the graph is released each step)",
+                            container, scalar_of(file, store.value));
+        break;
+      case StoreKind::kSubscript:
+      case StoreKind::kSubscriptAugmented:
+        r.message = fmt::format(
+            "`{}` stores `{}`, which carries an autograd graph, under a key that changes on {}: "
+            "`{}` keeps one graph per step",
+            quote(file, store.site), value, span, container);
+        r.fix = fmt::format("store `{}` (or `{}.cpu()` to keep a tensor off the GPU)",
+                            scalar_of(file, store.value), detached_of(file, store.value));
+        break;
+      default:
+        r.message = fmt::format(
+            "`{}` keeps `{}`, which carries an autograd graph, in `{}` on {}: one graph more per "
+            "step",
+            quote(file, store.site), value, container, span);
+        r.fix = fmt::format("append `{}` for a scalar, or `{}.cpu()` for a tensor",
+                            scalar_of(file, store.value), detached_of(file, store.value));
+        break;
+    }
+    return r;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Rule> make_loss_accumulated_with_graph_rule() {
+  return std::make_unique<LossAccumulatedWithGraph>();
+}
+
+}  // namespace gpuleak::lint

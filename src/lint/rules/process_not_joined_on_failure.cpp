@@ -1,0 +1,176 @@
+// GL402: a child process that is not joined or terminated when the parent
+// fails between starting it and waiting for it.
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "lint/process_start.h"
+#include "lint/rules/rule_factories.h"
+
+namespace gpuleak::lint {
+namespace {
+
+constexpr RuleInfo kInfo{
+    "GL402",
+    "process-not-joined-on-failure",
+    Severity::kWarning,
+    Cause::kContextsLeftBehind,
+    "A child process is started without a join/terminate that runs when the parent fails.",
+    "If an exception ends the parent between starting a child and joining it, the child keeps "
+    "running: a non-daemon child is waited for at interpreter exit (the parent hangs), and if the "
+    "parent is killed the child is orphaned. A child that uses the GPU keeps its CUDA context, "
+    "hundreds of MiB of device memory, for as long as it lives, after the job that owned it is "
+    "gone.",
+    "Join or terminate in a `finally:` block (`try: ... finally: p.terminate(); p.join()`), use "
+    "`with Pool(...) as pool:` / `with ProcessPoolExecutor() as ex:`, or "
+    "`torch.multiprocessing.spawn(...)`, which joins the workers and raises if one fails.",
+};
+
+bool is_cleanup_method(std::string_view m) {
+  return m == "join" || m == "terminate" || m == "kill" || m == "close" || m == "wait" ||
+         m == "shutdown" || m == "communicate";
+}
+
+// What names reach the process object: `p = Process(...)`, `procs.append(Process(...))`,
+// `procs = [Process(...) for ...]`, `pool = Pool(...)`.
+std::vector<std::string> holders_of(const FileAnalysis& file, NodeId call) {
+  const SyntaxTree& tree = file.tree();
+  std::vector<std::string> out;
+  for (NodeId p = tree.parent(call), child = call; p != kNoNode; child = p, p = tree.parent(p)) {
+    NodeKind k = tree.kind(p);
+    if (k == NodeKind::kAssignment && tree.node(child).field == Field::kRight) {
+      std::string d = dotted_text(tree, tree.child_by_field(p, Field::kLeft));
+      if (!d.empty()) out.push_back(d);
+      break;
+    }
+    if (k == NodeKind::kArgumentList) {
+      NodeId owner = tree.parent(p);
+      if (owner != kNoNode && tree.kind(owner) == NodeKind::kCall &&
+          file.callee_last_name(owner) == "append") {
+        std::string d = dotted_text(tree, file.method_receiver(owner));
+        if (!d.empty()) out.push_back(d);
+      }
+      break;
+    }
+    if (k == NodeKind::kExpressionStatement || k == NodeKind::kBlock) break;
+  }
+  return out;
+}
+
+bool mentions_any(const SyntaxTree& tree, NodeId root, const std::vector<std::string>& names) {
+  if (root == kNoNode) return false;
+  for (NodeId id = root; id < tree.node(root).subtree_end; ++id) {
+    NodeKind k = tree.kind(id);
+    if (k != NodeKind::kIdentifier && k != NodeKind::kAttribute) continue;
+    std::string d = dotted_text(tree, id);
+    if (std::find(names.begin(), names.end(), d) != names.end()) return true;
+  }
+  return false;
+}
+
+// A cleanup call (join/terminate/...) on a holder, or on the variable of a
+// loop over a holder, inside `region`.
+bool cleans_up(const FileAnalysis& file, NodeId region, const std::vector<std::string>& names) {
+  const SyntaxTree& tree = file.tree();
+  for (NodeId id = region; id < tree.node(region).subtree_end; ++id) {
+    if (tree.kind(id) != NodeKind::kCall || !is_cleanup_method(file.callee_last_name(id))) continue;
+    NodeId receiver = file.method_receiver(id);
+    if (receiver == kNoNode) continue;
+    std::vector<std::string> reach = names;
+    for (NodeId p = tree.parent(id); p != kNoNode; p = tree.parent(p)) {
+      if (tree.kind(p) == NodeKind::kForStatement &&
+          mentions_any(tree, tree.child_by_field(p, Field::kRight), names)) {
+        for (const auto& v : file.loop_variables(p)) reach.push_back(v);
+      }
+      if (p == region) break;
+    }
+    if (mentions_any(tree, receiver, reach)) return true;
+  }
+  return false;
+}
+
+NodeId statement_of(const SyntaxTree& tree, NodeId node) {
+  NodeId child = node;
+  for (NodeId p = tree.parent(node); p != kNoNode; child = p, p = tree.parent(p)) {
+    NodeKind k = tree.kind(p);
+    if (k == NodeKind::kBlock || k == NodeKind::kModule) return child;
+  }
+  return node;
+}
+
+class ProcessNotJoinedOnFailure final : public Rule {
+ public:
+  const RuleInfo& info() const override { return kInfo; }
+
+  void check(const FileAnalysis& file, FindingSink& sink) const override {
+    const SyntaxTree& tree = file.tree();
+    for (NodeId call : file.calls()) {
+      ProcessStart kind = process_start_kind(file, call);
+      if (kind == ProcessStart::kNone || kind == ProcessStart::kFork) continue;
+      if (tree.ancestor_of_kind(call, {NodeKind::kWithItem}) != kNoNode) continue;
+      NodeId daemon = file.keyword_argument(call, "daemon");
+      if (daemon != kNoNode && tree.kind(daemon) == NodeKind::kTrue) continue;
+      std::vector<std::string> names = holders_of(file, call);
+      std::size_t scope = file.scope_index_of(call);
+      const Scope& s = file.scopes()[scope];
+      NodeId scope_root = s.node;
+      bool safe = false;
+      for (NodeId id = scope_root; id < tree.node(scope_root).subtree_end && !safe; ++id) {
+        if (file.scope_index_of(id) != scope) continue;
+        NodeKind k = tree.kind(id);
+        if (k == NodeKind::kFinallyClause || k == NodeKind::kExceptClause) {
+          safe = cleans_up(file, id, names);
+        } else if (k == NodeKind::kAssignment) {
+          // p.daemon = True
+          NodeId left = tree.child_by_field(id, Field::kLeft);
+          NodeId right = tree.child_by_field(id, Field::kRight);
+          std::string d = dotted_text(tree, left);
+          safe = right != kNoNode && tree.kind(right) == NodeKind::kTrue && d.size() > 7 &&
+                 d.substr(d.size() - 7) == ".daemon" &&
+                 std::find(names.begin(), names.end(), d.substr(0, d.size() - 7)) != names.end();
+        } else if (k == NodeKind::kCall && file.qualified_name(file.callee(id)) == "atexit.register") {
+          safe = mentions_any(tree, id, names);
+        }
+      }
+      if (safe) continue;
+      // p.start() immediately followed by p.join(): nothing can fail between.
+      if (!names.empty()) {
+        NodeId statement = statement_of(tree, call);
+        for (NodeId st = statement; st != kNoNode; st = tree.node(st).next_sibling) {
+          if (!tree.node(st).named || tree.kind(st) == NodeKind::kComment) continue;
+          bool starts = false;
+          for (NodeId id = st; id < tree.node(st).subtree_end; ++id) {
+            if (tree.kind(id) == NodeKind::kCall && file.callee_last_name(id) == "start") {
+              starts = true;
+            }
+          }
+          if (st != statement && !starts) {
+            safe = cleans_up(file, st, names);
+            break;
+          }
+        }
+      }
+      if (safe) continue;
+      RuleReport r;
+      r.node = call;
+      r.message = fmt::format(
+          "`{}` starts a child process that nothing joins or terminates if the code after it "
+          "raises: the child outlives the failure, with its GPU memory",
+          quote(file, call, 50));
+      if (!names.empty()) {
+        r.fix = fmt::format("`try: ... finally:` with `{}.terminate()` and `{}.join()` (for a "
+                            "list, in a loop over it), or a `with` block",
+                            names.front(), names.front());
+      }
+      sink.report(kInfo, std::move(r));
+    }
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Rule> make_process_not_joined_on_failure_rule() {
+  return std::make_unique<ProcessNotJoinedOnFailure>();
+}
+
+}  // namespace gpuleak::lint

@@ -1,0 +1,43 @@
+// Whether a store makes its container grow step after step, or only
+// overwrites what the previous step put there.
+//
+// A store grows the container when the container outlives the iteration
+// that stores into it: it is not reassigned (or cleared) unconditionally in
+// the loop body, or, outside any loop, it is an attribute, global or closure
+// variable of a function that runs once per step (a method, a hook). A
+// subscript store grows only when its key changes every step (`cache[step]`),
+// not when it overwrites one slot (`features["fc"]`).
+#pragma once
+
+#include <string>
+
+#include "file_analysis.h"
+
+namespace gpuleak::lint {
+
+enum class Growth { kBounded, kPerIteration, kPerCall };
+
+struct GrowthVerdict {
+  Growth growth = Growth::kBounded;
+  NodeId loop = kNoNode;    // the innermost loop it grows across (kPerIteration)
+  int loops_outlived = 0;   // how many nested loops the container survives
+  std::string container;    // "losses", "self.cache"
+  bool local = true;        // a plain local of the storing scope
+};
+
+GrowthVerdict store_growth(const FileAnalysis& file, const StoreEvent& store);
+
+// The name a container expression is reached through: `metrics["loss"]` ->
+// "metrics", `d.setdefault(k, [])` -> "d", `self.buf` -> "self.buf".
+std::string container_path(const FileAnalysis& file, NodeId container);
+
+// True for keys that change every step: `step`, `batch_idx`, `len(cache)`,
+// `self.global_step`, `time.time()`.
+bool key_varies_per_step(const FileAnalysis& file, NodeId key);
+
+// True when the file bounds or empties the container somewhere: `.clear()`,
+// `.pop()`, `del c[...]`, `deque(maxlen=...)`, or rebinding it outside
+// `__init__`.
+bool container_bounded_elsewhere(const FileAnalysis& file, const std::string& path);
+
+}  // namespace gpuleak::lint

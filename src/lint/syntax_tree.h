@@ -1,0 +1,115 @@
+// A parsed Python file as a flat, read-only array of nodes.
+//
+// tree-sitter's own TSNode walks to a parent by re-descending from the root
+// and to the i-th child by scanning siblings; the rules ask for parents,
+// children and "everything inside this loop" constantly. So the tree is
+// copied once into a pre-order array: a node's descendants are exactly the
+// ids in (id, subtree_end), which makes "does this block contain X" a range
+// scan.
+//
+// Ownership: the tree holds a view of the source text; whoever parses keeps
+// the text alive at least as long as the tree. Not thread-safe to build;
+// read-only afterwards. PythonParser is one per thread.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "syntax_kind.h"
+
+struct TSParser;
+
+namespace gpuleak::lint {
+
+using NodeId = std::uint32_t;
+inline constexpr NodeId kNoNode = 0xFFFFFFFFu;
+
+struct SyntaxNode {
+  NodeKind kind = NodeKind::kOther;
+  Field field = Field::kNone;  // this node's field name in its parent
+  bool named = false;
+  bool error = false;  // an ERROR node or a MISSING token inserted by recovery
+  std::uint16_t symbol = 0;
+  std::uint32_t start_byte = 0;
+  std::uint32_t end_byte = 0;
+  std::uint32_t start_row = 0;  // 0-based
+  std::uint32_t start_column_bytes = 0;
+  std::uint32_t end_row = 0;
+  std::uint32_t end_column_bytes = 0;
+  NodeId parent = kNoNode;
+  NodeId first_child = kNoNode;
+  NodeId next_sibling = kNoNode;
+  NodeId subtree_end = 0;  // one past the last descendant
+};
+
+class SyntaxTree {
+ public:
+  NodeId root() const { return 0; }
+  std::size_t size() const { return nodes_.size(); }
+  const SyntaxNode& node(NodeId id) const { return nodes_[id]; }
+  NodeKind kind(NodeId id) const { return nodes_[id].kind; }
+  std::string_view text(NodeId id) const {
+    return source_.substr(nodes_[id].start_byte, nodes_[id].end_byte - nodes_[id].start_byte);
+  }
+  std::string_view source() const { return source_; }
+  // The grammar's name for the node type ("call", "+="), for kinds the enum lacks.
+  std::string_view type_name(NodeId id) const;
+
+  NodeId parent(NodeId id) const { return nodes_[id].parent; }
+  NodeId child_by_field(NodeId id, Field field) const;
+  // Named children only, in order (operators and punctuation skipped).
+  std::vector<NodeId> named_children(NodeId id) const;
+  NodeId first_named_child(NodeId id) const;
+  // True when `inner` is `outer` or lies inside it.
+  bool contains(NodeId outer, NodeId inner) const {
+    return inner >= outer && inner < nodes_[outer].subtree_end;
+  }
+  // The nearest ancestor (not the node itself) of one of the given kinds.
+  NodeId ancestor_of_kind(NodeId id, std::initializer_list<NodeKind> kinds) const;
+
+  // Syntax errors: the first ERROR node or MISSING token, in source order.
+  bool has_error() const { return first_error_ != kNoNode; }
+  NodeId first_error() const { return first_error_; }
+  std::uint32_t depth() const { return depth_; }
+
+ private:
+  friend class PythonParser;
+  std::string_view source_;
+  std::vector<SyntaxNode> nodes_;
+  NodeId first_error_ = kNoNode;
+  std::uint32_t depth_ = 0;
+  const void* language_ = nullptr;
+};
+
+// Result of parsing: a tree, or why there is none.
+struct ParseResult {
+  std::unique_ptr<SyntaxTree> tree;
+  std::string failure;  // non-empty when tree is null
+};
+
+// Owns a tree-sitter parser configured for Python. One per thread.
+class PythonParser {
+ public:
+  PythonParser();
+  ~PythonParser();
+  PythonParser(const PythonParser&) = delete;
+  PythonParser& operator=(const PythonParser&) = delete;
+
+  // Parses UTF-8 text. Fails (tree == nullptr) only when tree-sitter gives up
+  // (time limit) or the file is nested deeper than the analysis follows;
+  // syntax errors still give a tree, with has_error() set.
+  ParseResult parse(std::string_view source);
+
+  // Nesting beyond this is refused: CPython itself stops at 200 levels of
+  // parentheses, and the analysis recurses on expressions.
+  static constexpr std::uint32_t kMaxDepth = 3000;
+  static constexpr std::uint64_t kTimeLimitMicros = 20'000'000;
+
+ private:
+  TSParser* parser_;
+};
+
+}  // namespace gpuleak::lint

@@ -1,0 +1,98 @@
+#include "training_loop.h"
+
+#include "vocabulary.h"
+
+namespace gpuleak::lint {
+namespace {
+
+template <typename Predicate>
+bool any_call_in(const FileAnalysis& file, NodeId root, Predicate predicate) {
+  const SyntaxTree& tree = file.tree();
+  std::size_t scope = file.scope_index_of(root);
+  for (NodeId id = root; id < tree.node(root).subtree_end; ++id) {
+    if (tree.kind(id) == NodeKind::kCall && file.scope_index_of(id) == scope && predicate(id)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+bool mentions_evaluation_name(const FileAnalysis& file, NodeId expression) {
+  if (expression == kNoNode) return false;
+  const SyntaxTree& tree = file.tree();
+  for (NodeId id = expression; id < tree.node(expression).subtree_end; ++id) {
+    if (tree.kind(id) == NodeKind::kIdentifier && vocabulary::is_evaluation_name(tree.text(id))) {
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+bool loop_calls_backward(const FileAnalysis& file, NodeId loop) {
+  return any_call_in(file, loop, [&](NodeId c) { return file.is_backward_call(c); });
+}
+
+bool loop_steps_optimizer(const FileAnalysis& file, NodeId loop) {
+  return any_call_in(file, loop, [&](NodeId c) { return file.is_optimizer_step_call(c); });
+}
+
+bool loop_runs_a_step(const FileAnalysis& file, NodeId loop) {
+  return any_call_in(file, loop, [&](NodeId c) {
+    if (file.innermost_loop(c) != loop) return false;
+    return file.is_model_call(c) || file.is_backward_call(c) || file.is_optimizer_step_call(c);
+  });
+}
+
+bool iterates_over_batches(const FileAnalysis& file, NodeId loop) {
+  const SyntaxTree& tree = file.tree();
+  if (tree.kind(loop) != NodeKind::kForStatement) return false;
+  NodeId it = file.loop_iterable(loop);
+  if (it == kNoNode) return false;
+  for (NodeId id = it; id < tree.node(it).subtree_end; ++id) {
+    if (tree.kind(id) == NodeKind::kIdentifier && vocabulary::is_loader_name(tree.text(id))) {
+      return true;
+    }
+  }
+  return false;
+}
+
+bool is_evaluation_context(const FileAnalysis& file, NodeId site, NodeId loop) {
+  if (loop != kNoNode) {
+    // A loop that trains (backward or an optimizer step inside) never
+    // counts as evaluation, whatever its names say.
+    if (loop_calls_backward(file, loop) || loop_steps_optimizer(file, loop)) return false;
+  }
+  const Scope& scope = file.scope_of(site);
+  if (vocabulary::is_evaluation_name(scope.name)) return true;
+  for (NodeId l = loop; l != kNoNode; l = file.outer_loop(l)) {
+    if (mentions_evaluation_name(file, file.loop_iterable(l))) return true;
+  }
+  // model.eval() earlier in the same scope, with no model.train() after it.
+  const SyntaxTree& tree = file.tree();
+  NodeId anchor = loop != kNoNode ? loop : site;
+  bool evaluating = false;
+  for (NodeId call : file.calls()) {
+    if (tree.node(call).start_byte >= tree.node(anchor).start_byte) break;
+    if (file.scope_index_of(call) != file.scope_index_of(site)) continue;
+    std::string_view m = file.callee_last_name(call);
+    NodeId receiver = file.method_receiver(call);
+    if (receiver == kNoNode) continue;
+    if (m == "eval" && file.positional_arguments(call).empty()) evaluating = true;
+    if (m == "train") evaluating = false;
+  }
+  return evaluating;
+}
+
+bool is_per_step_function(const Scope& scope) {
+  const std::string& n = scope.name;
+  return n == "training_step" || n == "train_step" || n == "validation_step" ||
+         n == "test_step" || n == "predict_step" || n == "train_one_step" ||
+         n == "on_train_batch_end" || n == "on_train_batch_start" ||
+         n == "on_validation_batch_end" || n == "on_before_backward" ||
+         n == "on_after_backward" || n == "on_before_optimizer_step" || n == "optimizer_step" ||
+         n == "training_step_end" || n == "compute_loss";
+}
+
+}  // namespace gpuleak::lint

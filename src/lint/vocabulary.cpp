@@ -1,0 +1,138 @@
+#include "vocabulary.h"
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <string>
+#include <vector>
+
+namespace gpuleak::lint::vocabulary {
+namespace {
+
+std::string normalized(std::string_view name) {
+  name = last_component(name);
+  while (!name.empty() && name.front() == '_') name.remove_prefix(1);
+  std::string out(name);
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return out;
+}
+
+bool one_of(std::string_view s, std::initializer_list<std::string_view> words) {
+  return std::find(words.begin(), words.end(), s) != words.end();
+}
+
+bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
+bool ends_with(std::string_view s, std::string_view p) {
+  return s.size() >= p.size() && s.substr(s.size() - p.size()) == p;
+}
+bool contains(std::string_view s, std::string_view p) { return s.find(p) != std::string_view::npos; }
+
+// "val_loader" -> {val, loader}; "trainLoader" -> {train, loader}; "step2" -> {step}.
+std::vector<std::string> words(std::string_view raw) {
+  raw = last_component(raw);
+  std::vector<std::string> out;
+  std::string current;
+  auto flush = [&] {
+    if (!current.empty()) out.push_back(current);
+    current.clear();
+  };
+  for (std::size_t i = 0; i < raw.size(); ++i) {
+    unsigned char c = static_cast<unsigned char>(raw[i]);
+    if (c == '_' || std::isdigit(c)) {
+      flush();
+      continue;
+    }
+    bool upper = std::isupper(c) != 0;
+    bool previous_lower = i > 0 && std::islower(static_cast<unsigned char>(raw[i - 1]));
+    if (upper && previous_lower) flush();
+    current += static_cast<char>(std::tolower(c));
+  }
+  flush();
+  return out;
+}
+
+}  // namespace
+
+std::string_view last_component(std::string_view dotted) {
+  std::size_t dot = dotted.rfind('.');
+  return dot == std::string_view::npos ? dotted : dotted.substr(dot + 1);
+}
+
+bool is_model_name(std::string_view raw) {
+  std::string original(last_component(raw));
+  while (!original.empty() && original.front() == '_') original.erase(0, 1);
+  std::string n = normalized(raw);
+  if (n.empty()) return false;
+  if (one_of(n, {"model", "net", "network", "encoder", "decoder", "generator", "discriminator",
+                 "backbone", "classifier", "policy", "critic", "actor", "teacher", "student",
+                 "unet", "vae", "autoencoder", "transformer", "rnn", "lstm", "gru", "cnn", "mlp",
+                 "head", "predictor", "regressor"})) {
+    return true;
+  }
+  // netG, netD, model2, model_a, net_1: a role prefix followed by a suffix.
+  for (std::string_view prefix : {"model", "net"}) {
+    if (starts_with(n, prefix) && n.size() > prefix.size()) {
+      char next = original.size() > prefix.size() ? original[prefix.size()] : '\0';
+      if (next == '_' || std::isdigit(static_cast<unsigned char>(next)) ||
+          std::isupper(static_cast<unsigned char>(next))) {
+        return true;
+      }
+    }
+  }
+  // teacher_model, ddp_model, resnet, ema_net, text_encoder.
+  return ends_with(n, "model") || ends_with(n, "_net") || ends_with(n, "resnet") ||
+         ends_with(n, "_encoder") || ends_with(n, "_decoder");
+}
+
+bool is_loss_name(std::string_view raw) {
+  std::string n = normalized(raw);
+  return contains(n, "loss") || contains(n, "criterion") || n == "crit" || n == "objective";
+}
+
+bool is_optimizer_name(std::string_view raw) {
+  std::string n = normalized(raw);
+  return starts_with(n, "opt") || contains(n, "optimizer") || contains(n, "optim");
+}
+
+bool is_evaluation_name(std::string_view raw) {
+  for (const std::string& w : words(raw)) {
+    if (one_of(w, {"eval", "evaluate", "evaluation", "val", "valid", "validate", "validation",
+                   "test", "testing", "predict", "prediction", "infer", "inference", "score",
+                   "scoring", "dev"})) {
+      return true;
+    }
+  }
+  return false;
+}
+
+bool is_loader_name(std::string_view raw) {
+  for (const std::string& w : words(raw)) {
+    if (one_of(w, {"loader", "dataloader", "dl", "batches", "data", "dataset", "ds", "iterator",
+                   "stream"})) {
+      return true;
+    }
+    if (ends_with(w, "loader")) return true;
+  }
+  return false;
+}
+
+bool is_step_counter_name(std::string_view raw) {
+  std::string n = normalized(raw);
+  if (one_of(n, {"i", "t", "n", "it", "ii"})) return true;
+  for (const std::string& w : words(raw)) {
+    if (one_of(w, {"idx", "index", "step", "steps", "epoch", "iteration", "iter", "counter",
+                   "count", "i", "it", "t", "n"})) {
+      return true;
+    }
+  }
+  return false;
+}
+
+bool is_device_name(std::string_view raw) {
+  std::string n = normalized(raw);
+  return contains(n, "device") || n == "dev" || contains(n, "gpu") || contains(n, "cuda") ||
+         n == "rank" || n == "local_rank";
+}
+
+}  // namespace gpuleak::lint::vocabulary
