@@ -1,15 +1,150 @@
-// Placeholder until the 'exporter' subcommand lands; it refuses to pretend.
+// `gpuleak exporter`: serves per-GPU and per-process memory metrics with
+// growth slopes and leak flags to Prometheus, on loopback unless told otherwise.
 #include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <pthread.h>
+
+#include <csignal>
+#include <cstdio>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <thread>
 
 #include "command.h"
+#include "monitor/exporter_server.h"
 
 namespace gpuleak::cli {
 
-void add_exporter_command(CLI::App& app, CommandAction& action) {
-  auto* sub = app.add_subcommand("exporter", "(not built yet)");
-  sub->callback([&action] {
-    action = [] () -> int { throw UsageError("'exporter' is not built yet"); };
+namespace {
+
+struct ExporterFlags {
+  std::string listen = "127.0.0.1:9835";
+  double interval_s = 5.0;
+  double window_s = 600;
+  std::uint64_t min_growth_bytes_per_s = 16 * 1024;
+  bool no_nvml = false;
+  std::string device_files;
+};
+
+struct ListenAddress {
+  std::string host;
+  int port = 0;
+};
+
+// "127.0.0.1:9835", "[::1]:9835", "localhost:9835", "0.0.0.0:9835".
+ListenAddress parse_listen(const std::string& text) {
+  ListenAddress address;
+  std::string port_text;
+  if (!text.empty() && text.front() == '[') {
+    std::size_t close = text.find(']');
+    if (close == std::string::npos || close + 1 >= text.size() || text[close + 1] != ':') {
+      throw UsageError(fmt::format("--listen '{}': write an IPv6 address as [::1]:9835", text));
+    }
+    address.host = text.substr(1, close - 1);
+    port_text = text.substr(close + 2);
+  } else {
+    std::size_t colon = text.rfind(':');
+    if (colon == std::string::npos || colon == 0) {
+      throw UsageError(fmt::format("--listen '{}': expected HOST:PORT, e.g. 127.0.0.1:9835", text));
+    }
+    address.host = text.substr(0, colon);
+    port_text = text.substr(colon + 1);
+  }
+  std::size_t used = 0;
+  int port = -1;
+  try {
+    port = std::stoi(port_text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != port_text.size() || port < 0 || port > 65535) {
+    throw UsageError(fmt::format("--listen '{}': the port must be a number from 0 to 65535", text));
+  }
+  address.port = port;
+  return address;
+}
+
+bool is_loopback(const std::string& host) {
+  return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
+}
+
+int run_exporter(const ExporterFlags& flags) {
+  ListenAddress address = parse_listen(flags.listen);
+  monitor::ExporterOptions options;
+  options.host = address.host;
+  options.port = address.port;
+  options.interval_s = flags.interval_s;
+  options.trend.window_s = flags.window_s;
+  options.trend.min_growth_bytes_per_s = static_cast<double>(flags.min_growth_bytes_per_s);
+  options.device_file_glob = flags.device_files;
+  options.use_nvml = !flags.no_nvml;
+
+  // Block the stop signals before any thread starts, so every thread
+  // inherits the mask and only the waiter below receives them.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGHUP);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  signal(SIGPIPE, SIG_IGN);  // a scraper that hangs up must not end the exporter
+
+  monitor::ExporterServer server(options);
+  int port = 0;
+  try {
+    port = server.start();
+  } catch (const std::runtime_error& error) {
+    throw InputError(error.what());
+  }
+  if (!server.nvml_note().empty()) {
+    std::fprintf(stderr, "gpuleak exporter: %s\n", server.nvml_note().c_str());
+  }
+  if (!is_loopback(address.host)) {
+    std::fprintf(stderr,
+                 "gpuleak exporter: note: %s is reachable from other machines; the metrics name "
+                 "this node's GPU processes, their users and containers\n",
+                 address.host.c_str());
+  }
+  std::string shown_host =
+      address.host.find(':') != std::string::npos ? "[" + address.host + "]" : address.host;
+  std::printf("gpuleak exporter: serving http://%s:%d/metrics (sampling every %g s)\n",
+              shown_host.c_str(), port, flags.interval_s);
+  std::fflush(stdout);
+
+  std::thread waiter([&server, stop_signals] {
+    int received = 0;
+    sigwait(&stop_signals, &received);
+    server.stop();
   });
+  server.run();
+  // run() can also end without a signal (the socket failed); wake the waiter.
+  pthread_kill(waiter.native_handle(), SIGTERM);
+  waiter.join();
+  return kExitOk;
+}
+
+}  // namespace
+
+void add_exporter_command(CLI::App& app, CommandAction& action) {
+  auto flags = std::make_shared<ExporterFlags>();
+  auto* sub = app.add_subcommand(
+      "exporter", "Serve GPU and per-process memory, growth and leak flags to Prometheus");
+  sub->add_option("--listen", flags->listen,
+                  "HOST:PORT to serve /metrics on (default 127.0.0.1:9835, loopback only)");
+  sub->add_option("--interval", flags->interval_s, "Seconds between samples (default 5)")
+      ->check(CLI::Range(0.05, 3600.0));
+  sub->add_option("--window", flags->window_s,
+                  "Seconds of history the trend test looks at (default 600)")
+      ->check(CLI::Range(2.0, 86400.0));
+  sub->add_option("--min-growth", flags->min_growth_bytes_per_s,
+                  "Growth per second below which nothing is called a leak (default 16KiB)")
+      ->transform(CLI::AsSizeValue(false));
+  sub->add_flag("--no-nvml", flags->no_nvml, "Do not load NVML; export /proc information only");
+  sub->add_option("--device-files", flags->device_files,
+                  "Glob for GPU device files (default /dev/nvidia*, or $GPULEAK_DEVICE_FILE_GLOB)")
+      ->group("");  // hidden: for tests and unusual device layouts
+  sub->callback([&action, flags] { action = [flags] { return run_exporter(*flags); }; });
 }
 
 }  // namespace gpuleak::cli

@@ -1,0 +1,77 @@
+// `gpuleak exporter`: samples on its own schedule and serves the latest
+// metrics at /metrics over HTTP (cpp-httplib), in the Prometheus text format.
+//
+// Trends come from the exporter's own sampling (every interval_s), not from
+// scrapes, so the leak flag does not depend on how often Prometheus asks.
+// A scrape never triggers a sample: it returns the text rendered after the
+// last one, so a slow /proc never slows a scrape.
+//
+// Threads: run() serves on the calling thread (plus the HTTP library's small
+// worker pool) and samples on one extra thread; stop() may be called from
+// any thread, and makes run() return. The rendered text is shared under a
+// mutex.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+
+#include "monitor/device_files.h"
+#include "monitor/trend_tracker.h"
+
+namespace httplib {
+class Server;
+}
+
+namespace gpuleak::monitor {
+
+struct ExporterOptions {
+  std::string host = "127.0.0.1";
+  int port = 9835;
+  double interval_s = 5.0;
+  TrendTracker::Options trend;
+  std::string device_file_glob;  // empty: environment or /dev/nvidia*
+  bool use_nvml = true;
+};
+
+class ExporterServer {
+ public:
+  explicit ExporterServer(ExporterOptions options);
+  ~ExporterServer();
+  ExporterServer(const ExporterServer&) = delete;
+  ExporterServer& operator=(const ExporterServer&) = delete;
+
+  // Takes the first sample and binds the socket. Returns the bound port (the
+  // real one when options.port is 0); throws std::runtime_error with a
+  // sentence for people when the address cannot be bound.
+  int start();
+  // Serves until stop(). Requires start().
+  void run();
+  // Makes run() return; safe from any thread, and more than once.
+  void stop();
+
+  // The NVML message of the first sample (empty when NVML is available).
+  const std::string& nvml_note() const { return nvml_note_; }
+
+ private:
+  void sample_loop();
+  void sample_once();
+
+  ExporterOptions options_;
+  std::unique_ptr<httplib::Server> server_;
+  struct State;
+  std::unique_ptr<State> state_;
+  std::thread sampler_thread_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool stopping_ = false;              // guarded by mutex_
+  std::atomic<bool> serving_{false};   // run() is inside the HTTP accept loop (or entering it)
+  std::string metrics_text_;
+  std::string nvml_note_;
+};
+
+}  // namespace gpuleak::monitor

@@ -1,0 +1,165 @@
+#include "monitor/metrics_exposition.h"
+
+#include <limits>
+#include <map>
+
+#include "report/prometheus.h"
+
+namespace gpuleak::monitor {
+
+namespace {
+
+using report::ExpositionWriter;
+using report::MetricLabels;
+using report::MetricType;
+
+constexpr double kInfinity = std::numeric_limits<double>::infinity();
+
+double until_full(const TrendSummary& trend) {
+  return trend.leak && trend.seconds_until_full ? *trend.seconds_until_full : kInfinity;
+}
+
+MetricLabels device_labels(const DeviceView& view) {
+  return {{"gpu_uuid", view.device.uuid},
+          {"gpu_index", std::to_string(view.device.index)},
+          {"gpu_name", view.device.name}};
+}
+
+MetricLabels process_labels(const ProcessView& view) {
+  return {{"pid", std::to_string(view.pid)},
+          {"process_name", view.visible ? view.info.comm : std::string()},
+          {"container_id", view.info.container_id}};
+}
+
+MetricLabels process_gpu_labels(const ProcessView& view, const ProcessDeviceView& use) {
+  MetricLabels labels = process_labels(view);
+  labels.insert(labels.begin(), {"gpu_uuid", use.device_uuid});
+  return labels;
+}
+
+// Writes one per-device family.
+template <typename ValueOf>
+void device_family(ExpositionWriter& out, const DoctorReport& report, const char* name,
+                   const char* help, ValueOf value_of) {
+  out.family(name, help, MetricType::kGauge);
+  for (const auto& device : report.sample.devices) out.sample(device_labels(device), value_of(device));
+}
+
+// Writes one per-process-per-GPU family; skips uses whose amount is unknown.
+template <typename ValueOf>
+void process_gpu_family(ExpositionWriter& out, const DoctorReport& report, const char* name,
+                        const char* help, ValueOf value_of) {
+  out.family(name, help, MetricType::kGauge);
+  for (const auto& process : report.sample.processes) {
+    for (const auto& use : process.gpu) {
+      if (use.memory_bytes) out.sample(process_gpu_labels(process, use), value_of(use));
+    }
+  }
+}
+
+// Writes one per-process host family; only processes visible here.
+template <typename ValueOf>
+void process_host_family(ExpositionWriter& out, const DoctorReport& report, const char* name,
+                         const char* help, ValueOf value_of) {
+  out.family(name, help, MetricType::kGauge);
+  for (const auto& process : report.sample.processes) {
+    if (process.visible) out.sample(process_labels(process), value_of(process));
+  }
+}
+
+}  // namespace
+
+std::string render_metrics(const DoctorReport& report, const ExporterStats& stats) {
+  ExpositionWriter out;
+  const MonitorSample& sample = report.sample;
+
+  out.family("gpuleak_nvml_up", "1 when NVML (the NVIDIA driver) answered, 0 otherwise.",
+             MetricType::kGauge);
+  out.sample({}, sample.nvml.available ? 1 : 0);
+
+  device_family(out, report, "gpuleak_gpu_memory_total_bytes", "Total memory of the GPU.",
+                [](const DeviceView& d) { return double(d.device.memory_total_bytes); });
+  device_family(out, report, "gpuleak_gpu_memory_used_bytes", "Memory in use on the GPU.",
+                [](const DeviceView& d) { return double(d.device.memory_used_bytes); });
+  device_family(out, report, "gpuleak_gpu_memory_unaccounted_bytes",
+                "Used GPU memory that no process listed by the driver accounts for.",
+                [](const DeviceView& d) { return double(d.unaccounted_bytes); });
+  device_family(out, report, "gpuleak_gpu_memory_growth_bytes_per_second",
+                "Robust (Theil-Sen) slope of the GPU's used memory over the trend window.",
+                [](const DeviceView& d) { return d.used.slope_bytes_per_s; });
+  device_family(out, report, "gpuleak_gpu_memory_leak",
+                "1 when the GPU's used memory keeps growing (Mann-Kendall test, sustained).",
+                [](const DeviceView& d) { return d.used.leak ? 1.0 : 0.0; });
+  device_family(out, report, "gpuleak_gpu_seconds_until_full",
+                "Seconds until the GPU is full at the current growth; +Inf when not leaking.",
+                [](const DeviceView& d) { return until_full(d.used); });
+
+  process_gpu_family(out, report, "gpuleak_process_gpu_memory_bytes",
+                     "GPU memory the driver counts against the process on this GPU.",
+                     [](const ProcessDeviceView& u) { return double(*u.memory_bytes); });
+  process_gpu_family(out, report, "gpuleak_process_gpu_memory_growth_bytes_per_second",
+                     "Robust slope of the process's GPU memory on this GPU.",
+                     [](const ProcessDeviceView& u) { return u.trend.slope_bytes_per_s; });
+  process_gpu_family(out, report, "gpuleak_process_gpu_memory_leak",
+                     "1 when the process's GPU memory on this GPU keeps growing.",
+                     [](const ProcessDeviceView& u) { return u.trend.leak ? 1.0 : 0.0; });
+  process_gpu_family(out, report, "gpuleak_process_gpu_seconds_until_full",
+                     "Seconds until this GPU is full at the process's growth; +Inf when not "
+                     "leaking.",
+                     [](const ProcessDeviceView& u) { return until_full(u.trend); });
+
+  process_host_family(out, report, "gpuleak_process_host_rss_bytes",
+                      "Resident host memory (RSS) of a process that uses a GPU.",
+                      [](const ProcessView& p) { return double(p.info.rss_bytes); });
+  process_host_family(out, report, "gpuleak_process_host_rss_growth_bytes_per_second",
+                      "Robust slope of the process's host RSS.",
+                      [](const ProcessView& p) { return p.rss_trend.slope_bytes_per_s; });
+  process_host_family(out, report, "gpuleak_process_host_rss_leak",
+                      "1 when the process's host RSS keeps growing.",
+                      [](const ProcessView& p) { return p.rss_trend.leak ? 1.0 : 0.0; });
+  process_host_family(out, report, "gpuleak_process_host_seconds_until_full",
+                      "Seconds until host MemAvailable is used up at the process's RSS growth; "
+                      "+Inf when not leaking.",
+                      [](const ProcessView& p) { return until_full(p.rss_trend); });
+  process_host_family(out, report, "gpuleak_process_gpu_device_handles",
+                      "Open file handles of the process to GPU device files (/dev/nvidia*).",
+                      [](const ProcessView& p) { return double(p.info.device_handle_count); });
+
+  out.family("gpuleak_process_info",
+             "Always 1; labels say who the process is and what doctor thinks of it.",
+             MetricType::kGauge);
+  for (std::size_t i = 0; i < sample.processes.size(); ++i) {
+    const ProcessView& p = sample.processes[i];
+    MetricLabels labels = process_labels(p);
+    labels.push_back({"user", p.user});
+    labels.push_back({"parent_pid", p.visible ? std::to_string(p.info.ppid) : std::string()});
+    labels.push_back({"relation", relation_kind_name(p.relation.kind)});
+    labels.push_back({"verdict", i < report.verdicts.size() ? report.verdicts[i] : "ok"});
+    out.sample(labels, 1);
+  }
+
+  std::map<std::string, int> findings_by_kind;
+  for (auto kind : {FindingKind::kOrphan, FindingKind::kZombie, FindingKind::kWorkerContext,
+                    FindingKind::kOtherNamespace, FindingKind::kUnaccountedMemory}) {
+    findings_by_kind[finding_kind_name(kind)] = 0;
+  }
+  for (const auto& finding : report.findings) ++findings_by_kind[finding_kind_name(finding.kind)];
+  out.family("gpuleak_doctor_findings",
+             "Number of doctor findings of each kind (orphan, zombie, worker_context, "
+             "other_namespace, unaccounted_memory).",
+             MetricType::kGauge);
+  for (const auto& [kind, count] : findings_by_kind) out.sample({{"kind", kind}}, count);
+
+  out.family("gpuleak_exporter_samples_total", "Samples the exporter has taken.",
+             MetricType::kCounter);
+  out.sample({}, static_cast<double>(stats.samples_total));
+  out.family("gpuleak_exporter_sample_duration_seconds", "How long the last sample took.",
+             MetricType::kGauge);
+  out.sample({}, stats.last_sample_duration_s);
+  out.family("gpuleak_exporter_sample_interval_seconds", "Time between samples.",
+             MetricType::kGauge);
+  out.sample({}, stats.interval_s);
+  return out.take();
+}
+
+}  // namespace gpuleak::monitor

@@ -1,0 +1,206 @@
+#include "monitor/proc_scanner.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+
+#include "monitor/container_id.h"
+
+namespace gpuleak::monitor {
+
+namespace {
+
+// Reads a symbolic link; empty on failure.
+std::string read_link(const std::string& path) {
+  char target[4096];
+  ssize_t length = readlink(path.c_str(), target, sizeof target);
+  if (length <= 0) return {};
+  return std::string(target, static_cast<std::size_t>(length));
+}
+
+// "pid:[4026531836]" -> 4026531836.
+std::uint64_t namespace_inode(const std::string& link) {
+  std::size_t open = link.find('[');
+  if (open == std::string::npos) return 0;
+  return std::strtoull(link.c_str() + open + 1, nullptr, 10);
+}
+
+std::vector<std::string> split_nul(const std::string& text) {
+  std::vector<std::string> parts;
+  std::size_t at = 0;
+  while (at < text.size()) {
+    std::size_t end = text.find('\0', at);
+    if (end == std::string::npos) end = text.size();
+    parts.push_back(text.substr(at, end - at));
+    at = end + 1;
+  }
+  // Programs that rewrite their title leave trailing empty strings.
+  while (!parts.empty() && parts.back().empty()) parts.pop_back();
+  return parts;
+}
+
+bool all_digits(const char* name) {
+  if (!*name) return false;
+  for (const char* c = name; *c; ++c) {
+    if (*c < '0' || *c > '9') return false;
+  }
+  return true;
+}
+
+// The fd directory of some live thread of `pid`, seen through /proc/PID/task.
+std::string live_thread_fd_dir(int pid) {
+  const std::string tasks = "/proc/" + std::to_string(pid) + "/task";
+  std::string fallback = "/proc/" + std::to_string(pid) + "/fd";
+  DIR* dir = opendir(tasks.c_str());
+  if (!dir) return fallback;
+  std::string chosen = fallback;
+  while (const dirent* entry = readdir(dir)) {
+    if (!all_digits(entry->d_name) || std::atoi(entry->d_name) == pid) continue;
+    chosen = tasks + "/" + entry->d_name + "/fd";
+    break;
+  }
+  closedir(dir);
+  return chosen;
+}
+
+}  // namespace
+
+bool read_proc_file(const std::string& path, std::string& out) {
+  out.clear();
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  char buffer[4096];
+  for (;;) {
+    ssize_t got = read(fd, buffer, sizeof buffer);
+    if (got < 0) {
+      if (errno == EINTR) continue;
+      close(fd);
+      return false;
+    }
+    if (got == 0) break;
+    out.append(buffer, static_cast<std::size_t>(got));
+  }
+  close(fd);
+  return true;
+}
+
+const ProcessInfo* ProcessTable::find(int pid) const {
+  auto it = processes.find(pid);
+  return it == processes.end() ? nullptr : &it->second;
+}
+
+ProcScanner::ProcScanner(DeviceFilePattern pattern)
+    : pattern_(std::move(pattern)), page_size_bytes_(sysconf(_SC_PAGESIZE)) {}
+
+void ProcScanner::read_details(ProcessInfo& info) const {
+  const std::string base = "/proc/" + std::to_string(info.pid) + "/";
+  std::string text;
+  if (read_proc_file(base + "status", text)) {
+    info.uid = parse_real_uid(text);
+    info.namespace_pid = parse_innermost_namespace_pid(text);
+  }
+  if (read_proc_file(base + "cmdline", text)) info.argv = split_nul(text);
+  if (read_proc_file(base + "cgroup", text)) info.container_id = container_id_from_cgroup(text);
+  info.pid_namespace = namespace_inode(read_link(base + "ns/pid"));
+  info.details_read = true;
+}
+
+void ProcScanner::read_handles(ProcessInfo& info) const {
+  info.device_files.clear();
+  info.device_handle_count = 0;
+  std::string fd_dir = "/proc/" + std::to_string(info.pid) + "/fd";
+  if (info.is_zombie() && info.threads > 1) {
+    // A leader thread that exited while other threads run shows as a zombie
+    // with an empty fd list; the live threads still share its files.
+    fd_dir = live_thread_fd_dir(info.pid);
+  }
+  DIR* dir = opendir(fd_dir.c_str());
+  if (!dir) {
+    info.handle_scan = (errno == EACCES || errno == EPERM) ? HandleScan::kDenied : HandleScan::kGone;
+    return;
+  }
+  while (const dirent* entry = readdir(dir)) {
+    if (entry->d_name[0] == '.') continue;
+    std::string target = read_link(fd_dir + "/" + entry->d_name);
+    if (target.empty() || !pattern_.matches(target)) continue;
+    ++info.device_handle_count;
+    info.device_files.push_back(std::move(target));
+  }
+  closedir(dir);
+  std::sort(info.device_files.begin(), info.device_files.end());
+  info.device_files.erase(std::unique(info.device_files.begin(), info.device_files.end()),
+                          info.device_files.end());
+  info.handle_scan = HandleScan::kScanned;
+}
+
+ProcessTable ProcScanner::scan(HandleScope scope, const std::set<int>& extra_handle_pids) {
+  ProcessTable table;
+  table.own_pid_namespace = namespace_inode(read_link("/proc/self/ns/pid"));
+  std::unordered_map<int, Cached> next_cache;
+
+  DIR* proc = opendir("/proc");
+  if (!proc) return table;
+  std::string line;
+  while (const dirent* entry = readdir(proc)) {
+    if (!all_digits(entry->d_name)) continue;
+    ProcessInfo info;
+    if (!read_proc_file(std::string("/proc/") + entry->d_name + "/stat", line)) continue;
+    if (!parse_proc_stat(line, page_size_bytes_, info)) continue;
+
+    auto cached_it = cache_.find(info.pid);
+    bool same_process = cached_it != cache_.end() && cached_it->second.start_ticks == info.start_ticks;
+    // exec() keeps pid and start time but changes the name and command line.
+    bool details_fresh = same_process && cached_it->second.comm == info.comm &&
+                         scope != HandleScope::kAll;
+    Cached entry_cache;
+    if (details_fresh) {
+      entry_cache = cached_it->second;
+      const ProcessInfo& d = entry_cache.details;
+      info.details_read = d.details_read;
+      info.uid = d.uid;
+      info.argv = d.argv;
+      info.container_id = d.container_id;
+      info.pid_namespace = d.pid_namespace;
+      info.namespace_pid = d.namespace_pid;
+    } else if (!info.kernel_thread) {
+      read_details(info);
+      entry_cache.details = info;
+    }
+    entry_cache.start_ticks = info.start_ticks;
+    entry_cache.comm = info.comm;
+
+    if (!info.kernel_thread) {
+      bool known_holder = same_process && cached_it->second.device_handle_count > 0;
+      bool scan_now = scope == HandleScope::kAll || !same_process || known_holder ||
+                      extra_handle_pids.count(info.pid) > 0;
+      if (scan_now) {
+        read_handles(info);
+        entry_cache.handles_known = true;
+        entry_cache.handle_scan = info.handle_scan;
+        entry_cache.device_files = info.device_files;
+        entry_cache.device_handle_count = info.device_handle_count;
+      } else if (same_process && cached_it->second.handles_known) {
+        // Unchanged since the last look, as far as a cheap sample can tell.
+        entry_cache.handles_known = true;
+        entry_cache.handle_scan = cached_it->second.handle_scan;
+        info.handle_scan = cached_it->second.handle_scan;
+      }
+    }
+    if (info.handle_scan == HandleScan::kDenied) {
+      ++table.handle_scans_denied;
+      if (info.uid) table.denied_owners.insert(*info.uid);
+    }
+    next_cache[info.pid] = std::move(entry_cache);
+    table.processes.emplace(info.pid, std::move(info));
+  }
+  closedir(proc);
+  cache_ = std::move(next_cache);
+  return table;
+}
+
+}  // namespace gpuleak::monitor

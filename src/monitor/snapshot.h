@@ -1,0 +1,81 @@
+// One reading of everything the monitor looks at: what the driver says
+// about each GPU, the process table, and host memory, taken together.
+//
+// SnapshotSource owns the NVML library and the /proc scanner (with its cache)
+// and is used from one thread at a time. Snapshot is a plain value.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "monitor/device_files.h"
+#include "monitor/gpu_reading.h"
+#include "monitor/host_memory.h"
+#include "monitor/proc_scanner.h"
+
+namespace gpuleak::monitor {
+
+class NvmlLibrary;
+
+// How often repeated sampling reads every process's open files (a process
+// that opens a GPU later than its start is found within this many samples).
+inline constexpr std::size_t kFullHandleScanEvery = 10;
+
+struct NvmlStatus {
+  bool available = false;
+  std::string message;         // why not, when unavailable; or a read error
+  std::string library_path;
+  std::string driver_version;
+};
+
+// One process's memory on one device, as the driver lists it.
+struct DeviceUse {
+  unsigned device_index = 0;
+  std::optional<std::uint64_t> memory_bytes;
+};
+
+struct Snapshot {
+  double monotonic_s = 0;         // steady clock; what trends are fitted against
+  std::int64_t unix_time_ms = 0;  // wall clock, for output
+  NvmlStatus nvml;
+  std::vector<GpuDevice> devices;
+  ProcessTable table;
+  HostMemory host;
+  int own_pid = 0;
+  std::string device_file_glob;  // what counted as a GPU device file
+
+  // Every pid the driver lists, with its memory per device.
+  std::map<int, std::vector<DeviceUse>> gpu_use_by_pid() const;
+};
+
+class SnapshotSource {
+ public:
+  // `use_nvml` false skips the driver entirely (the /proc side still works).
+  SnapshotSource(DeviceFilePattern pattern, bool use_nvml);
+  ~SnapshotSource();
+  SnapshotSource(const SnapshotSource&) = delete;
+  SnapshotSource& operator=(const SnapshotSource&) = delete;
+
+  // `scope` picks how many processes get their open files read (see ProcScanner).
+  Snapshot take(ProcScanner::HandleScope scope, const std::set<int>& extra_handle_pids = {});
+
+  // For repeated sampling: every kFullHandleScanEvery-th call (the first
+  // included) reads every process's open files; the others are incremental.
+  Snapshot take_periodic(const std::set<int>& extra_handle_pids = {});
+
+  const NvmlStatus& nvml_status() const { return nvml_status_; }
+  const DeviceFilePattern& pattern() const { return scanner_.pattern(); }
+
+ private:
+  std::unique_ptr<NvmlLibrary> nvml_;
+  NvmlStatus nvml_status_;
+  ProcScanner scanner_;
+  std::size_t periodic_takes_ = 0;
+};
+
+}  // namespace gpuleak::monitor

@@ -1,0 +1,203 @@
+"""`gpuleak exporter` as a real child process: /metrics fetched by a real
+HTTP client and parsed by prometheus_client's exposition parser; loopback by
+default; clear errors for bad or busy addresses; clean stop on SIGTERM."""
+import contextlib
+import os
+import re
+import signal
+import socket
+import subprocess
+import urllib.request
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from process_fixtures import (GPULEAK, gpuleak_env, is_running, make_orphan, run_gpuleak,
+                              start_holder, wait_until, write_nvml_state)
+
+MiB = 1 << 20
+GiB = 1 << 30
+CONTAINER_ID = "c0ffee" + "0123456789abcdef" * 3 + "0123456789"
+
+
+@contextlib.contextmanager
+def exporter(args, env):
+    process = subprocess.Popen([GPULEAK, "exporter", *args], env=env, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    try:
+        line = process.stdout.readline()
+        match = re.search(r"http://([^ ]+):(\d+)/metrics", line)
+        assert match, (line, process.stderr.read() if process.poll() is not None else "")
+        yield process, match.group(1), int(match.group(2))
+    finally:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=10)
+        finally:
+            process.kill()
+            process.wait()
+
+
+def scrape(host, port):
+    with urllib.request.urlopen(f"http://{host}:{port}/metrics", timeout=10) as response:
+        assert response.status == 200
+        content_type = response.headers["Content-Type"]
+        body = response.read().decode("utf-8")
+    assert content_type.startswith("text/plain; version=0.0.4")
+    return {family.name: family for family in text_string_to_metric_families(body)}
+
+
+def samples_of(families, name):
+    return families[name].samples
+
+
+def test_metrics_parse_and_carry_the_labels_ops_need(device, started):
+    leaker = start_holder(started, device)
+    steady = start_holder(started, device)
+    state = write_nvml_state(device, [
+        f"device GPU-2222-stand-in {80 * GiB} {3 * GiB} {512 * MiB} Stand-in H200",
+        f"process 0 {leaker} {GiB} {64 * MiB}",
+        f"process 0 {steady} {2 * GiB}",
+    ])
+    with exporter(["--listen", "127.0.0.1:0", "--interval", "0.2"],
+                  gpuleak_env(device, state)) as (process, host, port):
+        families = scrape(host, port)
+        assert samples_of(families, "gpuleak_nvml_up")[0].value == 1
+        used = samples_of(families, "gpuleak_gpu_memory_used_bytes")
+        assert used[0].labels == {"gpu_uuid": "GPU-2222-stand-in", "gpu_index": "0",
+                                  "gpu_name": "Stand-in H200"}
+        assert samples_of(families, "gpuleak_gpu_memory_total_bytes")[0].value == 80 * GiB
+        by_pid = {s.labels["pid"]: s for s in samples_of(families, "gpuleak_process_gpu_memory_bytes")}
+        assert by_pid[str(steady)].value == 2 * GiB
+        assert set(by_pid[str(steady)].labels) == {"gpu_uuid", "pid", "process_name", "container_id"}
+        assert by_pid[str(steady)].labels["gpu_uuid"] == "GPU-2222-stand-in"
+        assert by_pid[str(steady)].labels["process_name"] == "python3"
+        rss = {s.labels["pid"]: s for s in samples_of(families, "gpuleak_process_host_rss_bytes")}
+        assert rss[str(leaker)].value > 0
+        handles = {s.labels["pid"]: s.value for s in samples_of(families, "gpuleak_process_gpu_device_handles")}
+        assert handles[str(leaker)] == 2
+        # The parser names a counter family without its _total suffix.
+        assert families["gpuleak_exporter_samples"].type == "counter"
+        kinds = {s.labels["kind"] for s in samples_of(families, "gpuleak_doctor_findings")}
+        assert kinds == {"orphan", "zombie", "worker_context", "other_namespace",
+                         "unaccounted_memory"}
+
+        # The exporter samples on its own: after enough samples the growing
+        # process carries the leak flag and a finite time until full.
+        def leak_flagged():
+            leaks = {s.labels["pid"]: s.value
+                     for s in samples_of(scrape(host, port), "gpuleak_process_gpu_memory_leak")}
+            return leaks.get(str(leaker)) == 1
+        assert wait_until(leak_flagged, step_s=0.2)
+        families = scrape(host, port)
+        until = {s.labels["pid"]: s.value
+                 for s in samples_of(families, "gpuleak_process_gpu_seconds_until_full")}
+        assert 0 < until[str(leaker)] < float("inf")
+        assert until[str(steady)] == float("inf")
+        slope = {s.labels["pid"]: s.value for s in
+                 samples_of(families, "gpuleak_process_gpu_memory_growth_bytes_per_second")}
+        assert 32 * MiB < slope[str(leaker)] < 128 * MiB
+        leaks = {s.labels["pid"]: s.value
+                 for s in samples_of(families, "gpuleak_process_gpu_memory_leak")}
+        assert leaks[str(steady)] == 0
+
+
+def test_an_orphan_shows_in_the_findings_count(device, started):
+    orphan = make_orphan(started, device)
+    with exporter(["--listen", "127.0.0.1:0", "--interval", "0.2"],
+                  gpuleak_env(device)) as (process, host, port):
+        families = scrape(host, port)
+        counts = {s.labels["kind"]: s.value for s in samples_of(families, "gpuleak_doctor_findings")}
+        assert counts["orphan"] == 1
+        info = {s.labels["pid"]: s.labels for s in samples_of(families, "gpuleak_process_info")}
+        assert info[str(orphan)]["verdict"] == "orphan"
+        assert samples_of(families, "gpuleak_nvml_up")[0].value == 0
+    assert is_running(orphan)  # exporting never ends anything
+
+
+def writable_cgroup_root():
+    """A cgroup hierarchy root can create groups in, or None."""
+    if os.getuid() != 0:
+        return None
+    for root in ("/sys/fs/cgroup", "/sys/fs/cgroup/pids", "/sys/fs/cgroup/unified"):
+        if os.path.exists(os.path.join(root, "cgroup.procs")) and os.access(root, os.W_OK):
+            return root
+    return None
+
+
+@pytest.mark.skipif(writable_cgroup_root() is None, reason="needs root and a writable cgroup tree")
+def test_container_id_label_comes_from_the_cgroup(device, started):
+    root = writable_cgroup_root()
+    parent = os.path.join(root, f"gpuleak-test-{os.getpid()}")
+    group = os.path.join(parent, f"docker-{CONTAINER_ID}.scope")
+    os.makedirs(group)
+    holder = None
+    try:
+        holder = start_holder(started, device)
+        with open(os.path.join(group, "cgroup.procs"), "w") as f:
+            f.write(str(holder))
+        with exporter(["--listen", "127.0.0.1:0", "--interval", "0.2"],
+                      gpuleak_env(device)) as (process, host, port):
+            rss = {s.labels["pid"]: s.labels
+                   for s in samples_of(scrape(host, port), "gpuleak_process_host_rss_bytes")}
+            assert rss[str(holder)]["container_id"] == CONTAINER_ID
+    finally:
+        if holder is not None:
+            os.kill(holder, signal.SIGKILL)
+            wait_until(lambda: not os.path.exists(f"/proc/{holder}") or
+                       open(os.path.join(group, "cgroup.procs")).read().strip() == "")
+        started.close()
+        wait_until(lambda: open(os.path.join(group, "cgroup.procs")).read().strip() == "")
+        os.rmdir(group)
+        os.rmdir(parent)
+
+
+def listening_sockets():
+    """(address, port) of every listening TCP socket, from /proc/net/tcp."""
+    found = set()
+    with open("/proc/net/tcp") as f:
+        for line in f.readlines()[1:]:
+            fields = line.split()
+            if fields[3] != "0A":  # LISTEN
+                continue
+            address_hex, port_hex = fields[1].split(":")
+            address = socket.inet_ntoa(bytes.fromhex(address_hex)[::-1])
+            found.add((address, int(port_hex, 16)))
+    return found
+
+
+def test_default_listen_address_is_loopback_port_9835(device):
+    if ("0.0.0.0", 9835) in listening_sockets() or ("127.0.0.1", 9835) in listening_sockets():
+        pytest.skip("port 9835 is already in use here")
+    with exporter([], gpuleak_env(device)) as (process, host, port):
+        assert (host, port) == ("127.0.0.1", 9835)
+        assert ("127.0.0.1", 9835) in listening_sockets()
+        assert ("0.0.0.0", 9835) not in listening_sockets()
+        scrape(host, port)
+
+
+def test_sigterm_stops_the_exporter_with_status_0(device):
+    process = subprocess.Popen([GPULEAK, "exporter", "--listen", "127.0.0.1:0"],
+                               env=gpuleak_env(device), stdout=subprocess.PIPE, text=True)
+    try:
+        assert "serving http://127.0.0.1:" in process.stdout.readline()
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=10) == 0
+    finally:
+        process.kill()
+        process.wait()
+
+
+def test_bad_and_busy_addresses_are_clear_errors(device):
+    for listen in ("nonsense", "127.0.0.1:99999", "127.0.0.1:port", "[::1"):
+        result = run_gpuleak(["exporter", "--listen", listen], gpuleak_env(device))
+        assert result.returncode == 2, listen
+        assert result.stderr.startswith("gpuleak: --listen"), result.stderr
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        result = run_gpuleak(["exporter", "--listen", f"127.0.0.1:{port}"], gpuleak_env(device),
+                             timeout=30)
+        assert result.returncode == 3
+        assert f"cannot listen on 127.0.0.1:{port}" in result.stderr

@@ -1,0 +1,119 @@
+#include "monitor/proc_scanner.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <fstream>
+
+#include "real_processes.h"
+
+namespace gpuleak::monitor {
+namespace {
+
+using testing::StandInDevice;
+
+TEST(ProcScanner, finds_the_open_device_files_of_a_holder) {
+  StandInDevice device;
+  auto holder = testing::start_device_holder(device);
+  ProcScanner scanner{DeviceFilePattern(device.glob())};
+  ProcessTable table = scanner.scan(ProcScanner::HandleScope::kAll);
+  const ProcessInfo* info = table.find(holder->pid());
+  ASSERT_NE(info, nullptr);
+  EXPECT_EQ(info->handle_scan, HandleScan::kScanned);
+  EXPECT_EQ(info->device_handle_count, 2);
+  EXPECT_EQ(info->device_files,
+            (std::vector<std::string>{device.gpu_file(), device.control_file()}));
+  EXPECT_EQ(info->ppid, getpid());
+  ASSERT_TRUE(info->uid.has_value());
+  EXPECT_EQ(*info->uid, getuid());
+}
+
+TEST(ProcScanner, a_process_without_device_files_holds_none) {
+  StandInDevice device;
+  auto holder = testing::start_device_holder(device);
+  ProcScanner scanner{DeviceFilePattern(device.glob())};
+  ProcessTable table = scanner.scan(ProcScanner::HandleScope::kAll);
+  const ProcessInfo* self = table.find(getpid());
+  ASSERT_NE(self, nullptr);
+  EXPECT_EQ(self->handle_scan, HandleScan::kScanned);
+  EXPECT_EQ(self->device_handle_count, 0);
+  EXPECT_FALSE(self->argv.empty());
+}
+
+TEST(ProcScanner, files_outside_the_glob_do_not_count) {
+  StandInDevice device;
+  std::string other = device.directory() + "/not-a-gpu";
+  std::ofstream(other) << "x";
+  pid_t test_pid = getpid();
+  int ready[2];
+  ASSERT_EQ(pipe(ready), 0);
+  testing::Child child([&] {
+    testing::hold_open(other);
+    testing::hold_open(device.gpu_file());
+    char byte = 1;
+    if (write(ready[1], &byte, 1) != 1) _exit(4);
+    testing::sleep_while_test_runs(test_pid);
+  });
+  char byte = 0;
+  ASSERT_EQ(read(ready[0], &byte, 1), 1);
+  close(ready[0]);
+  close(ready[1]);
+  ProcScanner scanner{DeviceFilePattern(device.glob())};
+  ProcessTable table = scanner.scan(ProcScanner::HandleScope::kAll);
+  ASSERT_NE(table.find(child.pid()), nullptr);
+  EXPECT_EQ(table.find(child.pid())->device_handle_count, 1);
+  EXPECT_EQ(table.find(child.pid())->device_files, std::vector<std::string>{device.gpu_file()});
+}
+
+TEST(ProcScanner, reports_a_zombie_in_state_z) {
+  testing::Zombie zombie;
+  ProcScanner scanner{DeviceFilePattern(kDefaultDeviceFileGlob)};
+  ProcessTable table = scanner.scan(ProcScanner::HandleScope::kAll);
+  const ProcessInfo* info = table.find(zombie.pid());
+  ASSERT_NE(info, nullptr);
+  EXPECT_TRUE(info->is_zombie());
+  EXPECT_EQ(info->ppid, getpid());
+}
+
+TEST(ProcScanner, incremental_scans_keep_known_holders_and_find_new_ones) {
+  StandInDevice device;
+  ProcScanner scanner{DeviceFilePattern(device.glob())};
+  auto first = testing::start_device_holder(device);
+  scanner.scan(ProcScanner::HandleScope::kAll);
+  auto second = testing::start_device_holder(device);  // new since the full scan
+  ProcessTable table = scanner.scan(ProcScanner::HandleScope::kIncremental);
+  ASSERT_NE(table.find(first->pid()), nullptr);
+  ASSERT_NE(table.find(second->pid()), nullptr);
+  EXPECT_EQ(table.find(first->pid())->device_handle_count, 2);
+  EXPECT_EQ(table.find(second->pid())->device_handle_count, 2);
+}
+
+TEST(ProcScanner, a_holder_that_closes_its_files_is_seen_to_hold_none) {
+  StandInDevice device;
+  ProcScanner scanner{DeviceFilePattern(device.glob())};
+  int to_child[2];
+  ASSERT_EQ(pipe(to_child), 0);
+  pid_t test_pid = getpid();
+  int ready[2];
+  ASSERT_EQ(pipe(ready), 0);
+  testing::Child child([&] {
+    int fd = open(device.gpu_file().c_str(), O_RDONLY);
+    char byte = 1;
+    if (write(ready[1], &byte, 1) != 1) _exit(4);
+    if (read(to_child[0], &byte, 1) != 1) _exit(4);  // wait for the test
+    close(fd);
+    if (write(ready[1], &byte, 1) != 1) _exit(4);
+    testing::sleep_while_test_runs(test_pid);
+  });
+  char byte = 0;
+  ASSERT_EQ(read(ready[0], &byte, 1), 1);
+  EXPECT_EQ(scanner.scan(ProcScanner::HandleScope::kIncremental).find(child.pid())->device_handle_count, 1);
+  ASSERT_EQ(write(to_child[1], &byte, 1), 1);
+  ASSERT_EQ(read(ready[0], &byte, 1), 1);
+  EXPECT_EQ(scanner.scan(ProcScanner::HandleScope::kIncremental).find(child.pid())->device_handle_count, 0);
+  for (int fd : {to_child[0], to_child[1], ready[0], ready[1]}) close(fd);
+}
+
+}  // namespace
+}  // namespace gpuleak::monitor
