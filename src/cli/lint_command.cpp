@@ -111,13 +111,13 @@ std::vector<lint::FileReport> lint_all(const std::vector<std::filesystem::path>&
   Progress progress("gpuleak lint", files.size(), Progress::Unit::kFiles);
   jobs = std::max(1u, std::min<unsigned>(jobs, static_cast<unsigned>(files.size())));
   std::vector<std::thread> workers;
-  for (unsigned j = 1; j < jobs; ++j) workers.emplace_back(work);
   if (jobs == 1) {
     work();
   } else {
+    for (unsigned j = 0; j < jobs; ++j) workers.emplace_back(work);
     while (done.load() < files.size()) {
       progress.update(done.load());
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
   }
   for (auto& t : workers) t.join();

@@ -43,7 +43,9 @@ bool returns_tensor_without_graph(std::string_view method) {
 
 // Container methods that put their argument into the receiver.
 bool is_append_method(std::string_view method) {
-  return one_of(method, {"append", "appendleft", "add", "put", "put_nowait", "push"});
+  // Not add(): on tensors and quantized functionals it is arithmetic. Not
+  // put(): a queue hands the value to its consumer.
+  return one_of(method, {"append", "appendleft"});
 }
 
 }  // namespace
@@ -522,7 +524,8 @@ NodeId GraphFlow::self_update_operand(NodeId target, NodeId value,
       }
     }
   } else if (tree_.kind(value) == NodeKind::kCall) {
-    std::string_view last = vocabulary::last_component(file_.qualified_name(file_.callee(value)));
+    std::string qualified = file_.qualified_name(file_.callee(value));
+    std::string_view last = vocabulary::last_component(qualified);
     if (!one_of(last, {"cat", "concat", "concatenate", "stack", "hstack", "vstack", "add"})) {
       return kNoNode;
     }
@@ -585,6 +588,11 @@ std::uint8_t GraphFlow::eval(NodeId e, Env& env) {
       break;
     case NodeKind::kSubscript: {
       r = eval(tree_.child_by_field(e, Field::kValue), env);
+      // sys.exc_info()[0] is the exception's type: it holds no frames.
+      NodeId index = tree_.child_by_field(e, Field::kSubscriptIndex);
+      if ((r & kException) && index != kNoNode && tree_.text(index) == "0") {
+        r = static_cast<std::uint8_t>(r & ~kException);
+      }
       for (NodeId c = tree_.node(e).first_child; c != kNoNode; c = tree_.node(c).next_sibling) {
         if (tree_.node(c).field == Field::kSubscriptIndex) eval(c, env);
       }
@@ -760,7 +768,9 @@ bool GraphFlow::moves_to_device(NodeId call) const {
 std::uint8_t GraphFlow::same_file_function_bits(std::string_view name) const {
   std::uint8_t bits = 0;
   for (std::size_t s : file_.scopes_named(name)) bits |= returns_[s];
-  return bits;
+  // A function that returns what it caught hands it to its caller on
+  // purpose; only tensors and graphs flow through summaries.
+  return bits & kTensorBits;
 }
 
 std::uint8_t GraphFlow::torch_function_bits(std::string_view q, NodeId call, std::uint8_t args) {

@@ -59,6 +59,8 @@ ProcessStart process_start_kind(const FileAnalysis& file, NodeId call) {
   if (last != "Process" && last != "Pool" && last != "ProcessPoolExecutor") {
     return ProcessStart::kNone;
   }
+  // multiprocessing.dummy offers the same API over threads.
+  if (q.find(".dummy.") != std::string::npos) return ProcessStart::kNone;
   bool known = multiprocessing_module(q);
   NodeId receiver = file.method_receiver(call);
   if (!known && receiver != kNoNode && !context_method(file, receiver).empty()) known = true;

@@ -185,7 +185,8 @@ GrowthVerdict store_growth(const FileAnalysis& file, const StoreEvent& store) {
     return v;
   }
   // Outside loops: only a container that outlives a call made once per step.
-  if (store.scope == 0 || scope.name == "__init__" || v.local || is_parameter(scope, root)) {
+  if (store.scope == 0 || scope.name == "__init__" || v.local ||
+      (!through_self && is_parameter(scope, root))) {
     return v;
   }
   if (container_bounded_elsewhere(file, v.container)) return v;

@@ -158,8 +158,10 @@ ParseResult PythonParser::parse(std::string_view source) {
     SyntaxNode sn;
     TSSymbol symbol = ts_node_symbol(n);
     sn.symbol = symbol;
+    // ts_builtin_sym_error (0xFFFF) lies outside the grammar's symbol table.
     sn.kind = symbol < tables.kind_by_symbol.size() ? tables.kind_by_symbol[symbol]
-                                                     : NodeKind::kOther;
+              : symbol == 0xFFFF                    ? NodeKind::kError
+                                                    : NodeKind::kOther;
     TSFieldId field = ts_tree_cursor_current_field_id(&cursor);
     sn.field = field < tables.field_by_id.size() ? tables.field_by_id[field] : Field::kNone;
     sn.named = ts_node_is_named(n);

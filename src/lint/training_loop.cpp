@@ -58,6 +58,18 @@ bool iterates_over_batches(const FileAnalysis& file, NodeId loop) {
   return false;
 }
 
+bool is_step_loop(const FileAnalysis& file, NodeId loop) {
+  return iterates_over_batches(file, loop) || loop_calls_backward(file, loop) ||
+         loop_steps_optimizer(file, loop) || file.is_unbounded_loop(loop);
+}
+
+bool any_step_loop(const FileAnalysis& file, NodeId loop, int count) {
+  for (NodeId l = loop; l != kNoNode && count > 0; l = file.outer_loop(l), --count) {
+    if (is_step_loop(file, l)) return true;
+  }
+  return false;
+}
+
 bool is_evaluation_context(const FileAnalysis& file, NodeId site, NodeId loop) {
   if (loop != kNoNode) {
     // A loop that trains (backward or an optimizer step inside) never
@@ -83,6 +95,40 @@ bool is_evaluation_context(const FileAnalysis& file, NodeId site, NodeId loop) {
     if (m == "train") evaluating = false;
   }
   return evaluating;
+}
+
+bool differentiated_in_scope(const FileAnalysis& file, const std::string& name,
+                             std::size_t scope) {
+  const SyntaxTree& tree = file.tree();
+  auto mentions_any = [&](NodeId root, const std::vector<std::string>& names) {
+    for (NodeId id = root; id < tree.node(root).subtree_end; ++id) {
+      NodeKind k = tree.kind(id);
+      if (k != NodeKind::kIdentifier && k != NodeKind::kAttribute) continue;
+      std::string d = dotted_text(tree, id);
+      for (const auto& n : names) {
+        if (d == n) return true;
+      }
+    }
+    return false;
+  };
+  std::vector<std::string> names{name};
+  // One hop: `loss = torch.stack(losses).sum()`.
+  for (NodeId id = 0; id < tree.size(); ++id) {
+    if (tree.kind(id) != NodeKind::kAssignment || file.scope_index_of(id) != scope) continue;
+    NodeId left = tree.child_by_field(id, Field::kLeft);
+    NodeId right = tree.child_by_field(id, Field::kRight);
+    if (left == kNoNode || right == kNoNode) continue;
+    std::string target = dotted_text(tree, left);
+    if (!target.empty() && target != name && mentions_any(right, {name})) names.push_back(target);
+  }
+  for (NodeId call : file.calls()) {
+    if (file.scope_index_of(call) != scope || !file.is_backward_call(call)) continue;
+    NodeId receiver = file.method_receiver(call);
+    if (receiver != kNoNode && mentions_any(receiver, names)) return true;
+    NodeId args = tree.child_by_field(call, Field::kArguments);
+    if (args != kNoNode && mentions_any(args, names)) return true;
+  }
+  return false;
 }
 
 bool is_per_step_function(const Scope& scope) {

@@ -4,6 +4,8 @@
 // function named evaluate/validate/test.
 #pragma once
 
+#include <string>
+
 #include "file_analysis.h"
 
 namespace gpuleak::lint {
@@ -16,9 +18,20 @@ bool loop_steps_optimizer(const FileAnalysis& file, NodeId loop);
 bool loop_runs_a_step(const FileAnalysis& file, NodeId loop);
 // `for batch in loader`, `enumerate(train_loader)`, `tqdm(val_dl)`.
 bool iterates_over_batches(const FileAnalysis& file, NodeId loop);
+// A loop whose iterations are training or evaluation steps: it iterates
+// over batches, calls backward() or optimizer.step(), or never ends. Loops
+// over layers, heads or time steps inside one step are not.
+bool is_step_loop(const FileAnalysis& file, NodeId loop);
+// Whether any of the `count` loops from `loop` outwards is a step loop.
+bool any_step_loop(const FileAnalysis& file, NodeId loop, int count);
 // True when `site` (inside `loop`, which may be kNoNode) evaluates a model
 // rather than trains it; a loop that calls backward() never is.
 bool is_evaluation_context(const FileAnalysis& file, NodeId site, NodeId loop);
+// True when `name` (or a value computed from it, one assignment away) is
+// differentiated in `scope`: `loss.backward()`, `torch.stack(losses).sum().backward()`,
+// `accelerator.backward(total)`. An accumulator that is the loss of its step
+// is meant to carry the graph.
+bool differentiated_in_scope(const FileAnalysis& file, const std::string& name, std::size_t scope);
 // Functions a framework calls once per batch: training_step, train_step,
 // validation_step, on_train_batch_end ...
 bool is_per_step_function(const Scope& scope);

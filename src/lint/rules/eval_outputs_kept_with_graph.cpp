@@ -37,6 +37,12 @@ class EvalOutputsKeptWithGraph final : public Rule {
       }
       GrowthVerdict growth = store_growth(file, store);
       if (growth.growth == Growth::kBounded) continue;
+      // A local list filled over layers, heads or time steps builds one
+      // step's graph; it leaks only across steps.
+      if (growth.growth == Growth::kPerIteration && growth.local &&
+          !any_step_loop(file, growth.loop, growth.loops_outlived)) {
+        continue;
+      }
       if (!is_evaluation_context(file, store.site, growth.loop)) continue;
       RuleReport r;
       r.node = store.site;

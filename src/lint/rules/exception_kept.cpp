@@ -3,6 +3,7 @@
 
 #include "lint/rules/rule_factories.h"
 #include "lint/store_growth.h"
+#include "lint/training_loop.h"
 
 namespace gpuleak::lint {
 namespace {
@@ -48,6 +49,36 @@ bool deleted_in_scope(const FileAnalysis& file, const std::string& name, std::si
   return false;
 }
 
+bool inside_handler(const FileAnalysis& file, NodeId node) {
+  const SyntaxTree& tree = file.tree();
+  for (NodeId p = tree.parent(node); p != kNoNode; p = tree.parent(p)) {
+    NodeKind k = tree.kind(p);
+    if (k == NodeKind::kExceptClause || k == NodeKind::kExceptGroupClause) return true;
+    if (k == NodeKind::kFunctionDefinition || k == NodeKind::kLambda) return false;
+  }
+  return false;
+}
+
+// The container (or attribute owner) outlives the storing call: reached
+// through self/cls, a global, or a closure variable.
+bool long_lived_root(const FileAnalysis& file, const StoreEvent& store) {
+  NodeId target = store.container;
+  if (store.kind == StoreKind::kAttribute) {
+    target = file.tree().child_by_field(store.container, Field::kObject);
+  }
+  std::string path = container_path(file, target);
+  if (path.empty()) return false;
+  std::string root = path.substr(0, path.find('.'));
+  if (root == "self" || root == "cls") return true;
+  const Scope& scope = file.scopes()[store.scope];
+  if (scope.declared_global.count(root)) return true;
+  if (store.scope == 0) return false;
+  for (const auto& p : scope.parameters) {
+    if (p == root) return false;
+  }
+  return !scope.assigned.count(root);
+}
+
 bool is_exc_info_call(const FileAnalysis& file, NodeId value) {
   const SyntaxTree& tree = file.tree();
   while (value != kNoNode && tree.kind(value) == NodeKind::kSubscript) {
@@ -72,6 +103,9 @@ class ExceptionKept final : public Rule {
           // Only sys.exc_info() in a function: the frame -> traceback ->
           // frame cycle. Aliasing `e` to a local ends with the call.
           if (store.scope == 0 || !is_exc_info_call(file, store.value)) continue;
+          // The cycle needs the traceback to reach this frame: only a
+          // function handling the exception itself makes one.
+          if (!inside_handler(file, store.site)) continue;
           std::string name(file.text(store.container));
           if (deleted_in_scope(file, name, store.scope)) continue;
           r.message = fmt::format(
@@ -83,6 +117,7 @@ class ExceptionKept final : public Rule {
         }
         case StoreKind::kAttribute:
         case StoreKind::kGlobalName:
+          if (store.kind == StoreKind::kAttribute && !long_lived_root(file, store)) continue;
           r.message = fmt::format(
               "`{}` keeps `{}` after its handler: its traceback holds the frames of the failed "
               "step and every CUDA tensor they reference",
@@ -92,6 +127,12 @@ class ExceptionKept final : public Rule {
         default: {
           std::string container = container_path(file, store.container);
           if (!container.empty() && raised_later(file, container, store.scope)) continue;
+          // A local list of errors lives as long as its call; it matters when
+          // it outlives the steps of a loop that keeps failing, or the call.
+          if (!long_lived_root(file, store)) {
+            NodeId loop = file.innermost_loop(store.site);
+            if (loop == kNoNode || !any_step_loop(file, loop, 8)) continue;
+          }
           r.message = fmt::format(
               "`{}` keeps `{}` in `{}`: each kept traceback holds the frames of a failed step "
               "and every CUDA tensor they reference",

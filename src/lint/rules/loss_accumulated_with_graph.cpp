@@ -57,7 +57,15 @@ class LossAccumulatedWithGraph final : public Rule {
       }
       GrowthVerdict growth = store_growth(file, store);
       if (growth.growth == Growth::kBounded) continue;
+      // A local list filled over layers, heads or time steps builds one
+      // step's graph; it leaks only across steps.
+      if (growth.growth == Growth::kPerIteration && growth.local &&
+          !any_step_loop(file, growth.loop, growth.loops_outlived)) {
+        continue;
+      }
       if (is_evaluation_context(file, store.site, growth.loop)) continue;  // GL102
+      // Summing a step's losses before its backward() is how a loss is built.
+      if (differentiated_in_scope(file, growth.container, store.scope)) continue;
       sink.report(kInfo, describe(file, store, growth));
     }
   }

@@ -89,6 +89,23 @@ bool cleans_up(const FileAnalysis& file, NodeId region, const std::vector<std::s
   return false;
 }
 
+bool is_collecting_method(std::string_view m) {
+  return m == "append" || m == "extend" || m == "insert" || m == "add" || m == "appendleft";
+}
+
+// The statement returns the process or passes it to a call: whoever gets
+// it is responsible for joining it. Putting it in a list is not handing it over.
+bool hands_over(const FileAnalysis& file, NodeId statement, const std::vector<std::string>& names) {
+  const SyntaxTree& tree = file.tree();
+  if (tree.kind(statement) == NodeKind::kReturnStatement) return mentions_any(tree, statement, names);
+  for (NodeId id = statement; id < tree.node(statement).subtree_end; ++id) {
+    if (tree.kind(id) != NodeKind::kCall || is_collecting_method(file.callee_last_name(id))) continue;
+    NodeId args = tree.child_by_field(id, Field::kArguments);
+    if (args != kNoNode && mentions_any(tree, args, names)) return true;
+  }
+  return false;
+}
+
 NodeId statement_of(const SyntaxTree& tree, NodeId node) {
   NodeId child = node;
   for (NodeId p = tree.parent(node); p != kNoNode; child = p, p = tree.parent(p)) {
@@ -110,9 +127,23 @@ class ProcessNotJoinedOnFailure final : public Rule {
       if (tree.ancestor_of_kind(call, {NodeKind::kWithItem}) != kNoNode) continue;
       NodeId daemon = file.keyword_argument(call, "daemon");
       if (daemon != kNoNode && tree.kind(daemon) == NodeKind::kTrue) continue;
+      // `return Popen(...)`: the caller owns it.
+      if (tree.kind(statement_of(tree, call)) == NodeKind::kReturnStatement) continue;
       std::vector<std::string> names = holders_of(file, call);
       std::size_t scope = file.scope_index_of(call);
       const Scope& s = file.scopes()[scope];
+      // `procs.append(p)`: the list reaches the process too.
+      for (NodeId other : file.calls()) {
+        if (file.scope_index_of(other) != scope || !is_collecting_method(file.callee_last_name(other))) {
+          continue;
+        }
+        NodeId args = tree.child_by_field(other, Field::kArguments);
+        std::string holder = dotted_text(tree, file.method_receiver(other));
+        if (args != kNoNode && !holder.empty() && mentions_any(tree, args, names) &&
+            std::find(names.begin(), names.end(), holder) == names.end()) {
+          names.push_back(holder);
+        }
+      }
       NodeId scope_root = s.node;
       bool safe = false;
       for (NodeId id = scope_root; id < tree.node(scope_root).subtree_end && !safe; ++id) {
@@ -133,7 +164,13 @@ class ProcessNotJoinedOnFailure final : public Rule {
         }
       }
       if (safe) continue;
-      // p.start() immediately followed by p.join(): nothing can fail between.
+      // Kept on an object: its class manages the lifetime (close(), __exit__).
+      if (!names.empty() && names.front().rfind("self.", 0) == 0 && s.class_node != kNoNode &&
+          cleans_up(file, s.class_node, names)) {
+        continue;
+      }
+      // p.start() immediately followed by p.join(), or by handing p to
+      // someone else (`return p`, `wait_for(p)`): nothing can fail between.
       if (!names.empty()) {
         NodeId statement = statement_of(tree, call);
         for (NodeId st = statement; st != kNoNode; st = tree.node(st).next_sibling) {
@@ -145,7 +182,7 @@ class ProcessNotJoinedOnFailure final : public Rule {
             }
           }
           if (st != statement && !starts) {
-            safe = cleans_up(file, st, names);
+            safe = cleans_up(file, st, names) || hands_over(file, st, names);
             break;
           }
         }

@@ -5,6 +5,7 @@
 
 #include "lint/rules/rule_factories.h"
 #include "lint/store_growth.h"
+#include "lint/training_loop.h"
 
 namespace gpuleak::lint {
 namespace {
@@ -58,6 +59,8 @@ class TensorKeptInGrowingContainer final : public Rule {
         // loop or the loop never ends.
         bool unbounded = file.is_unbounded_loop(growth.loop);
         if (growth.loops_outlived < 2 && !unbounded) continue;
+        // Nested loops over shapes or layers inside one call are not steps.
+        if (!any_step_loop(file, growth.loop, growth.loops_outlived)) continue;
       }
       RuleReport r;
       r.node = store.site;
