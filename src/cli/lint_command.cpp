@@ -197,11 +197,14 @@ void add_lint_command(CLI::App& app, CommandAction& action) {
   sub->add_option("--format", o->format, "Output: text (default), json or sarif")
       ->check(CLI::IsMember({"text", "json", "sarif"}));
   sub->add_option("--select", o->select, "Run only these rules (ids, prefixes like GL1, or names)")
-      ->delimiter(',');
+      ->delimiter(',')
+      ->allow_extra_args(false);
   sub->add_option("--ignore", o->ignore, "Skip these rules (added to the configuration's ignore)")
-      ->delimiter(',');
+      ->delimiter(',')
+      ->allow_extra_args(false);
   sub->add_option("--exclude", o->exclude, "Skip files and folders matching these globs")
-      ->delimiter(',');
+      ->delimiter(',')
+      ->allow_extra_args(false);
   sub->add_option("--config", o->config, "Read [tool.gpuleak] from this pyproject.toml");
   sub->add_flag("--no-config", o->no_config, "Ignore pyproject.toml files");
   sub->add_option("--color", o->color, "Colour in text output: auto (default), always, never")

@@ -2,6 +2,7 @@
 
 #include <tree_sitter/api.h>
 
+#include <algorithm>
 #include <array>
 #include <cstring>
 #include <mutex>
@@ -126,6 +127,24 @@ ParseResult PythonParser::parse(std::string_view source) {
   ParseResult result;
   if (source.size() > 0xFFFFFFF0u) {
     result.failure = "file is larger than 4 GiB";
+    return result;
+  }
+  // libtree-sitter 0.20.7 corrupts its heap on brackets nested some 65
+  // thousand deep (seen in the robustness test); CPython refuses more than
+  // 200. Count them first (strings and comments included: a cheap upper
+  // bound) and refuse before tree-sitter sees them.
+  std::size_t open_brackets = 0;
+  std::size_t deepest = 0;
+  for (char c : source) {
+    if (c == '(' || c == '[' || c == '{') {
+      deepest = std::max(deepest, ++open_brackets);
+    } else if ((c == ')' || c == ']' || c == '}') && open_brackets > 0) {
+      --open_brackets;
+    }
+  }
+  if (deepest > kMaxBracketDepth) {
+    result.failure = "brackets are nested more than " + std::to_string(kMaxBracketDepth) +
+                     " levels deep (Python itself stops at 200); gpuleak does not parse it";
     return result;
   }
   TSTree* ts_tree = ts_parser_parse_string(parser_, nullptr, source.data(),

@@ -106,6 +106,7 @@ class PythonParser {
   // Nesting beyond this is refused: CPython itself stops at 200 levels of
   // parentheses, and the analysis recurses on expressions.
   static constexpr std::uint32_t kMaxDepth = 3000;
+  static constexpr std::size_t kMaxBracketDepth = 1000;
   static constexpr std::uint64_t kTimeLimitMicros = 20'000'000;
 
  private:

@@ -1,6 +1,7 @@
 // Human output: one block per finding with a code frame, then a summary.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 
 #include "lint/output/lint_output.h"
@@ -111,6 +112,8 @@ void write_text(std::ostream& out, const LintRun& run, bool color) {
   std::map<Severity, std::size_t> by_severity;
   std::size_t files_with_findings = 0;
   std::size_t suppressed = 0;
+  // The mechanism is explained once per rule; later findings point back.
+  std::vector<const RuleInfo*> explained;
   for (const FileReport& report : run.reports) {
     suppressed += report.suppressed;
     if (!report.findings.empty()) ++files_with_findings;
@@ -122,7 +125,13 @@ void write_text(std::ostream& out, const LintRun& run, bool color) {
       out << "  " << wrap_prose(f.message, 2, 100) << '\n';
       write_frame(out, f, p);
       out << "  " << p.bold("cause:") << ' ' << cause_title(f.rule->cause) << '\n';
-      out << "  " << p.bold("why:") << "   " << wrap_prose(f.why, 9, 100) << '\n';
+      bool first = std::find(explained.begin(), explained.end(), f.rule) == explained.end();
+      if (first) {
+        explained.push_back(f.rule);
+        out << "  " << p.bold("why:") << "   " << wrap_prose(f.why, 9, 100) << '\n';
+      } else {
+        out << "  " << p.bold("why:") << "   as for the first " << f.rule->id << " finding above\n";
+      }
       out << "  " << p.bold("fix:") << "   " << wrap_prose(f.fix, 9, 100) << "\n\n";
     }
   }

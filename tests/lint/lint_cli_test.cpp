@@ -1,0 +1,239 @@
+// `gpuleak lint` run as a real child process on real files.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "child_process.h"
+#include "lint/lint.h"
+#include "lint_test_support.h"
+
+namespace gpuleak::lint {
+namespace {
+
+using testing::run_child;
+using testing::ScratchFolder;
+
+const std::string kBinary = std::string(GPULEAK_BINARY_DIR) + "/gpuleak";
+
+const char* kLeaky =
+    "import torch\n"
+    "def train(model, loader, opt, crit):\n"
+    "    total = 0\n"
+    "    for x, y in loader:\n"
+    "        opt.zero_grad()\n"
+    "        loss = crit(model(x), y)\n"
+    "        loss.backward()\n"
+    "        opt.step()\n"
+    "        total += loss\n"
+    "        torch.cuda.empty_cache()\n";
+
+const char* kClean =
+    "import torch\n"
+    "def train(model, loader, opt, crit):\n"
+    "    total = 0\n"
+    "    for x, y in loader:\n"
+    "        opt.zero_grad()\n"
+    "        loss = crit(model(x), y)\n"
+    "        loss.backward()\n"
+    "        opt.step()\n"
+    "        total += loss.item()\n";
+
+testing::ChildResult lint(std::vector<std::string> args, const std::string& cwd = {}) {
+  args.insert(args.begin(), {kBinary, "lint"});
+  return run_child(args, cwd);
+}
+
+std::size_t lines(const std::string& s) { return std::count(s.begin(), s.end(), '\n'); }
+
+TEST(lint_cli, exits_1_with_findings_and_0_without) {
+  ScratchFolder dir("cli-exit");
+  auto leaky = dir.write("leaky.py", kLeaky);
+  auto clean = dir.write("clean.py", kClean);
+  auto r = lint({"--no-config", leaky.string()});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.out.find("leaky.py:9:9: error GL101"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("GL502"), std::string::npos) << r.out;
+  auto ok = lint({"--no-config", clean.string()});
+  EXPECT_EQ(ok.exit_code, 0) << ok.out << ok.err;
+  EXPECT_NE(ok.out.find("No findings in 1 file."), std::string::npos) << ok.out;
+  EXPECT_TRUE(ok.err.empty()) << ok.err;
+}
+
+TEST(lint_cli, walks_a_folder_and_lints_notebooks) {
+  ScratchFolder dir("cli-folder");
+  dir.write("pkg/leaky.py", kLeaky);
+  dir.write("pkg/clean.py", kClean);
+  nlohmann::json nb = {{"cells", {{{"cell_type", "code"}, {"source", kLeaky}}}},
+                       {"metadata", nlohmann::json::object()},
+                       {"nbformat", 4}};
+  dir.write("nb/train.ipynb", nb.dump());
+  auto r = lint({"--no-config", "--format", "json", dir.path().string()});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  auto doc = nlohmann::json::parse(r.out);
+  EXPECT_EQ(doc["summary"]["files"], 3);
+  bool notebook_finding = false;
+  for (const auto& f : doc["findings"]) {
+    if (f["path"].get<std::string>().find("train.ipynb") != std::string::npos &&
+        f["rule"] == "GL101") {
+      notebook_finding = true;
+      EXPECT_EQ(f["cell"], 1);
+      EXPECT_EQ(f["line"], 9);
+    }
+  }
+  EXPECT_TRUE(notebook_finding);
+}
+
+TEST(lint_cli, unknown_flag_is_a_usage_error_in_one_line) {
+  auto r = lint({"--no-such-flag", "x.py"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--no-such-flag"), std::string::npos) << r.err;
+  EXPECT_LE(lines(r.err), 2u) << r.err;
+  EXPECT_TRUE(r.out.empty());
+}
+
+TEST(lint_cli, bad_format_and_unknown_rule_are_usage_errors) {
+  ScratchFolder dir("cli-usage");
+  auto f = dir.write("a.py", kClean);
+  auto bad_format = lint({"--format", "xml", f.string()});
+  EXPECT_EQ(bad_format.exit_code, 2);
+  auto bad_rule = lint({"--no-config", "--select", "GL999", f.string()});
+  EXPECT_EQ(bad_rule.exit_code, 2);
+  EXPECT_NE(bad_rule.err.find("unknown rule 'GL999'"), std::string::npos) << bad_rule.err;
+  auto nothing = lint({});
+  EXPECT_EQ(nothing.exit_code, 2);
+  EXPECT_NE(nothing.err.find("no PATH"), std::string::npos) << nothing.err;
+}
+
+TEST(lint_cli, missing_path_is_reported_and_the_others_still_linted) {
+  ScratchFolder dir("cli-missing");
+  auto leaky = dir.write("leaky.py", kLeaky);
+  auto r = lint({"--no-config", (dir.path() / "absent.py").string(), leaky.string()});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("absent.py: no such file or folder"), std::string::npos) << r.err;
+  EXPECT_NE(r.out.find("GL101"), std::string::npos) << r.out;
+}
+
+TEST(lint_cli, binary_and_broken_files_get_one_clear_line_and_the_others_are_linted) {
+  ScratchFolder dir("cli-broken");
+  dir.write("a_binary.py", std::string("\x7f" "ELF\0\0\0garbage", 14));
+  dir.write("b_syntax.py", "import torch\n\ndef f(:\n    pass\n");
+  dir.write("c_latin.py", "x = '\xe9'\n");
+  dir.write("d_leaky.py", kLeaky);
+  auto r = lint({"--no-config", dir.path().string()});
+  EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+  EXPECT_NE(r.err.find("a_binary.py: binary file (NUL byte at offset 4)"), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("b_syntax.py:3:"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("cannot parse as Python 3"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("c_latin.py: not UTF-8 text"), std::string::npos) << r.err;
+  EXPECT_EQ(lines(r.err), 3u) << r.err;
+  EXPECT_NE(r.out.find("d_leaky.py:9:9: error GL101"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("3 files could not be linted"), std::string::npos) << r.out;
+  EXPECT_EQ(r.err.find("terminate"), std::string::npos);
+}
+
+TEST(lint_cli, unreadable_file_is_reported_and_others_linted) {
+  if (geteuid() == 0) GTEST_SKIP() << "root reads files whatever their mode";
+  ScratchFolder dir("cli-unreadable");
+  auto secret = dir.write("secret.py", kLeaky);
+  auto leaky = dir.write("leaky.py", kLeaky);
+  chmod(secret.c_str(), 0);
+  auto r = lint({"--no-config", secret.string(), leaky.string()});
+  chmod(secret.c_str(), 0600);
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_NE(r.err.find("secret.py: cannot read"), std::string::npos) << r.err;
+  EXPECT_NE(r.out.find("leaky.py:9:9"), std::string::npos);
+}
+
+TEST(lint_cli, select_and_ignore_flags_choose_rules) {
+  ScratchFolder dir("cli-select");
+  auto f = dir.write("leaky.py", kLeaky);
+  auto only = lint({"--no-config", "--select", "GL5", "--format", "json", f.string()});
+  auto doc = nlohmann::json::parse(only.out);
+  ASSERT_EQ(doc["findings"].size(), 1u);
+  EXPECT_EQ(doc["findings"][0]["rule"], "GL502");
+  auto ignored = lint({"--no-config", "--ignore", "GL101,GL502", f.string()});
+  EXPECT_EQ(ignored.exit_code, 0) << ignored.out;
+}
+
+TEST(lint_cli, pyproject_configuration_is_found_and_applied) {
+  ScratchFolder dir("cli-config");
+  dir.write("pyproject.toml", "[tool.gpuleak]\nignore = [\"GL502\"]\nexclude = [\"vendored\"]\n");
+  dir.write("src/leaky.py", kLeaky);
+  dir.write("vendored/other.py", kLeaky);
+  auto r = lint({"--format", "json", "."}, dir.path().string());
+  auto doc = nlohmann::json::parse(r.out);
+  EXPECT_EQ(doc["summary"]["files"], 1) << "the excluded folder is linted";
+  ASSERT_EQ(doc["findings"].size(), 1u) << r.out;
+  EXPECT_EQ(doc["findings"][0]["rule"], "GL101");
+  // --select on the command line replaces the configured selection, and the
+  // configured ignore still applies.
+  auto r2 = lint({"--select", "GL5", "src"}, dir.path().string());
+  EXPECT_EQ(r2.exit_code, 0) << r2.out;
+}
+
+TEST(lint_cli, broken_pyproject_is_a_usage_error_naming_the_line) {
+  ScratchFolder dir("cli-bad-config");
+  dir.write("pyproject.toml", "[tool.gpuleak]\nselect = [\"GL1\"\n");
+  dir.write("a.py", kClean);
+  auto r = lint({"a.py"}, dir.path().string());
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("pyproject.toml:"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("invalid TOML"), std::string::npos) << r.err;
+}
+
+TEST(lint_cli, inline_ignore_comment_suppresses_one_rule) {
+  ScratchFolder dir("cli-inline");
+  std::string source = kLeaky;
+  source.replace(source.find("total += loss\n"), 14, "total += loss  # gpuleak: ignore[GL101]\n");
+  auto f = dir.write("a.py", source);
+  auto r = lint({"--no-config", f.string()});
+  EXPECT_EQ(r.out.find("error GL101"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("warning GL502"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("1 suppressed inline"), std::string::npos) << r.out;
+}
+
+TEST(lint_cli, list_rules_shows_every_rule) {
+  auto r = lint({"--list-rules"});
+  EXPECT_EQ(r.exit_code, 0);
+  for (const RuleInfo* rule : rule_catalog()) {
+    EXPECT_NE(r.out.find(std::string(rule->id) + "  "), std::string::npos) << rule->id;
+  }
+}
+
+TEST(lint_cli, colour_only_when_asked_in_a_pipe) {
+  ScratchFolder dir("cli-colour");
+  auto f = dir.write("a.py", kLeaky);
+  EXPECT_EQ(lint({"--no-config", f.string()}).out.find("\033["), std::string::npos);
+  EXPECT_NE(lint({"--no-config", "--color", "always", f.string()}).out.find("\033["),
+            std::string::npos);
+}
+
+TEST(lint_cli, output_flag_writes_the_report_to_a_file) {
+  ScratchFolder dir("cli-output");
+  auto f = dir.write("a.py", kLeaky);
+  auto report = dir.path() / "report.sarif";
+  auto r = lint({"--no-config", "--format", "sarif", "-o", report.string(), f.string()});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_TRUE(r.out.empty()) << r.out;
+  std::ifstream in(report);
+  auto doc = nlohmann::json::parse(in);
+  EXPECT_EQ(doc["version"], "2.1.0");
+  EXPECT_EQ(doc["runs"][0]["results"].size(), 2u);
+}
+
+TEST(lint_cli, parallel_and_serial_runs_agree) {
+  auto corpus = std::string(GPULEAK_SOURCE_DIR) + "/tests/lint/corpus";
+  auto serial = lint({"--no-config", "--format", "json", "-j", "1", corpus});
+  auto parallel = lint({"--no-config", "--format", "json", "-j", "4", corpus});
+  auto a = nlohmann::json::parse(serial.out);
+  auto b = nlohmann::json::parse(parallel.out);
+  EXPECT_EQ(a["findings"], b["findings"]);
+  EXPECT_GT(a["findings"].size(), 50u);
+}
+
+}  // namespace
+}  // namespace gpuleak::lint

@@ -1,0 +1,74 @@
+#include "lint/syntax_tree.h"
+
+#include <gtest/gtest.h>
+
+namespace gpuleak::lint {
+namespace {
+
+NodeId find_kind(const SyntaxTree& tree, NodeKind kind) {
+  for (NodeId id = 0; id < tree.size(); ++id) {
+    if (tree.kind(id) == kind) return id;
+  }
+  return kNoNode;
+}
+
+TEST(lint_syntax_tree, builds_preorder_array_with_fields_and_subtree_ranges) {
+  PythonParser parser;
+  std::string source = "total = model(x) + 1\n";
+  ParseResult r = parser.parse(source);
+  ASSERT_TRUE(r.tree);
+  const SyntaxTree& tree = *r.tree;
+  EXPECT_FALSE(tree.has_error());
+  NodeId call = find_kind(tree, NodeKind::kCall);
+  ASSERT_NE(call, kNoNode);
+  EXPECT_EQ(tree.text(call), "model(x)");
+  NodeId callee = tree.child_by_field(call, Field::kFunction);
+  EXPECT_EQ(tree.text(callee), "model");
+  NodeId assignment = find_kind(tree, NodeKind::kAssignment);
+  EXPECT_TRUE(tree.contains(assignment, call));
+  EXPECT_FALSE(tree.contains(call, assignment));
+  EXPECT_EQ(tree.ancestor_of_kind(call, {NodeKind::kAssignment}), assignment);
+  EXPECT_EQ(tree.text(tree.child_by_field(assignment, Field::kLeft)), "total");
+}
+
+TEST(lint_syntax_tree, points_at_the_syntax_error_not_the_file_start) {
+  PythonParser parser;
+  std::string source = "import torch\n\n\ndef f(:\n    pass\n";
+  ParseResult r = parser.parse(source);
+  ASSERT_TRUE(r.tree);
+  ASSERT_TRUE(r.tree->has_error());
+  const SyntaxNode& e = r.tree->node(r.tree->first_error());
+  EXPECT_EQ(e.start_row, 3u);
+}
+
+TEST(lint_syntax_tree, refuses_nesting_deeper_than_it_analyses) {
+  PythonParser parser;
+  // Unary minus nests without brackets.
+  std::size_t depth = PythonParser::kMaxDepth + 100;
+  std::string source = "x = " + std::string(depth, '-') + "1\n";
+  ParseResult r = parser.parse(source);
+  EXPECT_FALSE(r.tree);
+  EXPECT_NE(r.failure.find("nested"), std::string::npos) << r.failure;
+}
+
+TEST(lint_syntax_tree, refuses_brackets_nested_deeper_than_python_allows) {
+  PythonParser parser;
+  // Past about 65 thousand levels libtree-sitter 0.20.7 corrupts its heap.
+  std::string source(70000, '(');
+  ParseResult r = parser.parse(source);
+  EXPECT_FALSE(r.tree);
+  EXPECT_NE(r.failure.find("brackets"), std::string::npos) << r.failure;
+  std::string fine = "x = " + std::string(150, '(') + "1" + std::string(150, ')') + "\n";
+  EXPECT_TRUE(parser.parse(fine).tree);
+}
+
+TEST(lint_syntax_tree, empty_source_is_an_empty_module) {
+  PythonParser parser;
+  ParseResult r = parser.parse("");
+  ASSERT_TRUE(r.tree);
+  EXPECT_FALSE(r.tree->has_error());
+  EXPECT_EQ(r.tree->kind(r.tree->root()), NodeKind::kModule);
+}
+
+}  // namespace
+}  // namespace gpuleak::lint
