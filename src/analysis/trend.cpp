@@ -36,7 +36,8 @@ double median(std::vector<double>& values) {
   std::nth_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(mid), values.end());
   double upper = values[mid];
   if (values.size() % 2 == 1) return upper;
-  double lower = *std::max_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(mid));
+  double lower =
+      *std::max_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(mid));
   return (lower + upper) / 2.0;
 }
 
@@ -88,11 +89,13 @@ Trend fit_trend(std::span<const double> x, std::span<const double> y, const Tren
   trend.intercept = median(intercepts);
 
   std::size_t half = n / 2;
-  if (n - half >= 2) trend.recent_slope = theil_sen_slope(p.x.data() + half, p.y.data() + half, n - half);
+  if (n - half >= 2)
+    trend.recent_slope = theil_sen_slope(p.x.data() + half, p.y.data() + half, n - half);
   trend.mann_kendall_z = mann_kendall_z(p.y);
 
   trend.significant = trend.mann_kendall_z >= options.significance_z;
-  trend.sustained = trend.slope > 0 && trend.recent_slope >= options.sustained_fraction * trend.slope;
+  trend.sustained =
+      trend.slope > 0 && trend.recent_slope >= options.sustained_fraction * trend.slope;
   trend.growing = n >= options.min_points && trend.significant && trend.sustained &&
                   trend.slope > 0 && trend.slope >= options.min_slope;
   return trend;

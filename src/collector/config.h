@@ -10,13 +10,14 @@ namespace gpuleak::collector {
 
 struct Config {
   std::string trace_dir = "gpuleak-traces";  // GPULEAK_TRACE_DIR
-  int native_depth = 64;                     // GPULEAK_NATIVE_DEPTH: frames kept, 0 = no native stacks
-  bool python_stacks = true;                 // GPULEAK_PYTHON_STACKS
-  bool native_with_python = false;           // GPULEAK_NATIVE_WITH_PYTHON: native frames too when Python frames exist
-  int flush_ms = 100;                        // GPULEAK_FLUSH_MS: the longest data waits before it is written
-  std::string cupti_library;                 // GPULEAK_CUPTI_LIBRARY: explicit libcupti path
-  bool verbose = false;                      // GPULEAK_VERBOSE
-  bool disabled = false;                     // GPULEAK_DISABLE
+  int native_depth = 64;      // GPULEAK_NATIVE_DEPTH: frames kept, 0 = no native stacks
+  bool python_stacks = true;  // GPULEAK_PYTHON_STACKS
+  bool native_with_python =
+      false;           // GPULEAK_NATIVE_WITH_PYTHON: native frames too when Python frames exist
+  int flush_ms = 100;  // GPULEAK_FLUSH_MS: the longest data waits before it is written
+  std::string cupti_library;  // GPULEAK_CUPTI_LIBRARY: explicit libcupti path
+  bool verbose = false;       // GPULEAK_VERBOSE
+  bool disabled = false;      // GPULEAK_DISABLE
 };
 
 Config read_config_from_environment();

@@ -84,14 +84,21 @@ std::uint64_t bytes_per_array_element(CUarray_format format, unsigned channels) 
   std::uint64_t per_channel = 0;
   switch (format) {
     case CU_AD_FORMAT_UNSIGNED_INT8:
-    case CU_AD_FORMAT_SIGNED_INT8: per_channel = 1; break;
+    case CU_AD_FORMAT_SIGNED_INT8:
+      per_channel = 1;
+      break;
     case CU_AD_FORMAT_UNSIGNED_INT16:
     case CU_AD_FORMAT_SIGNED_INT16:
-    case CU_AD_FORMAT_HALF: per_channel = 2; break;
+    case CU_AD_FORMAT_HALF:
+      per_channel = 2;
+      break;
     case CU_AD_FORMAT_UNSIGNED_INT32:
     case CU_AD_FORMAT_SIGNED_INT32:
-    case CU_AD_FORMAT_FLOAT: per_channel = 4; break;
-    default: per_channel = 0;  // packed and compressed formats: size not derived
+    case CU_AD_FORMAT_FLOAT:
+      per_channel = 4;
+      break;
+    default:
+      per_channel = 0;  // packed and compressed formats: size not derived
   }
   return per_channel * channels;
 }
@@ -163,7 +170,8 @@ bool describe_allocation(CUpti_CallbackId cbid, const void* params, bool done, A
       auto* p = static_cast<const cuMemCreate_params*>(params);
       std::uint64_t handle = done && p->handle ? *p->handle : 0;
       int device = (p->prop && p->prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE)
-                       ? p->prop->location.id : -1;
+                       ? p->prop->location.id
+                       : -1;
       *a = {handle, p->size, MemoryKind::kVmmPhysical, 0, device};
       return true;
     }
@@ -183,7 +191,8 @@ bool describe_allocation(CUpti_CallbackId cbid, const void* params, bool done, A
       std::uint64_t size = 0;
       if (p->pAllocateArray) {
         const auto* d = p->pAllocateArray;
-        size = d->Width * (d->Height ? d->Height : 1) * bytes_per_array_element(d->Format, d->NumChannels);
+        size = d->Width * (d->Height ? d->Height : 1) *
+               bytes_per_array_element(d->Format, d->NumChannels);
       }
       *a = {handle, size, MemoryKind::kArray};
       return true;
@@ -213,8 +222,8 @@ bool describe_release(CUpti_CallbackId cbid, const void* params, Allocation* a) 
       *a = {static_cast<const cuMemFree_v2_params*>(params)->dptr, 0, MemoryKind::kDevice};
       return true;
     case CUPTI_DRIVER_TRACE_CBID_cuMemFreeHost:
-      *a = {reinterpret_cast<std::uintptr_t>(static_cast<const cuMemFreeHost_params*>(params)->p), 0,
-            MemoryKind::kHostPinned, 0, -1};
+      *a = {reinterpret_cast<std::uintptr_t>(static_cast<const cuMemFreeHost_params*>(params)->p),
+            0, MemoryKind::kHostPinned, 0, -1};
       return true;
     case CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync:
     case CUPTI_DRIVER_TRACE_CBID_cuMemFreeAsync_ptsz:
@@ -227,10 +236,12 @@ bool describe_release(CUpti_CallbackId cbid, const void* params, Allocation* a) 
       *a = {static_cast<const cuMemUnmap_params*>(params)->ptr, 0, MemoryKind::kVmmMapping};
       return true;
     case CUPTI_DRIVER_TRACE_CBID_cuMemAddressFree:
-      *a = {static_cast<const cuMemAddressFree_params*>(params)->ptr, 0, MemoryKind::kAddressRange, 0, -1};
+      *a = {static_cast<const cuMemAddressFree_params*>(params)->ptr, 0, MemoryKind::kAddressRange,
+            0, -1};
       return true;
     case CUPTI_DRIVER_TRACE_CBID_cuArrayDestroy:
-      *a = {reinterpret_cast<std::uintptr_t>(static_cast<const cuArrayDestroy_params*>(params)->hArray),
+      *a = {reinterpret_cast<std::uintptr_t>(
+                static_cast<const cuArrayDestroy_params*>(params)->hArray),
             0, MemoryKind::kArray};
       return true;
     case CUPTI_DRIVER_TRACE_CBID_cuMipmappedArrayDestroy:
@@ -245,8 +256,8 @@ bool describe_release(CUpti_CallbackId cbid, const void* params, Allocation* a) 
 
 void on_context_api(Recorder& recorder, CUpti_CallbackId cbid, const CUpti_CallbackData* cb) {
   bool exit = cb->callbackSite == CUPTI_API_EXIT;
-  CUresult result = cb->functionReturnValue ? *static_cast<CUresult*>(cb->functionReturnValue)
-                                            : CUDA_SUCCESS;
+  CUresult result =
+      cb->functionReturnValue ? *static_cast<CUresult*>(cb->functionReturnValue) : CUDA_SUCCESS;
   auto created = [&](CUcontext* out, int device, ContextAction action) {
     if (!exit || result != CUDA_SUCCESS || !out) return;
     g_context_devices.remember(*out, device);
@@ -318,7 +329,8 @@ void handle_driver_api(Recorder& recorder, CUpti_CallbackId cbid, const CUpti_Ca
     if (result == CUDA_SUCCESS) {
       recorder.record_alloc(a.address, a.size, a.kind, cbid, device, a.stream);
     } else {
-      recorder.record_alloc_failed(a.size, a.kind, cbid, device, static_cast<std::uint32_t>(result));
+      recorder.record_alloc_failed(a.size, a.kind, cbid, device,
+                                   static_cast<std::uint32_t>(result));
     }
   }
 }
@@ -374,7 +386,8 @@ class CuptiBackend final : public CaptureBackend {
       const char* text = "unknown error";
       if (cupti.result_string) cupti.result_string(result, &text);
       if (result == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED) {
-        *why = std::string("another CUPTI client") + (holder[0] ? std::string(" (") + holder + ")" : "") +
+        *why = std::string("another CUPTI client") +
+               (holder[0] ? std::string(" (") + holder + ")" : "") +
                " already holds the CUDA callbacks (a profiler, Nsight or compute-sanitizer?)";
       } else {
         *why = std::string("cuptiSubscribe failed: ") + text + " (" + cupti.path + ")";
@@ -382,7 +395,8 @@ class CuptiBackend final : public CaptureBackend {
       return false;
     }
     for (const DriverApi& api : followed_driver_apis()) {
-      if (cupti.enable_callback(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, api.cbid) != CUPTI_SUCCESS) {
+      if (cupti.enable_callback(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, api.cbid) !=
+          CUPTI_SUCCESS) {
         *why = std::string("cannot enable the CUPTI callback for ") + api.name;
         cupti.unsubscribe(subscriber);
         return false;

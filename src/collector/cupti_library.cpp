@@ -12,12 +12,14 @@ namespace {
 
 std::vector<std::string> loaded_library_paths() {
   std::vector<std::string> paths;
-  dl_iterate_phdr([](struct dl_phdr_info* info, size_t, void* data) -> int {
-    if (info->dlpi_name && *info->dlpi_name) {
-      static_cast<std::vector<std::string>*>(data)->push_back(info->dlpi_name);
-    }
-    return 0;
-  }, &paths);
+  dl_iterate_phdr(
+      [](struct dl_phdr_info* info, size_t, void* data) -> int {
+        if (info->dlpi_name && *info->dlpi_name) {
+          static_cast<std::vector<std::string>*>(data)->push_back(info->dlpi_name);
+        }
+        return 0;
+      },
+      &paths);
   return paths;
 }
 
@@ -61,7 +63,8 @@ std::vector<std::string> cupti_candidates(const std::string& explicit_path) {
       add_glob(packages + "nvidia/*/lib/libcupti.so*", out);
     }
   }
-  for (const char* name : {"libcupti.so.13", "libcupti.so.12", "libcupti.so"}) out.emplace_back(name);
+  for (const char* name : {"libcupti.so.13", "libcupti.so.12", "libcupti.so"})
+    out.emplace_back(name);
   add_glob("/usr/local/cuda/extras/CUPTI/lib64/libcupti.so*", out);
   add_glob("/usr/local/cuda/lib64/libcupti.so*", out);
   add_glob("/usr/local/cuda/targets/x86_64-linux/lib/libcupti.so*", out);
@@ -88,7 +91,8 @@ bool load_cupti(const std::string& explicit_path, CuptiFunctions* out, std::stri
     }
     CuptiFunctions f;
     f.subscribe = reinterpret_cast<decltype(f.subscribe)>(::dlsym(handle, "cuptiSubscribe"));
-    f.subscribe_v2 = reinterpret_cast<decltype(f.subscribe_v2)>(::dlsym(handle, "cuptiSubscribe_v2"));
+    f.subscribe_v2 =
+        reinterpret_cast<decltype(f.subscribe_v2)>(::dlsym(handle, "cuptiSubscribe_v2"));
     f.unsubscribe = reinterpret_cast<decltype(f.unsubscribe)>(::dlsym(handle, "cuptiUnsubscribe"));
     f.enable_callback =
         reinterpret_cast<decltype(f.enable_callback)>(::dlsym(handle, "cuptiEnableCallback"));

@@ -11,10 +11,10 @@
 //   5. CUDA toolkit folders under /usr/local/cuda*.
 #pragma once
 
+#include <cupti.h>
+
 #include <string>
 #include <vector>
-
-#include <cupti.h>
 
 namespace gpuleak::collector {
 

@@ -6,7 +6,8 @@ namespace gpuleak::collector {
 
 namespace {
 
-#define GPULEAK_API(name, role) {CUPTI_DRIVER_TRACE_CBID_##name, #name, ApiRole::role}
+#define GPULEAK_API(name, role) \
+  { CUPTI_DRIVER_TRACE_CBID_##name, #name, ApiRole::role }
 
 // Only the 64-bit (_v2 and later) entry points: the original ones take
 // 32-bit pointers and are never called by programs built in this century.

@@ -8,9 +8,9 @@
 namespace gpuleak::collector {
 
 enum class ApiRole : std::uint8_t {
-  kAllocate,     // memory comes into existence at API exit
-  kRelease,      // memory goes away (sequence number taken at API entry)
-  kContext,      // context created/destroyed/retained/released
+  kAllocate,  // memory comes into existence at API exit
+  kRelease,   // memory goes away (sequence number taken at API entry)
+  kContext,   // context created/destroyed/retained/released
 };
 
 struct DriverApi {

@@ -4,14 +4,13 @@
 //
 // Every entry point catches everything: nothing may escape into the
 // program that loaded us.
-#include "gpuleak/collector_api.h"
-
 #include <mutex>
 
 #include "collector/capture_backend.h"
 #include "collector/config.h"
 #include "collector/diagnostics.h"
 #include "collector/recorder.h"
+#include "gpuleak/collector_api.h"
 
 namespace gpuleak::collector {
 namespace {
@@ -49,8 +48,8 @@ Recorder* start_recorder() {
 }  // namespace gpuleak::collector
 
 using namespace gpuleak::collector;
-using gpuleak::trace::Metric;
 using gpuleak::trace::MemoryKind;
+using gpuleak::trace::Metric;
 using gpuleak::trace::StepSource;
 
 extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) {
@@ -98,7 +97,8 @@ void guarded(F&& f) {
 }
 }  // namespace
 
-extern "C" __attribute__((visibility("default"))) void gpuleak_mark_step(uint64_t step, int source) {
+extern "C" __attribute__((visibility("default"))) void gpuleak_mark_step(uint64_t step,
+                                                                         int source) {
   if (source < 1 || source > 3) source = static_cast<int>(StepSource::kExplicit);
   guarded([&](Recorder& r) { r.record_step(step, static_cast<StepSource>(source)); });
 }

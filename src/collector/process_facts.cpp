@@ -66,7 +66,8 @@ trace::ProcessRecord describe_process(std::uint64_t monotonic_ns) {
   p.parent_pid = static_cast<std::uint32_t>(::getppid());
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
-  p.start_unix_ns = static_cast<std::uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<std::uint64_t>(ts.tv_nsec);
+  p.start_unix_ns = static_cast<std::uint64_t>(ts.tv_sec) * 1000000000ull +
+                    static_cast<std::uint64_t>(ts.tv_nsec);
   p.start_monotonic_ns = monotonic_ns;
   p.executable = read_link("/proc/self/exe");
   std::string cmdline = read_file("/proc/self/cmdline");
@@ -92,7 +93,8 @@ std::string thread_name(std::uint32_t thread_id) {
   return name;
 }
 
-unsigned long long for_each_loaded_module(const std::function<void(const trace::ModuleRecord&)>& visit) {
+unsigned long long for_each_loaded_module(
+    const std::function<void(const trace::ModuleRecord&)>& visit) {
   ModuleScan scan;
   scan.visit = &visit;
   scan.executable = read_link("/proc/self/exe");
@@ -102,11 +104,14 @@ unsigned long long for_each_loaded_module(const std::function<void(const trace::
 
 unsigned long long loaded_module_generation() {
   ModuleScan scan;
-  dl_iterate_phdr([](struct dl_phdr_info* info, size_t size, void* data) -> int {
-    auto* s = static_cast<ModuleScan*>(data);
-    if (size >= offsetof(struct dl_phdr_info, dlpi_adds) + sizeof info->dlpi_adds) s->adds = info->dlpi_adds;
-    return 1;  // the counter is the same in every entry: one is enough
-  }, &scan);
+  dl_iterate_phdr(
+      [](struct dl_phdr_info* info, size_t size, void* data) -> int {
+        auto* s = static_cast<ModuleScan*>(data);
+        if (size >= offsetof(struct dl_phdr_info, dlpi_adds) + sizeof info->dlpi_adds)
+          s->adds = info->dlpi_adds;
+        return 1;  // the counter is the same in every entry: one is enough
+      },
+      &scan);
   return scan.adds;
 }
 

@@ -22,7 +22,8 @@ std::string thread_name(std::uint32_t thread_id);
 // Calls `visit` for each loaded ELF object with a file behind it.
 // Returns dl_iterate_phdr's count of objects ever added, so callers can skip
 // rescans when nothing changed.
-unsigned long long for_each_loaded_module(const std::function<void(const trace::ModuleRecord&)>& visit);
+unsigned long long for_each_loaded_module(
+    const std::function<void(const trace::ModuleRecord&)>& visit);
 unsigned long long loaded_module_generation();
 
 }  // namespace gpuleak::collector

@@ -10,19 +10,19 @@ namespace {
 
 // The few CPython functions used, all part of the stable or long-standing API.
 struct PythonApi {
-  int (*is_initialized)() = nullptr;              // Py_IsInitialized
-  int (*is_finalizing)() = nullptr;               // Py_IsFinalizing / _Py_IsFinalizing
-  void* (*thread_state_unchecked)() = nullptr;    // PyThreadState_GetUnchecked / _PyThreadState_UncheckedGet
-  int (*gil_check)() = nullptr;                   // PyGILState_Check (fallback)
-  void* (*current_frame)() = nullptr;             // PyEval_GetFrame (borrowed)
-  void* (*frame_back)(void*) = nullptr;           // PyFrame_GetBack (new ref)
-  void* (*frame_code)(void*) = nullptr;           // PyFrame_GetCode (new ref)
-  int (*frame_line)(void*) = nullptr;             // PyFrame_GetLineNumber
-  int (*frame_lasti)(void*) = nullptr;            // PyFrame_GetLasti (3.11+, optional)
-  void (*incref)(void*) = nullptr;                // Py_IncRef
-  void (*decref)(void*) = nullptr;                // Py_DecRef
-  int (*gc_disable)() = nullptr;                  // PyGC_Disable (3.10+, optional)
-  int (*gc_enable)() = nullptr;                   // PyGC_Enable
+  int (*is_initialized)() = nullptr;                // Py_IsInitialized
+  int (*is_finalizing)() = nullptr;                 // Py_IsFinalizing / _Py_IsFinalizing
+  void* (*thread_state_unchecked)() = nullptr;      // PyThreadState_GetUnchecked (3.13+, optional)
+  int (*gil_check)() = nullptr;                     // PyGILState_Check
+  void* (*current_frame)() = nullptr;               // PyEval_GetFrame (borrowed)
+  void* (*frame_back)(void*) = nullptr;             // PyFrame_GetBack (new ref)
+  void* (*frame_code)(void*) = nullptr;             // PyFrame_GetCode (new ref)
+  int (*frame_line)(void*) = nullptr;               // PyFrame_GetLineNumber
+  int (*frame_lasti)(void*) = nullptr;              // PyFrame_GetLasti (3.11+, optional)
+  void (*incref)(void*) = nullptr;                  // Py_IncRef
+  void (*decref)(void*) = nullptr;                  // Py_DecRef
+  int (*gc_disable)() = nullptr;                    // PyGC_Disable (3.10+, optional)
+  int (*gc_enable)() = nullptr;                     // PyGC_Enable
   void* (*get_attr)(void*, const char*) = nullptr;  // PyObject_GetAttrString
   const char* (*unicode_utf8)(void*) = nullptr;     // PyUnicode_AsUTF8
   long (*long_value)(void*) = nullptr;              // PyLong_AsLong
@@ -42,8 +42,11 @@ void find(F& slot, const char* name) {
 bool holds_gil() {
   if (g_api.is_initialized() == 0) return false;
   if (g_api.is_finalizing && g_api.is_finalizing() != 0) return false;
-  if (g_api.thread_state_unchecked) return g_api.thread_state_unchecked() != nullptr;
-  return g_api.gil_check() == 1;
+  // PyGILState_Check compares the GIL holder with this thread's own state.
+  // (_PyThreadState_UncheckedGet is not used: before 3.12 it returns the
+  // GIL holder's state whichever thread asks.)
+  if (g_api.gil_check() != 1) return false;
+  return !g_api.thread_state_unchecked || g_api.thread_state_unchecked() != nullptr;
 }
 
 }  // namespace
@@ -54,7 +57,6 @@ void load_python_api() {
   find(api.is_finalizing, "Py_IsFinalizing");
   if (!api.is_finalizing) find(api.is_finalizing, "_Py_IsFinalizing");
   find(api.thread_state_unchecked, "PyThreadState_GetUnchecked");
-  if (!api.thread_state_unchecked) find(api.thread_state_unchecked, "_PyThreadState_UncheckedGet");
   find(api.gil_check, "PyGILState_Check");
   find(api.current_frame, "PyEval_GetFrame");
   find(api.frame_back, "PyFrame_GetBack");
@@ -71,10 +73,10 @@ void load_python_api() {
   find(api.err_fetch, "PyErr_Fetch");
   find(api.err_restore, "PyErr_Restore");
   find(api.err_clear, "PyErr_Clear");
-  bool complete = api.is_initialized && (api.thread_state_unchecked || api.gil_check) &&
-                  api.current_frame && api.frame_back && api.frame_code && api.frame_line &&
-                  api.incref && api.decref && api.get_attr && api.unicode_utf8 &&
-                  api.long_value && api.err_fetch && api.err_restore && api.err_clear;
+  bool complete = api.is_initialized && api.gil_check && api.current_frame && api.frame_back &&
+                  api.frame_code && api.frame_line && api.incref && api.decref && api.get_attr &&
+                  api.unicode_utf8 && api.long_value && api.err_fetch && api.err_restore &&
+                  api.err_clear;
   if (!complete) return;
   g_api = api;
   g_available.store(true, std::memory_order_release);
@@ -126,8 +128,10 @@ PythonCodeInfo describe_code(void* code) {
       g_api.err_clear();
       return out;
     }
-    if (const char* s = g_api.unicode_utf8(v)) out = s;
-    else g_api.err_clear();
+    if (const char* s = g_api.unicode_utf8(v))
+      out = s;
+    else
+      g_api.err_clear();
     g_api.decref(v);
     return out;
   };

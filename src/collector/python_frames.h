@@ -14,9 +14,9 @@
 namespace gpuleak::collector {
 
 struct PythonFrameRef {
-  void* code = nullptr;         // PyCodeObject*, referenced while captured
-  void* frame = nullptr;        // PyFrameObject*, referenced while captured
-  std::uint32_t position = 0;   // bytecode offset (or line on old Pythons)
+  void* code = nullptr;        // PyCodeObject*, referenced while captured
+  void* frame = nullptr;       // PyFrameObject*, referenced while captured
+  std::uint32_t position = 0;  // bytecode offset (or line on old Pythons)
 };
 
 // Found once; false in a process without Python.

@@ -231,13 +231,13 @@ void Recorder::record_alloc_failed(std::uint64_t size, trace::MemoryKind kind, s
   std::string definitions;
   std::uint32_t definition_count = 0;
   std::uint32_t stack_id = stacks_.capture(definitions, definition_count);
-  trace::AllocFailedRecord r{next_seq(), monotonic_ns(), size, kind, api, device, result,
-                             buffer_for_this_thread().thread_id, stack_id};
+  trace::AllocFailedRecord r{next_seq(), monotonic_ns(), size,   kind,
+                             api,        device,         result, buffer_for_this_thread().thread_id,
+                             stack_id};
   trace::encode_record(r, definitions);
   append(reinterpret_cast<const std::uint8_t*>(definitions.data()), definitions.size(),
          definition_count + 1);
 }
-
 
 void Recorder::record_step(std::uint64_t step, trace::StepSource source) {
   std::string encoded;
@@ -308,7 +308,8 @@ void Recorder::write_pending() {
   if (rss != 0 && rss != last_rss_bytes_) {
     last_rss_bytes_ = rss;
     trace::encode_record(
-        trace::SampleRecord{next_seq(), monotonic_ns(), trace::Metric::kHostRssBytes, -1, rss}, batch);
+        trace::SampleRecord{next_seq(), monotonic_ns(), trace::Metric::kHostRssBytes, -1, rss},
+        batch);
     ++batch_records;
   }
   buffers_.drain([&](const std::string& bytes, std::uint32_t records, std::uint64_t lost) {

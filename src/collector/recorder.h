@@ -100,7 +100,7 @@ class Recorder {
   std::unique_ptr<trace::TraceWriter> writer_;
   std::set<std::pair<std::uint64_t, std::string>> modules_seen_;  // guarded by write_mutex_
   unsigned long long module_adds_seen_ = 0;                       // guarded by write_mutex_
-  std::uint64_t last_rss_bytes_ = 0;                               // guarded by write_mutex_
+  std::uint64_t last_rss_bytes_ = 0;                              // guarded by write_mutex_
 
   std::mutex wake_mutex_;
   std::condition_variable wake_;

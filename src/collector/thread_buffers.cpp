@@ -3,7 +3,6 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-
 namespace gpuleak::collector {
 
 namespace {

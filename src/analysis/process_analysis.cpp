@@ -1,0 +1,541 @@
+#include "analysis/process_analysis.h"
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+#include <unordered_map>
+
+namespace gpuleak::analysis {
+
+using trace::MemoryKind;
+
+namespace {
+
+constexpr const char* kCachingAllocator = "PyTorch caching allocator";
+
+double median(std::vector<double> values) {
+  if (values.empty()) return 0;
+  std::nth_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(values.size() / 2),
+                   values.end());
+  return values[values.size() / 2];
+}
+
+bool tracked_for_growth(MemoryKind kind) {
+  // Address space and mappings hold no memory of their own.
+  return kind != MemoryKind::kAddressRange && kind != MemoryKind::kVmmMapping;
+}
+
+std::string frame_signature(const std::vector<Frame>& frames, MemoryKind kind) {
+  std::string signature = trace::memory_kind_name(kind);
+  bool any_user =
+      std::any_of(frames.begin(), frames.end(), [](const Frame& f) { return !f.internal; });
+  for (const Frame& f : frames) {
+    if (any_user && f.internal) continue;
+    signature += '\n' + f.function + '|' + f.file + '|' + std::to_string(f.line);
+  }
+  return signature;
+}
+
+}  // namespace
+
+const char* verdict_name(Verdict verdict) {
+  switch (verdict) {
+    case Verdict::kLeak:
+      return "LEAK";
+    case Verdict::kNoLeak:
+      return "NO LEAK";
+    case Verdict::kNotYet:
+      return "NOT YET";
+  }
+  return "NOT YET";
+}
+
+const char* where_name(Where where) {
+  switch (where) {
+    case Where::kNone:
+      return "none";
+    case Where::kGpu:
+      return "gpu";
+    case Where::kHost:
+      return "host";
+    case Where::kBoth:
+      return "both";
+  }
+  return "none";
+}
+
+ProcessAnalysis::ProcessAnalysis(AnalysisOptions options)
+    : options_(std::move(options)), growth_(options_.growth) {}
+
+void ProcessAnalysis::set_trace_error(const std::string& message, std::uint64_t offset) {
+  trace_error_ = message;
+  trace_error_offset_ = offset;
+}
+
+void ProcessAnalysis::consume(const trace::Record& record) {
+  std::uint64_t seq = 0;
+  if (trace::record_seq(record, &seq)) {
+    std::uint64_t time_ns = std::visit(
+        [](const auto& r) -> std::uint64_t {
+          if constexpr (requires { r.time_ns; }) return r.time_ns;
+          return 0;
+        },
+        record);
+    if (time_ns > last_time_ns_) last_time_ns_ = time_ns;
+    // Programs that report no steps get time windows.
+    if (!real_steps_ && first_time_ns_ != 0 && !std::holds_alternative<trace::StepRecord>(record)) {
+      auto window_ns = static_cast<std::uint64_t>(options_.time_window_s * 1e9);
+      while (window_ns > 0 && time_ns >= next_window_ns_) {
+        add_boundary(growth_.boundaries(), next_window_ns_);
+        next_window_ns_ += window_ns;
+      }
+    }
+  }
+
+  std::visit(
+      [this](const auto& r) {
+        using T = std::decay_t<decltype(r)>;
+        if constexpr (std::is_same_v<T, trace::ProcessRecord>) {
+          process_ = r;
+          first_time_ns_ = r.start_monotonic_ns;
+          next_window_ns_ =
+              first_time_ns_ + static_cast<std::uint64_t>(options_.time_window_s * 1e9);
+        } else if constexpr (std::is_same_v<T, trace::StackRecord> ||
+                             std::is_same_v<T, trace::PythonCodeRecord> ||
+                             std::is_same_v<T, trace::ModuleRecord> ||
+                             std::is_same_v<T, trace::SymbolRecord> ||
+                             std::is_same_v<T, trace::ApiNameRecord> ||
+                             std::is_same_v<T, trace::ThreadRecord>) {
+          catalog_.add(r);
+        } else if constexpr (std::is_same_v<T, trace::AllocRecord>) {
+          ++allocations_;
+          live_.add(r, growth_.boundaries());
+          if (tracked_for_growth(r.kind)) {
+            LiveAllocation a{r.seq, r.time_ns, r.address,  r.size,      r.kind,
+                             r.api, r.device,  r.stack_id, r.thread_id, growth_.boundaries()};
+            growth_.on_alloc(a);
+          }
+          peak_live_bytes_ =
+              std::max(peak_live_bytes_, live_.device_bytes() + live_.tensor_bytes());
+        } else if constexpr (std::is_same_v<T, trace::FreeRecord>) {
+          if (r.address == 0) return;
+          ++frees_;
+          auto removed = live_.remove(r);
+          if (!removed) {
+            ++unmatched_frees_;
+          } else if (tracked_for_growth(removed->kind)) {
+            growth_.on_free(*removed);
+          }
+        } else if constexpr (std::is_same_v<T, trace::AllocFailedRecord>) {
+          RawOutOfMemory oom;
+          oom.record = r;
+          oom.live_bytes = live_.bytes();
+          oom.live_allocations = live_.count();
+          std::unordered_map<std::uint32_t, std::pair<std::uint64_t, std::uint64_t>> by_stack;
+          live_.for_each([&](const LiveAllocation& a) {
+            auto& entry = by_stack[a.stack_id];
+            entry.first += a.size;
+            entry.second += 1;
+          });
+          oom.top_stacks.assign(by_stack.begin(), by_stack.end());
+          std::sort(oom.top_stacks.begin(), oom.top_stacks.end(),
+                    [](const auto& a, const auto& b) { return a.second.first > b.second.first; });
+          if (oom.top_stacks.size() > 5) oom.top_stacks.resize(5);
+          out_of_memory_.push_back(std::move(oom));
+        } else if constexpr (std::is_same_v<T, trace::StepRecord>) {
+          on_step(r.step, r.time_ns, r.source);
+        } else if constexpr (std::is_same_v<T, trace::SampleRecord>) {
+          switch (r.metric) {
+            case trace::Metric::kHostRssBytes:
+              host_rss_ = r.value;
+              break;
+            case trace::Metric::kDeviceUsedBytes:
+              device_used_ = r.value;
+              break;
+            case trace::Metric::kDeviceTotalBytes:
+              device_total_ = r.value;
+              break;
+            case trace::Metric::kPoolReservedBytes:
+            case trace::Metric::kTorchReservedBytes:
+              pool_reserved_ = r.value;
+              break;
+            default:
+              break;
+          }
+        } else if constexpr (std::is_same_v<T, trace::AnnotationRecord>) {
+          on_annotation(r);
+        } else if constexpr (std::is_same_v<T, trace::ExitRecord>) {
+          exited_ = true;
+        } else if constexpr (std::is_same_v<T, trace::LostRecord>) {
+          lost_ += r.events;
+        }
+      },
+      record);
+}
+
+void ProcessAnalysis::on_step(std::uint64_t step_number, std::uint64_t time_ns,
+                              trace::StepSource source) {
+  if (!real_steps_) {
+    // Real steps replace the time windows used so far.
+    real_steps_ = true;
+    growth_.reset_boundaries();
+    rss_at_boundary_.clear();
+    reserved_at_boundary_.clear();
+    detected_at_.clear();
+    detection_order_.clear();
+    latest_trend_.clear();
+    timeline_ = Timeline{};
+  }
+  step_source_ = source;
+  add_boundary(step_number, time_ns);
+}
+
+void ProcessAnalysis::add_boundary(std::uint64_t step_number, std::uint64_t time_ns) {
+  growth_.on_boundary(step_number, time_ns);
+  rss_at_boundary_.push_back(static_cast<double>(host_rss_.value_or(0)));
+  reserved_at_boundary_.push_back(static_cast<double>(pool_reserved_.value_or(0)));
+  timeline_.step.push_back(step_number);
+  timeline_.time_s.push_back(
+      time_ns > first_time_ns_ ? static_cast<double>(time_ns - first_time_ns_) / 1e9 : 0);
+  timeline_.live_tensor_bytes.push_back(live_.tensor_bytes());
+  timeline_.live_device_bytes.push_back(live_.device_bytes());
+  timeline_.pool_reserved_bytes.push_back(pool_reserved_);
+  timeline_.device_used_bytes.push_back(device_used_);
+  timeline_.host_rss_bytes.push_back(host_rss_);
+  std::uint64_t n = growth_.boundaries();
+  // The statistics are O(window^2): evaluate every boundary early on (a
+  // verdict should come as soon as it is justified), then every fifth.
+  if (n <= 300 || n % 5 == 0) evaluate();
+}
+
+void ProcessAnalysis::evaluate() {
+  for (const SiteTrend& trend : growth_.growing_sites()) {
+    if (!is_tensor_kind(trend.kind) && catalog_.origin(trend.site_id) == kCachingAllocator) {
+      continue;  // a segment of PyTorch's cache: reserved memory, not a leak of its own
+    }
+    if (detected_at_.emplace(trend.site_id, growth_.boundaries() - 1).second) {
+      detection_order_.push_back(trend.site_id);
+    }
+    latest_trend_[trend.site_id] = trend;
+  }
+}
+
+void ProcessAnalysis::on_annotation(const trace::AnnotationRecord& record) {
+  if (record.key == "torch_tracking") {
+    torch_tracking_ = record.value;
+    return;
+  }
+  if (record.key != "holder") return;
+  nlohmann::json answer = nlohmann::json::parse(record.value, nullptr, false);
+  if (answer.is_discarded() || !answer.contains("sites") || !answer["sites"].is_array()) return;
+  for (const auto& site : answer["sites"]) {
+    if (!site.is_object() || !site.contains("site_id")) continue;
+    HolderFinding finding;
+    finding.json = site.dump();
+    finding.kind = site.value("kind", std::string("unknown"));
+    finding.fix = site.value("fix", std::string());
+    if (site.contains("holder") && site["holder"].is_object()) {
+      const auto& h = site["holder"];
+      finding.bounded = h.value("bounded", false);
+      std::string type = h.value("type", std::string());
+      std::string name = h.value("name", std::string());
+      std::string owner = h.value("owner", std::string());
+      finding.description = type + (name.empty() ? "" : " `" + name + "`") +
+                            (owner.empty() ? "" : " (" + owner + ")");
+    }
+    holders_[site["site_id"].get<std::uint32_t>()] = std::move(finding);
+  }
+}
+
+std::optional<HolderFinding> ProcessAnalysis::holder(std::uint32_t site_id) const {
+  auto it = holders_.find(site_id);
+  if (it == holders_.end()) return std::nullopt;
+  return it->second;
+}
+
+std::vector<std::uint32_t> ProcessAnalysis::detected_sites() const {
+  std::vector<std::uint32_t> out;
+  for (std::uint32_t site : detection_order_) {
+    auto h = holders_.find(site);
+    if (h != holders_.end() && h->second.bounded) continue;
+    out.push_back(site);
+  }
+  return out;
+}
+
+std::vector<std::pair<std::uint64_t, std::uint64_t>> ProcessAnalysis::recent_allocations(
+    std::uint32_t site_id, std::size_t limit) const {
+  std::vector<LiveAllocation> matching;
+  std::uint64_t since = growth_.options().warmup_steps;
+  live_.for_each([&](const LiveAllocation& a) {
+    if (a.stack_id == site_id && a.step_index >= since) matching.push_back(a);
+  });
+  std::sort(matching.begin(), matching.end(),
+            [](const auto& a, const auto& b) { return a.seq > b.seq; });
+  if (matching.size() > limit) matching.resize(limit);
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> out;
+  for (const auto& a : matching) out.emplace_back(a.address, a.size);
+  return out;
+}
+
+SiteGrowth ProcessAnalysis::describe_site(const SiteTrend& trend) {
+  SiteGrowth s;
+  s.site_id = trend.site_id;
+  s.rate_bytes_per_step = trend.bytes_per_step;
+  s.allocations_per_step = trend.allocations_per_step;
+  s.live_bytes = trend.live_bytes;
+  s.live_allocations = trend.live_allocations;
+  const auto& steps = growth_.step_numbers();
+  s.first_growing_step =
+      trend.first_growing_index < steps.size() ? steps[trend.first_growing_index] : 0;
+  s.kind = trend.kind;
+  s.tensor_level = is_tensor_kind(trend.kind);
+  if (!s.tensor_level) s.origin = catalog_.origin(trend.site_id);
+  if (auto h = holder(trend.site_id)) s.bounded = h->bounded;
+  s.frames = catalog_.frames(trend.site_id);
+  s.site = choose_site(s.frames);
+  return s;
+}
+
+GrowthReport ProcessAnalysis::growth_report() {
+  GrowthReport g;
+  const auto& steps = growth_.step_numbers();
+  g.steps = steps.size();
+  g.step_source =
+      trace::step_source_name(real_steps_ ? step_source_ : trace::StepSource::kTimeWindow);
+  g.warmup_steps = growth_.options().warmup_steps;
+
+  std::vector<SiteGrowth> leaking, bounded;
+  for (std::uint32_t site : detection_order_) {
+    SiteGrowth s = describe_site(latest_trend_[site]);
+    (s.bounded ? bounded : leaking).push_back(std::move(s));
+  }
+  std::sort(leaking.begin(), leaking.end(), [](const auto& a, const auto& b) {
+    return a.rate_bytes_per_step > b.rate_bytes_per_step;
+  });
+
+  if (!leaking.empty()) {
+    g.verdict = Verdict::kLeak;
+  } else if (growth_.past_minimum()) {
+    g.verdict = Verdict::kNoLeak;
+  }
+
+  // Step duration after warm-up, for rates in time.
+  const auto& times = growth_.boundary_times_ns();
+  std::vector<double> durations;
+  for (std::size_t i = std::max<std::size_t>(1, g.warmup_steps); i < times.size(); ++i) {
+    if (times[i] > times[i - 1])
+      durations.push_back(static_cast<double>(times[i] - times[i - 1]) / 1e9);
+  }
+  double seconds_per_step = median(durations);
+
+  if (auto rss = growth_.series_trend(rss_at_boundary_))
+    g.host_rss_bytes_per_step = rss->bytes_per_step;
+  if (auto reserved = growth_.series_trend(reserved_at_boundary_)) {
+    g.pool_reserved_bytes_per_step = reserved->bytes_per_step;
+  }
+  if (device_total_) g.device_total_bytes = *device_total_;
+
+  bool gpu = false, host = g.host_rss_bytes_per_step > 0;
+  for (const SiteGrowth& s : leaking) {
+    g.rate_bytes_per_step += s.rate_bytes_per_step;
+    if (s.kind == MemoryKind::kHostPinned)
+      host = true;
+    else
+      gpu = true;
+  }
+  g.where = gpu && host ? Where::kBoth : gpu ? Where::kGpu : host ? Where::kHost : Where::kNone;
+
+  if (g.verdict == Verdict::kLeak) {
+    std::uint64_t first_detection = UINT64_MAX;
+    std::uint64_t first_growing = UINT64_MAX;
+    for (const SiteGrowth& s : leaking) {
+      first_detection = std::min(first_detection, detected_at_[s.site_id]);
+      first_growing = std::min(first_growing, s.first_growing_step);
+    }
+    if (first_detection < steps.size()) g.verdict_step = steps[first_detection];
+    g.first_growing_step = first_growing;
+    if (seconds_per_step > 0) g.rate_bytes_per_second = g.rate_bytes_per_step / seconds_per_step;
+    if (device_total_ && g.rate_bytes_per_second > 0) {
+      std::uint64_t used = device_used_.value_or(live_.device_bytes());
+      double room = used < *device_total_ ? static_cast<double>(*device_total_ - used) : 0;
+      g.seconds_to_full = room / g.rate_bytes_per_second;
+    }
+
+    const SiteGrowth& top = leaking.front();
+    auto top_holder = holder(top.site_id);
+    std::size_t tensor_sites = std::count_if(leaking.begin(), leaking.end(),
+                                             [](const SiteGrowth& s) { return s.tensor_level; });
+    bool many_together = false;
+    if (tensor_sites >= 3) {
+      double low = 1e300, high = 0;
+      for (const SiteGrowth& s : leaking) {
+        if (!s.tensor_level) continue;
+        low = std::min(low, s.allocations_per_step);
+        high = std::max(high, s.allocations_per_step);
+      }
+      many_together = low >= 0.5 && high <= 3 * low;
+    }
+    if (top_holder && top_holder->kind == "graph") {
+      g.cause = "autograd-graph-kept-alive";
+    } else if (top_holder && top_holder->kind == "tensor") {
+      g.cause = "tensors-kept-alive";
+    } else if (!top.tensor_level) {
+      g.cause = "non-tensor-driver-allocations";
+    } else if (many_together) {
+      g.cause = "autograd-graph-kept-alive";
+    } else {
+      g.cause = "tensors-kept-alive";
+    }
+    if (g.cause == "autograd-graph-kept-alive") {
+      g.cause_text =
+          "an autograd graph is kept alive: a tensor that still has grad_fn is stored across "
+          "steps, "
+          "so every activation saved for its backward pass stays in memory";
+      g.fix =
+          "keep loss.item() or .detach() instead of the tensor, and run evaluation under "
+          "torch.no_grad()";
+    } else if (g.cause == "tensors-kept-alive") {
+      g.cause_text =
+          "tensors are kept alive by a Python reference (a list, dict, attribute, global, cache, "
+          "exception or hook) that grows every step";
+      g.fix =
+          "stop keeping the tensors (bound the container, store .item() or .cpu() copies, or clear "
+          "it each step)";
+    } else {
+      g.cause_text =
+          "memory handed out by the CUDA driver outside PyTorch's allocator (an extension or "
+          "library "
+          "calling cudaMalloc) is never freed";
+      g.fix = "free the buffers allocated at the frames shown, or reuse one buffer";
+    }
+    if (top_holder) {
+      g.holder_json = top_holder->json;
+      if (!top_holder->fix.empty()) g.fix = top_holder->fix;
+    }
+  } else if (!bounded.empty()) {
+    g.cause = "bounded-growth";
+    g.cause_text =
+        "memory grew only inside a bounded container; it stops growing at the container's limit";
+    g.holder_json = holder(bounded.front().site_id) ? holder(bounded.front().site_id)->json : "";
+  }
+  if (g.verdict != Verdict::kLeak && g.pool_reserved_bytes_per_step > 0) {
+    g.note =
+        "reserved memory grows while live tensors do not: the allocator is caching or fragmenting, "
+        "not leaking (torch.cuda.empty_cache() would hide this, not fix anything)";
+  }
+  g.sites = std::move(leaking);
+  for (auto& s : bounded) g.sites.push_back(std::move(s));
+  return g;
+}
+
+LeakGroup ProcessAnalysis::make_group(std::uint32_t stack_id) {
+  LeakGroup g;
+  g.stack_ids.push_back(stack_id);
+  g.frames = catalog_.frames(stack_id);
+  g.site = choose_site(g.frames);
+  return g;
+}
+
+std::vector<LeakGroup> ProcessAnalysis::group_live(std::size_t limit) {
+  struct Totals {
+    std::uint64_t bytes = 0, count = 0;
+    MemoryKind kind = MemoryKind::kDevice;
+    std::uint32_t api = 0;
+    std::int32_t device = -1;
+  };
+  std::map<std::pair<std::uint32_t, MemoryKind>, Totals> by_stack;
+  live_.for_each([&](const LiveAllocation& a) {
+    Totals& t = by_stack[{a.stack_id, a.kind}];
+    t.bytes += a.size;
+    t.count += 1;
+    t.kind = a.kind;
+    t.api = a.api;
+    t.device = a.device;
+  });
+  std::map<std::string, LeakGroup> merged;
+  for (const auto& [key, t] : by_stack) {
+    LeakGroup g = make_group(key.first);
+    std::string signature = frame_signature(g.frames, t.kind);
+    auto [it, inserted] = merged.try_emplace(signature, std::move(g));
+    LeakGroup& m = it->second;
+    if (!inserted) m.stack_ids.push_back(key.first);
+    m.bytes += t.bytes;
+    m.allocations += t.count;
+    m.kind = t.kind;
+    m.api = catalog_.api_name(t.api);
+    m.device = t.device;
+  }
+  std::vector<LeakGroup> out;
+  for (auto& [signature, g] : merged) out.push_back(std::move(g));
+  std::sort(out.begin(), out.end(), [](const LeakGroup& a, const LeakGroup& b) {
+    return a.bytes != b.bytes ? a.bytes > b.bytes : a.allocations > b.allocations;
+  });
+  if (limit && out.size() > limit) out.resize(limit);
+  return out;
+}
+
+ProcessReport ProcessAnalysis::build_report(const std::string& trace_path) {
+  ProcessReport r;
+  r.trace_path = trace_path;
+  r.process = process_;
+  r.exited = exited_;
+  r.trace_error = trace_error_;
+  r.trace_error_offset = trace_error_offset_;
+  r.torch_tracking_json = torch_tracking_;
+  r.allocations = allocations_;
+  r.frees = frees_;
+  r.unmatched_frees = unmatched_frees_;
+  r.lost_events = lost_;
+  r.peak_live_bytes = peak_live_bytes_;
+  r.duration_s = last_time_ns_ > first_time_ns_
+                     ? static_cast<double>(last_time_ns_ - first_time_ns_) / 1e9
+                     : 0;
+
+  for (LeakGroup& g : group_live(0)) {
+    std::string origin = g.stack_ids.empty() ? "" : catalog_.origin(g.stack_ids.front());
+    if (!is_tensor_kind(g.kind) && origin == kCachingAllocator) {
+      g.suppressed = true;
+      g.suppressed_by = "cached by PyTorch's caching allocator (released when the process exits)";
+    } else if (auto rule = options_.suppressions.match(g)) {
+      g.suppressed = true;
+      g.suppressed_by = *rule;
+    }
+    if (g.suppressed) {
+      r.leaks.suppressed_bytes += g.bytes;
+      r.leaks.suppressed_allocations += g.allocations;
+      r.leaks.suppressed_groups.push_back(std::move(g));
+    } else {
+      r.leaks.bytes += g.bytes;
+      r.leaks.allocations += g.allocations;
+      r.leaks.groups.push_back(std::move(g));
+    }
+  }
+
+  for (const RawOutOfMemory& raw : out_of_memory_) {
+    OutOfMemoryEvent e;
+    e.time_s = raw.record.time_ns > first_time_ns_
+                   ? static_cast<double>(raw.record.time_ns - first_time_ns_) / 1e9
+                   : 0;
+    e.requested_bytes = raw.record.size;
+    e.api = catalog_.api_name(raw.record.api);
+    e.device = raw.record.device;
+    e.result = raw.record.result;
+    e.live_bytes = raw.live_bytes;
+    e.live_allocations = raw.live_allocations;
+    e.frames = catalog_.frames(raw.record.stack_id);
+    e.site = choose_site(e.frames);
+    for (const auto& [stack_id, totals] : raw.top_stacks) {
+      LeakGroup g = make_group(stack_id);
+      g.bytes = totals.first;
+      g.allocations = totals.second;
+      e.largest_live.push_back(std::move(g));
+    }
+    r.out_of_memory.push_back(std::move(e));
+  }
+
+  r.growth = growth_report();
+  r.timeline = timeline_;
+  return r;
+}
+
+}  // namespace gpuleak::analysis

@@ -1,0 +1,149 @@
+// What the analysis concludes about one traced process, in a form every
+// reporter (text, JSON, HTML, live stderr lines) reads. Plain data; no
+// behaviour. Times are seconds since the process's collector started;
+// byte counts are bytes.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "trace/records.h"
+
+namespace gpuleak::analysis {
+
+// One frame of a call stack, native or Python, ready to show.
+struct Frame {
+  enum class Language { kNative, kPython };
+  Language language = Language::kNative;
+  std::string function;
+  std::string file;
+  std::uint32_t line = 0;
+  std::string module;         // native only: the ELF object
+  std::uint64_t address = 0;  // native only
+  bool internal = false;      // inside CUDA, CUPTI, gpuleak, PyTorch or Python itself
+};
+
+// The place to blame: the innermost frame in the user's own code, or the
+// innermost frame with a source file when no frame is the user's.
+struct Site {
+  std::string function;
+  std::string file;
+  std::uint32_t line = 0;
+  std::string source_line;    // the text of that line, when the file is readable here
+  std::string label() const;  // "train.py:42" or "function" or "?"
+};
+
+// Allocations that are still live, grouped by where they were made.
+struct LeakGroup {
+  std::uint64_t bytes = 0;
+  std::uint64_t allocations = 0;
+  trace::MemoryKind kind = trace::MemoryKind::kDevice;
+  std::string api;
+  std::int32_t device = -1;
+  std::vector<std::uint32_t> stack_ids;
+  std::vector<Frame> frames;
+  Site site;
+  bool suppressed = false;
+  std::string suppressed_by;  // the suppression rule that matched
+};
+
+struct LeakSummary {
+  std::uint64_t bytes = 0;
+  std::uint64_t allocations = 0;
+  std::vector<LeakGroup> groups;  // unsuppressed, largest first
+  std::uint64_t suppressed_bytes = 0;
+  std::uint64_t suppressed_allocations = 0;
+  std::vector<LeakGroup> suppressed_groups;
+};
+
+// A failed allocation and what was live when it failed.
+struct OutOfMemoryEvent {
+  double time_s = 0;
+  std::uint64_t requested_bytes = 0;
+  std::string api;
+  std::int32_t device = -1;
+  std::uint32_t result = 0;
+  std::uint64_t live_bytes = 0;
+  std::uint64_t live_allocations = 0;
+  std::vector<Frame> frames;
+  Site site;
+  std::vector<LeakGroup> largest_live;  // top groups live at that moment
+};
+
+// Growth of one allocation site over training steps.
+struct SiteGrowth {
+  std::uint32_t site_id = 0;  // the stack id
+  double rate_bytes_per_step = 0;
+  double allocations_per_step = 0;
+  std::uint64_t live_bytes = 0;
+  std::uint64_t live_allocations = 0;
+  std::uint64_t first_growing_step = 0;
+  trace::MemoryKind kind = trace::MemoryKind::kTorchBlock;
+  bool tensor_level = true;  // a tensor (torch block or per-tensor driver call)
+  std::string origin;        // for driver allocations: "PyTorch caching allocator", "NCCL", ...
+  bool bounded = false;      // its holder cannot grow without limit
+  std::vector<Frame> frames;
+  Site site;
+};
+
+enum class Verdict { kNotYet, kNoLeak, kLeak };
+const char* verdict_name(Verdict verdict);  // "NOT YET", "NO LEAK", "LEAK"
+
+enum class Where { kNone, kGpu, kHost, kBoth };
+const char* where_name(Where where);  // "none", "gpu", "host", "both"
+
+struct GrowthReport {
+  Verdict verdict = Verdict::kNotYet;
+  std::uint64_t steps = 0;
+  std::string step_source;  // "optimizer-hook", "explicit", "time-window"
+  std::uint64_t warmup_steps = 0;
+  double rate_bytes_per_step = 0;
+  double rate_bytes_per_second = 0;
+  std::optional<std::uint64_t> first_growing_step;
+  std::optional<std::uint64_t> verdict_step;  // first step at which the verdict was LEAK
+  std::optional<double> seconds_to_full;
+  std::optional<std::uint64_t> device_total_bytes;
+  std::string cause;  // cause id, empty if none
+  std::string cause_text;
+  Where where = Where::kNone;
+  double host_rss_bytes_per_step = 0;
+  double pool_reserved_bytes_per_step = 0;
+  std::vector<SiteGrowth> sites;  // growing sites, fastest first
+  std::string holder_json;        // the holder annotation for the top site, or empty
+  std::string fix;
+  std::string note;  // e.g. "reserved memory grows while live tensors do not: cache, not a leak"
+};
+
+// Per-step (or per-time-window) series for plots.
+struct Timeline {
+  std::vector<std::uint64_t> step;
+  std::vector<double> time_s;
+  std::vector<std::uint64_t> live_tensor_bytes;
+  std::vector<std::uint64_t> live_device_bytes;  // everything live on devices (driver level)
+  std::vector<std::optional<std::uint64_t>> pool_reserved_bytes;
+  std::vector<std::optional<std::uint64_t>> device_used_bytes;
+  std::vector<std::optional<std::uint64_t>> host_rss_bytes;
+};
+
+struct ProcessReport {
+  std::string trace_path;
+  trace::ProcessRecord process;
+  bool exited = false;      // an ExitRecord was seen
+  std::string trace_error;  // empty, or why reading stopped early
+  std::uint64_t trace_error_offset = 0;
+  std::string torch_tracking_json;  // the torch_tracking annotation, if any
+  std::uint64_t allocations = 0;
+  std::uint64_t frees = 0;
+  std::uint64_t unmatched_frees = 0;
+  std::uint64_t lost_events = 0;
+  std::uint64_t peak_live_bytes = 0;
+  double duration_s = 0;
+  LeakSummary leaks;
+  std::vector<OutOfMemoryEvent> out_of_memory;
+  GrowthReport growth;
+  Timeline timeline;
+};
+
+}  // namespace gpuleak::analysis

@@ -1,0 +1,194 @@
+#include "analysis/stack_catalog.h"
+
+#include <algorithm>
+#include <fstream>
+
+namespace gpuleak::analysis {
+
+namespace {
+
+std::string basename_of(const std::string& path) {
+  auto slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+bool starts_with(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
+bool contains(const std::string& s, const char* part) { return s.find(part) != std::string::npos; }
+
+}  // namespace
+
+std::string Site::label() const {
+  if (!file.empty() && line > 0) return basename_of(file) + ":" + std::to_string(line);
+  if (!file.empty()) return basename_of(file);
+  if (!function.empty()) return function;
+  return "?";
+}
+
+bool is_internal_native(const std::string& module, const std::string& function) {
+  std::string base = basename_of(module);
+  static const char* kInternalModules[] = {"libcuda.so", "libcupti.so",  "libgpuleak_collector.so",
+                                           "libunwind",  "libcudart.so", "libpython",
+                                           "libc10",     "libtorch",     "libc.so",
+                                           "libstdc++",  "libnccl",      "libcublas",
+                                           "libcudnn",   "libffi",       "_ctypes",
+                                           "libgcc_s",   "libgomp"};
+  for (const char* m : kInternalModules) {
+    if (starts_with(base, m)) return true;
+  }
+  if (starts_with(base, "python")) return true;  // the interpreter executable
+  // The CUDA runtime is often linked statically into the program.
+  if (starts_with(function, "cudart::") || starts_with(function, "__cudart") ||
+      starts_with(function, "cudaApi") || starts_with(function, "_Py") ||
+      starts_with(function, "Py")) {
+    return true;
+  }
+  return false;
+}
+
+bool is_internal_python(const std::string& filename) {
+  if (filename.empty() || filename[0] == '<') return true;  // <frozen ...>, <string>
+  if (contains(filename, "/site-packages/torch/") || contains(filename, "/dist-packages/torch/"))
+    return true;
+  if (contains(filename, "/gpuleak/") && contains(filename, "/python/")) return true;
+  // The standard library: .../lib/python3.X/... outside site-packages.
+  auto lib = filename.find("/lib/python3");
+  if (lib != std::string::npos && !contains(filename, "-packages/")) return true;
+  return false;
+}
+
+std::string read_source_line(const std::string& file, std::uint32_t line) {
+  if (file.empty() || line == 0) return {};
+  std::ifstream in(file);
+  std::string text;
+  for (std::uint32_t i = 1; i <= line && std::getline(in, text); ++i) {
+    if (i == line) {
+      auto begin = text.find_first_not_of(" \t");
+      auto end = text.find_last_not_of(" \t\r");
+      if (begin == std::string::npos) return {};
+      text = text.substr(begin, end - begin + 1);
+      if (text.size() > 160) text = text.substr(0, 157) + "...";
+      return text;
+    }
+  }
+  return {};
+}
+
+Site choose_site(const std::vector<Frame>& frames) {
+  Site site;
+  const Frame* pick = nullptr;
+  for (const Frame& f : frames) {
+    if (!f.internal && !f.file.empty()) {
+      pick = &f;
+      break;
+    }
+  }
+  if (!pick) {
+    for (const Frame& f : frames) {
+      if (!f.file.empty()) {
+        pick = &f;
+        break;
+      }
+    }
+  }
+  if (!pick) {
+    for (const Frame& f : frames) {
+      if (!f.function.empty()) {
+        pick = &f;
+        break;
+      }
+    }
+  }
+  if (pick) {
+    site.function = pick->function;
+    site.file = pick->file;
+    site.line = pick->line;
+    site.source_line = read_source_line(pick->file, pick->line);
+  }
+  return site;
+}
+
+void StackCatalog::add(const trace::StackRecord& stack) { stacks_[stack.stack_id] = stack; }
+void StackCatalog::add(const trace::PythonCodeRecord& code) { codes_[code.code_id] = code; }
+void StackCatalog::add(const trace::ModuleRecord& module) {
+  modules_.push_back(module);
+  symbolizer_.add_module(module);
+  frame_cache_.clear();
+}
+void StackCatalog::add(const trace::SymbolRecord& symbol) {
+  symbolizer_.add_symbol(symbol);
+  frame_cache_.clear();
+}
+void StackCatalog::add(const trace::ApiNameRecord& api) { api_names_[api.api] = api.name; }
+void StackCatalog::add(const trace::ThreadRecord& thread) {
+  thread_names_[thread.thread_id] = thread.name;
+}
+
+const trace::StackRecord* StackCatalog::stack(std::uint32_t stack_id) const {
+  auto it = stacks_.find(stack_id);
+  return it == stacks_.end() ? nullptr : &it->second;
+}
+
+std::string StackCatalog::api_name(std::uint32_t api) const {
+  auto it = api_names_.find(api);
+  return it == api_names_.end() ? "api " + std::to_string(api) : it->second;
+}
+
+std::string StackCatalog::thread_name(std::uint32_t thread_id) const {
+  auto it = thread_names_.find(thread_id);
+  return it == thread_names_.end() ? std::string() : it->second;
+}
+
+std::vector<Frame> StackCatalog::frames(std::uint32_t stack_id) {
+  if (auto it = frame_cache_.find(stack_id); it != frame_cache_.end()) return it->second;
+  std::vector<Frame> out;
+  const trace::StackRecord* s = stack(stack_id);
+  if (s) {
+    for (std::uint64_t address : s->native) {
+      const symbolize::NativeFrame& n = symbolizer_.resolve(address);
+      Frame f;
+      f.language = Frame::Language::kNative;
+      f.function = n.function;
+      f.file = n.file;
+      f.line = n.line;
+      f.module = n.module;
+      f.address = address;
+      f.internal = is_internal_native(n.module, n.function);
+      out.push_back(std::move(f));
+    }
+    for (const trace::PythonFrame& p : s->python) {
+      Frame f;
+      f.language = Frame::Language::kPython;
+      if (auto c = codes_.find(p.code_id); c != codes_.end()) {
+        f.function = c->second.function;
+        f.file = c->second.filename;
+      }
+      f.line = p.line;
+      f.internal = is_internal_python(f.file);
+      out.push_back(std::move(f));
+    }
+  }
+  frame_cache_[stack_id] = out;
+  return out;
+}
+
+std::string StackCatalog::origin(std::uint32_t stack_id) {
+  for (const Frame& f : frames(stack_id)) {
+    if (f.language != Frame::Language::kNative) continue;
+    std::string base = basename_of(f.module);
+    if (starts_with(base, "libc10_cuda")) return "PyTorch caching allocator";
+    if (starts_with(base, "libnccl")) return "NCCL";
+    if (starts_with(base, "libcublas")) return "cuBLAS";
+    if (starts_with(base, "libcudnn")) return "cuDNN";
+  }
+  return {};
+}
+
+std::vector<std::uint64_t> StackCatalog::native_addresses() const {
+  std::vector<std::uint64_t> out;
+  for (const auto& [id, s] : stacks_) out.insert(out.end(), s.native.begin(), s.native.end());
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+}  // namespace gpuleak::analysis

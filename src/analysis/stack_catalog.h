@@ -1,0 +1,67 @@
+// The definitions a trace carries (stacks, Python code objects, loaded
+// modules, API and thread names, embedded symbols) and how to turn a stack
+// id into frames a person can read.
+//
+// Frames are innermost first. A stack with both kinds holds native frames
+// (from the allocation down to the Python interpreter) followed by the
+// Python frames that called it.
+//
+// Not thread-safe. Symbolization is lazy and cached.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "analysis/report_model.h"
+#include "symbolize/symbolizer.h"
+#include "trace/records.h"
+
+namespace gpuleak::analysis {
+
+class StackCatalog {
+ public:
+  void add(const trace::StackRecord& stack);
+  void add(const trace::PythonCodeRecord& code);
+  void add(const trace::ModuleRecord& module);
+  void add(const trace::SymbolRecord& symbol);
+  void add(const trace::ApiNameRecord& api);
+  void add(const trace::ThreadRecord& thread);
+
+  const trace::StackRecord* stack(std::uint32_t stack_id) const;
+  std::vector<Frame> frames(std::uint32_t stack_id);
+  std::string api_name(std::uint32_t api) const;
+  std::string thread_name(std::uint32_t thread_id) const;
+
+  // Where a driver allocation comes from, judged by the libraries on its
+  // native stack: "PyTorch caching allocator", "NCCL", "cuBLAS", "cuDNN", or "".
+  std::string origin(std::uint32_t stack_id);
+
+  // Every native address of every stack (to embed symbols after a run).
+  std::vector<std::uint64_t> native_addresses() const;
+  symbolize::Symbolizer& symbolizer() { return symbolizer_; }
+  const std::vector<trace::ModuleRecord>& modules() const { return modules_; }
+
+ private:
+  std::unordered_map<std::uint32_t, trace::StackRecord> stacks_;
+  std::unordered_map<std::uint32_t, trace::PythonCodeRecord> codes_;
+  std::map<std::uint32_t, std::string> api_names_;
+  std::map<std::uint32_t, std::string> thread_names_;
+  std::vector<trace::ModuleRecord> modules_;
+  std::unordered_map<std::uint32_t, std::vector<Frame>> frame_cache_;
+  symbolize::Symbolizer symbolizer_;
+};
+
+// Picks the frame to blame: the innermost non-internal frame with a file,
+// else the innermost frame with a file, else the innermost with a name.
+Site choose_site(const std::vector<Frame>& frames);
+// True for frames inside CUDA, CUPTI, the collector, the Python interpreter,
+// the standard library, PyTorch's own code, or gpuleak's Python package.
+bool is_internal_native(const std::string& module, const std::string& function);
+bool is_internal_python(const std::string& filename);
+// Reads line `line` of `file` (trimmed), or "" when unreadable.
+std::string read_source_line(const std::string& file, std::uint32_t line);
+
+}  // namespace gpuleak::analysis

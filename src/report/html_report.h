@@ -1,0 +1,15 @@
+// One self-contained HTML file: memory timeline plots (uPlot, inlined at
+// build time from npm), the growing sites with their stacks, the verdict
+// and the cause. No network access is needed to open it.
+#pragma once
+
+#include <ostream>
+#include <vector>
+
+#include "analysis/report_model.h"
+
+namespace gpuleak::report {
+
+void write_html_report(std::ostream& out, const std::vector<analysis::ProcessReport>& reports);
+
+}  // namespace gpuleak::report

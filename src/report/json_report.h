@@ -1,0 +1,17 @@
+// The report for machines: schema "gpuleak-report/1", documented field by
+// field in docs/json-schema.md.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <vector>
+
+#include "analysis/report_model.h"
+
+namespace gpuleak::report {
+
+inline constexpr const char* kReportSchema = "gpuleak-report/1";
+
+nlohmann::json to_json(const std::vector<analysis::ProcessReport>& reports);
+nlohmann::json to_json(const analysis::ProcessReport& report);
+
+}  // namespace gpuleak::report

@@ -1,0 +1,247 @@
+#include "report/text_report.h"
+
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include "report/units.h"
+
+namespace gpuleak::report {
+
+using analysis::Frame;
+using analysis::LeakGroup;
+using analysis::ProcessReport;
+
+namespace {
+
+std::string base_name(const std::string& path) {
+  auto slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+std::string plural(std::uint64_t n, const char* one, const char* many) {
+  return fmt::format("{} {}", n, n == 1 ? one : many);
+}
+
+std::string frame_text(const Frame& f) {
+  std::string where;
+  if (!f.file.empty()) {
+    where = f.file + (f.line ? ":" + std::to_string(f.line) : "");
+  } else if (!f.module.empty()) {
+    where = base_name(f.module);
+  }
+  std::string function = f.function.empty() ? (f.language == Frame::Language::kNative
+                                                   ? fmt::format("0x{:x}", f.address)
+                                                   : std::string("?"))
+                                            : f.function;
+  if (function.size() > 70) function = function.substr(0, 67) + "...";
+  return where.empty() ? function : fmt::format("{:<34} {}", function, where);
+}
+
+void write_frames(std::ostream& out, const std::vector<Frame>& frames, const TextOptions& options,
+                  const char* indent) {
+  std::size_t shown = 0, hidden = 0;
+  bool any_user = false;
+  for (const Frame& f : frames) any_user |= !f.internal;
+  bool first = true;
+  for (const Frame& f : frames) {
+    if (!options.all_frames && any_user && f.internal) {
+      ++hidden;
+      continue;
+    }
+    if (shown == options.max_frames) {
+      ++hidden;
+      continue;
+    }
+    out << indent << (first ? "at " : "   ") << frame_text(f) << '\n';
+    first = false;
+    ++shown;
+  }
+  if (frames.empty()) out << indent << "(no stack recorded)\n";
+  if (hidden > 0)
+    out << indent << "(" << plural(hidden, "more frame", "more frames")
+        << " hidden; --all-frames shows them)\n";
+}
+
+void write_group(std::ostream& out, const LeakGroup& g, const TextOptions& options) {
+  std::string device = g.device >= 0 ? fmt::format(" · GPU {}", g.device) : "";
+  out << fmt::format("  {} in {}  [{} · {}{}]\n", format_bytes(g.bytes),
+                     plural(g.allocations, "allocation", "allocations"),
+                     trace::memory_kind_name(g.kind), g.api, device);
+  write_frames(out, g.frames, options, "    ");
+  if (!g.site.source_line.empty()) out << "    > " << g.site.source_line << '\n';
+}
+
+std::string process_title(const ProcessReport& r) {
+  std::string command =
+      r.process.command_line.empty() ? r.process.executable : r.process.command_line;
+  if (command.size() > 80) command = command.substr(0, 77) + "...";
+  return fmt::format("process {} ({})", r.process.pid, command);
+}
+
+void write_growth(std::ostream& out, const ProcessReport& r) {
+  const analysis::GrowthReport& g = r.growth;
+  if (g.steps == 0) return;
+  out << fmt::format("\n  Steps: {} ({}), first {} ignored as warm-up\n", g.steps, g.step_source,
+                     g.warmup_steps);
+  switch (g.verdict) {
+    case analysis::Verdict::kNotYet:
+      out << "  Verdict: NOT YET (too few steps after warm-up to decide)\n";
+      break;
+    case analysis::Verdict::kNoLeak:
+      out << "  Verdict: NO LEAK (no allocation site keeps growing)\n";
+      break;
+    case analysis::Verdict::kLeak: {
+      out << fmt::format("  Verdict: LEAK {} since step {}",
+                         format_rate(g.rate_bytes_per_step, "step"),
+                         g.first_growing_step.value_or(0));
+      if (g.verdict_step) out << fmt::format(" (found at step {})", *g.verdict_step);
+      if (g.rate_bytes_per_second > 0)
+        out << fmt::format(", {}", format_rate(g.rate_bytes_per_second, "s"));
+      out << '\n';
+      if (g.seconds_to_full) {
+        out << fmt::format("  Device full in ~{} at this rate (of {})\n",
+                           format_duration_seconds(*g.seconds_to_full),
+                           format_bytes(g.device_total_bytes.value_or(0)));
+      }
+      break;
+    }
+  }
+  if (!g.cause.empty()) out << "  Cause: " << g.cause << ": " << g.cause_text << '\n';
+  if (!g.holder_json.empty()) {
+    auto h = nlohmann::json::parse(g.holder_json, nullptr, false);
+    if (h.is_object() && h.contains("holder") && h["holder"].is_object()) {
+      const auto& holder = h["holder"];
+      out << "  Held by: " << holder.value("type", std::string("?"));
+      if (holder.contains("name") && holder["name"].is_string())
+        out << " `" << holder["name"].get<std::string>() << "`";
+      if (holder.contains("owner") && holder["owner"].is_string())
+        out << " (" << holder["owner"].get<std::string>() << ")";
+      if (h.contains("graph_tensors_per_element") && h["graph_tensors_per_element"].is_number()) {
+        out << ", one autograd graph of " << h["graph_tensors_per_element"].get<long>()
+            << " tensors per element";
+      }
+      if (holder.value("bounded", false) && holder.contains("maxlen") &&
+          holder["maxlen"].is_number()) {
+        out << ", bounded: maxlen " << holder["maxlen"].get<long>();
+      }
+      out << '\n';
+    }
+  }
+  if (!g.fix.empty()) out << "  Fix: " << g.fix << '\n';
+  out << fmt::format("  Where: {}", analysis::where_name(g.where));
+  out << fmt::format("; host memory {}",
+                     g.host_rss_bytes_per_step > 0
+                         ? "grows " + format_rate(g.host_rss_bytes_per_step, "step")
+                         : std::string("does not grow"));
+  out << '\n';
+  if (!g.note.empty()) out << "  Note: " << g.note << '\n';
+  for (const analysis::SiteGrowth& s : g.sites) {
+    out << fmt::format(
+        "\n  {} {} ({} allocations/step, {} live now{}){}\n",
+        s.bounded ? "Bounded growth" : "Growing", format_rate(s.rate_bytes_per_step, "step"),
+        fmt::format("{:.1f}", s.allocations_per_step), format_bytes(s.live_bytes),
+        s.origin.empty() ? "" : ", " + s.origin, s.tensor_level ? "" : " [not a tensor]");
+    TextOptions frames;
+    write_frames(out, s.frames, frames, "    ");
+    if (!s.site.source_line.empty()) out << "    > " << s.site.source_line << '\n';
+  }
+}
+
+}  // namespace
+
+std::string live_leak_message(const analysis::GrowthReport& g) {
+  std::string message =
+      fmt::format("LEAK {} since step {}", format_rate(g.rate_bytes_per_step, "step"),
+                  g.first_growing_step.value_or(0));
+  if (!g.sites.empty()) {
+    const auto& site = g.sites.front().site;
+    message += " from " + site.label();
+    if (!site.source_line.empty()) message += " `" + site.source_line + "`";
+  }
+  if (!g.holder_json.empty()) {
+    auto h = nlohmann::json::parse(g.holder_json, nullptr, false);
+    if (h.is_object() && h.contains("holder") && h["holder"].is_object()) {
+      const auto& holder = h["holder"];
+      message += "; held by " + holder.value("type", std::string("?"));
+      if (holder.contains("name") && holder["name"].is_string())
+        message += " `" + holder["name"].get<std::string>() + "`";
+      if (holder.contains("owner") && holder["owner"].is_string())
+        message += " (" + holder["owner"].get<std::string>() + ")";
+      if (h.contains("graph_tensors_per_element") && h["graph_tensors_per_element"].is_number()) {
+        message += fmt::format(", one autograd graph of {} tensors per element",
+                               h["graph_tensors_per_element"].get<long>());
+      }
+    }
+  } else if (!g.cause.empty()) {
+    message += "; " + g.cause;
+  }
+  if (g.seconds_to_full)
+    message += "; device full in ~" + format_duration_seconds(*g.seconds_to_full) + " at this rate";
+  if (!g.fix.empty()) message += "; fix: " + g.fix;
+  return message;
+}
+
+void write_text_report(std::ostream& out, const std::vector<ProcessReport>& reports,
+                       const TextOptions& options) {
+  for (std::size_t i = 0; i < reports.size(); ++i) {
+    const ProcessReport& r = reports[i];
+    if (i) out << '\n';
+    out << "gpuleak: " << process_title(r)
+        << fmt::format(", {:.1f} s, {}, {}\n", r.duration_s,
+                       plural(r.allocations, "allocation", "allocations"),
+                       plural(r.frees, "free", "frees"));
+    if (!r.trace_error.empty()) out << "  Trace incomplete: " << r.trace_error << '\n';
+    if (!r.exited && r.trace_error.empty()) {
+      out << "  The process did not exit normally (killed?): live memory is as of its last flush\n";
+    }
+    if (r.lost_events)
+      out << fmt::format("  {} events were dropped by the collector\n", r.lost_events);
+
+    for (const auto& oom : r.out_of_memory) {
+      out << fmt::format("\n  OUT OF MEMORY at {:.2f} s: {} of {} failed{} (CUDA error {})\n",
+                         oom.time_s, oom.api, format_bytes(oom.requested_bytes),
+                         oom.device >= 0 ? fmt::format(" on GPU {}", oom.device) : "", oom.result);
+      write_frames(out, oom.frames, options, "    ");
+      out << fmt::format("    live at that moment: {} in {}\n", format_bytes(oom.live_bytes),
+                         plural(oom.live_allocations, "allocation", "allocations"));
+      for (const LeakGroup& g : oom.largest_live) {
+        out << fmt::format("      {} in {} at {}\n", format_bytes(g.bytes),
+                           plural(g.allocations, "allocation", "allocations"), g.site.label());
+      }
+    }
+
+    write_growth(out, r);
+
+    const analysis::LeakSummary& leaks = r.leaks;
+    if (leaks.allocations == 0) {
+      out << "\n  No leaks: every allocation was freed before the process ended";
+      if (leaks.suppressed_allocations) {
+        out << fmt::format(" (apart from {} in {}, suppressed)",
+                           format_bytes(leaks.suppressed_bytes),
+                           plural(leaks.suppressed_allocations, "allocation", "allocations"));
+      }
+      out << ".\n";
+      continue;
+    }
+    out << fmt::format("\n  LEAKED: {} in {} still allocated at exit, from {}:\n",
+                       format_bytes(leaks.bytes),
+                       plural(leaks.allocations, "allocation", "allocations"),
+                       plural(leaks.groups.size(), "place", "places"));
+    std::size_t shown = 0;
+    for (const LeakGroup& g : leaks.groups) {
+      if (shown++ == options.max_groups) {
+        out << fmt::format("  ... and {} more places\n", leaks.groups.size() - options.max_groups);
+        break;
+      }
+      out << '\n';
+      write_group(out, g, options);
+    }
+    if (leaks.suppressed_allocations) {
+      out << fmt::format("\n  Suppressed: {} in {}\n", format_bytes(leaks.suppressed_bytes),
+                         plural(leaks.suppressed_allocations, "allocation", "allocations"));
+    }
+  }
+}
+
+}  // namespace gpuleak::report

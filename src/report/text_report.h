@@ -1,0 +1,26 @@
+// The report for people: what leaked, where, how fast, why, and what to do.
+#pragma once
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "analysis/report_model.h"
+
+namespace gpuleak::report {
+
+struct TextOptions {
+  bool all_frames = false;  // also show frames inside CUDA, PyTorch, Python
+  std::size_t max_groups = 20;
+  std::size_t max_frames = 8;  // per stack, not counting hidden ones
+};
+
+void write_text_report(std::ostream& out, const std::vector<analysis::ProcessReport>& reports,
+                       const TextOptions& options = {});
+
+// The one-line live message `gpuleak run` prints on stderr when a leak is
+// found while the job runs, e.g.
+// "LEAK +38.0 MiB/step since step 12 from train.py:42 `out = model(x)`; held by ...".
+std::string live_leak_message(const analysis::GrowthReport& growth);
+
+}  // namespace gpuleak::report
