@@ -51,12 +51,18 @@ std::string memory_phrase(const ProcessView& view) {
   return "holding a GPU device open";
 }
 
-// Which GPUs a process uses: driver indices when listed, device files otherwise.
+// Which GPUs a process uses: driver indices, and the per-GPU device files
+// (/dev/nvidiaN). /dev/nvidiactl and /dev/nvidia-uvm are opened by every
+// CUDA process whatever its GPU, so they say nothing about sharing one.
 std::set<std::string> devices_used(const ProcessView& view) {
   std::set<std::string> used;
   for (const auto& use : view.gpu) used.insert(fmt::format("gpu{}", use.device_index));
-  if (used.empty()) {
-    for (const auto& file : view.info.device_files) used.insert(file);
+  for (const auto& file : view.info.device_files) {
+    std::string name = file.substr(file.find_last_of('/') + 1);
+    bool per_gpu = name.size() > 6 && name.compare(0, 6, "nvidia") == 0 &&
+                   std::all_of(name.begin() + 6, name.end(),
+                               [](char c) { return c >= '0' && c <= '9'; });
+    if (per_gpu) used.insert(file);
   }
   return used;
 }

@@ -44,7 +44,7 @@ std::string render_doctor_text(const DoctorReport& report, const KillRecord& kil
   if (sample.processes.empty()) {
     line(fmt::format("No process holds GPU memory or has {} open.", sample.device_file_glob));
   } else {
-    line(fmt::format("{:>8} {:<16} {:<10} {:>10} {:>7}  {:<34} {}", "PID", "VERDICT", "USER",
+    line(fmt::format("{:>8} {:<16} {:<10} {:>10} {:>7}  {:<36} {}", "PID", "VERDICT", "USER",
                      "GPU MEM", "HANDLES", "RELATION", "COMMAND"));
     for (std::size_t i = 0; i < sample.processes.size(); ++i) {
       const ProcessView& view = sample.processes[i];
@@ -54,7 +54,7 @@ std::string render_doctor_text(const DoctorReport& report, const KillRecord& kil
                     std::string("container ") + short_container_id(view.info.container_id);
       }
       line(fmt::format(
-          "{:>8} {:<16} {:<10} {:>10} {:>7}  {:<34} {}", view.pid, report.verdicts[i],
+          "{:>8} {:<16} {:<10} {:>10} {:>7}  {:<36} {}", view.pid, report.verdicts[i],
           view.user.substr(0, 10),
           view.gpu_memory_bytes ? format_bytes(*view.gpu_memory_bytes) : std::string("-"),
           view.visible ? std::to_string(view.info.device_handle_count) : std::string("?"),

@@ -94,8 +94,15 @@ const ProcessInfo* ProcessTable::find(int pid) const {
   return it == processes.end() ? nullptr : &it->second;
 }
 
-ProcScanner::ProcScanner(DeviceFilePattern pattern)
-    : pattern_(std::move(pattern)), page_size_bytes_(sysconf(_SC_PAGESIZE)) {}
+ProcScanner::ProcScanner(DeviceFilePattern pattern, double young_process_s)
+    : pattern_(std::move(pattern)),
+      page_size_bytes_(sysconf(_SC_PAGESIZE)),
+      young_process_s_(young_process_s),
+      ticks_per_s_(static_cast<double>(sysconf(_SC_CLK_TCK))) {}
+
+bool ProcScanner::is_young(const ProcessInfo& info, double uptime_s) const {
+  return uptime_s - static_cast<double>(info.start_ticks) / ticks_per_s_ < young_process_s_;
+}
 
 void ProcScanner::read_details(ProcessInfo& info) const {
   const std::string base = "/proc/" + std::to_string(info.pid) + "/";
@@ -138,68 +145,95 @@ void ProcScanner::read_handles(ProcessInfo& info) const {
   info.handle_scan = HandleScan::kScanned;
 }
 
-ProcessTable ProcScanner::scan(HandleScope scope, const std::set<int>& extra_handle_pids) {
+std::set<int> ProcScanner::fresh_pids(const std::set<int>& watch_pids, double uptime_s) const {
+  std::set<int> base = watch_pids;
+  for (const auto& [pid, info] : cache_) {
+    if (info.holds_device_handles()) base.insert(pid);
+  }
+  std::set<int> fresh = base;
+  for (int pid : base) {
+    auto it = cache_.find(pid);
+    if (it == cache_.end()) continue;
+    fresh.insert(it->second.ppid);
+    fresh.insert(it->second.pgid);
+  }
+  for (const auto& [pid, info] : cache_) {
+    if (base.count(info.ppid)) fresh.insert(pid);  // children: workers, zombies
+    if (is_young(info, uptime_s)) fresh.insert(pid);
+  }
+  return fresh;
+}
+
+namespace {
+
+double system_uptime_s() {
+  std::string text;
+  return read_proc_file("/proc/uptime", text) ? std::strtod(text.c_str(), nullptr) : 0.0;
+}
+
+}  // namespace
+
+ProcessTable ProcScanner::scan(HandleScope scope, const std::set<int>& watch_pids) {
   ProcessTable table;
   table.own_pid_namespace = namespace_inode(read_link("/proc/self/ns/pid"));
-  std::unordered_map<int, Cached> next_cache;
+  const bool full = scope == HandleScope::kAll;
+  const double uptime_s = system_uptime_s();
+  const std::set<int> fresh = full ? std::set<int>{} : fresh_pids(watch_pids, uptime_s);
+  std::unordered_map<int, ProcessInfo> next_cache;
 
   DIR* proc = opendir("/proc");
   if (!proc) return table;
   std::string line;
   while (const dirent* entry = readdir(proc)) {
     if (!all_digits(entry->d_name)) continue;
+    const int pid = std::atoi(entry->d_name);
+    auto cached = cache_.find(pid);
+    const bool known = cached != cache_.end();
+    if (!full && known && !fresh.count(pid)) {
+      // Carried over: nothing this process does matters until the next full scan.
+      next_cache.emplace(pid, cached->second);
+      continue;
+    }
     ProcessInfo info;
     if (!read_proc_file(std::string("/proc/") + entry->d_name + "/stat", line)) continue;
     if (!parse_proc_stat(line, page_size_bytes_, info)) continue;
 
-    auto cached_it = cache_.find(info.pid);
-    bool same_process = cached_it != cache_.end() && cached_it->second.start_ticks == info.start_ticks;
+    const bool same_process = known && cached->second.start_ticks == info.start_ticks;
+    const ProcessInfo* before = same_process ? &cached->second : nullptr;
     // exec() keeps pid and start time but changes the name and command line.
-    bool details_fresh = same_process && cached_it->second.comm == info.comm &&
-                         scope != HandleScope::kAll;
-    Cached entry_cache;
-    if (details_fresh) {
-      entry_cache = cached_it->second;
-      const ProcessInfo& d = entry_cache.details;
-      info.details_read = d.details_read;
-      info.uid = d.uid;
-      info.argv = d.argv;
-      info.container_id = d.container_id;
-      info.pid_namespace = d.pid_namespace;
-      info.namespace_pid = d.namespace_pid;
+    if (before && before->comm == info.comm && !full) {
+      info.details_read = before->details_read;
+      info.uid = before->uid;
+      info.argv = before->argv;
+      info.container_id = before->container_id;
+      info.pid_namespace = before->pid_namespace;
+      info.namespace_pid = before->namespace_pid;
     } else if (!info.kernel_thread) {
       read_details(info);
-      entry_cache.details = info;
     }
-    entry_cache.start_ticks = info.start_ticks;
-    entry_cache.comm = info.comm;
-
     if (!info.kernel_thread) {
-      bool known_holder = same_process && cached_it->second.device_handle_count > 0;
-      bool scan_now = scope == HandleScope::kAll || !same_process || known_holder ||
-                      extra_handle_pids.count(info.pid) > 0;
-      if (scan_now) {
+      bool young = is_young(info, uptime_s);
+      bool watched_without_files = watch_pids.count(pid) && before &&
+                                   !before->holds_device_handles();
+      if (full || !before || young || watched_without_files) {
         read_handles(info);
-        entry_cache.handles_known = true;
-        entry_cache.handle_scan = info.handle_scan;
-        entry_cache.device_files = info.device_files;
-        entry_cache.device_handle_count = info.device_handle_count;
-      } else if (same_process && cached_it->second.handles_known) {
-        // Unchanged since the last look, as far as a cheap sample can tell.
-        entry_cache.handles_known = true;
-        entry_cache.handle_scan = cached_it->second.handle_scan;
-        info.handle_scan = cached_it->second.handle_scan;
+      } else {
+        info.handle_scan = before->handle_scan;
+        info.device_files = before->device_files;
+        info.device_handle_count = before->device_handle_count;
       }
     }
+    next_cache.emplace(pid, std::move(info));
+  }
+  closedir(proc);
+  cache_ = std::move(next_cache);
+  for (const auto& [pid, info] : cache_) {
     if (info.handle_scan == HandleScan::kDenied) {
       ++table.handle_scans_denied;
       if (info.uid) table.denied_owners.insert(*info.uid);
     }
-    next_cache[info.pid] = std::move(entry_cache);
-    table.processes.emplace(info.pid, std::move(info));
+    table.processes.emplace(pid, info);
   }
-  closedir(proc);
-  cache_ = std::move(next_cache);
   return table;
 }
 

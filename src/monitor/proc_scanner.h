@@ -1,12 +1,22 @@
 // Reads the process table from /proc: state, parent, group, session, RSS,
 // command line, user, container, PID namespace, and open GPU device files.
 //
-// Cost matters because `gpuleak top` samples once a second: the stat line of
-// every process is read each time, the rarely-changing details once per
-// process identity (pid + start time, so a reused pid is a new process), and
-// the open files of a process -- the expensive part -- only for processes new
-// since the last scan, for known holders of a device file, and for pids the
-// caller names; a full scan (HandleScope::kAll) looks at every process.
+// Cost matters because `gpuleak top` samples once a second on nodes with
+// hundreds of processes. A full scan (HandleScope::kAll) reads everything.
+// An incremental scan reads /proc's directory listing, and then only:
+//   * every process new since the last scan (stat, details, open files);
+//   * young processes (started less than young_process_s ago): their stat
+//     and open files again, because a program typically initializes CUDA in
+//     its first seconds;
+//   * the "watched" processes -- known holders of a GPU device file, the
+//     pids the caller names (those the driver lists, --pid), and their
+//     parents, group leaders and children -- whose stat line is re-read so
+//     state, RSS and parentage are current (and whose open files are re-read
+//     while they hold none, so a listed pid's files are found);
+// and carries everything else over from the previous scan. Details (command
+// line, user, container) are read once per process identity (pid + start
+// time, so a reused pid is a new process). An old process that opens or
+// closes a GPU file is seen at the next full scan.
 //
 // Ownership: the scanner owns its cache. Not thread-safe: one thread scans.
 #pragma once
@@ -37,34 +47,34 @@ struct ProcessTable {
 
 class ProcScanner {
  public:
+  static constexpr double kYoungProcessSeconds = 10.0;
+
   enum class HandleScope {
     kAll,          // every process's open files (doctor; every few samples in top)
-    kIncremental,  // new processes, known holders and the extra pids only
+    kIncremental,  // new processes and the watched ones only (see above)
   };
 
-  explicit ProcScanner(DeviceFilePattern pattern);
+  explicit ProcScanner(DeviceFilePattern pattern,
+                       double young_process_s = kYoungProcessSeconds);
 
-  ProcessTable scan(HandleScope scope, const std::set<int>& extra_handle_pids = {});
+  // `watch_pids`: processes whose stat line must be current in this scan.
+  ProcessTable scan(HandleScope scope, const std::set<int>& watch_pids = {});
 
   const DeviceFilePattern& pattern() const { return pattern_; }
 
  private:
-  struct Cached {
-    std::uint64_t start_ticks = 0;
-    std::string comm;
-    ProcessInfo details;  // details_read, uid, argv, container, namespaces
-    bool handles_known = false;
-    HandleScan handle_scan = HandleScan::kNotScanned;
-    std::vector<std::string> device_files;
-    int device_handle_count = 0;
-  };
-
   void read_details(ProcessInfo& info) const;
   void read_handles(ProcessInfo& info) const;
+  // Holders and `watch_pids`, with their parents, group leaders and children,
+  // as the previous scan knew them.
+  std::set<int> fresh_pids(const std::set<int>& watch_pids, double uptime_s) const;
+  bool is_young(const ProcessInfo& info, double uptime_s) const;
 
   DeviceFilePattern pattern_;
   long page_size_bytes_;
-  std::unordered_map<int, Cached> cache_;
+  double young_process_s_;
+  double ticks_per_s_;
+  std::unordered_map<int, ProcessInfo> cache_;  // the previous scan, by pid
 };
 
 // Reads a whole small file (/proc entries report size 0, so read until EOF).

@@ -40,19 +40,19 @@ SnapshotSource::SnapshotSource(DeviceFilePattern pattern, bool use_nvml)
 SnapshotSource::~SnapshotSource() = default;
 
 Snapshot SnapshotSource::take(ProcScanner::HandleScope scope,
-                              const std::set<int>& extra_handle_pids) {
+                              const std::set<int>& requested_pids) {
   Snapshot snapshot;
   snapshot.own_pid = static_cast<int>(getpid());
   snapshot.nvml = nvml_status_;
   snapshot.device_file_glob = scanner_.pattern().glob();
-  std::set<int> handle_pids = extra_handle_pids;
+  std::set<int> watch_pids = requested_pids;
   if (nvml_ && nvml_->available()) {
     GpuReadResult read = nvml_->read_devices();
     snapshot.devices = std::move(read.devices);
     if (!read.error.empty()) snapshot.nvml.message = "NVML: " + read.error;
-    // The driver's own list says who holds a context: keep their handle counts current.
+    // The driver's own list says who holds a context: keep their state current.
     for (const auto& device : snapshot.devices) {
-      for (const auto& process : device.processes) handle_pids.insert(process.pid);
+      for (const auto& process : device.processes) watch_pids.insert(process.pid);
     }
   }
   snapshot.monotonic_s = std::chrono::duration<double>(
@@ -61,16 +61,16 @@ Snapshot SnapshotSource::take(ProcScanner::HandleScope scope,
   snapshot.unix_time_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                               std::chrono::system_clock::now().time_since_epoch())
                               .count();
-  snapshot.table = scanner_.scan(scope, handle_pids);
+  snapshot.table = scanner_.scan(scope, watch_pids);
   snapshot.host = read_host_memory();
   return snapshot;
 }
 
-Snapshot SnapshotSource::take_periodic(const std::set<int>& extra_handle_pids) {
+Snapshot SnapshotSource::take_periodic(const std::set<int>& requested_pids) {
   auto scope = periodic_takes_ % kFullHandleScanEvery == 0 ? ProcScanner::HandleScope::kAll
                                                            : ProcScanner::HandleScope::kIncremental;
   ++periodic_takes_;
-  return take(scope, extra_handle_pids);
+  return take(scope, requested_pids);
 }
 
 }  // namespace gpuleak::monitor

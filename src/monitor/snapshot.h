@@ -22,9 +22,10 @@ namespace gpuleak::monitor {
 
 class NvmlLibrary;
 
-// How often repeated sampling reads every process's open files (a process
-// that opens a GPU later than its start is found within this many samples).
-inline constexpr std::size_t kFullHandleScanEvery = 10;
+// How often repeated sampling reads every process's open files. A process
+// that opens a GPU in its first ProcScanner::kYoungScans samples is found at
+// once; an older one that opens a GPU later is found within this many samples.
+inline constexpr std::size_t kFullHandleScanEvery = 30;
 
 struct NvmlStatus {
   bool available = false;
@@ -61,12 +62,14 @@ class SnapshotSource {
   SnapshotSource(const SnapshotSource&) = delete;
   SnapshotSource& operator=(const SnapshotSource&) = delete;
 
-  // `scope` picks how many processes get their open files read (see ProcScanner).
-  Snapshot take(ProcScanner::HandleScope scope, const std::set<int>& extra_handle_pids = {});
+  // `scope` picks how much of /proc is read (see ProcScanner); `watch_pids`
+  // are kept current in incremental scans (the pids the driver lists are
+  // added automatically).
+  Snapshot take(ProcScanner::HandleScope scope, const std::set<int>& watch_pids = {});
 
   // For repeated sampling: every kFullHandleScanEvery-th call (the first
   // included) reads every process's open files; the others are incremental.
-  Snapshot take_periodic(const std::set<int>& extra_handle_pids = {});
+  Snapshot take_periodic(const std::set<int>& watch_pids = {});
 
   const NvmlStatus& nvml_status() const { return nvml_status_; }
   const DeviceFilePattern& pattern() const { return scanner_.pattern(); }

@@ -70,7 +70,7 @@ std::string render_top_text(const MonitorSample& sample, const TopTextOptions& o
     }
   }
   out += "\n";
-  line(fmt::format("{:>8} {:<10} {:>10} {:<18} {:>10}  {:>10} {:<18} {:>8} {:1}  {:<34} {}", "PID",
+  line(fmt::format("{:>8} {:<10} {:>10} {:<18} {:>10}  {:>10} {:<18} {:>8} {:1}  {:<36} {}", "PID",
                    "USER", "GPU MEM", "GPU TREND", "FULL IN", "HOST RSS", "RSS TREND", "RAM IN",
                    "S", "RELATION", "COMMAND"));
   if (sample.processes.empty()) {
@@ -79,7 +79,7 @@ std::string render_top_text(const MonitorSample& sample, const TopTextOptions& o
   }
   for (const auto& view : sample.processes) {
     if (!view.visible) {
-      line(fmt::format("{:>8} {:<10} {:>10} {:<18} {:>10}  {:>10} {:<18} {:>8} {:1}  {:<34} {}",
+      line(fmt::format("{:>8} {:<10} {:>10} {:<18} {:>10}  {:>10} {:<18} {:>8} {:1}  {:<36} {}",
                        view.pid, "?",
                        view.gpu_memory_bytes ? format_bytes(*view.gpu_memory_bytes) : "?",
                        trend_text(view.gpu_trend), until_full_text(view.gpu_trend), "-", "", "",
@@ -98,7 +98,7 @@ std::string render_top_text(const MonitorSample& sample, const TopTextOptions& o
     }
     std::string gpu_memory = view.gpu_memory_bytes ? format_bytes(*view.gpu_memory_bytes)
                              : view.info.device_handle_count > 0 ? "handle" : "-";
-    line(fmt::format("{:>8} {:<10} {:>10} {:<18} {:>10}  {:>10} {:<18} {:>8} {:1}  {:<34} {}",
+    line(fmt::format("{:>8} {:<10} {:>10} {:<18} {:>10}  {:>10} {:<18} {:>8} {:1}  {:<36} {}",
                      view.pid, view.user.substr(0, 10), gpu_memory,
                      view.gpu_memory_bytes ? trend_text(view.gpu_trend) : "",
                      until_full_text(view.gpu_trend), format_bytes(view.info.rss_bytes),

@@ -1,5 +1,6 @@
 #include "monitor/trend_tracker.h"
 
+#include <algorithm>
 #include <vector>
 
 namespace gpuleak::monitor {
@@ -7,6 +8,7 @@ namespace gpuleak::monitor {
 TrendTracker::TrendTracker(Options options) : options_(options) {
   trend_options_.min_slope = options.min_growth_bytes_per_s;
   trend_options_.min_points = options.min_points;
+  trend_options_.max_points = options.max_points;
 }
 
 void TrendTracker::add(const std::string& key, double time_s, double bytes) {
@@ -28,6 +30,10 @@ TrendSummary TrendTracker::trend(const std::string& key,
   const Series& series = it->second;
   summary.points = series.times_s.size();
   if (summary.points < 2) return summary;
+  // Most series hold still most of the time (an allocator that has warmed
+  // up); a flat series needs no statistics.
+  auto [lowest, highest] = std::minmax_element(series.bytes.begin(), series.bytes.end());
+  if (*lowest == *highest) return summary;
   // Relative times keep the intercept small and the arithmetic exact enough.
   std::vector<double> x(series.times_s.begin(), series.times_s.end());
   double origin = x.front();

@@ -36,6 +36,9 @@ class TrendTracker {
     // Growth slower than this is not called a leak, however steady.
     double min_growth_bytes_per_s = 16 * 1024;
     std::size_t min_points = 8;
+    // The test is O(n^2) in points: a longer window is thinned evenly to this
+    // many, so a 5-minute window at 1 Hz costs what 90 samples cost.
+    std::size_t max_points = 90;
   };
 
   explicit TrendTracker(Options options);
