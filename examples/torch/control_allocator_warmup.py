@@ -5,7 +5,7 @@ A small CNN is trained with the usual first-step costs all in one script:
 - Adam creates its state (two buffers the size of every parameter) at the first `optimizer.step()`;
 - `torch.backends.cudnn.benchmark = True` tries several convolution algorithms,
   with their workspaces, the first time it sees each input shape;
-- the batch size is ramped up over the first five steps (16 -> 256), so each of
+- the batch size is ramped up over the first five steps (8 -> 128), so each of
   those steps needs more activation memory than the one before, and the caching
   allocator reserves new segments for it.
 Memory use climbs steeply for a few steps, then every later step reuses the same
@@ -22,8 +22,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-BATCH_RAMP = (16, 32, 64, 128)  # batch sizes of the first steps; then BATCH
-BATCH = 256
+BATCH_RAMP = (8, 16, 32, 64)  # batch sizes of the first steps; then BATCH
+BATCH = 128
 CLASSES = 10
 
 
@@ -41,8 +41,8 @@ class Net(nn.Module):
     def __init__(self):
         super().__init__()
         self.features = nn.Sequential(
-            nn.Conv2d(3, 32, 3, padding=1), nn.BatchNorm2d(32), nn.ReLU(), nn.MaxPool2d(2),
-            nn.Conv2d(32, 64, 3, padding=1), nn.BatchNorm2d(64), nn.ReLU(), nn.MaxPool2d(2))
+            nn.Conv2d(3, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Conv2d(16, 32, 3, padding=1), nn.BatchNorm2d(32), nn.ReLU(), nn.MaxPool2d(2))
         self.head = nn.LazyLinear(CLASSES)
 
     def forward(self, images):

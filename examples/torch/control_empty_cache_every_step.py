@@ -4,8 +4,8 @@ The author calls `empty_cache()` every step "to stop the memory leak". It
 stops nothing: `empty_cache()` only hands cached blocks that no tensor uses
 back to the driver; it cannot free a tensor that is still referenced. Here
 nothing leaks, so what it does is churn: each step the caching allocator must
-ask the driver again for the segments it just returned (the 256 x 4096
-activations are 4 MiB each), so the driver sees cuMemAlloc/cuMemFree pairs
+ask the driver again for the segments it just returned (the 128 x 4096
+activations are 2 MiB each, too big for its small-block pool), so the driver sees cuMemAlloc/cuMemFree pairs
 every step, nvidia-smi's number saws up and down, and training gets slower.
 Tools that watch driver allocations or nvidia-smi see constant activity; the
 tensors alive at each step boundary are the same every step. With
@@ -20,7 +20,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-BATCH = 256
+BATCH = 128
+FEATURES = 64
 WIDTH = 4096
 
 
@@ -36,10 +37,10 @@ def parse_args():
 
 def train(steps, device):
     torch.manual_seed(0)
-    model = nn.Sequential(nn.Linear(256, WIDTH), nn.GELU(), nn.Linear(WIDTH, 256)).to(device)
+    model = nn.Sequential(nn.Linear(FEATURES, WIDTH), nn.GELU(), nn.Linear(WIDTH, FEATURES)).to(device)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
     for _ in range(steps):
-        x = torch.randn(BATCH, 256, device=device)
+        x = torch.randn(BATCH, FEATURES, device=device)
         loss = F.mse_loss(model(x), x)
         optimizer.zero_grad()
         loss.backward()

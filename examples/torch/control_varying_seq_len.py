@@ -21,7 +21,7 @@ from torch import nn
 
 VOCAB = 1000
 WIDTH = 64
-BATCH = 32
+BATCH = 16
 CLASSES = 5
 MIN_TOKENS, MAX_TOKENS = 16, 256
 

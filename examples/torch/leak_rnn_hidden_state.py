@@ -28,10 +28,10 @@ except ImportError:
     def mark_step():
         pass
 
-VOCAB = 2000
+VOCAB = 1000
 EMBEDDING = 128
 HIDDEN = 256
-BATCH = 32
+BATCH = 20
 WINDOW = 35
 
 
