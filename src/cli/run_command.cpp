@@ -1,15 +1,266 @@
-// Placeholder until the 'run' subcommand lands; it refuses to pretend.
-#include <CLI/CLI.hpp>
+// gpuleak run [options] -- PROGRAM ARGS: runs a program with the collector,
+// says while it runs when memory leaks, and reports at exit.
+#include <dlfcn.h>
+#include <signal.h>
+#include <unistd.h>
 
-#include "command.h"
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <thread>
+
+#include "analysis/trace_loader.h"
+#include "cli/child_process.h"
+#include "cli/command.h"
+#include "cli/install_layout.h"
+#include "cli/live_watch.h"
+#include "cli/report_outputs.h"
+
+extern char** environ;
 
 namespace gpuleak::cli {
 
+namespace fs = std::filesystem;
+
+namespace {
+
+struct RunArguments {
+  std::vector<std::string> program;
+  std::string output_dir;
+  ReportFlags flags;
+  std::string torch_mode = "auto";
+  bool fail_on_leak = false;
+  bool quiet = false;
+  bool live = true;
+  bool keep_going_without_driver = false;
+};
+
+std::string program_name(const std::string& argv0) { return fs::path(argv0).filename().string(); }
+
+bool looks_like_python(const std::vector<std::string>& program) {
+  std::string name = program_name(program.front());
+  return name.rfind("python", 0) == 0 || name == "torchrun" || fs::path(name).extension() == ".py";
+}
+
+std::string default_output_dir(const std::string& argv0) {
+  std::time_t now = std::time(nullptr);
+  char stamp[32];
+  std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", std::localtime(&now));
+  return "gpuleak-traces/" + program_name(argv0) + "-" + stamp + "-" + std::to_string(::getpid());
+}
+
+// The program's environment: ours, plus what the collector and the Python
+// package need.
+class Environment {
+ public:
+  Environment() {
+    for (char** e = environ; *e; ++e) {
+      std::string entry = *e;
+      auto eq = entry.find('=');
+      if (eq != std::string::npos) values_[entry.substr(0, eq)] = entry.substr(eq + 1);
+    }
+  }
+  void set(const std::string& key, const std::string& value) { values_[key] = value; }
+  std::string get(const std::string& key) const {
+    auto it = values_.find(key);
+    return it == values_.end() ? "" : it->second;
+  }
+  bool has(const std::string& key) const { return values_.count(key) > 0; }
+  void prepend_path(const std::string& key, const std::string& value) {
+    std::string old = get(key);
+    set(key, old.empty() ? value : value + ":" + old);
+  }
+  std::vector<std::string> entries() const {
+    std::vector<std::string> out;
+    for (const auto& [k, v] : values_) out.push_back(k + "=" + v);
+    return out;
+  }
+
+ private:
+  std::map<std::string, std::string> values_;
+};
+
+// Builds the PyTorch allocator hook ahead of time with the program's Python;
+// false when that Python cannot (no torch, no compiler).
+bool prebuild_torch_hook(const std::vector<std::string>& program, const Environment& env,
+                         std::string* why) {
+  std::string python =
+      program_name(program.front()).rfind("python", 0) == 0 ? program.front() : "python3";
+  std::vector<std::string> argv = {python, "-m", "gpuleak.torch_hook", "--build"};
+  Environment quiet = env;
+  quiet.set("CUDA_INJECTION64_PATH", "");  // the build must not start the collector
+  std::string log =
+      fs::temp_directory_path() / ("gpuleak-hook-build-" + std::to_string(::getpid()) + ".log");
+  std::vector<std::string> shell = {
+      "/bin/sh", "-c", "exec \"$0\" \"$@\" >" + log + " 2>&1", argv[0], argv[1], argv[2], argv[3]};
+  try {
+    ChildProcess build(shell, quiet.entries());
+    std::optional<int> status;
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(3);
+    while (!(status = build.poll())) {
+      if (std::chrono::steady_clock::now() > deadline) {
+        ::kill(build.pid(), SIGKILL);
+        *why = "building it took longer than 3 minutes";
+        return false;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    if (*status == 0) {
+      fs::remove(log);
+      return true;
+    }
+  } catch (const InputError& e) {
+    *why = e.what();
+    return false;
+  }
+  std::ifstream in(log);
+  std::string line, last;
+  while (std::getline(in, line)) {
+    if (!line.empty()) last = line;
+  }
+  fs::remove(log);
+  *why = last.empty() ? "it could not be built" : last;
+  return false;
+}
+
+void configure_torch(const RunArguments& args, Environment& env) {
+  if (env.has("PYTORCH_CUDA_ALLOC_CONF")) {
+    env.set("GPULEAK_TORCH_MODE", "user");
+    return;
+  }
+  std::string mode = args.torch_mode;
+  if (mode == "auto") {
+    mode = "hook";
+    std::string why;
+    if (looks_like_python(args.program) && !prebuild_torch_hook(args.program, env, &why)) {
+      std::cerr << "gpuleak: the PyTorch allocator hook is not available (" << why
+                << "); switching PyTorch to PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync so the "
+                   "driver sees "
+                   "every tensor\n";
+      mode = "async";
+    }
+  }
+  if (mode == "async") env.set("PYTORCH_CUDA_ALLOC_CONF", "backend:cudaMallocAsync");
+  env.set("GPULEAK_TORCH_MODE", mode);
+}
+
+bool driver_present() {
+  void* driver = ::dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
+  if (!driver) return false;
+  ::dlclose(driver);
+  return true;
+}
+
+int run_program(const RunArguments& args) {
+  if (args.program.empty())
+    throw UsageError("no program to run: gpuleak run [options] -- PROGRAM ARGS");
+  InstallLayout layout = locate_install();
+  if (layout.collector.empty()) {
+    throw InputError(
+        "the collector (libgpuleak_collector.so) is not next to this gpuleak; it is only built "
+        "where the CUDA toolkit headers are installed");
+  }
+  analysis::AnalysisOptions options = analysis_options(args.flags);
+
+  std::string dir =
+      args.output_dir.empty() ? default_output_dir(args.program.front()) : args.output_dir;
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) throw InputError("cannot create trace folder " + dir + ": " + ec.message());
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    if (entry.path().extension() == ".trace") {
+      throw UsageError(dir +
+                       " already holds traces of an earlier run; choose another folder with -o");
+    }
+  }
+  dir = fs::canonical(dir).string();
+
+  Environment env;
+  env.set("CUDA_INJECTION64_PATH", layout.collector);
+  env.set("GPULEAK_COLLECTOR", layout.collector);
+  env.set("GPULEAK_TRACE_DIR", dir);
+  if (!layout.python_dir.empty()) {
+    env.prepend_path("PYTHONPATH", layout.python_dir);
+    env.prepend_path("PYTHONPATH", layout.python_dir + "/boot");
+    env.set("GPULEAK_HOLDER_REQUESTS", args.live ? "1" : "0");
+  }
+  configure_torch(args, env);
+
+  int status = 0;
+  {
+    ChildProcess child(args.program, env.entries());
+    LiveWatch watch(dir, options, /*holder_requests=*/args.live, std::cerr);
+    std::optional<int> done;
+    while (!(done = child.poll())) {
+      if (args.live) watch.poll();
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+    status = *done;
+  }
+
+  std::vector<std::string> files;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    if (entry.path().extension() == ".trace") files.push_back(entry.path().string());
+  }
+  std::sort(files.begin(), files.end());
+  if (files.empty()) {
+    if (!driver_present()) {
+      std::cerr << "gpuleak: no NVIDIA driver found on this machine (libcuda.so.1 cannot be "
+                   "loaded), so the "
+                   "program could not use a GPU and nothing was recorded\n";
+      return status != 0 ? status : kExitInput;
+    }
+    std::cerr << "gpuleak: the program " << describe_exit_status(status)
+              << " without initializing CUDA, so nothing was recorded\n";
+    return status;
+  }
+  // Symbols resolved now, on the machine that has the binaries, travel with the traces.
+  for (const auto& file : files) {
+    std::size_t written = 0;
+    std::string error;
+    if (!analysis::embed_symbols(file, &written, &error)) {
+      std::cerr << "gpuleak: could not add symbols to " << file << ": " << error << "\n";
+    }
+  }
+  std::vector<analysis::ProcessReport> reports = analyze_traces(files, options);
+  write_outputs(reports, args.flags, args.quiet ? nullptr : &std::cerr);
+  if (!args.quiet) {
+    std::cerr << "\ngpuleak: traces in " << dir << " (gpuleak report " << dir << ")\n";
+    if (status != 0) std::cerr << "gpuleak: the program " << describe_exit_status(status) << "\n";
+  }
+  if (status == 0 && args.fail_on_leak && any_leak(reports)) return kExitFindings;
+  return status;
+}
+
+}  // namespace
+
 void add_run_command(CLI::App& app, CommandAction& action) {
-  auto* sub = app.add_subcommand("run", "(not built yet)");
-  sub->callback([&action] {
-    action = [] () -> int { throw UsageError("'run' is not built yet"); };
-  });
+  auto args = std::make_shared<RunArguments>();
+  CLI::App* command = app.add_subcommand(
+      "run", "Run a program with GPU memory tracking; report leaks while it runs and at exit");
+  command->add_option("-o,--output", args->output_dir,
+                      "Folder for the traces (default: gpuleak-traces/<program>-<time>)");
+  add_report_flags(*command, args->flags, /*json_to_stdout_flag=*/false);
+  command->add_flag(
+      "--fail-on-leak", args->fail_on_leak,
+      "Exit with status 1 when anything leaked and the program itself succeeded (a CI gate)");
+  command->add_flag("-q,--quiet", args->quiet,
+                    "Do not print the report at exit (files are still written)");
+  command->add_flag("!--no-live", args->live,
+                    "No verdicts while the program runs (and no holder requests)");
+  command
+      ->add_option("--torch-mode", args->torch_mode,
+                   "How PyTorch tensors are tracked: auto, hook (allocator trace tracker), async "
+                   "(cudaMallocAsync backend), off")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "hook", "async", "off"}));
+  command->add_option("program", args->program, "The program and its arguments, after --")
+      ->required();
+  command->callback([&action, args] { action = [args] { return run_program(*args); }; });
 }
 
 }  // namespace gpuleak::cli

@@ -1,0 +1,128 @@
+#include "cli/live_watch.h"
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "report/text_report.h"
+#include "trace/event_sequencer.h"
+#include "trace/trace_reader.h"
+
+namespace gpuleak::cli {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+// How long a LEAK message waits for the holder before it is printed without.
+constexpr auto kHolderPatience = std::chrono::seconds(10);
+constexpr std::uint64_t kHolderPatienceSteps = 5;
+
+}  // namespace
+
+struct LiveWatch::Followed {
+  std::string path;
+  std::unique_ptr<trace::TraceReader> reader;
+  trace::EventSequencer sequencer;
+  std::unique_ptr<analysis::ProcessAnalysis> analysis;
+  bool broken = false;  // the trace is damaged: stop following it
+  bool reported = false;
+  bool request_sent = false;
+  Clock::time_point request_time;
+  std::uint64_t request_boundary = 0;
+};
+
+LiveWatch::LiveWatch(std::string trace_dir, analysis::AnalysisOptions options, bool holder_requests,
+                     std::ostream& messages)
+    : trace_dir_(std::move(trace_dir)),
+      options_(std::move(options)),
+      holder_requests_(holder_requests),
+      messages_(messages) {}
+
+LiveWatch::~LiveWatch() = default;
+
+void LiveWatch::poll() {
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(trace_dir_, ec)) {
+    if (entry.path().extension() != ".trace") continue;
+    auto& slot = followed_[entry.path().string()];
+    if (!slot) {
+      slot = std::make_unique<Followed>();
+      slot->path = entry.path().string();
+      slot->analysis = std::make_unique<analysis::ProcessAnalysis>(options_);
+    }
+  }
+  for (auto& [path, f] : followed_) {
+    if (f->broken) continue;
+    read_new(*f);
+    if (!f->broken) consider(*f);
+  }
+}
+
+void LiveWatch::read_new(Followed& f) {
+  try {
+    if (!f.reader) {
+      f.reader = std::make_unique<trace::TraceReader>(f.path);
+      f.reader->set_follow(true);
+    }
+    trace::Record record;
+    while (f.reader->next(record) == trace::TraceReader::Status::kRecord) {
+      f.sequencer.push(std::move(record));
+      while (f.sequencer.pop(record)) f.analysis->consume(record);
+    }
+  } catch (const trace::TraceError& e) {
+    // A header not written yet is retried; damage stops the live view only
+    // (the final report reads the file again and says what is wrong).
+    if (f.reader) f.broken = true;
+  }
+}
+
+void LiveWatch::send_holder_request(Followed& f) {
+  nlohmann::json request = {{"request_id", next_request_id_++}, {"sites", nlohmann::json::array()}};
+  std::size_t count = 0;
+  for (std::uint32_t site : f.analysis->detected_sites()) {
+    if (count++ == 3) break;
+    nlohmann::json addresses = nlohmann::json::array();
+    for (const auto& [address, size] : f.analysis->recent_allocations(site, 256)) {
+      addresses.push_back({address, size});
+    }
+    request["sites"].push_back({{"site_id", site}, {"addresses", addresses}});
+  }
+  std::string final_path =
+      trace_dir_ + "/gpuleak-" + std::to_string(f.analysis->process().pid) + ".holder-request.json";
+  std::string partial = final_path + ".partial";
+  {
+    std::ofstream out(partial);
+    out << request.dump();
+  }
+  std::error_code ec;
+  fs::rename(partial, final_path, ec);
+  f.request_sent = true;
+  f.request_time = Clock::now();
+  f.request_boundary = f.analysis->boundaries();
+}
+
+void LiveWatch::consider(Followed& f) {
+  if (f.reported) return;
+  std::vector<std::uint32_t> sites = f.analysis->detected_sites();
+  if (sites.empty()) return;
+  bool wait_for_holder = holder_requests_ && f.analysis->python_active();
+  if (wait_for_holder && !f.request_sent) {
+    send_holder_request(f);
+    return;
+  }
+  if (wait_for_holder && !f.analysis->holder(sites.front())) {
+    bool patient = Clock::now() - f.request_time < kHolderPatience &&
+                   f.analysis->boundaries() < f.request_boundary + kHolderPatienceSteps;
+    if (patient) return;
+  }
+  analysis::GrowthReport growth = f.analysis->growth_report();
+  if (growth.verdict != analysis::Verdict::kLeak) return;  // the holder said: bounded
+  messages_ << "gpuleak: [pid " << f.analysis->process().pid << "] "
+            << report::live_leak_message(growth) << std::endl;
+  f.reported = true;
+  ++leak_messages_;
+}
+
+}  // namespace gpuleak::cli
