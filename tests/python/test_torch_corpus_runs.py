@@ -29,7 +29,7 @@ import os
 import runpy
 import subprocess
 import sys
-import tempfile
+import time
 import types
 import warnings
 
@@ -353,3 +353,226 @@ def test_bounded_control_grows_by_its_label_until_full(children, script):
     growing = [s for s in probe["samples"] if 5 <= s[0] <= case["growth_steps"]]
     assert len(growing) >= 2
     assert robust_slope(growing) == case["bytes_per_step"]
+
+
+# --- the GPU runner's scoring, against fake reports ----------------------------
+# tests/gpu/torch_corpus.py runs on the GPU machine; here a stand-in `gpuleak`
+# writes reports (right, wrong, missing, malformed, or never) so that its
+# comparison, process handling and bookkeeping are checked without a GPU.
+
+import importlib.util  # noqa: E402
+
+RUNNER_PATH = os.path.join(REPO, "tests", "gpu", "torch_corpus.py")
+
+
+def load_runner():
+    spec = importlib.util.spec_from_file_location("torch_corpus_runner", RUNNER_PATH)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+FAKE_GPULEAK = r'''#!/usr/bin/env python3
+"""Stand-in for `gpuleak run -o DIR --json-report FILE -- python3 SCRIPT --steps N`."""
+import json, os, subprocess, sys, time
+argv = sys.argv[1:]
+assert argv[0] == "run", argv
+out_dir = argv[argv.index("-o") + 1]
+report_path = argv[argv.index("--json-report") + 1]
+program = argv[argv.index("--") + 1:]
+script_path = program[1]
+script = os.path.basename(script_path)
+assert program[2] == "--steps" and int(program[3]) > 0, program
+plan = json.load(open(os.environ["FAKE_PLAN"]))
+corpus = json.load(open(os.environ["FAKE_CORPUS"]))
+case = [c for c in corpus["cases"] if c["script"] == script][0]
+behaviour = plan.get(script, "right")
+assert os.path.isdir(out_dir) and not os.listdir(out_dir), "the runner must hand over an empty -o folder"
+if behaviour == "hang":
+    child = subprocess.Popen(["sleep", "600"])
+    with open(os.environ["FAKE_PIDS"], "a") as pids:
+        pids.write("%d %d\n" % (os.getpid(), child.pid))
+    time.sleep(600)
+if behaviour == "missing":
+    sys.exit(1)
+if behaviour == "malformed":
+    open(report_path, "w").write("{not json")
+    sys.exit(0)
+expected = case["expected"]
+warmup = 10
+marked = case.get("marked_line")
+line = int(marked.rsplit(":", 1)[1]) if marked else 1
+holder = dict(expected["holder"]) if expected.get("holder") else None
+if holder and holder.get("owner", "").startswith("local of"):
+    holder["owner"] += " (%s:3)" % script
+growth = {
+    "verdict": expected["verdict"], "cause": expected.get("cause"), "steps": int(program[3]),
+    "warmup_steps": warmup, "rate_bytes_per_step": case["bytes_per_step"],
+    "first_growing_step": warmup + 1 if expected["verdict"] == "LEAK" else None,
+    "verdict_step": warmup + 20 if expected["verdict"] == "LEAK" else None,
+    "sites": [{"site_id": 7, "rate_bytes_per_step": case["bytes_per_step"],
+               "site": {"file": os.path.abspath(script_path), "line": line, "function": "f"}}]
+             if expected["verdict"] == "LEAK" else [],
+    "holder": {"site_id": 7, "kind": "tensor", "holder": holder} if holder else None,
+}
+if behaviour == "wrong-cause":
+    growth["cause"] = "autograd-graph-kept-alive"
+if behaviour == "slow":
+    growth["verdict_step"] = warmup + 60
+if behaviour == "control-leak":
+    growth["verdict"], growth["verdict_step"], growth["cause"] = "LEAK", 40, "tensors-kept-alive"
+if behaviour == "site-elsewhere":
+    growth["sites"][0]["site"]["line"] = 1
+if behaviour == "holder-alternative":
+    growth["holder"]["holder"] = dict(expected["holder_alternatives"][0])
+if behaviour == "no-holder":
+    growth["holder"] = None
+command = " ".join(program)
+report = {"schema": "gpuleak-report/1", "processes": [
+    {"pid": 100, "parent_pid": 1, "command_line": "python3 -c pass", "growth": {"verdict": "NO LEAK"}},
+    {"pid": 101, "parent_pid": 1, "command_line": command, "growth": growth},
+    {"pid": 102, "parent_pid": 101, "command_line": command,  # a DataLoader worker: same command line
+     "growth": {"verdict": "LEAK", "cause": "tensors-kept-alive", "steps": 999}},
+]}
+open(report_path, "w").write(json.dumps(report))
+'''
+
+FAKE_PLAN = {
+    "leak_loss_list.py": "wrong-cause",
+    "leak_outputs_list.py": "missing",
+    "leak_closure_logger.py": "malformed",
+    "leak_cache_keyed_by_step.py": "hang",
+    "leak_small_tensor_per_step.py": "slow",
+    "control_varying_seq_len.py": "control-leak",
+    "leak_metric_tensor_accumulated.py": "site-elsewhere",
+    "leak_exception_traceback.py": "holder-alternative",
+    "leak_module_attribute_history.py": "no-holder",
+}
+
+
+@pytest.fixture(scope="module")
+def fake_run(tmp_path_factory):
+    work = tmp_path_factory.mktemp("runner")
+    fake = work / "gpuleak"
+    fake.write_text(FAKE_GPULEAK.replace("/usr/bin/env python3", sys.executable, 1))
+    fake.chmod(0o755)
+    (work / "plan.json").write_text(json.dumps(FAKE_PLAN))
+    env = dict(os.environ, FAKE_PLAN=str(work / "plan.json"), FAKE_CORPUS=corpus_tools.CORPUS_JSON,
+               FAKE_PIDS=str(work / "pids"))
+    out = work / "out"
+    out.mkdir()
+    (out / "leak_loss_list").mkdir()
+    (out / "leak_loss_list" / "gpuleak-1.trace").write_text("an earlier run")  # must be cleared
+    started = time.monotonic()
+    result = subprocess.run([sys.executable, RUNNER_PATH, "--gpuleak", str(fake), "--out", str(out),
+                             "--jobs", "4", "--timeout", "4"], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, timeout=120)
+    wall_s = time.monotonic() - started
+    results = json.loads((out / "torch-corpus.json").read_text())
+    return {"result": result, "results": results, "work": work, "out": out, "wall_s": wall_s,
+            "cases": {c["script"]: c for c in results["cases"]}}
+
+
+def test_runner_normalizes_owners_and_matches_holders():
+    runner = load_runner()
+    assert runner.normalize_owner("local of train (x.py:12)") == "local of train"
+    assert runner.normalize_owner("closure of make_logger.<locals>.log") == "closure of log"
+    assert runner.normalize_owner("attribute of __main__.Encoder") == "attribute of Encoder"
+    assert runner.normalize_owner("module __main__") == "module __main__"
+    assert runner.normalize_owner("hook on torch.nn.modules.conv.Conv2d") == "hook on Conv2d"
+    expected = {"type": "deque", "name": "transitions", "owner": "attribute of ReplayBuffer",
+                "bounded": True, "maxlen": 200}
+    got = dict(expected, path="ReplayBuffer.transitions", length=200)
+    assert runner.holder_matches(expected, got)
+    assert not runner.holder_matches(expected, dict(got, maxlen=None, bounded=False))
+    assert not runner.holder_matches(expected, dict(got, name="buffer"))
+    assert not runner.holder_matches(expected, None)
+
+
+def test_runner_takes_the_holder_from_the_holder_annotation_site_object():
+    runner = load_runner()
+    inner = {"type": "list", "name": "losses", "owner": "module __main__"}
+    assert runner.holder_of({"holder": {"site_id": 3, "kind": "graph", "holder": inner}}) == (inner, "graph")
+    assert runner.holder_of({"holder": {"site_id": 3, "kind": "unknown", "holder": None}}) == (None, "unknown")
+    assert runner.holder_of({"holder": inner}) == (inner, None)
+    assert runner.holder_of({"holder": None}) == (None, None)
+
+
+def test_runner_places_a_site_on_the_marked_line_or_in_its_function():
+    runner = load_runner()
+    case = dict(CASES["leak_cache_keyed_by_step.py"])
+    path = os.path.join(EXAMPLES, case["script"])
+    ranges = corpus_tools.function_ranges(path)
+    marked = int(case["marked_line"].rsplit(":", 1)[1])
+    forward_line = ranges["BagOfWords.forward"][1]
+
+    def site(file, line):
+        return {"site": {"file": file, "line": line, "function": "?"}}
+
+    assert runner.site_match(case, site("/x/examples/torch/" + case["script"], marked), ranges) == "exact"
+    assert runner.site_match(case, site(case["script"], marked - 1), ranges) == "function"
+    assert runner.site_match(case, site(case["script"], forward_line), ranges) == "function"
+    assert runner.site_match(case, site(case["script"], 1), ranges) == "no"
+    assert runner.site_match(case, site("/usr/lib/python3/torch/nn/functional.py", marked), ranges) == "no"
+    assert runner.site_match(case, None, ranges) == "no"
+
+
+def test_runner_scores_every_case_and_exits_one_when_any_fails(fake_run):
+    results = fake_run["results"]
+    assert fake_run["result"].returncode == 1, fake_run["result"].stderr
+    assert results["schema"] == "gpuleak-torch-corpus-results/1"
+    assert sorted(fake_run["cases"]) == SCRIPTS
+    failed = {c["script"] for c in results["cases"] if not c["pass"]}
+    assert failed == set(FAKE_PLAN) - {"leak_exception_traceback.py"}
+    assert results["totals"]["passed"] == len(SCRIPTS) - len(failed)
+    assert "--gpuleak" in results["command"]
+    assert "cases pass" in fake_run["result"].stdout
+
+
+def test_runner_passes_a_right_report_with_holder_owner_location_and_worker_process(fake_run):
+    case = fake_run["cases"]["leak_retain_graph_loop.py"]
+    assert case["pass"], case
+    assert case["got"]["pid"] == 101  # the training process, not its worker or an unrelated one
+    assert case["got"]["site_match"] == "exact"
+    assert case["got"]["steps_to_verdict"] == 20
+    assert case["checks"]["control_no_leak"] is None
+    assert case["command"][1:3] == ["run", "-o"] and case["command"][-2:] == ["--steps", "120"]
+    replay = fake_run["cases"]["control_replay_buffer.py"]
+    assert replay["pass"] and replay["checks"]["holder"] is True and replay["checks"]["control_no_leak"] is True
+
+
+def test_runner_fails_each_wrong_field_and_says_why(fake_run):
+    cases = fake_run["cases"]
+    assert cases["leak_loss_list.py"]["checks"]["cause"] is False
+    assert cases["leak_loss_list.py"]["checks"]["verdict"] is True
+    assert "no report" in cases["leak_outputs_list.py"]["error"]
+    assert "not JSON" in cases["leak_closure_logger.py"]["error"]
+    assert cases["leak_small_tensor_per_step.py"]["checks"]["steps_to_verdict"] is False
+    assert cases["leak_small_tensor_per_step.py"]["got"]["steps_to_verdict"] == 60
+    assert cases["leak_metric_tensor_accumulated.py"]["got"]["site_match"] == "no"
+    assert cases["leak_module_attribute_history.py"]["checks"]["holder"] is False
+    assert cases["leak_exception_traceback.py"]["checks"]["holder"] is True
+    control = cases["control_varying_seq_len.py"]
+    assert control["checks"]["control_no_leak"] is False and control["checks"]["verdict"] is False
+    totals = fake_run["results"]["totals"]
+    assert totals["controls_with_leak"] == ["control_varying_seq_len"]
+    assert totals["small_tensor_steps_to_verdict"] == 60 and not totals["small_tensor_found_within_50"]
+
+
+def test_runner_kills_a_hanging_case_with_its_children_and_goes_on(fake_run):
+    case = fake_run["cases"]["leak_cache_keyed_by_step.py"]
+    assert case["timed_out"] and not case["pass"] and "timed out" in case["error"]
+    pids = [int(pid) for pid in (fake_run["work"] / "pids").read_text().split()]  # fake gpuleak, its child
+    assert len(pids) == 2
+    for pid in pids:
+        try:
+            os.kill(pid, 0)
+            alive = not open("/proc/%d/stat" % pid).read().split()[2] == "Z"
+        except (ProcessLookupError, FileNotFoundError):
+            alive = False
+        assert not alive, "process %d of the timed-out case is still running" % pid
+    assert fake_run["wall_s"] < 60
+
+
+def test_runner_clears_traces_of_an_earlier_run(fake_run):
+    assert not (fake_run["out"] / "leak_loss_list" / "gpuleak-1.trace").exists()
