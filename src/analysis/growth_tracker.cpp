@@ -47,6 +47,21 @@ std::uint64_t GrowthTracker::post_warmup_boundaries() const {
   return n > options_.warmup_steps ? n - options_.warmup_steps : 0;
 }
 
+bool GrowthTracker::grows_often_and_throughout(const std::vector<double>& values) const {
+  std::size_t n = values.size();
+  if (n < 4) return false;
+  std::uint64_t increases = 0;
+  bool quarter_grew[4] = {false, false, false, false};
+  for (std::size_t i = 1; i < n; ++i) {
+    if (values[i] > values[i - 1]) {
+      ++increases;
+      quarter_grew[std::min<std::size_t>(3, 4 * i / n)] = true;
+    }
+  }
+  return increases >= options_.min_increases && quarter_grew[0] && quarter_grew[1] &&
+         quarter_grew[2] && quarter_grew[3];
+}
+
 std::optional<SiteTrend> GrowthTracker::series_trend(const std::vector<double>& values) const {
   std::uint64_t n = values.size();
   if (n <= options_.warmup_steps) return std::nullopt;
@@ -62,6 +77,7 @@ std::optional<SiteTrend> GrowthTracker::series_trend(const std::vector<double>& 
   t.sustained_fraction = options_.sustained_fraction;
   t.min_points = options_.min_steps;
   Trend trend = fit_trend(x, y, t);
+  if (!grows_often_and_throughout(y)) return std::nullopt;
   double growth = trend.slope * static_cast<double>(x.size() - 1);
   if (!trend.growing || growth < static_cast<double>(options_.min_growth_bytes))
     return std::nullopt;
@@ -97,6 +113,7 @@ std::optional<SiteTrend> GrowthTracker::evaluate(std::uint32_t site_id, const Si
     y.push_back(bytes_at(i));
     counts.push_back(count_at(i));
   }
+  if (!grows_often_and_throughout(y)) return std::nullopt;
   TrendOptions t;
   t.significance_z = options_.significance_z;
   t.sustained_fraction = options_.sustained_fraction;

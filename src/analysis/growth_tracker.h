@@ -7,9 +7,11 @@
 // nothing). After the warm-up, a site is *growing* when the trend test
 // (trend.h) over the last `window_steps` boundaries says so, the growth over
 // the window is at least `min_growth_bytes`, and at least `min_steps`
-// boundaries have passed since warm-up: a cache that fills for a few dozen
-// steps and then stops is not called a leak, and a real leak of one 4 KiB
-// tensor per step is called one `min_steps` steps after warm-up.
+// boundaries have passed since warm-up, and the site grew at many of them,
+// spread over the window: a cache that fills for a few dozen steps and then
+// stops, or a buffer re-grown only for a new longest batch, is not called a
+// leak, and a real leak of one 4 KiB tensor per step is called one
+// `min_steps` steps after warm-up.
 //
 // Not thread-safe.
 #pragma once
@@ -31,6 +33,11 @@ struct GrowthOptions {
   std::uint64_t min_growth_bytes = 32 * 1024;
   double significance_z = 3.09;
   double sustained_fraction = 0.5;
+  // A leak adds memory at many steps, spread over the window: a buffer that
+  // is only re-grown for a new longest batch (record highs, ever rarer)
+  // increases a handful of times. Growth needs this many increases, and at
+  // least one in each quarter of the window.
+  std::uint64_t min_increases = 8;
 };
 
 struct SiteTrend {
@@ -82,6 +89,7 @@ class GrowthTracker {
     std::vector<std::uint32_t> series_allocations;
   };
   std::optional<SiteTrend> evaluate(std::uint32_t site_id, const Site& site) const;
+  bool grows_often_and_throughout(const std::vector<double>& values) const;
 
   GrowthOptions options_;
   std::unordered_map<std::uint32_t, Site> sites_;

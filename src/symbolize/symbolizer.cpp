@@ -47,6 +47,8 @@ struct Symbolizer::Dwarf {
 
 Symbolizer::Symbolizer() = default;
 Symbolizer::~Symbolizer() = default;
+Symbolizer::Symbolizer(Symbolizer&&) noexcept = default;
+Symbolizer& Symbolizer::operator=(Symbolizer&&) noexcept = default;
 
 void Symbolizer::add_module(const trace::ModuleRecord& module) {
   for (const auto& m : modules_) {

@@ -36,6 +36,8 @@ class Symbolizer {
   ~Symbolizer();
   Symbolizer(const Symbolizer&) = delete;
   Symbolizer& operator=(const Symbolizer&) = delete;
+  Symbolizer(Symbolizer&&) noexcept;
+  Symbolizer& operator=(Symbolizer&&) noexcept;
 
   void add_module(const trace::ModuleRecord& module);
   void add_symbol(const trace::SymbolRecord& symbol);

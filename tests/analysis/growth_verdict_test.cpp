@@ -1,0 +1,324 @@
+// Growth verdicts on synthetic training runs: real leaks are found quickly,
+// and the classic false positives of naive tools are not called leaks.
+#include <gtest/gtest.h>
+
+#include <deque>
+#include <random>
+
+#include "analysis/synthetic_trace.h"
+
+namespace gpuleak::analysis {
+namespace {
+
+using testing::SyntheticTrace;
+using trace::MemoryKind;
+using trace::Metric;
+
+// A training step's transient activations: allocated, then freed.
+void activations(SyntheticTrace& t, std::uint32_t site, std::uint64_t bytes, int count) {
+  std::vector<std::uint64_t> live;
+  for (int i = 0; i < count; ++i) live.push_back(t.alloc(site, bytes));
+  for (auto a : live) t.free(a);
+}
+
+struct Outcome {
+  GrowthReport growth;
+  ProcessReport report;
+};
+
+Outcome analyze(const SyntheticTrace& t) {
+  ProcessAnalysis analysis = t.analyze();
+  Outcome run;
+  run.report = analysis.build_report("synthetic");
+  run.growth = run.report.growth;
+  return run;
+}
+
+TEST(GrowthVerdict, one_leaked_4kib_tensor_per_step_is_found_within_50_steps_after_warmup) {
+  SyntheticTrace t;
+  auto params = t.python_site("/work/train.py", 10, "<module>");
+  auto forward = t.python_site("/work/model.py", 20, "forward");
+  auto leak = t.python_site("/work/train.py", 42, "train");
+  t.alloc(params, 64 << 20);
+  for (int step = 0; step < 120; ++step) {
+    activations(t, forward, 1 << 20, 8);
+    t.alloc(leak, 4096);
+    t.advance_ms(30);
+    t.step(step);
+  }
+  Outcome run = analyze(t);
+  ASSERT_EQ(run.growth.verdict, Verdict::kLeak);
+  ASSERT_TRUE(run.growth.verdict_step.has_value());
+  EXPECT_LE(*run.growth.verdict_step - run.growth.warmup_steps, 50u);
+  EXPECT_NEAR(run.growth.rate_bytes_per_step, 4096, 1);
+  EXPECT_NEAR(run.growth.rate_bytes_per_second, 4096 / 0.030, 5);
+  EXPECT_EQ(run.growth.cause, "tensors-kept-alive");
+  ASSERT_EQ(run.growth.sites.size(), 1u);
+  EXPECT_EQ(run.growth.sites[0].site.label(), "train.py:42");
+  EXPECT_LE(run.growth.first_growing_step.value_or(999), 1u);
+}
+
+TEST(GrowthVerdict, leak_is_not_called_before_the_minimum_number_of_steps) {
+  SyntheticTrace t;
+  auto leak = t.python_site("/work/train.py", 42, "train");
+  for (int step = 0; step < 30; ++step) {
+    t.alloc(leak, 1 << 20);
+    t.step(step);
+  }
+  EXPECT_EQ(analyze(t).growth.verdict, Verdict::kNotYet);
+}
+
+TEST(GrowthVerdict, leak_every_fifth_step_is_found_once_enough_increases_are_seen) {
+  SyntheticTrace t;
+  auto leak = t.python_site("/work/eval.py", 31, "validate");
+  for (int step = 0; step < 200; ++step) {
+    if (step % 5 == 0) t.alloc(leak, 1 << 20);
+    t.step(step);
+  }
+  Outcome run = analyze(t);
+  ASSERT_EQ(run.growth.verdict, Verdict::kLeak);
+  EXPECT_NEAR(run.growth.rate_bytes_per_step, (1 << 20) / 5.0, 1);
+}
+
+TEST(GrowthVerdict, allocator_warmup_is_not_a_leak) {
+  SyntheticTrace t;
+  auto state = t.python_site("/work/optim.py", 5, "step");
+  auto forward = t.python_site("/work/model.py", 20, "forward");
+  for (int step = 0; step < 500; ++step) {
+    if (step < 3) t.alloc(state, 32 << 20);  // optimizer state created lazily
+    activations(t, forward, 2 << 20, 4);
+    t.step(step);
+  }
+  Outcome run = analyze(t);
+  EXPECT_EQ(run.growth.verdict, Verdict::kNoLeak);
+  EXPECT_TRUE(run.growth.sites.empty());
+}
+
+TEST(GrowthVerdict, varying_sequence_length_is_not_a_leak) {
+  SyntheticTrace t;
+  std::mt19937 rng(3);
+  std::uniform_int_distribution<int> length(16, 512);
+  auto forward = t.python_site("/work/model.py", 20, "forward");
+  auto buffer_site = t.python_site("/work/model.py", 30, "grow_buffer");
+  std::uint64_t buffer = 0, buffer_size = 0;
+  for (int step = 0; step < 500; ++step) {
+    std::uint64_t bytes = static_cast<std::uint64_t>(length(rng)) * 4096;
+    activations(t, forward, bytes, 6);
+    if (bytes > buffer_size) {  // a buffer re-grown only for a new longest batch
+      if (buffer) t.free(buffer);
+      buffer = t.alloc(buffer_site, bytes);
+      buffer_size = bytes;
+    }
+    t.step(step);
+  }
+  EXPECT_NE(analyze(t).growth.verdict, Verdict::kLeak);
+}
+
+TEST(GrowthVerdict, small_bounded_buffer_that_plateaus_is_not_a_leak) {
+  for (std::size_t capacity : {16u, 32u}) {
+    SyntheticTrace t;
+    auto site = t.python_site("/work/replay.py", 12, "add");
+    std::deque<std::uint64_t> buffer;
+    for (int step = 0; step < 500; ++step) {
+      buffer.push_back(t.alloc(site, 64 << 10));
+      if (buffer.size() > capacity) {
+        t.free(buffer.front());
+        buffer.pop_front();
+      }
+      t.step(step);
+    }
+    EXPECT_NE(analyze(t).growth.verdict, Verdict::kLeak) << "capacity " << capacity;
+  }
+}
+
+TEST(GrowthVerdict, large_bounded_buffer_is_bounded_growth_once_its_holder_is_known) {
+  SyntheticTrace t;
+  auto site = t.python_site("/work/replay.py", 12, "add");
+  std::deque<std::uint64_t> buffer;
+  for (int step = 0; step < 500; ++step) {
+    buffer.push_back(t.alloc(site, 64 << 10));
+    if (buffer.size() > 200) {
+      t.free(buffer.front());
+      buffer.pop_front();
+    }
+    if (step == 60) {
+      t.annotate(
+          "holder",
+          R"({"request_id":1,"sites":[{"site_id":)" + std::to_string(site) +
+              R"(,"kind":"tensor","holder":{"type":"deque","name":"replay","owner":"module __main__","bounded":true,"maxlen":200},"fix":""}]})");
+    }
+    t.step(step);
+  }
+  Outcome run = analyze(t);
+  EXPECT_EQ(run.growth.verdict, Verdict::kNoLeak);
+  EXPECT_EQ(run.growth.cause, "bounded-growth");
+  ASSERT_FALSE(run.growth.sites.empty());
+  EXPECT_TRUE(run.growth.sites[0].bounded);
+}
+
+TEST(GrowthVerdict, missing_zero_grad_is_not_a_leak) {
+  SyntheticTrace t;
+  auto grad = t.python_site("/work/train.py", 50, "backward");
+  auto forward = t.python_site("/work/model.py", 20, "forward");
+  for (int i = 0; i < 4; ++i) t.alloc(grad, 8 << 20);  // .grad buffers: created once, reused
+  for (int step = 0; step < 500; ++step) {
+    activations(t, forward, 1 << 20, 10);
+    t.step(step);
+  }
+  EXPECT_EQ(analyze(t).growth.verdict, Verdict::kNoLeak);
+}
+
+TEST(GrowthVerdict, empty_cache_every_step_changes_reserved_not_tensors) {
+  SyntheticTrace t;
+  auto forward = t.python_site("/work/model.py", 20, "forward");
+  for (int step = 0; step < 500; ++step) {
+    t.sample(Metric::kTorchReservedBytes, 512u << 20);
+    activations(t, forward, 4 << 20, 10);
+    t.sample(Metric::kTorchReservedBytes, 0);  // empty_cache() returned the blocks
+    t.step(step);
+  }
+  Outcome run = analyze(t);
+  EXPECT_EQ(run.growth.verdict, Verdict::kNoLeak);
+  EXPECT_TRUE(run.growth.note.empty());
+}
+
+TEST(GrowthVerdict, reserved_growth_without_tensor_growth_is_explained_as_cache) {
+  SyntheticTrace t;
+  auto forward = t.python_site("/work/model.py", 20, "forward");
+  for (int step = 0; step < 200; ++step) {
+    t.sample(Metric::kTorchReservedBytes, (512ull << 20) + step * (2ull << 20));
+    activations(t, forward, 4 << 20, 10);
+    t.step(step);
+  }
+  Outcome run = analyze(t);
+  EXPECT_EQ(run.growth.verdict, Verdict::kNoLeak);
+  EXPECT_GT(run.growth.pool_reserved_bytes_per_step, 1 << 20);
+  EXPECT_NE(run.growth.note.find("caching"), std::string::npos);
+}
+
+TEST(GrowthVerdict, many_forward_sites_growing_together_is_a_kept_autograd_graph) {
+  SyntheticTrace t;
+  std::vector<std::uint32_t> layers;
+  for (int i = 0; i < 14; ++i)
+    layers.push_back(t.python_site("/work/model.py", 100 + i, "forward"));
+  for (int step = 0; step < 100; ++step) {
+    for (auto layer : layers) t.alloc(layer, 256 << 10);  // saved activations never freed
+    t.step(step);
+  }
+  Outcome run = analyze(t);
+  ASSERT_EQ(run.growth.verdict, Verdict::kLeak);
+  EXPECT_EQ(run.growth.cause, "autograd-graph-kept-alive");
+  EXPECT_EQ(run.growth.sites.size(), 14u);
+  EXPECT_NEAR(run.growth.rate_bytes_per_step, 14.0 * (256 << 10), 1);
+}
+
+TEST(GrowthVerdict, holder_answer_sets_cause_and_fix) {
+  SyntheticTrace t;
+  auto leak = t.python_site("/work/train.py", 42, "train");
+  for (int step = 0; step < 100; ++step) {
+    t.alloc(leak, 1 << 20);
+    if (step == 50) {
+      t.annotate(
+          "holder",
+          R"({"request_id":1,"sites":[{"site_id":)" + std::to_string(leak) +
+              R"(,"kind":"graph","graph_tensors_per_element":14,"holder":{"type":"list","name":"losses","owner":"module __main__","bounded":false},"fix":"append loss.item() (a Python float) instead of the loss tensor"}]})");
+    }
+    t.step(step);
+  }
+  Outcome run = analyze(t);
+  ASSERT_EQ(run.growth.verdict, Verdict::kLeak);
+  EXPECT_EQ(run.growth.cause, "autograd-graph-kept-alive");
+  EXPECT_EQ(run.growth.fix, "append loss.item() (a Python float) instead of the loss tensor");
+  EXPECT_NE(run.growth.holder_json.find("losses"), std::string::npos);
+}
+
+TEST(GrowthVerdict, driver_memory_outside_pytorch_is_a_non_tensor_leak) {
+  SyntheticTrace t;
+  auto extension = t.native_site("/opt/ext/libmyop.so");
+  for (int step = 0; step < 100; ++step) {
+    t.alloc(extension, 2 << 20, MemoryKind::kDevice);
+    t.step(step);
+  }
+  Outcome run = analyze(t);
+  ASSERT_EQ(run.growth.verdict, Verdict::kLeak);
+  EXPECT_EQ(run.growth.cause, "non-tensor-driver-allocations");
+  EXPECT_FALSE(run.growth.sites[0].tensor_level);
+}
+
+TEST(GrowthVerdict, caching_allocator_segments_are_not_reported_as_their_own_leak) {
+  SyntheticTrace t;
+  auto segments = t.native_site("/venv/lib/python3.12/site-packages/torch/lib/libc10_cuda.so");
+  auto leak = t.python_site("/work/train.py", 42, "train");
+  for (int step = 0; step < 100; ++step) {
+    t.alloc(leak, 2 << 20);
+    t.alloc(segments, 2 << 20, MemoryKind::kDevice);  // the cache grows to hold the leaked tensors
+    t.step(step);
+  }
+  Outcome run = analyze(t);
+  ASSERT_EQ(run.growth.verdict, Verdict::kLeak);
+  ASSERT_EQ(run.growth.sites.size(), 1u);
+  EXPECT_EQ(run.growth.sites[0].site.label(), "train.py:42");
+  // At exit, the cache's segments are listed as suppressed, not as leaks.
+  EXPECT_EQ(run.report.leaks.allocations, 100u);
+  EXPECT_EQ(run.report.leaks.suppressed_allocations, 100u);
+}
+
+TEST(GrowthVerdict, host_memory_growth_is_reported_as_host) {
+  SyntheticTrace t;
+  auto forward = t.python_site("/work/model.py", 20, "forward");
+  for (int step = 0; step < 150; ++step) {
+    t.sample(Metric::kHostRssBytes, (1ull << 30) + step * (1ull << 20));
+    activations(t, forward, 1 << 20, 4);
+    t.step(step);
+  }
+  Outcome run = analyze(t);
+  EXPECT_EQ(run.growth.where, Where::kHost);
+  EXPECT_NEAR(run.growth.host_rss_bytes_per_step, 1 << 20, 1);
+}
+
+TEST(GrowthVerdict, time_to_full_comes_from_the_device_samples) {
+  SyntheticTrace t;
+  auto leak = t.python_site("/work/train.py", 42, "train");
+  t.sample(Metric::kDeviceTotalBytes, 100ull << 30);
+  for (int step = 0; step < 100; ++step) {
+    t.alloc(leak, 100 << 20);
+    t.sample(Metric::kDeviceUsedBytes, (50ull << 30) + step * (100ull << 20));
+    t.advance_ms(100);
+    t.step(step);
+  }
+  Outcome run = analyze(t);
+  ASSERT_EQ(run.growth.verdict, Verdict::kLeak);
+  ASSERT_TRUE(run.growth.seconds_to_full.has_value());
+  // (100 GiB - (50 GiB + 99 * 100 MiB)) / (100 MiB per 0.1 s)
+  double expected = ((100.0 * 1024) - (50.0 * 1024 + 99 * 100)) / 1000.0;
+  EXPECT_NEAR(*run.growth.seconds_to_full, expected, 0.5);
+}
+
+TEST(GrowthVerdict, programs_without_steps_use_time_windows) {
+  SyntheticTrace t;
+  auto leak = t.python_site("/work/serve.py", 7, "handle");
+  for (int i = 0; i < 600; ++i) {  // 60 s of requests, one leaked buffer per 100 ms
+    t.alloc(leak, 64 << 10);
+    t.advance_ms(100);
+  }
+  Outcome run = analyze(t);
+  EXPECT_EQ(run.growth.step_source, "time-window");
+  EXPECT_EQ(run.growth.verdict, Verdict::kLeak);
+}
+
+TEST(GrowthVerdict, real_steps_replace_time_windows) {
+  SyntheticTrace t;
+  auto leak = t.python_site("/work/train.py", 42, "train");
+  t.advance_ms(5000);  // slow start-up with no steps
+  t.alloc(leak, 1);
+  for (int step = 0; step < 100; ++step) {
+    t.alloc(leak, 64 << 10);
+    t.step(step);
+  }
+  Outcome run = analyze(t);
+  EXPECT_EQ(run.growth.step_source, "optimizer-hook");
+  EXPECT_EQ(run.growth.steps, 100u);
+}
+
+}  // namespace
+}  // namespace gpuleak::analysis

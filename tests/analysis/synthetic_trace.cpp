@@ -1,0 +1,82 @@
+#include "analysis/synthetic_trace.h"
+
+namespace gpuleak::analysis::testing {
+
+SyntheticTrace::SyntheticTrace() {
+  trace::ProcessRecord p;
+  p.pid = 4242;
+  p.parent_pid = 1;
+  p.start_monotonic_ns = time_ns_;
+  p.command_line = "python train.py";
+  records_.push_back(p);
+}
+
+std::uint32_t SyntheticTrace::python_site(const std::string& file, std::uint32_t line,
+                                          const std::string& function) {
+  std::uint32_t code = next_code_++;
+  records_.push_back(trace::PythonCodeRecord{code, file, function, line > 3 ? line - 3 : 1});
+  std::uint32_t stack = next_stack_++;
+  records_.push_back(trace::StackRecord{stack, {}, {{code, line}}});
+  return stack;
+}
+
+std::uint32_t SyntheticTrace::native_site(const std::string& module_path) {
+  std::uint64_t base = next_module_base_;
+  next_module_base_ += 0x1000000;
+  records_.push_back(trace::ModuleRecord{base, base, base + 0x100000, module_path});
+  std::uint32_t stack = next_stack_++;
+  records_.push_back(trace::StackRecord{stack, {base + 0x1234, base + 0x5678}, {}});
+  return stack;
+}
+
+std::uint64_t SyntheticTrace::alloc(std::uint32_t stack, std::uint64_t size,
+                                    trace::MemoryKind kind) {
+  std::uint64_t address = next_address_;
+  next_address_ += (size + 0xfff) & ~0xfffull;
+  trace::AllocRecord r;
+  r.seq = next_seq();
+  r.time_ns = time_ns_;
+  r.address = address;
+  r.size = size;
+  r.kind = kind;
+  r.device = 0;
+  r.stack_id = stack;
+  records_.push_back(r);
+  return address;
+}
+
+void SyntheticTrace::free(std::uint64_t address, trace::MemoryKind kind) {
+  trace::FreeRecord r;
+  r.seq = next_seq();
+  r.time_ns = time_ns_;
+  r.address = address;
+  r.kind = kind;
+  r.device = 0;
+  records_.push_back(r);
+}
+
+void SyntheticTrace::step(std::uint64_t step_number) {
+  records_.push_back(
+      trace::StepRecord{next_seq(), time_ns_, step_number, trace::StepSource::kOptimizerHook});
+}
+
+void SyntheticTrace::sample(trace::Metric metric, std::uint64_t value) {
+  records_.push_back(trace::SampleRecord{next_seq(), time_ns_, metric, 0, value});
+}
+
+void SyntheticTrace::annotate(const std::string& key, const std::string& value) {
+  records_.push_back(trace::AnnotationRecord{next_seq(), time_ns_, key, value});
+}
+
+void SyntheticTrace::alloc_failed(std::uint32_t stack, std::uint64_t size) {
+  records_.push_back(trace::AllocFailedRecord{next_seq(), time_ns_, size,
+                                              trace::MemoryKind::kDevice, 243, 0, 2, 1, stack});
+}
+
+ProcessAnalysis SyntheticTrace::analyze(const AnalysisOptions& options) const {
+  ProcessAnalysis analysis(options);
+  for (const auto& r : records_) analysis.consume(r);
+  return analysis;
+}
+
+}  // namespace gpuleak::analysis::testing

@@ -1,0 +1,49 @@
+// Builds synthetic event streams for the analysis tests: a process, Python
+// code objects and stacks, allocations, frees, steps and samples, with
+// consistent sequence numbers and times.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "analysis/process_analysis.h"
+#include "trace/records.h"
+
+namespace gpuleak::analysis::testing {
+
+class SyntheticTrace {
+ public:
+  SyntheticTrace();
+
+  // A Python call site "file:line in function"; returns its stack id.
+  std::uint32_t python_site(const std::string& file, std::uint32_t line,
+                            const std::string& function);
+  // A native stack whose frames lie inside a module at `module_path`.
+  std::uint32_t native_site(const std::string& module_path);
+
+  std::uint64_t alloc(std::uint32_t stack, std::uint64_t size,
+                      trace::MemoryKind kind = trace::MemoryKind::kTorchBlock);
+  void free(std::uint64_t address, trace::MemoryKind kind = trace::MemoryKind::kTorchBlock);
+  void step(std::uint64_t step_number);
+  void sample(trace::Metric metric, std::uint64_t value);
+  void annotate(const std::string& key, const std::string& value);
+  void alloc_failed(std::uint32_t stack, std::uint64_t size);
+  void advance_ms(double ms) { time_ns_ += static_cast<std::uint64_t>(ms * 1e6); }
+
+  const std::vector<trace::Record>& records() const { return records_; }
+  // Feeds everything to a fresh analysis.
+  ProcessAnalysis analyze(const AnalysisOptions& options = {}) const;
+
+ private:
+  std::uint64_t next_seq() { return seq_++; }
+  std::vector<trace::Record> records_;
+  std::uint64_t seq_ = 0;
+  std::uint64_t time_ns_ = 1'000'000'000;
+  std::uint64_t next_address_ = 0x7f0000000000;
+  std::uint32_t next_stack_ = 1;
+  std::uint32_t next_code_ = 1;
+  std::uint64_t next_module_base_ = 0x500000000000;
+};
+
+}  // namespace gpuleak::analysis::testing
