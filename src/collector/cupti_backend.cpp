@@ -327,7 +327,10 @@ void handle_driver_api(Recorder& recorder, CUpti_CallbackId cbid, const CUpti_Ca
     CUresult result = *static_cast<CUresult*>(cb->functionReturnValue);
     int device = a.device == -2 ? g_context_devices.device_of(cb->context) : a.device;
     if (result == CUDA_SUCCESS) {
-      recorder.record_alloc(a.address, a.size, a.kind, cbid, device, a.stream);
+      // One call per tensor under PyTorch's cudaMallocAsync backend: keep it
+      // cheap (Python frames only). Other driver allocations are rare.
+      bool with_native = a.kind != MemoryKind::kDeviceAsync;
+      recorder.record_alloc(a.address, a.size, a.kind, cbid, device, a.stream, with_native);
     } else {
       recorder.record_alloc_failed(a.size, a.kind, cbid, device,
                                    static_cast<std::uint32_t>(result));

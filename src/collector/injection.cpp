@@ -120,7 +120,8 @@ extern "C" __attribute__((visibility("default"))) void gpuleak_record_torch_allo
                                                                                   int device,
                                                                                   uint64_t stream) {
   guarded([&](Recorder& r) {
-    r.record_alloc(address, size, MemoryKind::kTorchBlock, kApiTorchAlloc, device, stream);
+    r.record_alloc(address, size, MemoryKind::kTorchBlock, kApiTorchAlloc, device, stream,
+                   /*with_native=*/false);
   });
 }
 

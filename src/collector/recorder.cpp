@@ -183,10 +183,11 @@ void Recorder::append_with_definitions(const std::string& definitions,
 }
 
 void Recorder::record_alloc(std::uint64_t address, std::uint64_t size, trace::MemoryKind kind,
-                            std::uint32_t api, std::int32_t device, std::uint64_t stream) {
+                            std::uint32_t api, std::int32_t device, std::uint64_t stream,
+                            bool with_native) {
   std::string definitions;
   std::uint32_t definition_count = 0;
-  std::uint32_t stack_id = stacks_.capture(definitions, definition_count);
+  std::uint32_t stack_id = stacks_.capture(definitions, definition_count, with_native);
   trace::AllocRecord r;
   r.seq = next_seq();
   r.time_ns = monotonic_ns();
@@ -230,7 +231,7 @@ void Recorder::record_alloc_failed(std::uint64_t size, trace::MemoryKind kind, s
                                    std::int32_t device, std::uint32_t result) {
   std::string definitions;
   std::uint32_t definition_count = 0;
-  std::uint32_t stack_id = stacks_.capture(definitions, definition_count);
+  std::uint32_t stack_id = stacks_.capture(definitions, definition_count, /*with_native=*/true);
   trace::AllocFailedRecord r{next_seq(), monotonic_ns(), size,   kind,
                              api,        device,         result, buffer_for_this_thread().thread_id,
                              stack_id};

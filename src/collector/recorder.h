@@ -40,8 +40,9 @@ class Recorder {
   std::uint64_t next_seq() { return seq_.fetch_add(1, std::memory_order_relaxed); }
 
   // Captures the calling thread's stack for the allocation.
+  // `with_native`: native frames even when Python frames exist.
   void record_alloc(std::uint64_t address, std::uint64_t size, trace::MemoryKind kind,
-                    std::uint32_t api, std::int32_t device, std::uint64_t stream);
+                    std::uint32_t api, std::int32_t device, std::uint64_t stream, bool with_native);
   void record_free(std::uint64_t seq, std::uint64_t address, trace::MemoryKind kind,
                    std::uint32_t api, std::int32_t device);
   // A sequence number taken for an event that did not happen (a failed free).

@@ -49,13 +49,15 @@ std::uint32_t StackTable::code_id(void* code, std::string& definitions,
   return it->second;
 }
 
-std::uint32_t StackTable::capture(std::string& definitions, std::uint32_t& definition_count) {
+std::uint32_t StackTable::capture(std::string& definitions, std::uint32_t& definition_count,
+                                  bool with_native) {
   PythonCapture python;
   int python_frames = config_.python_stacks ? python.capture() : 0;
 
   std::uint64_t native[256];
   int native_frames = 0;
-  bool want_native = config_.native_depth > 0 && (python_frames == 0 || config_.native_with_python);
+  bool want_native =
+      config_.native_depth > 0 && (python_frames == 0 || with_native || config_.native_with_python);
   if (want_native) native_frames = capture_native_stack(native, config_.native_depth);
   if (python_frames == 0 && native_frames == 0) return 0;
 

@@ -24,8 +24,11 @@ class StackTable {
 
   // Captures the calling thread's stack and returns its id (0 if none could
   // be captured). New definitions are appended (encoded) to `definitions`,
-  // and `definition_count` is increased by their number.
-  std::uint32_t capture(std::string& definitions, std::uint32_t& definition_count);
+  // and `definition_count` is increased by their number. Native frames are
+  // taken when there are no Python frames, or always with `with_native`
+  // (driver allocations: their native frames tell PyTorch's cache, NCCL
+  // and cuBLAS apart).
+  std::uint32_t capture(std::string& definitions, std::uint32_t& definition_count, bool with_native);
 
  private:
   static constexpr int kShards = 64;
