@@ -37,7 +37,7 @@ def build(model_name, device):
                                                  batch_first=True)
         model = torch.nn.TransformerEncoder(layer, num_layers=6).to(device)
         def batch():
-            return torch.randn(16, 512, 1024, device=device), None
+            return torch.randn(32, 512, 1024, device=device), None
         def loss_of(x, _):
             with torch.autocast("cuda", dtype=torch.bfloat16):
                 return model(x).float().pow(2).mean()

@@ -1,0 +1,96 @@
+"""Step-time overhead of gpuleak on PyTorch training loops, on the GPU machine.
+
+Two loops (bench/torch/step_time.py): "mlp" is launch-bound (tiny MLP,
+batch 4), "transformer" is GPU-bound. Configurations, run interleaved:
+  native        the loop alone
+  history       PyTorch's own torch.cuda.memory._record_memory_history(stacks="python")
+  async_only    PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync, no gpuleak
+  gpuleak_hook  gpuleak run --torch-mode hook (allocator trace tracker, default allocator)
+  gpuleak_async gpuleak run --torch-mode async (cudaMallocAsync backend, driver sees each tensor)
+Targets (issue 3): GPU-bound <= 1.03x native; launch-bound <= 1.25x native
+and no slower than PyTorch's history.
+
+usage: python3 run_overhead.py GPULEAK OUT_JSON [ROUNDS]
+"""
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+STEP_TIME = os.path.join(HERE, "step_time.py")
+MODEL_ARGS = {
+    "mlp": ["--model", "mlp", "--steps", "300", "--rounds", "5", "--warmup", "30"],
+    "transformer": ["--model", "transformer", "--steps", "15", "--rounds", "3", "--warmup", "5"],
+}
+
+
+def configurations(gpuleak, trace_root):
+    def wrapped(mode):
+        def argv(model, index):
+            out = os.path.join(trace_root, "%s-%s-%d" % (mode, model, index))
+            return [gpuleak, "run", "-q", "--torch-mode", mode, "-o", out, "--", sys.executable, STEP_TIME]
+        return argv
+    return {
+        "native": (lambda m, i: [sys.executable, STEP_TIME], [], {}),
+        "history": (lambda m, i: [sys.executable, STEP_TIME], ["--mode", "history"], {}),
+        "async_only": (lambda m, i: [sys.executable, STEP_TIME], [],
+                       {"PYTORCH_CUDA_ALLOC_CONF": "backend:cudaMallocAsync"}),
+        "gpuleak_hook": (wrapped("hook"), [], {}),
+        "gpuleak_async": (wrapped("async"), [], {}),
+    }
+
+
+def run_once(argv, env_extra):
+    env = dict(os.environ, **env_extra)
+    out = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, timeout=300)
+    for line in reversed(out.stdout.splitlines()):
+        if line.startswith("{"):
+            result = json.loads(line)
+            if "step_seconds" in result:
+                return result
+    raise RuntimeError("no step time from %s (exit %d): %s" % (argv[:6], out.returncode, out.stderr[-600:]))
+
+
+def main():
+    gpuleak, out_json = sys.argv[1:3]
+    rounds = int(sys.argv[3]) if len(sys.argv) > 3 else 2
+    trace_root = tempfile.mkdtemp(prefix="gpuleak-torch-bench-")
+    configs = configurations(gpuleak, trace_root)
+    samples = {model: {name: [] for name in configs} for model in MODEL_ARGS}
+    errors = []
+    started = time.time()
+    for r in range(rounds):
+        for model, model_args in MODEL_ARGS.items():
+            for name, (argv_of, extra_args, env) in configs.items():
+                try:
+                    result = run_once(argv_of(model, r) + model_args + extra_args, env)
+                    samples[model][name].append(result["step_seconds"])
+                except Exception as e:  # keep measuring the others
+                    errors.append("%s/%s round %d: %s" % (model, name, r, e))
+                print("round %d %s %s: %s" % (r, model, name, samples[model][name][-1:] or "failed"), flush=True)
+    medians = {m: {n: statistics.median(v) for n, v in s.items() if v} for m, s in samples.items()}
+    ratios = {m: {n: v / med["native"] for n, v in med.items() if n != "native"}
+              for m, med in medians.items() if "native" in med}
+    verdicts = {}
+    if "transformer" in ratios and "gpuleak_hook" in ratios["transformer"]:
+        verdicts["gpu_bound_hook_within_1.03x"] = ratios["transformer"]["gpuleak_hook"] <= 1.03
+    if "mlp" in ratios and "gpuleak_hook" in ratios["mlp"]:
+        verdicts["launch_bound_hook_within_1.25x"] = ratios["mlp"]["gpuleak_hook"] <= 1.25
+        if "history" in medians["mlp"]:
+            verdicts["launch_bound_hook_not_slower_than_history"] = (
+                medians["mlp"]["gpuleak_hook"] <= medians["mlp"]["history"])
+    result = {"command": "python3 bench/torch/run_overhead.py %s %s %d" % (gpuleak, out_json, rounds),
+              "what": "median seconds per training step over interleaved runs; ratios to native",
+              "samples_step_seconds": samples, "median_step_seconds": medians, "ratio_to_native": ratios,
+              "targets_met": verdicts, "errors": errors, "seconds": round(time.time() - started, 1)}
+    with open(out_json, "w") as f:
+        json.dump(result, f, indent=2)
+    print(json.dumps({"ratio_to_native": ratios, "targets_met": verdicts, "errors": errors[:3]}), flush=True)
+
+
+if __name__ == "__main__":
+    main()
