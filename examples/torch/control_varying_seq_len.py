@@ -2,7 +2,7 @@
 
 A small Transformer encoder classifies token sequences whose length changes
 from batch to batch: a length-bucketing sampler gives each batch sequences of
-similar length, anywhere from 16 to 256 tokens, padded to the longest one. Each step's activations, and so its
+similar length, anywhere from 16 to 160 tokens, padded to the longest one. Each step's activations, and so its
 peak memory, depend on that length: memory in use swings up and down from
 step to step, and PyTorch's caching allocator reserves more each time a longer
 batch than any before arrives, a staircase that rises quickly at first and then
@@ -23,7 +23,7 @@ VOCAB = 1000
 WIDTH = 64
 BATCH = 16
 CLASSES = 5
-MIN_TOKENS, MAX_TOKENS = 16, 256
+MIN_TOKENS, MAX_TOKENS = 16, 160
 
 
 def parse_args():

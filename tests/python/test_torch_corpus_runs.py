@@ -156,7 +156,7 @@ def probe_plan(case):
         return 16, 1, 4
     growth_steps = case.get("growth_steps", 0)
     if growth_steps < 50:
-        return max(40, growth_steps + 30), 1, growth_steps + 5
+        return max(30, growth_steps + 25), 1, growth_steps + 5
     return growth_steps + 45, 5, growth_steps + 5
 
 
