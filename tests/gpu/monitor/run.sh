@@ -4,8 +4,10 @@
 #   2. doctor names an orphaned child holding a CUDA context, with its memory;
 #   3. top --json flags a process leaking 64 MiB/s within 30 s;
 #   4. top at 1 Hz costs < 1% of one core (utime+stime over ~30 s).
-# Writes $OUT/monitor-gpu.json (figures and pass/fail per check) and the raw
-# outputs beside it. Every process it starts is ended on exit.
+# Writes two files (the device tool returns few): $OUT/monitor-gpu.json, the
+# figures and pass/fail per check, and $OUT/monitor-gpu-raw.tar.gz, every raw
+# output (doctor JSON and text, top JSON lines, nvidia-smi, script logs).
+# Every process it starts is ended on exit.
 #
 # usage: tests/gpu/monitor/run.sh [OUT_DIR] [PATH_TO_GPULEAK]
 #   OUT_DIR defaults to $OUT; PATH_TO_GPULEAK to ./build/gpuleak. The
@@ -16,11 +18,13 @@ HERE="$(cd "$(dirname "$0")" && pwd)"
 # The scenario scripts; replaceable so the plumbing can be dry-run on a
 # machine without a GPU (CPU stand-ins with a stand-in NVML).
 SCENARIOS="${GPULEAK_MONITOR_SCENARIOS:-$HERE}"
-OUT_DIR="${1:-${OUT:?give OUT_DIR or set OUT}}"
+RESULT_DIR="${1:-${OUT:?give OUT_DIR or set OUT}}"
 GPULEAK="${2:-./build/gpuleak}"
 PYTHON="${PYTHON:-python3}"
-mkdir -p "$OUT_DIR"
+mkdir -p "$RESULT_DIR"
 WORK="$(mktemp -d /tmp/gpuleak-gpu-monitor.XXXXXX)"
+OUT_DIR="$WORK/monitor-gpu-raw"  # raw outputs, packed into one archive at the end
+mkdir -p "$OUT_DIR"
 STARTED=()
 
 log() { echo "[monitor-gpu $(date +%T)] $*" >&2; }
@@ -49,12 +53,16 @@ wait_for_file() {
 
 json_field() { "$PYTHON" -c "import json,sys; print(json.load(open(sys.argv[1]))$2)" "$1"; }
 
-GPULEAK="$(cd "$(dirname "$GPULEAK")" && pwd)/$(basename "$GPULEAK")"
+GPULEAK_BIN="$(cd "$(dirname "$GPULEAK")" && pwd)/$(basename "$GPULEAK")"
+# A copied build keeps its libraries in lib/ beside the binary (the binary's
+# rpath finds them); the path is repeated here for the libraries they need.
+gpuleak() { LD_LIBRARY_PATH="$(dirname "$GPULEAK_BIN")/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$GPULEAK_BIN" "$@"; }
+GPULEAK=gpuleak
 "$GPULEAK" --version > "$OUT_DIR/monitor-gpuleak-version.txt" 2>&1
-if ldd "$GPULEAK" | grep -q "not found"; then
-  log "gpuleak's shared libraries are missing here:"; ldd "$GPULEAK" | grep "not found" >&2
+if ldd "$GPULEAK_BIN" | grep -q "not found"; then
+  log "gpuleak's shared libraries are missing here:"; ldd "$GPULEAK_BIN" | grep "not found" >&2
 fi
-ldd "$GPULEAK" > "$OUT_DIR/monitor-ldd.txt" 2>&1
+ldd "$GPULEAK_BIN" > "$OUT_DIR/monitor-ldd.txt" 2>&1
 
 log "baseline doctor"
 "$GPULEAK" doctor --json > "$OUT_DIR/monitor-doctor-baseline.json" 2> "$OUT_DIR/monitor-doctor-baseline.err"
@@ -107,8 +115,9 @@ LEAK_JOB=$!
 STARTED+=("$LEAK_JOB")
 if wait_for_file "$WORK/leak.json" 60; then
   cp "$WORK/leak.json" "$OUT_DIR/monitor-leak-pid.json"
-  "$GPULEAK" top --json --interval 1 > "$OUT_DIR/monitor-top-leak.jsonl" 2> "$OUT_DIR/monitor-top-leak.err" &
-  TOP_PID=$!
+  LD_LIBRARY_PATH="$(dirname "$GPULEAK_BIN")/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
+    "$GPULEAK_BIN" top --json --interval 1 > "$OUT_DIR/monitor-top-leak.jsonl" 2> "$OUT_DIR/monitor-top-leak.err" &
+  TOP_PID=$!  # the binary itself, not a shell function, so its CPU time is its own
   STARTED+=("$TOP_PID")
   # CPU of top itself: utime+stime (fields 14, 15 of /proc/PID/stat) over ~30 s.
   sleep 2
@@ -126,7 +135,10 @@ else
 fi
 kill -TERM -- "-$LEAK_JOB" 2>/dev/null
 
-"$PYTHON" "$HERE/evaluate.py" "$OUT_DIR" > "$OUT_DIR/monitor-gpu.json"
+"$PYTHON" "$HERE/evaluate.py" "$OUT_DIR" > "$RESULT_DIR/monitor-gpu.json"
 STATUS=$?
-cat "$OUT_DIR/monitor-gpu.json"
+cp "$RESULT_DIR/monitor-gpu.json" "$OUT_DIR/"
+tar -czf "$RESULT_DIR/monitor-gpu-raw.tar.gz" -C "$WORK" monitor-gpu-raw
+cat "$RESULT_DIR/monitor-gpu.json"
+log "wrote $RESULT_DIR/monitor-gpu.json and $RESULT_DIR/monitor-gpu-raw.tar.gz"
 exit $STATUS
