@@ -81,3 +81,41 @@ def attach(torch, collector):
     if not shim.gpuleak_attach_torch_tracker(alloc_fn, free_fn):
         return False, "PyTorch refused the allocator trace tracker"
     return True, path
+
+
+def _build_ahead():
+    """`python3 -m gpuleak.torch_hook --build`: compiles the shim now; exit 0 or 1.
+
+    `gpuleak run` calls it before starting the program, so the program does
+    not wait for the compiler at its CUDA initialization.
+    """
+    try:
+        import torch
+    except Exception as error:
+        print("gpuleak: cannot import torch (%s); no allocator hook to build" % error)
+        return 1
+    if getattr(torch.version, "cuda", None) is None:
+        print("gpuleak: torch %s was built without CUDA; there is no CUDA allocator to hook"
+              % torch.__version__)
+        return 1
+    path = shim_path(torch)
+    if os.path.exists(path):
+        print("gpuleak: the allocator hook for torch %s is built: %s" % (torch.__version__, path))
+        return 0
+    try:
+        ok, message = build_shim(torch, path)
+    except Exception as error:
+        ok, message = False, "%s: %s" % (type(error).__name__, error)
+    if ok:
+        print("gpuleak: built the allocator hook for torch %s: %s" % (torch.__version__, message))
+        return 0
+    print("gpuleak: could not build the allocator hook for torch %s: %s"
+          % (torch.__version__, message))
+    return 1
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] == ["--build"]:
+        sys.exit(_build_ahead())
+    print("usage: python3 -m gpuleak.torch_hook --build")
+    sys.exit(2)

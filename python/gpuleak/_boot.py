@@ -1,0 +1,197 @@
+"""Starts gpuleak in a Python process run by `gpuleak run`, without code changes.
+
+python/boot/sitecustomize.py calls install() when GPULEAK_COLLECTOR is set.
+install() imports nothing heavy and sets up nothing but an import watcher:
+a program that never imports torch pays one string comparison per import.
+
+When torch is imported (right after torch/__init__.py has run):
+  * the global optimizer step hooks mark step boundaries (_steps.py);
+    torch < 2.0 has no global hooks: Optimizer._optimizer_step_code, which
+    torch's step wrapper calls after every step(), is wrapped instead;
+  * a CUDA lazy-init callback (torch.cuda._lazy_call) runs once CUDA is up:
+    it attaches the allocator trace tracker when GPULEAK_TORCH_MODE is
+    `hook` or `user`, writes the `torch_tracking` annotation in every mode,
+    and starts memory sampling.
+"""
+
+import os
+import sys
+
+from gpuleak._notice import say_once
+
+
+def install():
+    """Arranges the setup for when torch is imported. Never raises."""
+    try:
+        torch = sys.modules.get("torch")
+        if torch is not None and getattr(torch, "optim", None) is not None:
+            on_torch_imported(torch)
+        elif not any(isinstance(f, TorchImportWatcher) for f in sys.meta_path):
+            sys.meta_path.insert(0, TorchImportWatcher())
+    except Exception as error:
+        say_once("boot", "could not start (%s); the program runs without gpuleak" % error)
+
+
+class TorchImportWatcher:
+    """A meta path finder that finds nothing itself.
+
+    For `torch` it asks the other finders for the spec, then wraps that
+    spec's loader so that on_torch_imported runs right after torch's own
+    module code. The loader object stays the same (its exec_module is
+    shadowed on the instance for the duration of the import), so torch's
+    __loader__ and __spec__ are what they would be without gpuleak.
+    """
+
+    def __init__(self):
+        self.finding = False
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname != "torch" or self.finding:
+            return None
+        self.finding = True
+        try:
+            spec = None
+            for finder in list(sys.meta_path):
+                if finder is self or not hasattr(finder, "find_spec"):
+                    continue
+                spec = finder.find_spec(fullname, path, target)
+                if spec is not None:
+                    break
+        finally:
+            self.finding = False
+        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+            return spec
+        self.watch(spec.loader)
+        return spec
+
+    def watch(self, loader):
+        run_module_code = loader.exec_module
+        watcher = self
+
+        def exec_module(module):
+            try:
+                del loader.exec_module
+            except AttributeError:
+                pass
+            run_module_code(module)
+            try:
+                sys.meta_path.remove(watcher)
+            except ValueError:
+                pass
+            on_torch_imported(module)
+
+        try:
+            loader.exec_module = exec_module
+        except (AttributeError, TypeError):
+            say_once("boot-loader", "cannot watch the import of torch (its loader is %s); "
+                     "gpuleak marks no steps" % type(loader).__name__)
+
+    def invalidate_caches(self):
+        pass
+
+
+def on_torch_imported(torch):
+    """Registers the step hooks and the CUDA callback. Never raises."""
+    try:
+        from gpuleak import _collector, _runtime
+
+        collector = _collector.load()
+        if collector is None:
+            return
+        clock = _runtime.clock()
+        register_step_hooks(torch, clock)
+        lazy_call = getattr(getattr(torch, "cuda", None), "_lazy_call", None)
+        if lazy_call is None:
+            say_once("cuda-hook", "torch %s has no torch.cuda._lazy_call; no allocator hook "
+                     "and no memory samples" % getattr(torch, "__version__", "?"))
+            return
+        lazy_call(lambda: on_cuda_initialized(torch, collector, clock))
+    except Exception as error:
+        say_once("torch-setup", "setting up for torch failed (%s); the program runs "
+                 "without gpuleak's step hooks" % error)
+
+
+def register_step_hooks(torch, clock):
+    import torch.optim.optimizer as optimizer_module
+
+    post = getattr(optimizer_module, "register_optimizer_step_post_hook", None)
+    pre = getattr(optimizer_module, "register_optimizer_step_pre_hook", None)
+    if post is not None:
+        if pre is not None:
+            pre(clock.on_optimizer_step_started)
+        post(clock.on_optimizer_step_finished)
+        return
+    optimizer_class = optimizer_module.Optimizer
+    after_step = optimizer_class.__dict__.get("_optimizer_step_code")
+    if after_step is None:
+        say_once("step-hook", "torch %s has no optimizer step hook; call gpuleak.step() at the "
+                 "end of each training step" % torch.__version__)
+        return
+    finished = clock.on_optimizer_step_finished
+
+    def _optimizer_step_code(self):
+        after_step(self)
+        finished(self)
+
+    _optimizer_step_code.__wrapped__ = after_step
+    optimizer_class._optimizer_step_code = _optimizer_step_code
+
+
+def allocator_backend(torch):
+    try:
+        return torch.cuda.get_allocator_backend()  # torch >= 2.0
+    except Exception:
+        return "native"
+
+
+def on_cuda_initialized(torch, collector, clock):
+    """Runs inside torch's CUDA lazy init: must never raise (torch would fail the program)."""
+    try:
+        import json
+
+        mode = os.environ.get("GPULEAK_TORCH_MODE", "off")
+        alloc_conf = os.environ.get("PYTORCH_CUDA_ALLOC_CONF") or \
+            os.environ.get("PYTORCH_ALLOC_CONF") or ""
+        tracking = {"mode": "driver-only", "alloc_conf": alloc_conf,
+                    "torch": str(getattr(torch, "__version__", "?")), "hook_error": None}
+        backend = allocator_backend(torch)
+        if backend == "cudaMallocAsync":
+            tracking["mode"] = "cudaMallocAsync"
+        elif mode in ("hook", "user"):
+            ok, message = attach_allocator_hook(torch, collector)
+            if ok:
+                tracking["mode"] = "allocator-hook"
+            else:
+                tracking["hook_error"] = message
+                say_once("allocator-hook", "the PyTorch allocator hook is off (%s); tensors are "
+                         "seen through driver calls only" % short_reason(message))
+        elif mode == "async":
+            tracking["hook_error"] = ("GPULEAK_TORCH_MODE=async, but torch uses the %s "
+                                      "allocator backend" % backend)
+        collector.annotate("torch_tracking", json.dumps(tracking))
+        from gpuleak._memory_samples import MemorySampler
+
+        clock.sampler = MemorySampler(torch, collector, tracking["mode"] == "cudaMallocAsync")
+    except Exception as error:
+        say_once("cuda-setup", "setting up after CUDA initialization failed (%s)" % error)
+
+
+def short_reason(message):
+    """One line of a (compiler) message for stderr: the first error line, or the first line."""
+    lines = [line.strip() for line in str(message or "unknown error").splitlines() if line.strip()]
+    for line in lines:
+        if "error" in line.lower() and line != lines[0]:
+            return line[:200]
+    return (lines[0] if lines else "unknown error")[:200]
+
+
+def attach_allocator_hook(torch, collector):
+    try:
+        from gpuleak import torch_hook
+
+        if not os.path.exists(torch_hook.shim_path(torch)):
+            say_once("hook-build", "building the PyTorch allocator hook for torch %s (once; "
+                     "`python3 -m gpuleak.torch_hook --build` does it ahead)" % torch.__version__)
+        return torch_hook.attach(torch, collector.library)
+    except Exception as error:
+        return False, "%s: %s" % (type(error).__name__, error)

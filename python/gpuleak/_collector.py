@@ -1,0 +1,76 @@
+"""The collector's C API (include/gpuleak/collector_api.h) through ctypes.
+
+The library is `GPULEAK_COLLECTOR`, loaded with PyDLL so the GIL stays held
+during each call: allocations recorded from Python then carry Python stacks.
+If the CUDA driver already loaded it through CUDA_INJECTION64_PATH, dlopen
+returns the same handle, so the package and the driver share one recorder.
+
+Every function here is safe when no collector is configured: `load()`
+returns None and callers skip their work.
+"""
+
+import os
+
+from gpuleak._notice import say_once
+
+# Metric ids of gpuleak_record_sample (trace::Metric in src/trace/records.h).
+METRIC_DEVICE_USED_BYTES = 2
+METRIC_DEVICE_TOTAL_BYTES = 3
+METRIC_POOL_RESERVED_BYTES = 4
+METRIC_POOL_USED_BYTES = 5
+METRIC_TORCH_ALLOCATED_BYTES = 6
+METRIC_TORCH_RESERVED_BYTES = 7
+
+# Step sources of gpuleak_mark_step (trace::StepSource).
+STEP_FROM_OPTIMIZER_HOOK = 1
+STEP_FROM_EXPLICIT_CALL = 2
+
+
+class Collector:
+    """Typed entry points of one loaded collector library."""
+
+    def __init__(self, library):
+        import ctypes
+
+        self.library = library
+        u64, i32, text = ctypes.c_uint64, ctypes.c_int, ctypes.c_char_p
+
+        def entry(name, argtypes, restype=None):
+            function = getattr(library, name)
+            function.argtypes = argtypes
+            function.restype = restype
+            return function
+
+        self.is_recording = entry("gpuleak_is_recording", [], i32)
+        self.start_recording = entry("gpuleak_start_recording", [], i32)
+        self.mark_step = entry("gpuleak_mark_step", [u64, i32])
+        self.record_sample = entry("gpuleak_record_sample", [i32, i32, u64])
+        self._annotate = entry("gpuleak_annotate", [text, text])
+        self.flush = entry("gpuleak_flush", [])
+
+    def annotate(self, key, value_json):
+        self._annotate(key.encode("utf-8"), value_json.encode("utf-8", "replace"))
+
+
+_loaded = None
+_load_tried = False
+
+
+def load():
+    """The collector named by GPULEAK_COLLECTOR, or None (not configured or unloadable)."""
+    global _loaded, _load_tried
+    if _load_tried:
+        return _loaded
+    _load_tried = True
+    path = os.environ.get("GPULEAK_COLLECTOR")
+    if not path:
+        return None
+    try:
+        import ctypes
+
+        _loaded = Collector(ctypes.PyDLL(path))
+    except Exception as error:
+        say_once("collector-load", "cannot load the collector %s (%s); gpuleak is off in this process"
+                 % (path, error))
+        _loaded = None
+    return _loaded

@@ -1,0 +1,28 @@
+"""The package's state in this process: one collector handle, one step clock."""
+
+import os
+
+from gpuleak import _collector
+
+_clock = None
+
+
+def clock():
+    """The process's StepClock (created on first use; a no-op one without a collector)."""
+    global _clock
+    if _clock is None:
+        from gpuleak._steps import StepClock
+
+        collector = _collector.load()
+        made = StepClock(collector)
+        if collector is not None and os.environ.get("GPULEAK_HOLDER_REQUESTS") == "1":
+            from gpuleak._holder_requests import HolderRequests
+
+            try:
+                seconds = float(os.environ.get("GPULEAK_HOLDER_SECONDS", "2"))
+            except ValueError:
+                seconds = 2.0
+            made.holder_requests = HolderRequests(
+                collector, os.environ.get("GPULEAK_TRACE_DIR") or "gpuleak-traces", seconds)
+        _clock = made
+    return _clock
