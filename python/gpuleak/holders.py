@@ -198,7 +198,10 @@ class _Walk:
             tensors = self.scan_heap()
             with _plain_tensor_methods(self.torch):
                 self.match_tensors(tensors, ranges, sites)
-                if any(len(site.direct_matches) < len(site.ranges) for site in sites):
+                # Even when every address matched a live tensor: torch keeps the
+                # Python object of a tensor saved for backward alive from C++,
+                # so matching directly does not mean a Python holder exists.
+                if any(site.ranges for site in sites):
                     self.match_graphs(tensors, ranges, sites)
                 del tensors[:]
                 for site in sites:

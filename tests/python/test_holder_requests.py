@@ -1,0 +1,87 @@
+"""Holder requests, end to end: a request file appears, the next step boundary answers it."""
+
+import os
+
+LEAKING_TRAINING = '''
+import json, os
+import torch
+
+torch.manual_seed(0)
+model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 1))
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+losses = []
+request_path = os.path.join(os.environ["GPULEAK_TRACE_DIR"],
+                            "gpuleak-%d.holder-request.json" % os.getpid())
+
+def write_request(text):
+    # as gpuleak run does: a temporary name, then an atomic rename
+    with open(request_path + ".partial", "w") as f:
+        f.write(text)
+    os.replace(request_path + ".partial", request_path)
+
+for step in range(10):
+    loss = model(torch.randn(16, 4)).pow(2).mean()
+    losses.append(loss)  # the leak: every loss with its grad_fn
+    opt.zero_grad()
+    loss.backward()
+    if step == {request_at}:
+        write_request({request_text})
+    opt.step()
+    if step == {request_at}:
+        print("request file after the step:", os.path.exists(request_path))
+leave_traced_program()
+'''
+
+ADDRESSES_OF_LOSSES = '''json.dumps({"request_id": 3, "sites": [{"site_id": 17, "label": "program.py:25",
+    "addresses": [[l.data_ptr(), 4] for l in losses]}]})'''
+
+
+def program(request_at=5, request_text=ADDRESSES_OF_LOSSES):
+    return LEAKING_TRAINING.replace("{request_at}", str(request_at)).replace(
+        "{request_text}", request_text)
+
+
+def test_request_is_answered_at_the_next_step_boundary(run_traced):
+    run = run_traced(program(), {"GPULEAK_HOLDER_REQUESTS": "1"})
+    assert run.returncode == 0, run.stderr
+    assert "request file after the step: False" in run.stdout
+    answers = run.annotations("holder")
+    assert len(answers) == 1
+    answer = answers[0]
+    assert answer["request_id"] == 3 and 0 <= answer["seconds"] < 2.5
+    (site,) = answer["sites"]
+    assert site["site_id"] == 17
+    assert site["matched_addresses"] == 6
+    assert site["kind"] == "tensor" and site["element_has_grad_fn"] is True
+    assert site["holder"] == {"type": "list", "name": "losses", "owner": "module __main__",
+                              "path": "__main__.losses", "length": 6, "bounded": False,
+                              "maxlen": None}
+    assert site["fix"].startswith("append loss.item() (a Python float) instead of the loss tensor")
+    # the answer belongs to the step that saw the request: after step 6, before step 7
+    records = run.records()
+    sixth = next(i for i, r in enumerate(records) if r["type"] == "step" and r["step"] == 6)
+    seventh = next(i for i, r in enumerate(records) if r["type"] == "step" and r["step"] == 7)
+    holder_at = next(i for i, r in enumerate(records)
+                     if r["type"] == "annotation" and r["key"] == "holder")
+    assert sixth < holder_at < seventh
+    assert run.gpuleak_lines() == []
+
+
+def test_unreadable_request_is_answered_with_an_error(run_traced):
+    run = run_traced(program(request_text='"{not json"'), {"GPULEAK_HOLDER_REQUESTS": "1"})
+    assert run.returncode == 0, run.stderr
+    assert "request file after the step: False" in run.stdout
+    (answer,) = run.annotations("holder")
+    assert answer["request_id"] is None and answer["sites"] == [] and answer["error"]
+    lines = run.gpuleak_lines()
+    assert len(lines) == 1 and "unreadable holder request" in lines[0]
+
+
+def test_requests_are_ignored_unless_asked_for(run_traced):
+    run = run_traced(program(), {"GPULEAK_HOLDER_REQUESTS": "0"})
+    assert run.returncode == 0, run.stderr
+    assert "request file after the step: True" in run.stdout
+    assert run.annotations("holder") == []
+    assert len(run.steps()) == 10
+    leftover = [f for f in os.listdir(run.trace_dir) if f.endswith(".holder-request.json")]
+    assert len(leftover) == 1
