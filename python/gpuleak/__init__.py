@@ -9,16 +9,22 @@ not run under `gpuleak run`, and none ever raises.
 __all__ = ["step", "annotate", "is_recording"]
 
 
+_explicit_step = None  # the clock's bound method, looked up once
+
+
 def step():
     """Marks the end of a training step.
 
     Once called, explicit steps replace the steps gpuleak derives from
     optimizer.step(). Call it once per iteration, where the iteration ends.
     """
+    global _explicit_step
     try:
-        from gpuleak import _runtime
+        if _explicit_step is None:
+            from gpuleak import _runtime
 
-        _runtime.clock().explicit_step()
+            _explicit_step = _runtime.clock().explicit_step
+        _explicit_step()
     except Exception as error:
         from gpuleak._notice import say_once
 

@@ -18,11 +18,16 @@ def clock():
         if collector is not None and os.environ.get("GPULEAK_HOLDER_REQUESTS") == "1":
             from gpuleak._holder_requests import HolderRequests
 
-            try:
-                seconds = float(os.environ.get("GPULEAK_HOLDER_SECONDS", "2"))
-            except ValueError:
-                seconds = 2.0
             made.holder_requests = HolderRequests(
-                collector, os.environ.get("GPULEAK_TRACE_DIR") or "gpuleak-traces", seconds)
+                collector, os.environ.get("GPULEAK_TRACE_DIR") or "gpuleak-traces",
+                seconds=_number_from_environment("GPULEAK_HOLDER_SECONDS", 2.0),
+                poll_interval_s=_number_from_environment("GPULEAK_HOLDER_POLL_MS", 100.0) / 1000)
         _clock = made
     return _clock
+
+
+def _number_from_environment(name, default):
+    try:
+        return max(0.0, float(os.environ[name]))
+    except (KeyError, ValueError):
+        return default

@@ -35,6 +35,7 @@ import bisect
 import collections
 import functools
 import gc
+import itertools
 import os
 import sys
 import time
@@ -140,6 +141,30 @@ class _Ranges:
         return found
 
 
+class _TypeCategories(dict):
+    """type -> _TENSOR, _MODULE, _CHECKPOINT or 0, computed on first sight of each type."""
+
+    def __init__(self, tensor_type, module_type, checkpoint_frame_type):
+        super().__init__()
+        self.tensor_type = tensor_type
+        self.module_type = module_type
+        self.checkpoint_frame_type = checkpoint_frame_type
+
+    def __missing__(self, kind):
+        category = 0
+        try:
+            if issubclass(kind, self.tensor_type):
+                category = _TENSOR
+            elif self.module_type and issubclass(kind, self.module_type):
+                category = _MODULE
+            elif self.checkpoint_frame_type and issubclass(kind, self.checkpoint_frame_type):
+                category = _CHECKPOINT
+        except TypeError:
+            pass
+        self[kind] = category
+        return category
+
+
 class _Climb:
     """References found above some starting objects, by id (the objects live in _Walk.keep)."""
 
@@ -234,27 +259,26 @@ class _Walk:
         tensors = self.own([])
         modules = self.own([])
         # By type, not isinstance(): isinstance() falls back to obj.__class__,
-        # which runs the __getattribute__ of any object that defines one.
-        category_of_type = {}
+        # which runs the __getattribute__ of any object that defines one. The
+        # loop over every object of the heap runs in C (map, compress); Python
+        # code runs once per distinct type.
+        categories = _TypeCategories(tensor_type, module_type, checkpoint_frame_type)
         objects = gc.get_objects()
         try:
-            for obj in objects:
-                kind = type(obj)
-                category = category_of_type.get(kind)
-                if category is None:
-                    category = _TENSOR if issubclass(kind, tensor_type) else \
-                        _MODULE if module_type and issubclass(kind, module_type) else \
-                        _CHECKPOINT if checkpoint_frame_type and issubclass(
-                            kind, checkpoint_frame_type) else 0
-                    category_of_type[kind] = category
-                if category == _TENSOR:
-                    tensors.append(obj)
-                elif category == _MODULE:
-                    modules.append(obj)
-                elif category == _CHECKPOINT:
-                    self.checkpointing = True
+            selected = list(itertools.compress(objects, map(categories.__getitem__,
+                                                            map(type, objects))))
         finally:
             del objects
+        self.own(selected)
+        for obj in selected:
+            category = categories[type(obj)]
+            if category == _TENSOR:
+                tensors.append(obj)
+            elif category == _MODULE:
+                modules.append(obj)
+            else:
+                self.checkpointing = True
+        del selected[:]
         for module in modules:
             self.index_hooks(_instance_dict(module), "hook on %s" % type(module).__name__)
         del modules[:]

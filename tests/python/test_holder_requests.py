@@ -42,7 +42,7 @@ def program(request_at=5, request_text=ADDRESSES_OF_LOSSES):
 
 
 def test_request_is_answered_at_the_next_step_boundary(run_traced):
-    run = run_traced(program(), {"GPULEAK_HOLDER_REQUESTS": "1"})
+    run = run_traced(program(), {"GPULEAK_HOLDER_REQUESTS": "1", "GPULEAK_HOLDER_POLL_MS": "0"})
     assert run.returncode == 0, run.stderr
     assert "request file after the step: False" in run.stdout
     answers = run.annotations("holder")
@@ -68,7 +68,8 @@ def test_request_is_answered_at_the_next_step_boundary(run_traced):
 
 
 def test_unreadable_request_is_answered_with_an_error(run_traced):
-    run = run_traced(program(request_text='"{not json"'), {"GPULEAK_HOLDER_REQUESTS": "1"})
+    run = run_traced(program(request_text='"{not json"'),
+                     {"GPULEAK_HOLDER_REQUESTS": "1", "GPULEAK_HOLDER_POLL_MS": "0"})
     assert run.returncode == 0, run.stderr
     assert "request file after the step: False" in run.stdout
     (answer,) = run.annotations("holder")
@@ -85,3 +86,22 @@ def test_requests_are_ignored_unless_asked_for(run_traced):
     assert len(run.steps()) == 10
     leftover = [f for f in os.listdir(run.trace_dir) if f.endswith(".holder-request.json")]
     assert len(leftover) == 1
+
+
+def test_polling_is_rate_limited_by_time(tmp_path):
+    from gpuleak._holder_requests import HolderRequests
+
+    class Clock:
+        now = 10.0
+
+        def __call__(self):
+            return self.now
+
+    clock = Clock()
+    requests = HolderRequests(None, str(tmp_path), seconds=1, poll_interval_s=0.1, clock=clock)
+    looked = []
+    requests.request_path = lambda: looked.append(clock.now) or str(tmp_path / "absent.json")
+    for _ in range(300):  # 300 steps of 1 ms
+        requests.on_step()
+        clock.now += 0.001
+    assert len(looked) == 3
