@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <sstream>
 
 #include "monitor/container_id.h"
 
@@ -87,6 +88,34 @@ bool read_proc_file(const std::string& path, std::string& out) {
   }
   close(fd);
   return true;
+}
+
+std::string hidden_processes_note(const std::string& mountinfo_text, bool running_as_root) {
+  if (running_as_root) return {};
+  std::size_t at = 0;
+  while (at < mountinfo_text.size()) {
+    std::size_t end = mountinfo_text.find('\n', at);
+    if (end == std::string::npos) end = mountinfo_text.size();
+    std::string line = mountinfo_text.substr(at, end - at);
+    at = end + 1;
+    // Fields: id parent major:minor root mount-point options ... - type source super-options
+    std::istringstream fields(line);
+    std::string id, parent, device, root, mount_point;
+    fields >> id >> parent >> device >> root >> mount_point;
+    if (mount_point != "/proc") continue;
+    std::size_t dash = line.find(" - ");
+    if (dash == std::string::npos) continue;
+    std::string super_options = line.substr(dash);
+    bool hides = super_options.find("hidepid=1") != std::string::npos ||
+                 super_options.find("hidepid=2") != std::string::npos ||
+                 super_options.find("hidepid=invisible") != std::string::npos ||
+                 super_options.find("hidepid=noaccess") != std::string::npos;
+    if (hides) {
+      return "/proc is mounted with hidepid, so other users' processes are hidden from gpuleak "
+             "(run as root, or as a member of the group given by gid=, to see them)";
+    }
+  }
+  return {};
 }
 
 const ProcessInfo* ProcessTable::find(int pid) const {

@@ -77,6 +77,11 @@ class ProcScanner {
   std::unordered_map<int, ProcessInfo> cache_;  // the previous scan, by pid
 };
 
+// A note for people when /proc hides other users' processes from us (mounted
+// with hidepid and we are not root); empty otherwise. `mountinfo_text` is the
+// content of /proc/self/mountinfo.
+std::string hidden_processes_note(const std::string& mountinfo_text, bool running_as_root);
+
 // Reads a whole small file (/proc entries report size 0, so read until EOF).
 // Returns false when it cannot be opened or read.
 bool read_proc_file(const std::string& path, std::string& out);

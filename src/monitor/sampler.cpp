@@ -38,6 +38,7 @@ MonitorSample Sampler::add(const Snapshot& snapshot) {
   sample.device_file_glob = snapshot.device_file_glob;
   const double now = snapshot.monotonic_s;
 
+  sample.notes = snapshot.notes;
   // When NVML is missing altogether the renderers say so in their GPU line;
   // a read error of a working NVML is a partial problem worth a note.
   if (snapshot.nvml.available && !snapshot.nvml.message.empty()) {

@@ -20,6 +20,10 @@ std::map<int, std::vector<DeviceUse>> Snapshot::gpu_use_by_pid() const {
 
 SnapshotSource::SnapshotSource(DeviceFilePattern pattern, bool use_nvml)
     : scanner_(std::move(pattern)) {
+  std::string mountinfo;
+  if (read_proc_file("/proc/self/mountinfo", mountinfo)) {
+    hidden_processes_note_ = hidden_processes_note(mountinfo, geteuid() == 0);
+  }
   if (!use_nvml) {
     nvml_status_.message =
         "NVML was turned off (--no-nvml). GPU memory is not shown; processes with open GPU "
@@ -45,6 +49,7 @@ Snapshot SnapshotSource::take(ProcScanner::HandleScope scope,
   snapshot.own_pid = static_cast<int>(getpid());
   snapshot.nvml = nvml_status_;
   snapshot.device_file_glob = scanner_.pattern().glob();
+  if (!hidden_processes_note_.empty()) snapshot.notes.push_back(hidden_processes_note_);
   std::set<int> watch_pids = requested_pids;
   if (nvml_ && nvml_->available()) {
     GpuReadResult read = nvml_->read_devices();

@@ -49,6 +49,7 @@ struct Snapshot {
   HostMemory host;
   int own_pid = 0;
   std::string device_file_glob;  // what counted as a GPU device file
+  std::vector<std::string> notes;  // partial problems of the reading itself
 
   // Every pid the driver lists, with its memory per device.
   std::map<int, std::vector<DeviceUse>> gpu_use_by_pid() const;
@@ -77,6 +78,7 @@ class SnapshotSource {
  private:
   std::unique_ptr<NvmlLibrary> nvml_;
   NvmlStatus nvml_status_;
+  std::string hidden_processes_note_;
   ProcScanner scanner_;
   std::size_t periodic_takes_ = 0;
 };

@@ -177,5 +177,15 @@ TEST(ProcScanner, incremental_scans_keep_the_state_of_holders_and_their_children
   for (int fd : {ready[0], ready[1], go[0], go[1]}) close(fd);
 }
 
+TEST(ProcScanner, a_proc_mounted_with_hidepid_is_noted_for_ordinary_users_only) {
+  const std::string hidden =
+      "22 27 0:21 / /proc rw,nosuid,nodev,noexec,relatime shared:12 - proc proc rw,hidepid=invisible\n";
+  const std::string open = "22 27 0:21 / /proc rw,relatime - proc proc rw\n";
+  EXPECT_NE(hidden_processes_note(hidden, false).find("hidepid"), std::string::npos);
+  EXPECT_EQ(hidden_processes_note(hidden, true), "");
+  EXPECT_EQ(hidden_processes_note(open, false), "");
+  EXPECT_EQ(hidden_processes_note("", false), "");
+}
+
 }  // namespace
 }  // namespace gpuleak::monitor
