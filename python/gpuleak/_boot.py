@@ -112,7 +112,9 @@ def on_torch_imported(torch):
 
 
 def register_step_hooks(torch, clock):
-    import torch.optim.optimizer as optimizer_module
+    optimizer_module = getattr(getattr(torch, "optim", None), "optimizer", None)
+    if optimizer_module is None:
+        import torch.optim.optimizer as optimizer_module
 
     post = getattr(optimizer_module, "register_optimizer_step_post_hook", None)
     pre = getattr(optimizer_module, "register_optimizer_step_pre_hook", None)

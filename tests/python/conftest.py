@@ -124,3 +124,12 @@ def run_traced(tmp_path, collector_path, dump_tool):
         return TracedRun(completed, str(trace_dir), dump_tool)
 
     return run
+
+
+@pytest.fixture(autouse=True)
+def fresh_notices():
+    """Each test sees the package's say-once notices as a new process would."""
+    from gpuleak import _notice
+
+    _notice._said.clear()
+    yield

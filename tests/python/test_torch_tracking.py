@@ -5,6 +5,7 @@ callback gpuleak queued with torch.cuda._lazy_call the way torch's lazy init
 would: that checks it was queued, and what it writes.
 """
 
+import json
 import os
 import subprocess
 
@@ -69,3 +70,109 @@ def test_build_ahead_rejects_unknown_arguments(tmp_path):
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=120)
     assert result.returncode == 2
     assert "usage" in result.stdout
+
+
+# ---- torch 2.x paths, with stand-ins (CI has torch 1.13) ------------------------
+
+import types
+
+from gpuleak import _boot
+from gpuleak._steps import StepClock
+
+
+class FakeCollector:
+    def __init__(self):
+        self.library = object()
+        self.annotations = []
+        self.marked = []
+
+    def annotate(self, key, value):
+        self.annotations.append((key, value))
+
+    def mark_step(self, step, source):
+        self.marked.append((step, source))
+
+    def record_sample(self, metric, device, value):
+        pass
+
+
+def fake_torch(backend="native"):
+    hooks = {"pre": [], "post": []}
+    optimizer_module = types.SimpleNamespace(
+        register_optimizer_step_pre_hook=hooks["pre"].append,
+        register_optimizer_step_post_hook=hooks["post"].append)
+    cuda = types.SimpleNamespace(get_allocator_backend=lambda: backend)
+    torch = types.SimpleNamespace(__version__="2.11.0+cu130", cuda=cuda, _C=types.SimpleNamespace(),
+                                  optim=types.SimpleNamespace(optimizer=optimizer_module))
+    return torch, hooks
+
+
+def test_torch_2_global_hooks_are_registered_and_mark_steps():
+    torch, hooks = fake_torch()
+    collector = FakeCollector()
+    clock = StepClock(collector)
+    _boot.register_step_hooks(torch, clock)
+    assert len(hooks["pre"]) == 1 and len(hooks["post"]) == 1
+    optimizer = types.SimpleNamespace()
+    for _ in range(3):
+        assert hooks["pre"][0](optimizer, (), {}) is None  # a pre-hook must not change arguments
+        hooks["post"][0](optimizer, (), {})
+    assert collector.marked == [(1, 1), (2, 1), (3, 1)]
+
+
+def test_cuda_callback_in_hook_mode_reports_the_attached_hook(monkeypatch):
+    torch, _ = fake_torch()
+    collector = FakeCollector()
+    clock = StepClock(collector)
+    monkeypatch.setenv("GPULEAK_TORCH_MODE", "hook")
+    monkeypatch.delenv("PYTORCH_CUDA_ALLOC_CONF", raising=False)
+    monkeypatch.setattr(_boot, "attach_allocator_hook", lambda t, c: (True, "/cache/shim.so"))
+    _boot.on_cuda_initialized(torch, collector, clock)
+    (key, value), = collector.annotations
+    assert key == "torch_tracking"
+    assert json.loads(value) == {"mode": "allocator-hook", "alloc_conf": "",
+                                 "torch": "2.11.0+cu130", "hook_error": None}
+    assert clock.sampler is not None and clock.sampler.pool_backend is False
+
+
+def test_cuda_callback_with_the_async_backend_samples_the_pool(monkeypatch):
+    torch, _ = fake_torch(backend="cudaMallocAsync")
+    collector = FakeCollector()
+    clock = StepClock(collector)
+    monkeypatch.setenv("GPULEAK_TORCH_MODE", "async")
+    monkeypatch.setenv("PYTORCH_CUDA_ALLOC_CONF", "backend:cudaMallocAsync")
+    monkeypatch.setattr(_boot, "attach_allocator_hook",
+                        lambda t, c: pytest.fail("no tracker with the async backend"))
+    _boot.on_cuda_initialized(torch, collector, clock)
+    tracking = json.loads(collector.annotations[0][1])
+    assert tracking["mode"] == "cudaMallocAsync" and tracking["hook_error"] is None
+    assert tracking["alloc_conf"] == "backend:cudaMallocAsync"
+    assert clock.sampler.pool_backend is True
+
+
+def test_cuda_callback_never_raises_into_torch(monkeypatch, capsys):
+    collector = FakeCollector()
+    monkeypatch.setenv("GPULEAK_TORCH_MODE", "hook")
+
+    def broken_attach(torch, collector):
+        raise RuntimeError("shim exploded")
+
+    monkeypatch.setattr(_boot, "attach_allocator_hook", broken_attach)
+    torch, _ = fake_torch()
+    _boot.on_cuda_initialized(torch, collector, StepClock(collector))  # must not raise
+    lines = [l for l in capsys.readouterr().err.splitlines() if l.startswith("gpuleak:")]
+    assert len(lines) == 1 and "shim exploded" in lines[0]
+
+
+def test_hook_error_keeps_the_compiler_message_and_stderr_gets_its_error_line(monkeypatch, capsys):
+    torch, _ = fake_torch()
+    collector = FakeCollector()
+    monkeypatch.setenv("GPULEAK_TORCH_MODE", "user")
+    message = ("building the PyTorch allocator hook failed:\nIn file included from x.h:1,\n"
+               "x.h:8:10: fatal error: cuda_runtime_api.h: No such file or directory")
+    monkeypatch.setattr(_boot, "attach_allocator_hook", lambda t, c: (False, message))
+    _boot.on_cuda_initialized(torch, collector, StepClock(collector))
+    tracking = json.loads(collector.annotations[0][1])
+    assert tracking["mode"] == "driver-only" and tracking["hook_error"] == message
+    err = capsys.readouterr().err
+    assert "fatal error: cuda_runtime_api.h" in err
