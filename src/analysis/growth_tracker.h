@@ -76,8 +76,16 @@ class GrowthTracker {
   // same window and rules.
   std::optional<SiteTrend> series_trend(const std::vector<double>& values) const;
 
-  // Live allocations of a site made after `since_index` (for holder requests).
-  std::uint64_t warmup_end_index() const { return options_.warmup_steps; }
+  // Every site's kind and live bytes at the latest boundary (or now, when
+  // there was none): `visit(site_id, kind, bytes)`.
+  template <class Visit>
+  void for_each_site_at_last_boundary(Visit&& visit) const {
+    for (const auto& [id, site] : sites_) {
+      std::uint64_t bytes = site.live_bytes;
+      if (!step_numbers_.empty()) bytes = site.series_bytes.empty() ? 0 : site.series_bytes.back();
+      if (bytes > 0) visit(id, site.kind, bytes);
+    }
+  }
 
  private:
   struct Site {

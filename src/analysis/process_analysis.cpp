@@ -224,6 +224,10 @@ void ProcessAnalysis::on_annotation(const trace::AnnotationRecord& record) {
     torch_tracking_ = record.value;
     return;
   }
+  if (record.key == "distributed") {
+    distributed_ = record.value;
+    return;
+  }
   if (record.key != "holder") return;
   nlohmann::json answer = nlohmann::json::parse(record.value, nullptr, false);
   if (answer.is_discarded() || !answer.contains("sites") || !answer["sites"].is_array()) return;
@@ -482,6 +486,23 @@ ProcessReport ProcessAnalysis::build_report(const std::string& trace_path) {
   r.trace_error = trace_error_;
   r.trace_error_offset = trace_error_offset_;
   r.torch_tracking_json = torch_tracking_;
+  r.distributed_json = distributed_;
+  std::map<std::string, OriginShare> origins;
+  growth_.for_each_site_at_last_boundary(
+      [&](std::uint32_t site, MemoryKind kind, std::uint64_t bytes) {
+        if (!occupies_device(kind) && kind != MemoryKind::kTorchBlock) return;
+        if (kind == MemoryKind::kTorchBlock) return;  // inside the cache's segments, counted there
+        std::string origin =
+            is_tensor_kind(kind) ? "PyTorch tensors (one driver call each)" : catalog_.origin(site);
+        if (origin.empty()) origin = "other code calling the CUDA driver";
+        OriginShare& share = origins[origin];
+        share.origin = origin;
+        share.bytes += bytes;
+        share.tensors = is_tensor_kind(kind);
+      });
+  for (auto& [name, share] : origins) r.device_memory_by_origin.push_back(share);
+  std::sort(r.device_memory_by_origin.begin(), r.device_memory_by_origin.end(),
+            [](const OriginShare& a, const OriginShare& b) { return a.bytes > b.bytes; });
   r.allocations = allocations_;
   r.frees = frees_;
   r.unmatched_frees = unmatched_frees_;

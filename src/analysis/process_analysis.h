@@ -85,6 +85,7 @@ class ProcessAnalysis {
   std::string trace_error_;
   std::uint64_t trace_error_offset_ = 0;
   std::string torch_tracking_;
+  std::string distributed_;
   std::uint64_t allocations_ = 0, frees_ = 0, unmatched_frees_ = 0, lost_ = 0;
   std::uint64_t peak_live_bytes_ = 0;
   std::uint64_t first_time_ns_ = 0, last_time_ns_ = 0;

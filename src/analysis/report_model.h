@@ -127,6 +127,15 @@ struct Timeline {
   std::vector<std::optional<std::uint64_t>> host_rss_bytes;
 };
 
+// Device memory the driver handed out, by who asked for it, at the last
+// step boundary (or at the end): PyTorch's cache, NCCL, cuBLAS, cuDNN,
+// tensors allocated one by one (cudaMallocAsync), or other code.
+struct OriginShare {
+  std::string origin;
+  std::uint64_t bytes = 0;
+  bool tensors = false;  // per-tensor allocations rather than buffers
+};
+
 struct ProcessReport {
   std::string trace_path;
   trace::ProcessRecord process;
@@ -134,6 +143,8 @@ struct ProcessReport {
   std::string trace_error;  // empty, or why reading stopped early
   std::uint64_t trace_error_offset = 0;
   std::string torch_tracking_json;  // the torch_tracking annotation, if any
+  std::string distributed_json;     // rank and world size, when the process is one rank of a job
+  std::vector<OriginShare> device_memory_by_origin;
   std::uint64_t allocations = 0;
   std::uint64_t frees = 0;
   std::uint64_t unmatched_frees = 0;

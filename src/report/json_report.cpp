@@ -128,6 +128,12 @@ json to_json(const analysis::ProcessReport& r) {
                  {"note", g.note},
                  {"sites", sites}};
 
+  json origins = json::array();
+  for (const auto& share : r.device_memory_by_origin) {
+    origins.push_back(
+        {{"origin", share.origin}, {"bytes", share.bytes}, {"tensors", share.tensors}});
+  }
+
   const analysis::Timeline& t = r.timeline;
   json timeline = {{"step", t.step},
                    {"time_s", t.time_s},
@@ -150,6 +156,8 @@ json to_json(const analysis::ProcessReport& r) {
                               ? json(nullptr)
                               : json{{"message", r.trace_error}, {"offset", r.trace_error_offset}}},
           {"torch_tracking", parsed_or_null(r.torch_tracking_json)},
+          {"distributed", parsed_or_null(r.distributed_json)},
+          {"device_memory_by_origin", origins},
           {"events",
            {{"allocations", r.allocations},
             {"frees", r.frees},
