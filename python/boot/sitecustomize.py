@@ -35,30 +35,32 @@ def _run_next_sitecustomize():
         try:
             spec.loader.exec_module(module)
         except Exception as error:  # what site.py would have said, in one line
-            sys.stderr.write("gpuleak: the sitecustomize at %s raised %s: %s\n"
-                             % (spec.origin, type(error).__name__, error))
-        return
+            return "the sitecustomize at %s raised %s: %s" % (spec.origin, type(error).__name__,
+                                                              error)
+        return None
+    return None
 
 
 def _boot():
     import os
 
+    problem = None
     try:
-        _run_next_sitecustomize()
-    except Exception:
-        pass
-    if not os.environ.get("GPULEAK_COLLECTOR"):
-        return
-    try:
-        from gpuleak import _boot as boot
-
-        boot.install()
+        problem = _run_next_sitecustomize()
     except Exception as error:
-        import sys
-
+        problem = "could not run the next sitecustomize (%s)" % error
+    if os.environ.get("GPULEAK_COLLECTOR"):
         try:
-            sys.stderr.write("gpuleak: could not start (%s); the program runs without gpuleak\n"
-                             % error)
+            from gpuleak import _boot as boot
+
+            boot.install()
+        except Exception as error:
+            problem = problem or "could not start (%s); the program runs without gpuleak" % error
+    if problem:
+        try:
+            import sys
+
+            sys.stderr.write("gpuleak: %s\n" % " ".join(str(problem).split()))
         except Exception:
             pass
 

@@ -115,3 +115,13 @@ def test_torch_import_is_watched_and_the_loader_left_as_it_was(tmp_path, collect
     assert loader == "SourceFileLoader False True"
     assert queued == "1"
     assert clock_made == "True"
+
+
+def test_missing_package_costs_one_line_and_the_program_runs(tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GPULEAK_")}
+    env.update(PYTHONPATH=BOOT_DIR, GPULEAK_COLLECTOR="/nonexistent.so", PYTHONDONTWRITEBYTECODE="1")
+    result = subprocess.run([PYTHON, "-c", "print('program ran')"], cwd=str(tmp_path), env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=60)
+    assert result.returncode == 0 and result.stdout.strip() == "program ran"
+    lines = gpuleak_lines(result)
+    assert len(lines) == 1 and "could not start" in lines[0] and "gpuleak" in lines[0]
