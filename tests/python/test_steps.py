@@ -1,7 +1,6 @@
 """Step boundaries: which optimizer steps count, explicit steps, and the real hook in torch."""
 
 import gc
-import json
 
 from gpuleak._steps import StepClock
 
