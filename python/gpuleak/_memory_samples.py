@@ -9,7 +9,9 @@ Recorded through gpuleak_record_sample (metric ids in src/trace/records.h):
   2/3  device used / total bytes (cudaMemGetInfo through torch.cuda.mem_get_info).
 Host RSS is sampled by the collector itself.
 
-None of these synchronizes the GPU. The allocator statistics build a dict of
+None of these synchronizes the GPU, and none is made while the current stream
+is capturing a CUDA graph (a step of a capturable optimizer inside
+torch.cuda.graph), where cudaMemGetInfo could invalidate the capture. The allocator statistics build a dict of
 ~150 entries (tens of microseconds), so they are taken at most every
 `torch_interval_s` (50 ms), and device info at most every
 `device_interval_s` (0.5 s): the cost stays under ~0.1% of any loop.
@@ -33,6 +35,7 @@ class MemorySampler:
                  torch_interval_s=None, device_interval_s=None, clock=time.monotonic):
         self.cuda = torch.cuda
         self.read_stats = getattr(torch._C, "_cuda_memoryStats", None)
+        self.capturing = getattr(torch.cuda, "is_current_stream_capturing", None)
         self.record = collector.record_sample
         self.pool_backend = pool_backend
         self.torch_interval_s = _interval_from_environment("GPULEAK_SAMPLE_MS", 0.05) \
@@ -47,6 +50,8 @@ class MemorySampler:
         now = self.clock()
         if now < self.next_torch_sample and now < self.next_device_sample:
             return
+        if self.capturing is not None and self.capturing():
+            return  # inside a CUDA graph capture (capturable optimizers): make no CUDA call
         device = self.cuda.current_device()
         if now >= self.next_torch_sample:
             self.next_torch_sample = now + self.torch_interval_s

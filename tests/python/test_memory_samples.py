@@ -77,6 +77,19 @@ def test_samples_are_rate_limited_per_kind():
     assert 2 <= calls["mem_get_info"] <= 3     # one per 500 ms
 
 
+def test_nothing_is_sampled_while_a_cuda_graph_is_being_captured():
+    torch, calls = fake_torch()
+    capturing = [True]
+    torch.cuda.is_current_stream_capturing = lambda: capturing[0]
+    recorder = Recorder()
+    sampler = MemorySampler(torch, recorder, pool_backend=False)
+    sampler.on_step()
+    assert recorder.samples == [] and calls == {"stats": 0, "mem_get_info": 0}
+    capturing[0] = False
+    sampler.on_step()
+    assert len(recorder.samples) == 4
+
+
 def test_intervals_come_from_the_environment(monkeypatch):
     monkeypatch.setenv("GPULEAK_SAMPLE_MS", "0")
     monkeypatch.setenv("GPULEAK_DEVICE_SAMPLE_MS", "250")
