@@ -11,8 +11,9 @@ Host RSS is sampled by the collector itself.
 
 None of these synchronizes the GPU, and none is made while the current stream
 is capturing a CUDA graph (a step of a capturable optimizer inside
-torch.cuda.graph), where cudaMemGetInfo could invalidate the capture. The allocator statistics build a dict of
-~150 entries (tens of microseconds), so they are taken at most every
+torch.cuda.graph), where cudaMemGetInfo could invalidate the capture. The
+allocator statistics build a dict of ~150 entries (tens of microseconds), so
+they are taken at most every
 `torch_interval_s` (50 ms), and device info at most every
 `device_interval_s` (0.5 s): the cost stays under ~0.1% of any loop.
 """
