@@ -1,5 +1,6 @@
 #include "collector/thread_buffers.h"
 
+#include <pthread.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -7,24 +8,35 @@ namespace gpuleak::collector {
 
 namespace {
 
-// Retires the thread's buffer when the thread exits.
-struct ThreadExitHook {
-  ThreadBuffers* owner = nullptr;
-  ThreadBuffer* buffer = nullptr;
-  ~ThreadExitHook() {
-    if (owner && buffer) owner->retire(buffer);
-  }
-};
+// The calling thread's buffer. A plain pointer (no destructor): glibc runs
+// thread_local destructors before atexit handlers, and the collector still
+// records during exit (the exit record, frees in static destructors).
+thread_local ThreadBuffer* t_buffer = nullptr;
 
-thread_local ThreadExitHook t_hook;
+// Retires a thread's buffer when the thread ends. Thread-specific data
+// destructors run for threads that end, but not for the main thread when
+// the process exits, so the main thread's buffer stays valid to the end.
+pthread_key_t g_exit_key;
+pthread_once_t g_exit_key_once = PTHREAD_ONCE_INIT;
+ThreadBuffers* g_owner = nullptr;
+
+void on_thread_exit(void* value) {
+  auto* buffer = static_cast<ThreadBuffer*>(value);
+  if (t_buffer == buffer) t_buffer = nullptr;
+  if (g_owner && buffer) g_owner->retire(buffer);
+}
+
+void make_exit_key() { pthread_key_create(&g_exit_key, on_thread_exit); }
 
 }  // namespace
 
 ThreadBuffer& ThreadBuffers::current(bool* is_new) {
-  if (t_hook.buffer) {
+  if (t_buffer) {
     *is_new = false;
-    return *t_hook.buffer;
+    return *t_buffer;
   }
+  pthread_once(&g_exit_key_once, make_exit_key);
+  g_owner = this;
   auto* buffer = new ThreadBuffer;
   buffer->thread_id = static_cast<std::uint32_t>(::syscall(SYS_gettid));
   buffer->bytes.reserve(64 * 1024);
@@ -32,8 +44,8 @@ ThreadBuffer& ThreadBuffers::current(bool* is_new) {
     std::lock_guard<std::mutex> lock(registry_mutex_);
     buffers_.push_back(buffer);
   }
-  t_hook.owner = this;
-  t_hook.buffer = buffer;
+  t_buffer = buffer;
+  pthread_setspecific(g_exit_key, buffer);
   *is_new = true;
   return *buffer;
 }
