@@ -171,11 +171,30 @@ def on_cuda_initialized(torch, collector, clock):
             tracking["hook_error"] = ("GPULEAK_TORCH_MODE=async, but torch uses the %s "
                                       "allocator backend" % backend)
         collector.annotate("torch_tracking", json.dumps(tracking))
+        distributed = distributed_role(os.environ)
+        if distributed:
+            collector.annotate("distributed", json.dumps(distributed))
         from gpuleak._memory_samples import MemorySampler
 
         clock.sampler = MemorySampler(torch, collector, tracking["mode"] == "cudaMallocAsync")
     except Exception as error:
         say_once("cuda-setup", "setting up after CUDA initialization failed (%s)" % error)
+
+
+def distributed_role(environ):
+    """Rank, local rank and world size of a torchrun/torch.distributed process, or None.
+
+    Read from the launcher's environment (RANK, LOCAL_RANK, WORLD_SIZE) so that
+    reports can tell the ranks of one job apart without calling into
+    torch.distributed, which may not be initialized yet.
+    """
+    role = {}
+    for key, name in (("RANK", "rank"), ("LOCAL_RANK", "local_rank"), ("WORLD_SIZE", "world_size")):
+        try:
+            role[name] = int(environ[key])
+        except (KeyError, ValueError):
+            continue
+    return role if "rank" in role else None
 
 
 def short_reason(message):
