@@ -34,7 +34,7 @@ def main():
     exporter = None
     scrapes = []
     if port:
-        exporter = subprocess.Popen([gpuleak, "exporter", "--listen", "127.0.0.1:" + port],
+        exporter = subprocess.Popen([gpuleak, "exporter", "--listen", "127.0.0.1:" + port, "--interval", "1"],
                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
     command = [gpuleak, "run", "-o", os.path.join(out, "traces"), "--json-report", os.path.join(out, "report.json"),
                "--", "torchrun", "--nproc-per-node", "2", SCRIPT, "--backend", backend, "--steps", "150"]
@@ -98,7 +98,7 @@ def main():
         last = good[-1] if good else ""
         pids = {p["pid"] for p in report["processes"]} if report else set()
         exporter_check = {"scrapes": len(scrapes), "with_metrics": len(good),
-                          "gpu_uuids": sorted(set(re.findall(r'uuid="([^"]+)"', last))),
+                          "gpu_uuids": sorted(set(re.findall(r'gpu_uuid="([^"]+)"', last))),
                           "rank_pids_seen": sorted(p for p in pids if 'pid="%d"' % p in last)}
         with open(os.path.join(out, "last-scrape.txt"), "w") as f:
             f.write(last)
