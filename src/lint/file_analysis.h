@@ -27,6 +27,9 @@ enum ValueBit : std::uint8_t {
   kDeviceTensor = 2,  // a tensor (assumed on the GPU) or a container of them
   kException = 4,     // an exception, traceback or sys.exc_info() tuple: keeps frames
 };
+// The rules' bits; GraphFlow uses the high nibble internally to follow a
+// function's first four parameters into stores.
+inline constexpr std::uint8_t kValueBits = kCarriesGraph | kDeviceTensor | kException;
 
 // A function, lambda or the module itself: a unit of data-flow.
 struct Scope {
@@ -140,7 +143,7 @@ class FileAnalysis {
   bool is_unbounded_loop(NodeId loop) const;
 
   // --- data flow (see graph_flow.h) --------------------------------------
-  std::uint8_t value_bits(NodeId expression) const { return bits_[expression]; }
+  std::uint8_t value_bits(NodeId expression) const { return bits_[expression] & kValueBits; }
   bool grad_disabled_at(NodeId node) const { return grad_disabled_[node] != 0; }
   const std::vector<StoreEvent>& stores() const { return stores_; }
 

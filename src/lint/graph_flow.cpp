@@ -4,12 +4,16 @@
 #include <array>
 #include <cctype>
 
+#include "store_growth.h"
 #include "vocabulary.h"
 
 namespace gpuleak::lint {
 namespace {
 
 constexpr std::uint8_t kTensorBits = kCarriesGraph | kDeviceTensor;
+constexpr std::uint8_t kFirstParameterBit = 0x10;
+constexpr std::uint8_t kParameterBits = 0xF0;
+constexpr std::size_t kTrackedParameters = 4;
 // Nested loops are walked twice each; beyond this depth once, which bounds
 // the work on pathological nesting at the price of missing facts carried
 // around very deep loops.
@@ -54,6 +58,7 @@ GraphFlow::GraphFlow(FileAnalysis& file) : file_(file), tree_(file.tree()) {}
 
 void GraphFlow::run() {
   returns_.assign(file_.scopes_.size(), 0);
+  parameter_sinks_.assign(file_.scopes_.size(), 0);
   // Round one learns what each function returns; round two uses it.
   for (int round = 0; round < 2; ++round) {
     for (std::size_t i = 0; i < file_.scopes_.size(); ++i) analyze_scope(i);
@@ -84,12 +89,21 @@ void GraphFlow::analyze_scope(std::size_t index) {
   loop_depth_ = 0;
   returned_ = 0;
   Env env;
+  // Mark the first parameters (after self) so stores can tell where a
+  // value came from.
+  {
+    std::size_t first = scope.class_node != kNoNode ? 1 : 0;
+    for (std::size_t p = first, bit = 0; p < scope.parameters.size() && bit < kTrackedParameters;
+         ++p, ++bit) {
+      set(env, scope.parameters[p], static_cast<std::uint8_t>(kFirstParameterBit << bit));
+    }
+  }
   if (file_.is_hook_scope(index)) {
     // hook(module, input, output) / hook(grad): the tensors it is handed.
     std::size_t first = scope.class_node != kNoNode ? 1 : 0;  // skip self
     std::size_t count = scope.parameters.size();
     if (count > first + 1) ++first;  // skip the module argument
-    for (std::size_t p = first; p < count; ++p) set(env, scope.parameters[p], kDeviceTensor);
+    for (std::size_t p = first; p < count; ++p) env[scope.parameters[p]] |= kDeviceTensor;
   }
   if (scope.node == tree_.root()) {
     walk_block(tree_.root(), env);
@@ -555,6 +569,19 @@ NodeId GraphFlow::self_update_operand(NodeId target, NodeId value,
 
 void GraphFlow::record_store(StoreKind kind, NodeId site, NodeId container, NodeId key,
                              NodeId value, std::uint8_t bits) {
+  if ((bits & kParameterBits) && !(bits & kValueBits) && container != kNoNode &&
+      kind != StoreKind::kLocalName && kind != StoreKind::kAttribute &&
+      kind != StoreKind::kGlobalName && is_long_lived_container(container) &&
+      (kind != StoreKind::kSubscript || key_varies_per_step(file_, key)) &&
+      !container_bounded_elsewhere(file_, container_path(file_, container))) {
+    parameter_sinks_[scope_] |= static_cast<std::uint8_t>((bits & kParameterBits) >> 4);
+  }
+  bits &= kValueBits;
+  if (bits == 0 && kind != StoreKind::kAppend && kind != StoreKind::kExtend &&
+      kind != StoreKind::kAugmented && kind != StoreKind::kSubscript &&
+      kind != StoreKind::kSubscriptAugmented && kind != StoreKind::kSelfUpdate) {
+    return;
+  }
   StoreEvent event;
   event.kind = kind;
   event.site = site;
@@ -571,6 +598,68 @@ void GraphFlow::record_store(StoreKind kind, NodeId site, NodeId container, Node
   } else {
     // A later walk (second loop pass, second round) knows at least as much.
     file_.stores_[it->second] = event;
+  }
+}
+
+bool GraphFlow::is_long_lived_container(NodeId container) const {
+  // Reached through self, a `global`, or a name this function does not bind.
+  NodeId n = container;
+  while (n != kNoNode && (tree_.kind(n) == NodeKind::kSubscript || tree_.kind(n) == NodeKind::kAttribute)) {
+    n = tree_.kind(n) == NodeKind::kSubscript ? tree_.child_by_field(n, Field::kValue)
+                                               : tree_.child_by_field(n, Field::kObject);
+  }
+  if (n == kNoNode || tree_.kind(n) != NodeKind::kIdentifier) return false;
+  std::string root(tree_.text(n));
+  const Scope& scope = file_.scopes_[scope_];
+  if (root == "self" || root == "cls") return scope.class_node != kNoNode;
+  if (scope.declared_global.count(root)) return true;
+  if (scope_ == 0 || scope.assigned.count(root)) return false;
+  for (const auto& p : scope.parameters) {
+    if (p == root) return false;
+  }
+  return true;
+}
+
+std::vector<std::size_t> GraphFlow::callees_of(NodeId call) const {
+  std::vector<std::size_t> out;
+  NodeId fn = file_.callee(call);
+  if (fn == kNoNode) return out;
+  bool method = tree_.kind(fn) == NodeKind::kAttribute;
+  std::string_view name = file_.callee_last_name(call);
+  if (name.empty()) return out;
+  for (std::size_t s : file_.scopes_named(name)) {
+    bool is_method = file_.scopes_[s].class_node != kNoNode;
+    if (is_method == method) out.push_back(s);
+  }
+  if (out.empty() && !method) {
+    // log = make_logger(); log(x): the def the factory returns.
+    std::string target(name);
+    for (NodeId id = 0; id < tree_.size(); ++id) {
+      if (tree_.kind(id) != NodeKind::kAssignment) continue;
+      NodeId left = tree_.child_by_field(id, Field::kLeft);
+      NodeId right = tree_.child_by_field(id, Field::kRight);
+      if (left == kNoNode || right == kNoNode || tree_.text(left) != target ||
+          tree_.kind(right) != NodeKind::kCall) {
+        continue;
+      }
+      for (std::size_t s : file_.functions_passed_as(right)) out.push_back(s);
+    }
+  }
+  return out;
+}
+
+void GraphFlow::record_stores_through_parameters(NodeId call,
+                                                 const std::vector<NodeId>& positional) {
+  std::uint8_t sinks = 0;
+  for (std::size_t s : callees_of(call)) sinks |= parameter_sinks_[s];
+  if (sinks == 0) return;
+  for (std::size_t i = 0; i < positional.size() && i < kTrackedParameters; ++i) {
+    if (!(sinks & (1u << i))) continue;
+    std::uint8_t bits = file_.bits_[positional[i]] & kValueBits;
+    if (!(bits & kTensorBits)) continue;
+    NodeId receiver = file_.method_receiver(call);
+    record_store(StoreKind::kAppend, call, receiver != kNoNode ? receiver : file_.callee(call),
+                 kNoNode, positional[i], bits);
   }
 }
 
@@ -733,7 +822,7 @@ std::uint8_t GraphFlow::eval_attribute(NodeId e, Env& env) {
     return 0;
   }
   if (name == "data") return object & kDeviceTensor;
-  if (name == "grad") return (object & kDeviceTensor) ? kDeviceTensor : 0;
+  if (name == "grad") return kDeviceTensor;  // gradients live where their parameters do
   if (one_of(name, {"__traceback__", "tb_frame", "tb_next", "__context__", "__cause__"})) {
     return object & kException;
   }
@@ -838,6 +927,7 @@ std::uint8_t GraphFlow::eval_call(NodeId call, Env& env) {
   }
   std::string_view name = file_.callee_last_name(call);
   std::string q = file_.qualified_name(fn);
+  record_stores_through_parameters(call, positional);
 
   if (receiver != kNoNode) {
     // Stores into containers: the receiver now holds the value.
@@ -847,8 +937,7 @@ std::uint8_t GraphFlow::eval_call(NodeId call, Env& env) {
       stored = positional.back();
     } else if (name == "insert" && positional.size() >= 2) {
       stored = positional[1];
-    } else if ((name == "extend" || name == "update" || name == "extendleft") &&
-               !positional.empty()) {
+    } else if ((name == "extend" || name == "extendleft") && !positional.empty()) {
       store_kind = StoreKind::kExtend;
       stored = positional.front();
     }
@@ -877,7 +966,8 @@ std::uint8_t GraphFlow::eval_call(NodeId call, Env& env) {
       return 0;
     }
     if (returns_python_value(name)) return 0;
-    if (name == "detach" || name == "detach_") return receiver_bits & kDeviceTensor;
+    // Only tensors have detach(): whatever it was, the result is one.
+    if (name == "detach" || name == "detach_") return kDeviceTensor;
     if (name == "cpu") return receiver_bits & kCarriesGraph;  // the copy is on the host
     if (name == "to" || name == "cuda") {
       if (file_.is_model_expression(receiver, call)) return 0;  // a module, not a tensor

@@ -63,7 +63,15 @@ class GraphFlow {
   static void merge_into(Env& into, const Env& from);
   std::uint8_t strip_if_no_grad(std::uint8_t bits) const;
 
+  // Parameters whose value a function puts into a container that outlives
+  // the call (self.values.append(x), a global list): calls pass their
+  // arguments' facts through these, so `metric.update(loss)` is a store.
+  bool is_long_lived_container(NodeId container) const;
+  std::vector<std::size_t> callees_of(NodeId call) const;
+  void record_stores_through_parameters(NodeId call, const std::vector<NodeId>& positional);
+
   FileAnalysis& file_;
+  std::vector<std::uint8_t> parameter_sinks_;  // per scope: bit i = positional parameter i
   const SyntaxTree& tree_;
   std::vector<std::uint8_t> returns_;  // per scope: bits of what it returns
   std::unordered_map<NodeId, std::size_t> store_index_;

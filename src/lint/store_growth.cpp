@@ -103,6 +103,7 @@ bool key_varies_per_step(const FileAnalysis& file, NodeId key) {
 
 bool container_bounded_elsewhere(const FileAnalysis& file, const std::string& path) {
   const SyntaxTree& tree = file.tree();
+  int rebindings = 0;
   for (NodeId call : file.calls()) {
     NodeId receiver = file.method_receiver(call);
     if (receiver == kNoNode) continue;
@@ -128,9 +129,18 @@ bool container_bounded_elsewhere(const FileAnalysis& file, const std::string& pa
       if (tree.kind(right) == NodeKind::kCall && file.keyword_argument(right, "maxlen") != kNoNode) {
         return true;  // deque(maxlen=N)
       }
-      // Rebinding it (outside __init__, without reading it) starts it afresh.
+      if (tree.kind(right) == NodeKind::kCall &&
+          file.qualified_name(file.callee(right)).rfind("weakref.", 0) == 0) {
+        return true;  // entries go when their keys or values are collected
+      }
+      if (mentions(file, right, path)) continue;
+      // A rebinding that starts it afresh: for an attribute, any outside
+      // __init__ (a reset method); for a name, any after the first, which
+      // created it.
       const Scope& scope = file.scope_of(id);
-      if (scope.node != tree.root() && scope.name != "__init__" && !mentions(file, right, path)) {
+      if (path.rfind("self.", 0) == 0) {
+        if (scope.name != "__init__") return true;
+      } else if (++rebindings > 1) {
         return true;
       }
     } else if (k == NodeKind::kSubscript) {

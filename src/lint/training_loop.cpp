@@ -58,7 +58,39 @@ bool iterates_over_batches(const FileAnalysis& file, NodeId loop) {
   return false;
 }
 
+bool is_small_constant_loop(const FileAnalysis& file, NodeId loop) {
+  const SyntaxTree& tree = file.tree();
+  NodeId it = file.loop_iterable(loop);
+  if (tree.kind(loop) != NodeKind::kForStatement || it == kNoNode ||
+      tree.kind(it) != NodeKind::kCall || file.qualified_name(file.callee(it)) != "range") {
+    return false;
+  }
+  std::vector<NodeId> args = file.positional_arguments(it);
+  if (args.empty() || args.size() > 2) return false;
+  NodeId bound = args.back();
+  if (tree.kind(bound) == NodeKind::kIdentifier) {
+    // n = 8 earlier in the same function.
+    NodeId literal = kNoNode;
+    std::size_t scope = file.scope_index_of(loop);
+    for (NodeId id = 0; id < loop; ++id) {
+      if (tree.kind(id) != NodeKind::kAssignment || file.scope_index_of(id) != scope) continue;
+      NodeId left = tree.child_by_field(id, Field::kLeft);
+      if (left != kNoNode && tree.text(left) == tree.text(bound)) {
+        literal = tree.child_by_field(id, Field::kRight);
+      }
+    }
+    bound = literal;
+  }
+  if (bound == kNoNode || tree.kind(bound) != NodeKind::kInteger) return false;
+  try {
+    return std::stol(std::string(tree.text(bound)), nullptr, 0) <= kSmallLoopIterations;
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
 bool is_step_loop(const FileAnalysis& file, NodeId loop) {
+  if (is_small_constant_loop(file, loop)) return false;
   return iterates_over_batches(file, loop) || loop_calls_backward(file, loop) ||
          loop_steps_optimizer(file, loop) || file.is_unbounded_loop(loop);
 }

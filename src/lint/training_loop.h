@@ -18,6 +18,10 @@ bool loop_steps_optimizer(const FileAnalysis& file, NodeId loop);
 bool loop_runs_a_step(const FileAnalysis& file, NodeId loop);
 // `for batch in loader`, `enumerate(train_loader)`, `tqdm(val_dl)`.
 bool iterates_over_batches(const FileAnalysis& file, NodeId loop);
+// `for i in range(3)` or `range(n)` with `n = 8` in the same function: a
+// handful of iterations (at most kSmallLoopIterations), known before it runs.
+inline constexpr long kSmallLoopIterations = 64;
+bool is_small_constant_loop(const FileAnalysis& file, NodeId loop);
 // A loop whose iterations are training or evaluation steps: it iterates
 // over batches, calls backward() or optimizer.step(), or never ends. Loops
 // over layers, heads or time steps inside one step are not.

@@ -105,6 +105,13 @@ bool cut_in(const FileAnalysis& file, NodeId region, const std::string& name, No
   return false;
 }
 
+bool scope_calls_backward(const FileAnalysis& file, std::size_t scope) {
+  for (NodeId call : file.calls()) {
+    if (file.scope_index_of(call) == scope && file.is_backward_call(call)) return true;
+  }
+  return false;
+}
+
 class HiddenStateNotDetached final : public Rule {
  public:
   const RuleInfo& info() const override { return kInfo; }
@@ -144,10 +151,13 @@ class HiddenStateNotDetached final : public Rule {
         const ClassFacts* owner =
             scope.class_node != kNoNode ? file.class_facts(scope.class_node) : nullptr;
         if (scope.name == "forward" && owner != nullptr && owner->is_module) continue;
-        if (!(iterates_over_batches(file, loop) || loop_calls_backward(file, loop) ||
-              loop_steps_optimizer(file, loop) || file.is_unbounded_loop(loop))) {
-          continue;
-        }
+        // A loop over batches or steps; or an evaluation loop whose graph
+        // nothing consumes (no backward in the function), over any range.
+        bool steps = iterates_over_batches(file, loop) || loop_calls_backward(file, loop) ||
+                     loop_steps_optimizer(file, loop) || file.is_unbounded_loop(loop);
+        bool evaluation = is_evaluation_context(file, id, loop) &&
+                          !scope_calls_backward(file, file.scope_index_of(id));
+        if (!steps && !evaluation) continue;
         for (const auto& h : carried) {
           if (!cut_in(file, file.loop_body(loop), h, id, false)) {
             carried_name = h;

@@ -42,6 +42,25 @@ bool is_growing_kind(const FileAnalysis& file, const StoreEvent& store) {
   }
 }
 
+// Collecting one evaluation pass (or one epoch) into a local list is what
+// the list is for. It becomes a leak when the list survives every loop of
+// its function and those loops are training steps (backward, optimizer
+// step, an endless loop), or span several epochs of batches.
+bool local_container_grows_for_the_whole_run(const FileAnalysis& file, const GrowthVerdict& growth) {
+  int depth = 0;
+  for (NodeId l = growth.loop; l != kNoNode; l = file.outer_loop(l)) ++depth;
+  if (growth.loops_outlived < depth) return false;  // reset by an outer (epoch) loop
+  bool training = false;
+  int count = growth.loops_outlived;
+  for (NodeId l = growth.loop; l != kNoNode && count > 0; l = file.outer_loop(l), --count) {
+    if (is_small_constant_loop(file, l)) return false;  // a few known iterations
+    training |= loop_calls_backward(file, l) || loop_steps_optimizer(file, l) ||
+                file.is_unbounded_loop(l);
+  }
+  if (training) return true;
+  return growth.loops_outlived >= 2 && any_step_loop(file, growth.loop, growth.loops_outlived);
+}
+
 class TensorKeptInGrowingContainer final : public Rule {
  public:
   const RuleInfo& info() const override { return kInfo; }
@@ -53,14 +72,9 @@ class TensorKeptInGrowingContainer final : public Rule {
       if (file.is_hook_scope(store.scope) || !is_growing_kind(file, store)) continue;
       GrowthVerdict growth = store_growth(file, store);
       if (growth.growth == Growth::kBounded) continue;
-      if (growth.growth == Growth::kPerIteration && growth.local) {
-        // Collecting one pass's outputs in a local list is what evaluation
-        // does; it becomes a leak when the list survives an outer (epoch)
-        // loop or the loop never ends.
-        bool unbounded = file.is_unbounded_loop(growth.loop);
-        if (growth.loops_outlived < 2 && !unbounded) continue;
-        // Nested loops over shapes or layers inside one call are not steps.
-        if (!any_step_loop(file, growth.loop, growth.loops_outlived)) continue;
+      if (growth.growth == Growth::kPerIteration && growth.local &&
+          !local_container_grows_for_the_whole_run(file, growth)) {
+        continue;
       }
       RuleReport r;
       r.node = store.site;
