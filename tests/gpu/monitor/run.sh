@@ -26,10 +26,26 @@ WORK="$(mktemp -d /tmp/gpuleak-gpu-monitor.XXXXXX)"
 OUT_DIR="$WORK/monitor-gpu-raw"  # raw outputs, packed into one archive at the end
 mkdir -p "$OUT_DIR"
 STARTED=()
+STATUS=1
 
 log() { echo "[monitor-gpu $(date +%T)] $*" >&2; }
 
+FINISHED=0
+# Scores what was gathered and packs it; also runs when the run is cut short
+# (a timeout's SIGTERM), so partial results still come back.
+finish() {
+  [ "$FINISHED" = 1 ] && return
+  FINISHED=1
+  "$PYTHON" "$HERE/evaluate.py" "$OUT_DIR" > "$RESULT_DIR/monitor-gpu.json"
+  STATUS=$?
+  cp "$RESULT_DIR/monitor-gpu.json" "$OUT_DIR/"
+  tar -czf "$RESULT_DIR/monitor-gpu-raw.tar.gz" -C "$WORK" monitor-gpu-raw
+  cat "$RESULT_DIR/monitor-gpu.json"
+  log "wrote $RESULT_DIR/monitor-gpu.json and $RESULT_DIR/monitor-gpu-raw.tar.gz"
+}
+
 cleanup() {
+  finish
   for pid in "${STARTED[@]}"; do
     # Each scenario leads its own process group (setsid), so its workers go too.
     kill -TERM -- "-$pid" 2>/dev/null; kill -TERM "$pid" 2>/dev/null
@@ -43,6 +59,7 @@ cleanup() {
   rm -rf "$WORK"
 }
 trap cleanup EXIT
+trap 'log "stopped by a signal; scoring what there is"; exit 143' TERM INT
 
 # Waits up to $2 seconds for file $1 to appear.
 wait_for_file() {
@@ -74,7 +91,7 @@ setsid "$PYTHON" "$SCENARIOS/dataloader_cuda_workers.py" "$WORK/dataloader.json"
   > "$OUT_DIR/monitor-dataloader-script.log" 2>&1 &
 DATALOADER_JOB=$!
 STARTED+=("$DATALOADER_JOB")
-if wait_for_file "$WORK/dataloader.json" 90; then
+if wait_for_file "$WORK/dataloader.json" 60; then
   json_field "$WORK/dataloader.json" "['workers']" | tr -d '[],' > "$WORK/dataloader.pids"
   sleep 2  # let the driver's process list settle
   "$GPULEAK" doctor --json > "$OUT_DIR/monitor-doctor-dataloader.json" 2> "$OUT_DIR/monitor-doctor-dataloader.err"
@@ -93,7 +110,7 @@ log "scenario 2: an orphaned child holding a CUDA context"
 setsid "$PYTHON" "$SCENARIOS/orphan_cuda_child.py" "$WORK/orphan.json" 150 \
   > "$OUT_DIR/monitor-orphan-script.log" 2>&1 &
 ORPHAN_LAUNCHER=$!
-if wait_for_file "$WORK/orphan.json" 90; then
+if wait_for_file "$WORK/orphan.json" 45; then
   ORPHAN_PID="$(json_field "$WORK/orphan.json" "['orphan']")"
   echo "$ORPHAN_PID" > "$WORK/orphan.pids"
   wait "$ORPHAN_LAUNCHER" 2>/dev/null  # reap the parent: the child is now an orphan
@@ -113,7 +130,7 @@ setsid "$PYTHON" "$SCENARIOS/leak_steady.py" "$WORK/leak.json" 60 \
   > "$OUT_DIR/monitor-leak-script.log" 2>&1 &
 LEAK_JOB=$!
 STARTED+=("$LEAK_JOB")
-if wait_for_file "$WORK/leak.json" 60; then
+if wait_for_file "$WORK/leak.json" 45; then
   cp "$WORK/leak.json" "$OUT_DIR/monitor-leak-pid.json"
   LD_LIBRARY_PATH="$(dirname "$GPULEAK_BIN")/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" \
     "$GPULEAK_BIN" top --json --interval 1 > "$OUT_DIR/monitor-top-leak.jsonl" 2> "$OUT_DIR/monitor-top-leak.err" &
@@ -123,7 +140,7 @@ if wait_for_file "$WORK/leak.json" 60; then
   sleep 2
   read -r T0 < <(awk '{print $14 + $15}' "/proc/$TOP_PID/stat")
   W0=$(date +%s.%N)
-  sleep 30
+  sleep 30 & wait $!  # (wait, unlike sleep, lets a SIGTERM trap run at once)
   read -r T1 < <(awk '{print $14 + $15}' "/proc/$TOP_PID/stat")
   W1=$(date +%s.%N)
   kill -TERM "$TOP_PID"; wait "$TOP_PID" 2>/dev/null
@@ -135,10 +152,5 @@ else
 fi
 kill -TERM -- "-$LEAK_JOB" 2>/dev/null
 
-"$PYTHON" "$HERE/evaluate.py" "$OUT_DIR" > "$RESULT_DIR/monitor-gpu.json"
-STATUS=$?
-cp "$RESULT_DIR/monitor-gpu.json" "$OUT_DIR/"
-tar -czf "$RESULT_DIR/monitor-gpu-raw.tar.gz" -C "$WORK" monitor-gpu-raw
-cat "$RESULT_DIR/monitor-gpu.json"
-log "wrote $RESULT_DIR/monitor-gpu.json and $RESULT_DIR/monitor-gpu-raw.tar.gz"
+finish
 exit $STATUS
