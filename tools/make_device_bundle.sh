@@ -8,7 +8,8 @@ cd "$(dirname "$0")/.."
 build=${1:-build}
 rm -rf dist
 mkdir -p dist/lib dist/examples dist/bench
-[ -f "$build/gpuleak" ] && cp "$build/gpuleak" dist/
+# The CLI's own debug info is large and not needed there (the examples keep theirs).
+[ -f "$build/gpuleak" ] && cp "$build/gpuleak" dist/ && strip --strip-debug dist/gpuleak
 cp "$build/libgpuleak_collector.so" dist/lib/
 cp "$build"/examples/* dist/examples/ 2>/dev/null || true
 cp "$build"/bench/alloc_pairs dist/bench/ 2>/dev/null || true
