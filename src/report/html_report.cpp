@@ -1,23 +1,573 @@
-// Placeholder until the HTML report with plots lands: the JSON report in a
-// page. Replaced by the uPlot-based report.
+// The HTML report: one self-contained page.
+//
+// gpuleak writes every text of the page here, HTML-escaped, so it reads the
+// same without JavaScript. The JSON report (schema gpuleak-report/1) is
+// embedded as data in a <script type="application/json"> block, with '<',
+// '>' and '&' written as \u escapes so no string in it can end the block.
+// uPlot and the page's own script and style (src/report/html/) are inlined
+// from a header generated at build time; the script reads the data block and
+// draws the timelines. A Content-Security-Policy allows exactly those two
+// scripts (by SHA-256) and no network access of any kind.
 #include "report/html_report.h"
 
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <ctime>
+#include <nlohmann/json.hpp>
+#include <string_view>
+
+#include "generated/html_report_assets.h"
 #include "report/json_report.h"
+#include "report/units.h"
 
 namespace gpuleak::report {
 
-void write_html_report(std::ostream& out, const std::vector<analysis::ProcessReport>& reports) {
-  std::string json = to_json(reports).dump(1);
-  out << "<!doctype html><meta charset=utf-8><title>gpuleak report</title><pre>";
-  for (char c : json) {
-    if (c == '<')
-      out << "&lt;";
-    else if (c == '&')
-      out << "&amp;";
-    else
-      out << c;
+using analysis::Frame;
+using analysis::LeakGroup;
+using analysis::ProcessReport;
+using analysis::Verdict;
+
+namespace {
+
+namespace assets = html_assets;
+
+constexpr std::size_t kMaxGroupsShown = 100;
+constexpr std::size_t kMaxFunctionChars = 240;
+constexpr std::size_t kMaxCommandChars = 80;
+
+// Text for element content and quoted attribute values.
+std::string escape(std::string_view text) {
+  std::string out;
+  out.reserve(text.size() + text.size() / 8);
+  for (char c : text) {
+    switch (c) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
+    }
   }
-  out << "</pre>\n";
+  return out;
+}
+
+// The JSON report as the content of a <script type="application/json">.
+// '<', '>' and '&' occur in JSON only inside strings, where \u003c etc. mean
+// the same characters, so "</script>" or "<!--" in a name cannot end the
+// block. Bytes that are not UTF-8 become U+FFFD instead of failing the dump.
+std::string script_safe_json(const nlohmann::json& data) {
+  std::string text = data.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  std::string out;
+  out.reserve(text.size() + 64);
+  for (char c : text) {
+    if (c == '<')
+      out += "\\u003c";
+    else if (c == '>')
+      out += "\\u003e";
+    else if (c == '&')
+      out += "\\u0026";
+    else
+      out += c;
+  }
+  return out;
+}
+
+// At most `max_chars` bytes, cut on a UTF-8 character boundary.
+std::string shortened(std::string text, std::size_t max_chars) {
+  if (text.size() <= max_chars) return text;
+  std::size_t cut = max_chars - 3;
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
+  return text.substr(0, cut) + "...";
+}
+
+std::string plural(std::uint64_t n, const char* one, const char* many) {
+  return fmt::format("{} {}", n, n == 1 ? one : many);
+}
+
+std::string base_name(const std::string& path) {
+  auto slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+std::string command_of(const ProcessReport& r) {
+  std::string command =
+      r.process.command_line.empty() ? r.process.executable : r.process.command_line;
+  return command.empty() ? fmt::format("pid {}", r.process.pid) : command;
+}
+
+std::string utc_time(std::uint64_t unix_ns) {
+  auto seconds = static_cast<std::time_t>(unix_ns / 1000000000ULL);
+  std::tm tm{};
+  if (!gmtime_r(&seconds, &tm)) return {};
+  char text[32];
+  if (std::strftime(text, sizeof text, "%Y-%m-%d %H:%M:%S UTC", &tm) == 0) return {};
+  return text;
+}
+
+const char* verdict_class(Verdict verdict) {
+  switch (verdict) {
+    case Verdict::kLeak:
+      return "leak";
+    case Verdict::kNoLeak:
+      return "noleak";
+    case Verdict::kNotYet:
+      return "notyet";
+  }
+  return "notyet";
+}
+
+// "Held by: list `losses` (module __main__), one autograd graph of 14
+// tensors per element", from the holder annotation; empty if unusable.
+std::string holder_text(const std::string& holder_json) {
+  if (holder_json.empty()) return {};
+  auto h = nlohmann::json::parse(holder_json, nullptr, false);
+  if (!h.is_object() || !h.contains("holder") || !h["holder"].is_object()) return {};
+  const auto& holder = h["holder"];
+  std::string text = holder.contains("type") && holder["type"].is_string()
+                         ? holder["type"].get<std::string>()
+                         : std::string("?");
+  if (holder.contains("name") && holder["name"].is_string())
+    text += " `" + holder["name"].get<std::string>() + "`";
+  if (holder.contains("owner") && holder["owner"].is_string())
+    text += " (" + holder["owner"].get<std::string>() + ")";
+  if (h.contains("graph_tensors_per_element") && h["graph_tensors_per_element"].is_number()) {
+    text += fmt::format(", one autograd graph of {} tensors per element",
+                        h["graph_tensors_per_element"].get<long>());
+  }
+  if (holder.contains("bounded") && holder["bounded"].is_boolean() &&
+      holder["bounded"].get<bool>() && holder.contains("maxlen") && holder["maxlen"].is_number()) {
+    text += fmt::format(", bounded: maxlen {}", holder["maxlen"].get<long>());
+  }
+  return text;
+}
+
+// "rank 3 of 8 (local rank 1)" from the distributed annotation; empty if none.
+std::string rank_text(const std::string& distributed_json) {
+  if (distributed_json.empty()) return {};
+  auto d = nlohmann::json::parse(distributed_json, nullptr, false);
+  if (!d.is_object() || !d.contains("rank") || !d["rank"].is_number_integer()) return {};
+  std::string text = fmt::format("rank {}", d["rank"].get<long>());
+  if (d.contains("world_size") && d["world_size"].is_number_integer())
+    text += fmt::format(" of {}", d["world_size"].get<long>());
+  if (d.contains("local_rank") && d["local_rank"].is_number_integer())
+    text += fmt::format(" (local rank {})", d["local_rank"].get<long>());
+  return text;
+}
+
+class PageWriter {
+ public:
+  explicit PageWriter(std::ostream& out) : out_(out) {}
+
+  void write(const std::vector<ProcessReport>& reports) {
+    write_head(reports);
+    out_ << "<body>\n<header>\n<h1>" << escape(page_title(reports)) << "</h1>\n";
+    out_ << "<p class=\"gl-subtitle\">gpuleak memory report: "
+         << escape(plural(reports.size(), "process", "processes"))
+         << ". This page is self-contained and works offline.</p>\n</header>\n";
+    out_ << "<noscript><p class=\"gl-warning\">The memory timelines are drawn by the page's "
+            "script; everything else is shown without it.</p></noscript>\n";
+    if (reports.empty()) out_ << "<p>No trace was given, so there is nothing to report.</p>\n";
+    if (reports.size() > 1) write_summary(reports);
+    for (std::size_t i = 0; i < reports.size(); ++i) write_process(i, reports[i]);
+    out_ << "<footer><p class=\"gl-muted\">The report's data (schema " << escape(kReportSchema)
+         << ") is embedded in this page as the JSON block with id "
+            "<code>gpuleak-data</code>.</p></footer>\n";
+    out_ << "<script type=\"application/json\" id=\"gpuleak-data\">"
+         << script_safe_json(to_json(reports)) << "</script>\n";
+    out_ << "<script>" << assets::kUplotJs << "</script>\n";
+    out_ << "<script>" << assets::kPageJs << "</script>\n";
+    out_ << "</body>\n</html>\n";
+  }
+
+ private:
+  static std::string page_title(const std::vector<ProcessReport>& reports) {
+    if (reports.size() == 1) {
+      return fmt::format("gpuleak report: {} (pid {})",
+                         shortened(command_of(reports[0]), kMaxCommandChars),
+                         reports[0].process.pid);
+    }
+    if (reports.empty()) return "gpuleak report: no processes";
+    std::string pids;
+    for (std::size_t i = 0; i < reports.size() && i < 8; ++i)
+      pids += (i ? ", " : "") + std::to_string(reports[i].process.pid);
+    if (reports.size() > 8) pids += ", ...";
+    return fmt::format("gpuleak report: {} (pids {})",
+                       plural(reports.size(), "process", "processes"), pids);
+  }
+
+  void write_head(const std::vector<ProcessReport>& reports) {
+    out_ << "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n";
+    out_ << "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n";
+    // Nothing may be fetched: no network, no file; only our two scripts run.
+    out_ << "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
+         << "script-src 'sha256-" << assets::kUplotJsSha256 << "' 'sha256-" << assets::kPageJsSha256
+         << "'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; "
+            "form-action 'none'\">\n";
+    out_ << "<title>" << escape(page_title(reports)) << "</title>\n";
+    out_ << "<link rel=\"icon\" href=\"data:,\">\n";
+    out_ << "<style>" << assets::kUplotCss << "</style>\n";
+    out_ << "<style>" << assets::kPageCss << "</style>\n";
+    out_ << "</head>\n";
+  }
+
+  void write_summary(const std::vector<ProcessReport>& reports) {
+    bool any_rank = std::any_of(reports.begin(), reports.end(), [](const ProcessReport& r) {
+      return !rank_text(r.distributed_json).empty();
+    });
+    out_ << "<table class=\"gl-summary\">\n<thead><tr><th>Process</th><th>Parent</th>"
+         << (any_rank ? "<th>Rank</th>" : "")
+         << "<th>Command</th><th>Verdict</th><th>Growth</th><th>Still allocated at exit</th>"
+            "<th>Peak live</th><th>Out of memory</th><th>Duration</th></tr></thead>\n<tbody>\n";
+    for (std::size_t i = 0; i < reports.size(); ++i) {
+      const ProcessReport& r = reports[i];
+      const analysis::GrowthReport& g = r.growth;
+      out_ << "<tr><td><a href=\"#process-" << i << "\">" << r.process.pid << "</a></td>";
+      out_ << "<td>" << r.process.parent_pid << "</td>";
+      if (any_rank) out_ << "<td>" << escape(rank_text(r.distributed_json)) << "</td>";
+      out_ << "<td><code>" << escape(shortened(command_of(r), kMaxCommandChars)) << "</code></td>";
+      out_ << "<td><span class=\"gl-badge gl-badge-" << verdict_class(g.verdict) << "\">"
+           << analysis::verdict_name(g.verdict) << "</span></td>";
+      out_ << "<td class=\"gl-number\">"
+           << (g.verdict == Verdict::kLeak ? escape(format_rate(g.rate_bytes_per_step, "step"))
+                                           : std::string("&ndash;"))
+           << "</td>";
+      out_ << "<td class=\"gl-number\">"
+           << (r.leaks.allocations == 0
+                   ? std::string("nothing")
+                   : escape(fmt::format("{} in {}", format_bytes(r.leaks.bytes),
+                                        plural(r.leaks.allocations, "allocation", "allocations"))))
+           << "</td>";
+      out_ << "<td class=\"gl-number\">" << escape(format_bytes(r.peak_live_bytes)) << "</td>";
+      out_ << "<td class=\"gl-number\">" << r.out_of_memory.size() << "</td>";
+      out_ << "<td class=\"gl-number\">" << escape(format_duration_seconds(r.duration_s))
+           << "</td></tr>\n";
+    }
+    out_ << "</tbody>\n</table>\n";
+  }
+
+  void fact(const char* name, const std::string& value) {
+    if (value.empty()) return;
+    out_ << "<dt>" << name << "</dt><dd>" << escape(value) << "</dd>\n";
+  }
+
+  void write_process(std::size_t index, const ProcessReport& r) {
+    out_ << "<section class=\"gl-process\" id=\"process-" << index << "\">\n";
+    out_ << "<h2>Process " << r.process.pid << " <span class=\"gl-muted\">"
+         << escape(shortened(command_of(r), kMaxCommandChars)) << "</span></h2>\n";
+
+    out_ << "<dl class=\"gl-facts\">\n";
+    fact("Command", r.process.command_line);
+    if (r.process.executable != r.process.command_line) fact("Executable", r.process.executable);
+    fact("Host", r.process.hostname);
+    fact("Parent process", r.process.parent_pid ? std::to_string(r.process.parent_pid) : "");
+    fact("Distributed", rank_text(r.distributed_json));
+    fact("Started", r.process.start_unix_ns ? utc_time(r.process.start_unix_ns) : "");
+    fact("Duration", format_duration_seconds(r.duration_s));
+    fact("Events",
+         fmt::format("{}, {}{}", plural(r.allocations, "allocation", "allocations"),
+                     plural(r.frees, "free", "frees"),
+                     r.unmatched_frees ? fmt::format(", {} of unknown addresses",
+                                                     plural(r.unmatched_frees, "free", "frees"))
+                                       : ""));
+    fact("Peak live", format_bytes(r.peak_live_bytes));
+    std::string origins;
+    for (const analysis::OriginShare& share : r.device_memory_by_origin) {
+      origins += fmt::format("{}{} {}{}", origins.empty() ? "" : "; ", share.origin,
+                             format_bytes(share.bytes), share.tensors ? "" : " (not tensors)");
+    }
+    fact("Device memory by origin", origins);
+    if (!r.torch_tracking_json.empty()) {
+      auto tracking = nlohmann::json::parse(r.torch_tracking_json, nullptr, false);
+      if (tracking.is_object() && tracking.contains("mode") && tracking["mode"].is_string())
+        fact("PyTorch tracking", tracking["mode"].get<std::string>());
+    }
+    fact("Trace", r.trace_path);
+    out_ << "</dl>\n";
+
+    if (!r.trace_error.empty()) {
+      out_ << "<p class=\"gl-warning\">The trace is incomplete: " << escape(r.trace_error)
+           << " (at byte " << r.trace_error_offset
+           << "). Everything before that point is reported.</p>\n";
+    } else if (!r.exited) {
+      out_ << "<p class=\"gl-warning\">The process did not exit normally (killed?): live "
+              "memory is as of its last flush.</p>\n";
+    }
+    if (r.lost_events) {
+      out_ << "<p class=\"gl-warning\">"
+           << escape(plural(r.lost_events, "event was", "events were"))
+           << " dropped by the collector; counts may be low.</p>\n";
+    }
+
+    write_verdict(r.growth);
+    write_timeline(index, r);
+    write_growing_sites(r.growth);
+    write_out_of_memory(r);
+    write_leaks(r.leaks);
+    out_ << "</section>\n";
+  }
+
+  void write_verdict(const analysis::GrowthReport& g) {
+    out_ << "<div class=\"gl-verdict gl-verdict-" << verdict_class(g.verdict) << "\">\n<p>";
+    out_ << "<span class=\"gl-verdict-name\">" << analysis::verdict_name(g.verdict) << "</span> ";
+    switch (g.verdict) {
+      case Verdict::kLeak: {
+        std::string text = format_rate(g.rate_bytes_per_step, "step");
+        if (g.rate_bytes_per_second > 0)
+          text += " (" + format_rate(g.rate_bytes_per_second, "s") + ")";
+        text += fmt::format(", growing since step {}", g.first_growing_step.value_or(0));
+        if (g.verdict_step) text += fmt::format(", found at step {}", *g.verdict_step);
+        out_ << escape(text);
+        break;
+      }
+      case Verdict::kNoLeak:
+        out_ << "no allocation site keeps growing";
+        break;
+      case Verdict::kNotYet:
+        out_ << (g.steps == 0 ? "no steps or time windows were recorded, so growth cannot be judged"
+                              : "too few steps after warm-up to decide");
+        break;
+    }
+    out_ << "</p>\n";
+    if (g.steps > 0) {
+      out_ << "<p>"
+           << escape(fmt::format(
+                  "{} ({}), the first {} ignored as warm-up.", plural(g.steps, "step", "steps"),
+                  g.step_source.empty() ? "unknown source" : g.step_source, g.warmup_steps))
+           << "</p>\n";
+    }
+    if (g.verdict == Verdict::kLeak && g.seconds_to_full) {
+      out_ << "<p><span class=\"gl-label\">Time to full:</span> "
+           << escape(fmt::format("the device is full in ~{} at this rate (of {})",
+                                 format_duration_seconds(*g.seconds_to_full),
+                                 format_bytes(g.device_total_bytes.value_or(0))))
+           << "</p>\n";
+    }
+    if (!g.cause.empty()) {
+      out_ << "<p><span class=\"gl-label\">Cause:</span> <code>" << escape(g.cause) << "</code>";
+      if (!g.cause_text.empty()) out_ << ": " << escape(g.cause_text);
+      out_ << "</p>\n";
+    }
+    std::string holder = holder_text(g.holder_json);
+    if (!holder.empty())
+      out_ << "<p><span class=\"gl-label\">Held by:</span> " << escape(holder) << "</p>\n";
+    if (!g.fix.empty())
+      out_ << "<p><span class=\"gl-label\">Fix:</span> " << escape(g.fix) << "</p>\n";
+    std::string where = fmt::format("{}; host memory {}", analysis::where_name(g.where),
+                                    g.host_rss_bytes_per_step > 0
+                                        ? "grows " + format_rate(g.host_rss_bytes_per_step, "step")
+                                        : std::string("does not grow"));
+    if (g.pool_reserved_bytes_per_step > 0)
+      where += "; pool reserved grows " + format_rate(g.pool_reserved_bytes_per_step, "step");
+    if (g.steps > 0)
+      out_ << "<p><span class=\"gl-label\">Where:</span> " << escape(where) << "</p>\n";
+    if (!g.note.empty())
+      out_ << "<p><span class=\"gl-label\">Note:</span> " << escape(g.note) << "</p>\n";
+    out_ << "</div>\n";
+  }
+
+  void write_timeline(std::size_t index, const ProcessReport& r) {
+    out_ << "<h3>Memory timeline</h3>\n";
+    if (r.timeline.step.empty()) {
+      out_ << "<p class=\"gl-muted\">No timeline: the trace holds no steps or time "
+              "windows.</p>\n";
+      return;
+    }
+    out_ << "<div class=\"gl-timeline\" data-process=\"" << index
+         << "\"><p class=\"gl-muted\">The plot of "
+         << escape(plural(r.timeline.step.size(), "point", "points"))
+         << " is drawn by the page's script.</p></div>\n";
+    out_ << "<p class=\"gl-plot-note gl-muted\">Memory at the end of each "
+         << (r.growth.step_source == "time-window" ? "time window (the program marks no steps)"
+                                                   : "step")
+         << ". Shaded: warm-up, ignored when judging growth."
+         << (r.growth.verdict == Verdict::kLeak ? " Dashed line: the first growing step." : "")
+         << " Click a legend entry to hide its series.</p>\n";
+  }
+
+  void write_frame_item(const Frame& f) {
+    std::string function = f.function;
+    if (function.empty()) {
+      function = f.language == Frame::Language::kNative ? fmt::format("0x{:x}", f.address) : "?";
+    }
+    std::string where;
+    if (!f.file.empty()) {
+      where = f.file + (f.line ? ":" + std::to_string(f.line) : "");
+    } else if (!f.module.empty()) {
+      where = base_name(f.module);
+    }
+    out_ << "<li class=\"" << (f.language == Frame::Language::kPython ? "gl-python" : "gl-native")
+         << "\">";
+    if (function.size() > kMaxFunctionChars) {
+      out_ << "<span class=\"gl-function\" title=\"" << escape(function) << "\">"
+           << escape(shortened(function, kMaxFunctionChars)) << "</span>";
+    } else {
+      out_ << "<span class=\"gl-function\">" << escape(function) << "</span>";
+    }
+    if (!where.empty()) out_ << " <span class=\"gl-where\">" << escape(where) << "</span>";
+    out_ << "</li>\n";
+  }
+
+  // The stack, innermost first. When some frames are the user's own, each run
+  // of internal frames (CUDA, PyTorch, Python, gpuleak) folds into a <details>.
+  void write_frames(const std::vector<Frame>& frames) {
+    if (frames.empty()) {
+      out_ << "<p class=\"gl-muted\">No stack was recorded.</p>\n";
+      return;
+    }
+    bool any_user =
+        std::any_of(frames.begin(), frames.end(), [](const Frame& f) { return !f.internal; });
+    out_ << "<ol class=\"gl-frames\">\n";
+    std::size_t i = 0;
+    while (i < frames.size()) {
+      if (!any_user || !frames[i].internal) {
+        write_frame_item(frames[i++]);
+        continue;
+      }
+      std::size_t end = i;
+      while (end < frames.size() && frames[end].internal) ++end;
+      out_ << "<li class=\"gl-internal-frames\"><details><summary>"
+           << escape(plural(end - i, "internal frame", "internal frames"))
+           << " (CUDA, PyTorch, Python or gpuleak)</summary>\n<ol class=\"gl-frames\">\n";
+      for (; i < end; ++i) write_frame_item(frames[i]);
+      out_ << "</ol></details></li>\n";
+    }
+    out_ << "</ol>\n";
+  }
+
+  void write_source_line(const analysis::Site& site) {
+    if (site.source_line.empty()) return;
+    out_ << "<pre class=\"gl-source\" title=\"" << escape(site.label()) << "\">"
+         << escape(site.label()) << ": " << escape(site.source_line) << "</pre>\n";
+  }
+
+  void write_growing_sites(const analysis::GrowthReport& g) {
+    if (g.sites.empty()) return;
+    out_ << "<h3>Growing sites</h3>\n";
+    for (const analysis::SiteGrowth& s : g.sites) {
+      out_ << "<div class=\"gl-item gl-growing-site\">\n<p class=\"gl-item-head\">"
+           << "<span class=\"gl-site\">" << escape(s.site.label()) << "</span> ";
+      std::string facts = fmt::format(
+          "{} {}, {:.1f} allocations/step, {} live now ({}), growing since step {}",
+          s.bounded ? "bounded growth" : "grows", format_rate(s.rate_bytes_per_step, "step"),
+          s.allocations_per_step, format_bytes(s.live_bytes),
+          plural(s.live_allocations, "allocation", "allocations"), s.first_growing_step);
+      facts += fmt::format(" · {}", trace::memory_kind_name(s.kind));
+      if (!s.origin.empty()) facts += " · " + s.origin;
+      if (!s.tensor_level) facts += " · not a tensor";
+      out_ << "<span class=\"gl-muted\">" << escape(facts) << "</span></p>\n";
+      write_frames(s.frames);
+      write_source_line(s.site);
+      out_ << "</div>\n";
+    }
+  }
+
+  void write_out_of_memory(const ProcessReport& r) {
+    if (r.out_of_memory.empty()) return;
+    out_ << "<h3>Out of memory</h3>\n";
+    for (const analysis::OutOfMemoryEvent& e : r.out_of_memory) {
+      out_ << "<div class=\"gl-item gl-out-of-memory\">\n<p class=\"gl-item-head\">"
+           << escape(fmt::format("At {:.2f} s: {} of {} failed{} (CUDA error {}) at ", e.time_s,
+                                 e.api, format_bytes(e.requested_bytes),
+                                 e.device >= 0 ? fmt::format(" on GPU {}", e.device) : "",
+                                 e.result))
+           << "<span class=\"gl-site\">" << escape(e.site.label()) << "</span></p>\n";
+      write_frames(e.frames);
+      write_source_line(e.site);
+      out_ << "<p>"
+           << escape(fmt::format("Live at that moment: {} in {}.", format_bytes(e.live_bytes),
+                                 plural(e.live_allocations, "allocation", "allocations")))
+           << "</p>\n";
+      if (!e.largest_live.empty()) {
+        out_ << "<ul>\n";
+        for (const LeakGroup& g : e.largest_live) {
+          out_ << "<li>"
+               << escape(fmt::format("{} in {} at ", format_bytes(g.bytes),
+                                     plural(g.allocations, "allocation", "allocations")))
+               << "<code>" << escape(g.site.label()) << "</code></li>\n";
+        }
+        out_ << "</ul>\n";
+      }
+      out_ << "</div>\n";
+    }
+  }
+
+  void write_group(const LeakGroup& g) {
+    out_ << "<div class=\"gl-item gl-leak-group\">\n<p class=\"gl-item-head\">"
+         << "<span class=\"gl-site\">" << escape(g.site.label()) << "</span> <span>"
+         << escape(fmt::format("{} in {}", format_bytes(g.bytes),
+                               plural(g.allocations, "allocation", "allocations")))
+         << "</span> <span class=\"gl-muted\">"
+         << escape(fmt::format("{} · {}{}", trace::memory_kind_name(g.kind), g.api,
+                               g.device >= 0 ? fmt::format(" · GPU {}", g.device) : ""))
+         << "</span></p>\n";
+    write_frames(g.frames);
+    write_source_line(g.site);
+    out_ << "</div>\n";
+  }
+
+  void write_leaks(const analysis::LeakSummary& leaks) {
+    out_ << "<h3>Still allocated at exit</h3>\n";
+    if (leaks.allocations == 0) {
+      out_ << "<p>Nothing: every allocation was freed before the process ended";
+      if (leaks.suppressed_allocations) {
+        out_ << escape(
+            fmt::format(" (apart from {} in {}, suppressed)", format_bytes(leaks.suppressed_bytes),
+                        plural(leaks.suppressed_allocations, "allocation", "allocations")));
+      }
+      out_ << ".</p>\n";
+    } else {
+      out_ << "<p>"
+           << escape(fmt::format("{} in {}, from {}, largest first:", format_bytes(leaks.bytes),
+                                 plural(leaks.allocations, "allocation", "allocations"),
+                                 plural(leaks.groups.size(), "place", "places")))
+           << "</p>\n";
+      for (std::size_t i = 0; i < leaks.groups.size() && i < kMaxGroupsShown; ++i)
+        write_group(leaks.groups[i]);
+      if (leaks.groups.size() > kMaxGroupsShown) {
+        out_ << "<p class=\"gl-muted\">"
+             << escape(
+                    fmt::format("... and {} more; the embedded JSON report lists them all.",
+                                plural(leaks.groups.size() - kMaxGroupsShown, "place", "places")))
+             << "</p>\n";
+      }
+    }
+    if (!leaks.suppressed_groups.empty()) {
+      out_ << "<details><summary>"
+           << escape(fmt::format("Suppressed: {} in {}", format_bytes(leaks.suppressed_bytes),
+                                 plural(leaks.suppressed_allocations, "allocation", "allocations")))
+           << "</summary>\n<ul>\n";
+      for (const LeakGroup& g : leaks.suppressed_groups) {
+        out_ << "<li>"
+             << escape(fmt::format("{} in {} at ", format_bytes(g.bytes),
+                                   plural(g.allocations, "allocation", "allocations")))
+             << "<code>" << escape(g.site.label()) << "</code>";
+        if (!g.suppressed_by.empty()) out_ << " (rule " << escape(g.suppressed_by) << ")";
+        out_ << "</li>\n";
+      }
+      out_ << "</ul>\n</details>\n";
+    }
+  }
+
+  std::ostream& out_;
+};
+
+}  // namespace
+
+void write_html_report(std::ostream& out, const std::vector<analysis::ProcessReport>& reports) {
+  PageWriter(out).write(reports);
 }
 
 }  // namespace gpuleak::report

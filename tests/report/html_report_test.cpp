@@ -1,0 +1,319 @@
+// The HTML report as text: escaping of everything that comes from a trace,
+// the embedded JSON data block, and the page's structure. The page in a real
+// browser is checked by html_browser_test.mjs.
+#include "report/html_report.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "report/json_report.h"
+
+namespace gpuleak::report {
+namespace {
+
+using analysis::Frame;
+using analysis::ProcessReport;
+
+constexpr const char* kScriptBreakout = "</script><script>alert(1)</script>";
+constexpr const char* kBold = "<b>bold</b>";
+
+std::string page_of(const std::vector<ProcessReport>& reports) {
+  std::ostringstream out;
+  write_html_report(out, reports);
+  return out.str();
+}
+
+std::size_t count(const std::string& text, const std::string& needle) {
+  std::size_t n = 0;
+  for (auto at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
+  return n;
+}
+
+// The text between <script type="application/json" id="gpuleak-data"> and
+// the first "</script>" after it.
+std::string data_block(const std::string& page) {
+  const std::string open = "<script type=\"application/json\" id=\"gpuleak-data\">";
+  auto start = page.find(open);
+  if (start == std::string::npos) return {};
+  start += open.size();
+  auto end = page.find("</script>", start);
+  return end == std::string::npos ? std::string() : page.substr(start, end - start);
+}
+
+Frame frame(std::string function, std::string file, std::uint32_t line, bool internal) {
+  Frame f;
+  f.language = internal ? Frame::Language::kNative : Frame::Language::kPython;
+  f.function = std::move(function);
+  f.file = std::move(file);
+  f.line = line;
+  f.internal = internal;
+  if (internal) f.module = "/usr/lib/libtorch_cuda.so";
+  return f;
+}
+
+// A leaking process whose every trace-provided text carries markup.
+ProcessReport hostile_report() {
+  std::string markup = std::string(kScriptBreakout) + kBold;
+  ProcessReport r;
+  r.trace_path = "/tmp/<b>traces</b>/gpuleak-7.trace";
+  r.process.pid = 7;
+  r.process.parent_pid = 1;
+  r.process.command_line = "python3 train.py --name " + markup;
+  r.process.executable = "/usr/bin/python3";
+  r.process.hostname = "host" + markup;
+  r.exited = true;
+  r.allocations = 100;
+  r.frees = 20;
+  r.torch_tracking_json = R"({"mode": "allocator-hook</script><b>x</b>"})";
+
+  std::vector<Frame> frames = {frame("c10::alloc" + markup, "", 0, true),
+                               frame("keep" + markup, "/src/<b>dir</b>/train.py", 42, false),
+                               frame("<module>", "/src/<b>dir</b>/train.py", 90, false)};
+  analysis::Site site;
+  site.function = "keep" + markup;
+  site.file = "/src/<b>dir</b>/train" + markup + ".py";
+  site.line = 42;
+  site.source_line = "losses.append(loss)  # " + markup;
+
+  analysis::GrowthReport& g = r.growth;
+  g.verdict = analysis::Verdict::kLeak;
+  g.steps = 80;
+  g.step_source = "explicit";
+  g.warmup_steps = 5;
+  g.rate_bytes_per_step = 65536;
+  g.rate_bytes_per_second = 1 << 20;
+  g.first_growing_step = 6;
+  g.verdict_step = 44;
+  g.seconds_to_full = 3600;
+  g.device_total_bytes = 80ULL << 30;
+  g.cause = "tensors-kept-alive";
+  g.cause_text = "kept by " + markup;
+  g.fix = "store loss.item() " + markup;
+  g.note = "note " + markup;
+  g.holder_json = R"({"holder": {"type": "list", "name": "losses</script><b>x</b>",
+                      "owner": "module __main__"}, "graph_tensors_per_element": 3})";
+  analysis::SiteGrowth s;
+  s.rate_bytes_per_step = 65536;
+  s.allocations_per_step = 1;
+  s.live_bytes = 80 * 65536;
+  s.live_allocations = 80;
+  s.first_growing_step = 6;
+  s.origin = "origin" + markup;
+  s.frames = frames;
+  s.site = site;
+  g.sites.push_back(s);
+
+  analysis::LeakGroup group;
+  group.bytes = 80 * 65536;
+  group.allocations = 80;
+  group.kind = trace::MemoryKind::kTorchBlock;
+  group.api = "api" + markup;
+  group.device = 0;
+  group.frames = frames;
+  group.site = site;
+  r.leaks.bytes = group.bytes;
+  r.leaks.allocations = group.allocations;
+  r.leaks.groups.push_back(group);
+  group.suppressed = true;
+  group.suppressed_by = "rule" + markup;
+  r.leaks.suppressed_bytes = group.bytes;
+  r.leaks.suppressed_allocations = group.allocations;
+  r.leaks.suppressed_groups.push_back(group);
+
+  analysis::OutOfMemoryEvent oom;
+  oom.time_s = 1.5;
+  oom.requested_bytes = 1ULL << 30;
+  oom.api = "cuMemAlloc" + markup;
+  oom.device = 0;
+  oom.result = 2;
+  oom.frames = frames;
+  oom.site = site;
+  oom.largest_live.push_back(r.leaks.groups.front());
+  r.out_of_memory.push_back(oom);
+
+  for (std::uint64_t step = 0; step < 10; ++step) {
+    r.timeline.step.push_back(step);
+    r.timeline.time_s.push_back(0.1 * static_cast<double>(step));
+    r.timeline.live_tensor_bytes.push_back(step * 65536);
+    r.timeline.live_device_bytes.push_back(0);
+    r.timeline.pool_reserved_bytes.push_back(std::nullopt);
+    r.timeline.device_used_bytes.push_back(1ULL << 30);
+    r.timeline.host_rss_bytes.push_back(1ULL << 28);
+  }
+  return r;
+}
+
+ProcessReport clean_report(std::uint32_t pid) {
+  ProcessReport r;
+  r.process.pid = pid;
+  r.process.command_line = "python3 worker.py";
+  r.exited = true;
+  r.growth.verdict = analysis::Verdict::kNoLeak;
+  r.growth.steps = 60;
+  r.growth.step_source = "optimizer-hook";
+  r.timeline.step = {0, 1};
+  r.timeline.time_s = {0, 1};
+  r.timeline.live_tensor_bytes = {10, 10};
+  r.timeline.live_device_bytes = {0, 0};
+  r.timeline.pool_reserved_bytes = {std::nullopt, std::nullopt};
+  r.timeline.device_used_bytes = {std::nullopt, std::nullopt};
+  r.timeline.host_rss_bytes = {std::nullopt, std::nullopt};
+  return r;
+}
+
+TEST(HtmlReport, markup_in_trace_texts_cannot_close_a_script_or_add_elements) {
+  std::string page = page_of({hostile_report()});
+  // Only the page's own three scripts open and close.
+  EXPECT_EQ(count(page, "<script"), 3u);
+  EXPECT_EQ(count(page, "</script>"), 3u);
+  EXPECT_EQ(count(page, "<b>"), 0u);
+  // ...and the markup is shown as text.
+  EXPECT_NE(page.find("keep&lt;/script&gt;&lt;script&gt;alert(1)&lt;/script&gt;&lt;b&gt;bold"
+                      "&lt;/b&gt;"),
+            std::string::npos);
+  EXPECT_NE(page.find("losses.append(loss)  # &lt;/script&gt;"), std::string::npos);
+  EXPECT_NE(page.find("/src/&lt;b&gt;dir&lt;/b&gt;/train.py:42"), std::string::npos);
+  EXPECT_NE(page.find("list `losses&lt;/script&gt;&lt;b&gt;x&lt;/b&gt;` (module __main__)"),
+            std::string::npos);
+}
+
+TEST(HtmlReport, markup_in_attribute_values_cannot_end_the_attribute) {
+  ProcessReport r = hostile_report();
+  // Long names are shortened in the text and kept whole in a title="...".
+  r.growth.sites[0].frames[1].function = std::string(300, 'f') + "\" onmouseover=\"alert(1)";
+  std::string page = page_of({r});
+  EXPECT_EQ(page.find("\" onmouseover=\""), std::string::npos);
+  EXPECT_NE(page.find("&quot; onmouseover=&quot;alert(1)"), std::string::npos);
+}
+
+TEST(HtmlReport, embedded_data_is_the_json_report_and_escapes_angle_brackets) {
+  std::vector<ProcessReport> reports = {hostile_report()};
+  std::string block = data_block(page_of(reports));
+  ASSERT_FALSE(block.empty());
+  EXPECT_EQ(block.find('<'), std::string::npos);
+  EXPECT_EQ(block.find('>'), std::string::npos);
+  EXPECT_EQ(block.find('&'), std::string::npos);
+  EXPECT_NE(block.find("\\u003c/script\\u003e"), std::string::npos);
+  nlohmann::json parsed = nlohmann::json::parse(block);
+  EXPECT_EQ(parsed, to_json(reports));
+}
+
+TEST(HtmlReport, name_that_is_not_utf8_does_not_fail_the_page) {
+  ProcessReport r = hostile_report();
+  r.growth.sites[0].frames[1].function = "bad\xff\xfename";
+  std::string page;
+  EXPECT_NO_THROW(page = page_of({r}));
+  nlohmann::json parsed = nlohmann::json::parse(data_block(page));
+  EXPECT_EQ(parsed["processes"][0]["growth"]["sites"][0]["frames"][1]["function"],
+            "bad\xEF\xBF\xBD\xEF\xBF\xBDname");
+}
+
+TEST(HtmlReport, page_names_no_outside_resource_and_forbids_fetching_any) {
+  std::string page = page_of({hostile_report(), clean_report(8)});
+  EXPECT_EQ(page.find(" src="), std::string::npos);
+  EXPECT_EQ(page.find("<link rel=\"stylesheet\""), std::string::npos);
+  EXPECT_EQ(page.find("url("), std::string::npos);
+  // The only links: the favicon as data, and the summary's in-page anchors.
+  EXPECT_EQ(count(page, "href="), count(page, "href=\"#process-") + 1);
+  EXPECT_NE(page.find("<link rel=\"icon\" href=\"data:,\">"), std::string::npos);
+  EXPECT_NE(page.find("Content-Security-Policy\" content=\"default-src 'none'; "
+                      "script-src 'sha256-"),
+            std::string::npos);
+}
+
+TEST(HtmlReport, leak_banner_gives_rate_time_to_full_cause_holder_and_fix) {
+  std::string page = page_of({hostile_report()});
+  EXPECT_NE(page.find("<div class=\"gl-verdict gl-verdict-leak\">"), std::string::npos);
+  EXPECT_NE(page.find("<span class=\"gl-verdict-name\">LEAK</span> +64.0 KiB/step (+1.00 MiB/s), "
+                      "growing since step 6, found at step 44"),
+            std::string::npos);
+  EXPECT_NE(page.find("the device is full in ~1 h 0 min at this rate (of 80.0 GiB)"),
+            std::string::npos);
+  EXPECT_NE(page.find("<code>tensors-kept-alive</code>"), std::string::npos);
+  EXPECT_NE(page.find("one autograd graph of 3 tensors per element"), std::string::npos);
+  EXPECT_NE(page.find("Fix:</span> store loss.item()"), std::string::npos);
+}
+
+TEST(HtmlReport, internal_frames_fold_behind_details_when_user_frames_exist) {
+  ProcessReport r = clean_report(9);
+  analysis::LeakGroup group;
+  group.bytes = 4096;
+  group.allocations = 1;
+  group.frames = {frame("cudaMalloc", "", 0, true), frame("alloc", "", 0, true),
+                  frame("train", "/src/train.py", 3, false), frame("run", "", 0, true)};
+  r.leaks.bytes = 4096;
+  r.leaks.allocations = 1;
+  r.leaks.groups.push_back(group);
+  std::string page = page_of({r});
+  EXPECT_EQ(count(page, "<li class=\"gl-internal-frames\"><details>"), 2u);
+  EXPECT_NE(page.find("<summary>2 internal frames"), std::string::npos);
+  EXPECT_NE(page.find("<summary>1 internal frame "), std::string::npos);
+
+  // Only internal frames: nothing to fold them away from, so all are shown.
+  r.leaks.groups[0].frames = {frame("cudaMalloc", "", 0, true), frame("alloc", "", 0, true)};
+  page = page_of({r});
+  EXPECT_EQ(page.find("<details>"), std::string::npos);
+  EXPECT_NE(page.find("<span class=\"gl-function\">cudaMalloc</span>"), std::string::npos);
+}
+
+TEST(HtmlReport, several_processes_get_a_summary_row_and_a_section_each) {
+  std::string page = page_of({hostile_report(), clean_report(8), clean_report(9)});
+  EXPECT_EQ(count(page, "<table class=\"gl-summary\">"), 1u);
+  EXPECT_EQ(count(page, "<tr><td><a href=\"#process-"), 3u);
+  EXPECT_EQ(count(page, "<section class=\"gl-process\""), 3u);
+  EXPECT_EQ(count(page, "<div class=\"gl-timeline\" data-process="), 3u);
+  EXPECT_NE(page.find("<title>gpuleak report: 3 processes (pids 7, 8, 9)</title>"),
+            std::string::npos);
+
+  std::string single = page_of({clean_report(8)});
+  EXPECT_EQ(single.find("<table class=\"gl-summary\">"), std::string::npos);
+  EXPECT_NE(single.find("<title>gpuleak report: python3 worker.py (pid 8)</title>"),
+            std::string::npos);
+  EXPECT_NE(single.find("<span class=\"gl-verdict-name\">NO LEAK</span>"), std::string::npos);
+}
+
+TEST(HtmlReport, ranks_of_a_distributed_job_show_in_the_summary_and_the_section) {
+  ProcessReport rank0 = clean_report(10), rank1 = clean_report(11);
+  rank0.distributed_json = R"({"rank": 0, "local_rank": 0, "world_size": 2})";
+  rank1.distributed_json = R"({"rank": 1, "local_rank": 1, "world_size": 2})";
+  std::string page = page_of({rank0, rank1});
+  EXPECT_NE(page.find("<th>Rank</th>"), std::string::npos);
+  EXPECT_NE(page.find("<td>rank 1 of 2 (local rank 1)</td>"), std::string::npos);
+  EXPECT_NE(page.find("<dt>Distributed</dt><dd>rank 0 of 2 (local rank 0)</dd>"),
+            std::string::npos);
+  EXPECT_EQ(page_of({clean_report(8), clean_report(9)}).find("<th>Rank</th>"), std::string::npos);
+}
+
+TEST(HtmlReport, process_without_steps_says_so_instead_of_an_empty_plot) {
+  ProcessReport r = clean_report(5);
+  r.growth = {};
+  r.timeline = {};
+  std::string page = page_of({r});
+  EXPECT_EQ(page.find("class=\"gl-timeline\""), std::string::npos);
+  EXPECT_NE(page.find("No timeline"), std::string::npos);
+  EXPECT_NE(page.find("NOT YET</span> no steps or time windows were recorded"), std::string::npos);
+}
+
+TEST(HtmlReport, long_command_is_shortened_without_splitting_a_character) {
+  ProcessReport r = clean_report(8);
+  // 76 ASCII bytes, then two-byte characters: a cut at byte 77 would split one.
+  std::string ascii = "python3 " + std::string(68, 'x');
+  r.process.command_line = ascii + "\xC3\xA9\xC3\xA9\xC3\xA9 tail";
+  std::string page = page_of({r});
+  EXPECT_NE(page.find("<title>gpuleak report: " + ascii + "... (pid 8)</title>"),
+            std::string::npos);
+}
+
+TEST(HtmlReport, empty_report_is_still_a_complete_page) {
+  std::string page = page_of({});
+  EXPECT_EQ(page.rfind("</html>\n"), page.size() - 8);
+  EXPECT_NE(page.find("nothing to report"), std::string::npos);
+  EXPECT_EQ(nlohmann::json::parse(data_block(page)), to_json(std::vector<ProcessReport>{}));
+}
+
+}  // namespace
+}  // namespace gpuleak::report
