@@ -19,24 +19,29 @@ TraceError::TraceError(const std::string& path, std::uint64_t offset, const std:
 TraceReader::TraceReader(std::string path) : path_(std::move(path)) {
   fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd_ < 0) throw TraceError(path_, 0, std::string("cannot open: ") + std::strerror(errno));
-  struct stat st {};
-  if (::fstat(fd_, &st) == 0 && S_ISDIR(st.st_mode)) {
+  // Each refusal closes the file first: the destructor does not run when the
+  // constructor throws, and callers open again and again (gpuleak run retries
+  // a trace until its header has been written).
+  auto refuse = [this](const std::string& what) {
     ::close(fd_);
     fd_ = -1;
-    throw TraceError(path_, 0, "is a directory, not a trace file");
-  }
+    fail(0, what);
+  };
+  struct stat st {};
+  if (::fstat(fd_, &st) == 0 && S_ISDIR(st.st_mode)) refuse("is a directory, not a trace file");
   std::uint8_t header[kFileHeaderBytes];
   std::size_t got = 0;
   if (!read_at(0, header, sizeof header, &got))
-    fail(0, std::string("cannot read: ") + std::strerror(errno));
+    refuse(std::string("cannot read: ") + std::strerror(errno));
   if (got < sizeof header) {
-    fail(0, "file is " + std::to_string(got) + " bytes, shorter than the " +
-                std::to_string(kFileHeaderBytes) + "-byte trace header");
+    refuse("file is " + std::to_string(got) + " bytes, shorter than the " +
+           std::to_string(kFileHeaderBytes) + "-byte trace header");
   }
   std::string problem;
-  if (!check_file_header(header, &problem)) fail(0, problem);
-  offset_ = kFileHeaderBytes;
+  if (!check_file_header(header, &problem)) refuse(problem);
   decompressor_ = ZSTD_createDCtx();
+  if (!decompressor_) refuse("cannot create a zstd decompression context");
+  offset_ = kFileHeaderBytes;
 }
 
 TraceReader::~TraceReader() {

@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include "trace/records.h"
 #include "trace/trace_reader.h"
 #include "trace/trace_test_files.h"
@@ -164,6 +166,33 @@ TEST(TraceReaderErrors, follow_mode_waits_for_a_block_being_written) {
   while ((status = reader.next(r)) == TraceReader::Status::kRecord) ++seen;
   EXPECT_EQ(status, TraceReader::Status::kPending);
   EXPECT_EQ(seen, 20);
+}
+
+std::size_t open_descriptors() {
+  std::size_t n = 0;
+  for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator("/proc/self/fd"))
+    ++n;
+  return n;
+}
+
+// gpuleak run opens a new trace again every poll until its header is there:
+// a refused file must not keep its descriptor.
+TEST(TraceReaderErrors, refused_files_leave_no_descriptor_open) {
+  TempDir dir;
+  testing::write_bytes(dir.file("text"), std::vector<std::uint8_t>(100, 'a'));
+  testing::write_bytes(dir.file("empty"), {});
+  testing::write_trace(dir.file("newer"), steps(2), 10);
+  auto bytes = testing::file_bytes(dir.file("newer"));
+  bytes[8] = static_cast<std::uint8_t>(kFormatVersion + 1);
+  testing::write_bytes(dir.file("newer"), bytes);
+  std::size_t before = open_descriptors();
+  for (int i = 0; i < 10; ++i) {
+    for (const char* name : {"text", "empty", "newer"}) {
+      EXPECT_TRUE(read_until_error(dir.file(name)).failed);
+    }
+    EXPECT_TRUE(read_until_error(dir.path().string()).failed);
+  }
+  EXPECT_EQ(open_descriptors(), before);
 }
 
 TEST(TraceReaderErrors, directory_is_refused) {
