@@ -30,6 +30,61 @@ TEST(TraceRoundTrip, every_variant_alternative_is_covered) {
     EXPECT_TRUE(seen[i]) << "no sample for alternative " << i;
 }
 
+// The edges of every field type: 0 and the largest u64/u32, both ends of
+// i32, empty strings and strings with NUL bytes and UTF-8, empty and long
+// frame lists, and every value of every enumeration.
+TEST(TraceRoundTrip, extreme_field_values_and_every_enum_value_read_back_identically) {
+  constexpr std::uint64_t kU64 = ~0ull;
+  constexpr std::uint32_t kU32 = ~0u;
+  const char odd_bytes[] = "nul\0inside \xc3\xa9\xe2\x82\xac\n\t";
+  const std::string odd(odd_bytes, sizeof odd_bytes - 1);
+  const std::string long_text(100000, 'x');
+  std::vector<std::uint64_t> many_frames(256);
+  for (std::size_t i = 0; i < many_frames.size(); ++i) many_frames[i] = kU64 - i;
+  std::vector<PythonFrame> many_python(64, PythonFrame{kU32, kU32});
+
+  std::vector<Record> r;
+  r.push_back(ProcessRecord{kU32, 0, kU64, 0, "", odd, long_text, ""});
+  r.push_back(ProcessRecord{0, kU32, 0, kU64, odd, "", "", long_text});
+  r.push_back(ApiNameRecord{kU32, ""});
+  r.push_back(ApiNameRecord{0, odd});
+  r.push_back(ThreadRecord{kU32, odd});
+  r.push_back(ModuleRecord{kU64, 0, kU64, long_text});
+  r.push_back(PythonCodeRecord{kU32, odd, "", kU32});
+  r.push_back(StackRecord{kU32, many_frames, many_python});
+  r.push_back(StackRecord{0, {}, {}});
+  r.push_back(StackRecord{1, {0}, {}});
+  r.push_back(StackRecord{2, {}, {{0, 0}}});
+  r.push_back(SymbolRecord{kU64, odd, long_text, kU32, ""});
+  for (int k = 1; k <= 9; ++k) {
+    auto kind = static_cast<MemoryKind>(k);
+    r.push_back(AllocRecord{kU64, 0, kU64, 0, kind, kU32, INT32_MIN, kU64, 0, kU32});
+    r.push_back(AllocRecord{0, kU64, 0, kU64, kind, 0, INT32_MAX, 0, kU32, 0});
+    r.push_back(FreeRecord{kU64, kU64, kU64, kind, kU32, INT32_MIN, kU32});
+    r.push_back(AllocFailedRecord{kU64, kU64, kU64, kind, kU32, INT32_MAX, kU32, kU32, kU32});
+  }
+  for (int s = 1; s <= 3; ++s)
+    r.push_back(StepRecord{kU64, kU64, kU64, static_cast<StepSource>(s)});
+  for (int m = 1; m <= 7; ++m)
+    r.push_back(SampleRecord{kU64, 0, static_cast<Metric>(m), INT32_MIN, kU64});
+  r.push_back(AnnotationRecord{kU64, kU64, "", ""});
+  r.push_back(AnnotationRecord{0, 0, odd, long_text});
+  for (int a = 1; a <= 4; ++a)
+    r.push_back(ContextRecord{kU64, kU64, static_cast<ContextAction>(a), kU64, INT32_MIN});
+  r.push_back(ExitRecord{kU64, kU64});
+  r.push_back(ExitRecord{0, 0});
+  r.push_back(LostRecord{kU64, kU64, kU64});
+  r.push_back(LostRecord{0, 0, 0});
+
+  TempDir dir;
+  testing::write_trace(dir.file("t.trace"), r, 7);
+  auto back = testing::read_all(dir.file("t.trace"));
+  ASSERT_EQ(back.size(), r.size());
+  for (std::size_t i = 0; i < r.size(); ++i) {
+    EXPECT_EQ(back[i], r[i]) << "record " << i << " (variant index " << r[i].index() << ")";
+  }
+}
+
 TEST(TraceRoundTrip, fixed_size_event_encoders_match_general_encoder) {
   AllocRecord alloc{~0ull, ~0ull,     ~0ull, ~0ull, MemoryKind::kTorchBlock,
                     ~0u,   INT32_MIN, ~0ull, ~0u,   ~0u};

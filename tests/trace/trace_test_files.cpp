@@ -34,10 +34,10 @@ std::vector<Record> one_of_each_record() {
   r.push_back(PythonCodeRecord{7, "train.py", "step", 40});
   r.push_back(StackRecord{3, {0x401000, 0x7fffffffffff, 1}, {{7, 42}, {8, 100000}}});
   r.push_back(SymbolRecord{0x401000, "leak(int)", "leak.cu", 17, "/bin/leak"});
-  r.push_back(AllocRecord{0, 10, 0x7f00deadbe00, 1 << 20, MemoryKind::kDeviceAsync, 598, 3, 0xabc,
+  r.push_back(AllocRecord{9, 10, 0x7f00deadbe00, 1 << 20, MemoryKind::kDeviceAsync, 598, 3, 0xabc,
                           4243, 3});
   r.push_back(FreeRecord{1, 11, 0x7f00deadbe00, MemoryKind::kDeviceAsync, 600, 3, 4243});
-  r.push_back(AllocFailedRecord{2, 12, 1ull << 40, MemoryKind::kDevice, 243, -1, 2, 4242, 3});
+  r.push_back(AllocFailedRecord{2, 12, 1ull << 40, MemoryKind::kManaged, 243, -7, 2, 4242, 3});
   r.push_back(StepRecord{3, 13, 99, StepSource::kOptimizerHook});
   r.push_back(SampleRecord{4, 14, Metric::kPoolReservedBytes, 0, 123456789});
   r.push_back(AnnotationRecord{5, 15, "allocator", "{\"mode\":\"cudaMallocAsync\"}"});
