@@ -2,6 +2,8 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <exception>
+#include <string>
+#include <vector>
 
 #include "command.h"
 #include "version.h"
@@ -37,7 +39,18 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "gpuleak: %s\nRun 'gpuleak --help' for usage.\n", e.what());
+    // CLI11 checks that a subcommand was given before it looks at words it
+    // did not understand, so `gpuleak --bogus` would be told "A subcommand is
+    // required": name the word it did not understand instead.
+    std::string message = e.what();
+    std::vector<std::string> unknown = app.remaining();
+    if (dynamic_cast<const CLI::RequiredError*>(&e) && app.get_subcommands().empty() &&
+        !unknown.empty()) {
+      message =
+          unknown.front() + (unknown.front().rfind('-', 0) == 0 ? " is not a known option"
+                                                                : " is not a gpuleak subcommand");
+    }
+    std::fprintf(stderr, "gpuleak: %s (see 'gpuleak --help')\n", message.c_str());
     return kExitUsage;
   } catch (const UsageError& e) {
     std::fprintf(stderr, "gpuleak: %s\n", e.what());
