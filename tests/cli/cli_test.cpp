@@ -1,0 +1,443 @@
+// The gpuleak binary as a user meets it, run as a child process: damaged
+// traces, wrong flags, missing files, no NVIDIA driver, and `gpuleak run`
+// end to end on a Python program that leaks fake torch blocks.
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "cli/process_runner.h"
+#include "trace/codec.h"
+#include "trace/records.h"
+#include "trace/trace_writer.h"
+
+namespace gpuleak::cli {
+namespace {
+
+namespace fs = std::filesystem;
+using gpuleak::testing::ProcessOptions;
+using gpuleak::testing::ProcessResult;
+using gpuleak::testing::run_process;
+using gpuleak::testing::ScratchDir;
+using gpuleak::testing::write_text_file;
+using nlohmann::json;
+
+const std::string kGpuleak = GPULEAK_TEST_GPULEAK;
+const std::string kCollector = GPULEAK_TEST_COLLECTOR;
+const std::string kExamples = std::string(GPULEAK_BINARY_DIR) + "/examples";
+
+constexpr int kExitFindings = 1, kExitUsage = 2, kExitInput = 3;
+
+// ---- Traces made with the trace writer ---------------------------------------
+
+constexpr int kBlocks = 5;  // block 0: definitions; blocks 1-4: allocations
+constexpr int kAllocsPerBlock = 10;
+
+// Writes a trace whose blocks 1..4 each hold 10 allocations of 1 KiB that are
+// never freed. Returns the byte offset where each block starts.
+std::vector<std::uint64_t> write_leaky_trace(const std::string& path) {
+  std::string error;
+  auto writer = trace::TraceWriter::create(path, &error);
+  if (!writer) throw std::runtime_error(error);
+  std::vector<std::uint64_t> offsets;
+  std::string block;
+  trace::encode_record(trace::ProcessRecord{4242, 1, 1700000000000000000ull, 1000, "/usr/bin/app",
+                                            "app --train", "node-1", "0.1.0"},
+                       block);
+  trace::encode_record(trace::ApiNameRecord{243, "cuMemAlloc_v2"}, block);
+  offsets.push_back(writer->bytes_written());
+  if (!writer->write_block(block, 2, &error)) throw std::runtime_error(error);
+  std::uint64_t seq = 0;
+  for (int b = 1; b < kBlocks; ++b) {
+    block.clear();
+    for (int i = 0; i < kAllocsPerBlock; ++i) {
+      trace::AllocRecord a;
+      a.seq = seq++;
+      a.time_ns = 1000 + a.seq * 1000;
+      a.address = 0x7f0000000000ull + a.seq * 4096;
+      a.size = 1024;
+      a.kind = trace::MemoryKind::kDevice;
+      a.api = 243;
+      a.device = 0;
+      a.thread_id = 4242;
+      trace::encode_record(a, block);
+    }
+    offsets.push_back(writer->bytes_written());
+    if (!writer->write_block(block, kAllocsPerBlock, &error)) throw std::runtime_error(error);
+  }
+  offsets.push_back(writer->bytes_written());  // end of file
+  return offsets;
+}
+
+std::vector<char> read_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+void write_bytes(const std::string& path, const std::vector<char>& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+// One line on stderr, "gpuleak: ...", and nothing that looks like a crash.
+void expect_one_clear_line(const ProcessResult& r) {
+  auto lines = r.err_lines();
+  ASSERT_EQ(lines.size(), 1u) << "expected exactly one line on stderr:\n" << r.err;
+  EXPECT_EQ(lines[0].rfind("gpuleak: ", 0), 0u) << lines[0];
+  EXPECT_EQ(lines[0].find("internal error"), std::string::npos) << lines[0];
+  EXPECT_EQ(r.signal, 0) << r.describe();
+}
+
+// ---- Damaged traces ----------------------------------------------------------
+
+void check_damaged_trace_report(const std::string& path, std::uint64_t bad_block_offset,
+                                const std::string& expected_message) {
+  ProcessResult r = run_process({kGpuleak, "report", "--json", path});
+  EXPECT_EQ(r.exit_code, kExitInput) << r.describe();
+  expect_one_clear_line(r);
+  std::string line = r.err_lines().empty() ? "" : r.err_lines()[0];
+  EXPECT_NE(line.find(path), std::string::npos) << "the line must name the file: " << line;
+  EXPECT_NE(line.find(expected_message + " at byte " + std::to_string(bad_block_offset)),
+            std::string::npos)
+      << line;
+
+  // The report of the readable prefix: the 20 allocations of blocks 1 and 2.
+  json report = json::parse(r.out, nullptr, false);
+  ASSERT_FALSE(report.is_discarded()) << "stdout is not JSON:\n" << r.out;
+  ASSERT_EQ(report["processes"].size(), 1u);
+  const json& p = report["processes"][0];
+  EXPECT_EQ(p["pid"], 4242);
+  EXPECT_EQ(p["events"]["allocations"], 2 * kAllocsPerBlock);
+  EXPECT_EQ(p["leaks"]["allocations"], 2 * kAllocsPerBlock);
+  EXPECT_EQ(p["leaks"]["bytes"], 2 * kAllocsPerBlock * 1024);
+  EXPECT_EQ(p["trace_error"]["offset"], bad_block_offset);
+  EXPECT_EQ(p["exited"], false);
+}
+
+TEST(ReportDamagedTrace, truncated_mid_block_reports_the_prefix_and_one_line_with_the_offset) {
+  ScratchDir dir;
+  std::string path = dir.file("gpuleak-4242.trace");
+  auto offsets = write_leaky_trace(path);
+  auto bytes = read_bytes(path);
+  ASSERT_EQ(bytes.size(), offsets.back());
+  bytes.resize(offsets[3] + 16 + 7);  // inside block 3's zstd frame
+  write_bytes(path, bytes);
+  check_damaged_trace_report(path, offsets[3], "truncated block");
+}
+
+TEST(ReportDamagedTrace, truncated_block_header_reports_the_prefix_and_one_line_with_the_offset) {
+  ScratchDir dir;
+  std::string path = dir.file("gpuleak-4242.trace");
+  auto offsets = write_leaky_trace(path);
+  auto bytes = read_bytes(path);
+  bytes.resize(offsets[3] + 9);  // inside block 3's 16-byte header
+  write_bytes(path, bytes);
+  check_damaged_trace_report(path, offsets[3], "truncated block header");
+}
+
+TEST(ReportDamagedTrace, flipped_byte_in_a_later_block_reports_the_prefix_and_one_line) {
+  ScratchDir dir;
+  std::string path = dir.file("gpuleak-4242.trace");
+  auto offsets = write_leaky_trace(path);
+  auto bytes = read_bytes(path);
+  std::uint64_t middle = (offsets[3] + 16 + offsets[4]) / 2;  // block 3's frame
+  bytes[middle] = static_cast<char>(bytes[middle] ^ 0x20);
+  write_bytes(path, bytes);
+  check_damaged_trace_report(path, offsets[3], "corrupt block");
+}
+
+TEST(ReportDamagedTrace, text_report_goes_to_stdout_and_the_error_line_to_stderr) {
+  ScratchDir dir;
+  std::string path = dir.file("gpuleak-4242.trace");
+  auto offsets = write_leaky_trace(path);
+  auto bytes = read_bytes(path);
+  bytes.resize(offsets.back() - 3);  // the last block loses its end
+  write_bytes(path, bytes);
+  ProcessResult r = run_process({kGpuleak, "report", path});
+  EXPECT_EQ(r.exit_code, kExitInput) << r.describe();
+  expect_one_clear_line(r);
+  EXPECT_NE(r.err.find("at byte " + std::to_string(offsets[4])), std::string::npos) << r.err;
+  EXPECT_NE(r.out.find("30 allocations"), std::string::npos) << r.out;
+}
+
+TEST(ReportDamagedTrace, intact_trace_reports_everything_and_exits_zero) {
+  ScratchDir dir;
+  std::string path = dir.file("gpuleak-4242.trace");
+  write_leaky_trace(path);
+  ProcessResult r = run_process({kGpuleak, "report", "--json", path});
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(r.err, "");
+  json report = json::parse(r.out, nullptr, false);
+  ASSERT_FALSE(report.is_discarded()) << r.out;
+  EXPECT_EQ(report["processes"][0]["events"]["allocations"], (kBlocks - 1) * kAllocsPerBlock);
+  EXPECT_TRUE(report["processes"][0]["trace_error"].is_null());
+
+  ProcessResult gate = run_process({kGpuleak, "report", "--fail-on-leak", path});
+  EXPECT_EQ(gate.exit_code, kExitFindings) << gate.describe();
+}
+
+// ---- Wrong flags, missing files ----------------------------------------------
+
+TEST(CliErrors, unknown_top_level_option_is_named) {
+  ProcessResult r = run_process({kGpuleak, "--bogus"});
+  EXPECT_EQ(r.exit_code, kExitUsage) << r.describe();
+  expect_one_clear_line(r);
+  EXPECT_NE(r.err.find("--bogus"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("subcommand is required"), std::string::npos) << r.err;
+}
+
+TEST(CliErrors, missing_subcommand_says_so) {
+  ProcessResult r = run_process({kGpuleak});
+  EXPECT_EQ(r.exit_code, kExitUsage) << r.describe();
+  expect_one_clear_line(r);
+  EXPECT_NE(r.err.find("subcommand"), std::string::npos) << r.err;
+}
+
+TEST(CliErrors, unknown_report_option_is_named) {
+  ScratchDir dir;
+  std::string path = dir.file("t.trace");
+  write_leaky_trace(path);
+  ProcessResult r = run_process({kGpuleak, "report", "--bogus", path});
+  EXPECT_EQ(r.exit_code, kExitUsage) << r.describe();
+  expect_one_clear_line(r);
+  EXPECT_NE(r.err.find("--bogus"), std::string::npos) << r.err;
+}
+
+TEST(CliErrors, report_of_a_missing_file_names_it) {
+  ProcessResult r = run_process({kGpuleak, "report", "/nonexistent/gpuleak-1.trace"});
+  EXPECT_EQ(r.exit_code, kExitInput) << r.describe();
+  expect_one_clear_line(r);
+  EXPECT_NE(r.err.find("/nonexistent/gpuleak-1.trace"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("no such file"), std::string::npos) << r.err;
+}
+
+TEST(CliErrors, report_of_a_folder_without_traces_says_so) {
+  ScratchDir dir;
+  write_text_file(dir.file("notes.txt"), "nothing here\n");
+  ProcessResult r = run_process({kGpuleak, "report", dir.path()});
+  EXPECT_EQ(r.exit_code, kExitInput) << r.describe();
+  expect_one_clear_line(r);
+  EXPECT_NE(r.err.find(dir.path()), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("holds no gpuleak traces"), std::string::npos) << r.err;
+}
+
+TEST(CliErrors, report_of_a_text_file_says_it_is_not_a_trace) {
+  ScratchDir dir;
+  std::string path = dir.file("notes.txt");
+  write_text_file(path, "this is not a trace, but it is longer than a trace header\n");
+  ProcessResult r = run_process({kGpuleak, "report", path});
+  EXPECT_EQ(r.exit_code, kExitInput) << r.describe();
+  expect_one_clear_line(r);
+  EXPECT_NE(r.err.find(path), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("not a gpuleak trace"), std::string::npos) << r.err;
+}
+
+TEST(CliErrors, suppressions_file_with_a_bad_line_names_the_file_and_line) {
+  ScratchDir dir;
+  std::string trace_path = dir.file("t.trace");
+  write_leaky_trace(trace_path);
+  std::string rules = dir.file("bad.supp");
+  write_text_file(rules,
+                  "# memory meant to live until exit\nleak:init_pool\nfrobnicate everything\n");
+  ProcessResult r = run_process({kGpuleak, "report", "--suppressions", rules, trace_path});
+  EXPECT_EQ(r.exit_code, kExitInput) << r.describe();
+  expect_one_clear_line(r);
+  EXPECT_NE(r.err.find(rules), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("line 3"), std::string::npos) << r.err;
+  EXPECT_EQ(r.out, "") << "no report when the options are unusable";
+}
+
+TEST(CliErrors, missing_suppressions_file_is_a_usage_error) {
+  ScratchDir dir;
+  std::string trace_path = dir.file("t.trace");
+  write_leaky_trace(trace_path);
+  ProcessResult r =
+      run_process({kGpuleak, "report", "--suppressions", dir.file("none.supp"), trace_path});
+  EXPECT_EQ(r.exit_code, kExitUsage) << r.describe();
+  expect_one_clear_line(r);
+  EXPECT_NE(r.err.find("none.supp"), std::string::npos) << r.err;
+}
+
+// ---- gpuleak run: programs that cannot run, no driver -------------------------
+
+bool collector_built() { return !kCollector.empty() && fs::exists(kCollector); }
+
+TEST(RunErrors, program_that_does_not_exist_gives_one_line) {
+  ScratchDir dir;
+  ProcessResult r =
+      run_process({kGpuleak, "run", "-o", dir.file("traces"), "--", "/nonexistent/program"});
+  EXPECT_EQ(r.exit_code, kExitInput) << r.describe();
+  expect_one_clear_line(r);
+  if (collector_built()) {
+    EXPECT_NE(r.err.find("cannot run '/nonexistent/program'"), std::string::npos) << r.err;
+  }
+}
+
+bool driver_present() {
+  void* driver = ::dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
+  if (!driver) return false;
+  ::dlclose(driver);
+  return true;
+}
+
+void expect_no_driver_message(const std::vector<std::string>& program) {
+  ScratchDir dir;
+  std::vector<std::string> argv = {kGpuleak, "run", "-o", dir.file("traces"), "--"};
+  argv.insert(argv.end(), program.begin(), program.end());
+  ProcessResult r = run_process(argv);
+  EXPECT_NE(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(r.signal, 0) << r.describe();
+  // The program may say why it failed in its own words; gpuleak says one line.
+  std::vector<std::string> ours;
+  for (const auto& line : r.err_lines()) {
+    if (line.rfind("gpuleak: ", 0) == 0) ours.push_back(line);
+    EXPECT_EQ(line.find("terminate called"), std::string::npos) << r.err;
+  }
+  ASSERT_EQ(ours.size(), 1u) << r.err;
+  EXPECT_NE(ours[0].find("no NVIDIA driver"), std::string::npos) << ours[0];
+}
+
+TEST(RunErrors, program_on_a_machine_without_an_nvidia_driver_gives_the_no_driver_line) {
+  if (driver_present()) GTEST_SKIP() << "this machine has an NVIDIA driver (libcuda.so.1)";
+  if (!collector_built()) GTEST_SKIP() << "no collector built here: gpuleak run refuses first";
+  expect_no_driver_message({"/bin/true"});
+  // A real CUDA program, where nvcc built the examples.
+  if (fs::exists(kExamples + "/forgot_free")) {
+    expect_no_driver_message({kExamples + "/forgot_free"});
+  }
+}
+
+// ---- gpuleak run end to end (CPU, Python, fake torch blocks) -------------------
+
+const std::string kFakeTrain = std::string(GPULEAK_SOURCE_DIR) + "/tests/cli/fake_train.py";
+
+std::uint32_t leaking_line() {
+  std::ifstream in(kFakeTrain);
+  std::string text;
+  for (std::uint32_t n = 1; std::getline(in, text); ++n) {
+    if (text.find("# MARK: leaking line") != std::string::npos) return n;
+  }
+  return 0;
+}
+
+ProcessOptions run_options() {
+  ProcessOptions options;
+  options.unset_env = {"GPULEAK_DISABLE", "GPULEAK_TRACE_DIR", "CUDA_INJECTION64_PATH",
+                       "PYTORCH_CUDA_ALLOC_CONF", "PYTHONPATH"};
+  options.timeout = std::chrono::seconds(120);
+  return options;
+}
+
+// --torch-mode off: the script does not use torch; the default (auto) would
+// import torch and build the allocator hook first, which is not under test.
+std::vector<std::string> run_argv(const std::string& dir, std::vector<std::string> extra,
+                                  std::vector<std::string> script_args) {
+  std::vector<std::string> argv = {kGpuleak, "run", "-o", dir, "--torch-mode", "off"};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  argv.insert(argv.end(), {"--", "/usr/bin/python3", kFakeTrain});
+  argv.insert(argv.end(), script_args.begin(), script_args.end());
+  return argv;
+}
+
+class GpuleakRun : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!collector_built()) GTEST_SKIP() << "no collector built here (no CUDA headers)";
+    if (!fs::exists("/usr/bin/python3")) GTEST_SKIP() << "no /usr/bin/python3";
+  }
+};
+
+TEST_F(GpuleakRun, leaking_script_gets_a_live_leak_line_and_a_json_leak_verdict_at_its_line) {
+  ScratchDir dir;
+  std::string traces = dir.file("traces"), json_path = dir.file("report.json"),
+              release = dir.file("release");
+  ProcessOptions options = run_options();
+  int line_number = 0, live_line = -1, report_title_line = -1;
+  options.on_stderr_line = [&](const std::string& line) {
+    ++line_number;
+    if (live_line < 0 && line.rfind("gpuleak: [pid ", 0) == 0 &&
+        line.find("] LEAK ") != std::string::npos) {
+      live_line = line_number;
+      write_text_file(release, "go\n");  // the program may finish now
+    }
+    if (report_title_line < 0 && line.rfind("gpuleak: process", 0) == 0)
+      report_title_line = line_number;
+  };
+  ProcessResult r =
+      run_process(run_argv(traces, {"--json-report", json_path}, {"leak", release}), options);
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_NE(r.out.find("fake_train: done"), std::string::npos);
+  ASSERT_GT(live_line, 0) << "no live LEAK line while the program ran:\n" << r.err;
+  ASSERT_GT(report_title_line, 0) << "no final report on stderr:\n" << r.err;
+  EXPECT_LT(live_line, report_title_line) << "the LEAK line must come before the final report";
+  std::uint32_t marker = leaking_line();
+  ASSERT_GT(marker, 0u);
+  EXPECT_NE(r.err.find("fake_train.py:" + std::to_string(marker)), std::string::npos)
+      << "the live line should name the leaking line:\n"
+      << r.err;
+
+  std::ifstream in(json_path);
+  json report = json::parse(in, nullptr, false);
+  ASSERT_FALSE(report.is_discarded()) << "no JSON report at " << json_path;
+  ASSERT_EQ(report["processes"].size(), 1u);
+  const json& growth = report["processes"][0]["growth"];
+  EXPECT_EQ(growth["verdict"], "LEAK");
+  ASSERT_TRUE(growth["verdict_step"].is_number()) << growth.dump(2);
+  EXPECT_LE(growth["verdict_step"].get<std::int64_t>() - growth["warmup_steps"].get<std::int64_t>(),
+            50);
+  ASSERT_FALSE(growth["sites"].empty());
+  const json& site = growth["sites"][0]["site"];
+  EXPECT_EQ(site["file"], kFakeTrain);
+  EXPECT_EQ(site["line"], marker);
+  EXPECT_NEAR(growth["sites"][0]["rate_bytes_per_step"].get<double>(), 65536, 1);
+  const json& leaks = report["processes"][0]["leaks"];
+  EXPECT_EQ(leaks["allocations"], 80);
+  EXPECT_EQ(leaks["bytes"], 80 * 65536);
+
+  // Suppressions apply to memory live at exit, not to the growth verdict: a
+  // rule naming the leaking function moves its group out of `leaks`, and
+  // the verdict stays LEAK (the memory did grow while the program ran).
+  std::string rules = dir.file("rules.supp");
+  write_text_file(rules, "leak:forward\n");
+  ProcessResult suppressed =
+      run_process({kGpuleak, "report", "--json", "--suppressions", rules, traces});
+  ASSERT_EQ(suppressed.exit_code, 0) << suppressed.describe();
+  json again = json::parse(suppressed.out, nullptr, false);
+  ASSERT_FALSE(again.is_discarded()) << suppressed.out;
+  const json& p = again["processes"][0];
+  EXPECT_EQ(p["leaks"]["allocations"], 0);
+  EXPECT_TRUE(p["leaks"]["groups"].empty());
+  EXPECT_EQ(p["leaks"]["suppressed_allocations"], 80);
+  ASSERT_EQ(p["leaks"]["suppressed_groups"].size(), 1u);
+  EXPECT_EQ(p["leaks"]["suppressed_groups"][0]["suppressed_by"], "leak:forward");
+  EXPECT_EQ(p["growth"]["verdict"], "LEAK");
+}
+
+TEST_F(GpuleakRun, fail_on_leak_turns_a_leaking_run_into_exit_one) {
+  ScratchDir dir;
+  ProcessResult r = run_process(
+      run_argv(dir.file("traces"), {"--fail-on-leak", "--no-live"}, {"leak"}), run_options());
+  EXPECT_EQ(r.exit_code, kExitFindings) << r.describe();
+  EXPECT_NE(r.out.find("fake_train: done"), std::string::npos);
+}
+
+TEST_F(GpuleakRun, clean_script_gets_no_leak_and_exit_zero_even_with_fail_on_leak) {
+  ScratchDir dir;
+  std::string json_path = dir.file("report.json");
+  ProcessResult r = run_process(
+      run_argv(dir.file("traces"), {"--fail-on-leak", "--json-report", json_path}, {"clean"}),
+      run_options());
+  EXPECT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(r.err.find("] LEAK "), std::string::npos) << r.err;
+  std::ifstream in(json_path);
+  json report = json::parse(in, nullptr, false);
+  ASSERT_FALSE(report.is_discarded());
+  EXPECT_EQ(report["processes"][0]["growth"]["verdict"], "NO LEAK");
+  EXPECT_EQ(report["processes"][0]["leaks"]["allocations"], 0);
+  EXPECT_EQ(report["processes"][0]["events"]["allocations"], 160);
+}
+
+}  // namespace
+}  // namespace gpuleak::cli

@@ -1,0 +1,52 @@
+"""A training loop without torch and without a GPU, for `gpuleak run` tests.
+
+    gpuleak run ... -- /usr/bin/python3 fake_train.py leak|clean [RELEASE_FILE]
+
+It talks to the collector the way the gpuleak Python package does (ctypes,
+GIL held), reports 80 explicit steps, and per step allocates a 1 MiB
+temporary "torch block" that it frees plus a 64 KiB one that it keeps
+("leak") or frees at the end of the step ("clean"). With RELEASE_FILE it
+waits, after its last step, until that file exists (at most 60 s): the
+test creates it when it has seen gpuleak's live LEAK line, which proves the
+line came while the program was still running.
+"""
+import ctypes
+import os
+import sys
+import time
+
+lib = ctypes.PyDLL(os.environ["GPULEAK_COLLECTOR"])
+u64 = ctypes.c_uint64
+mode = sys.argv[1]
+release_file = sys.argv[2] if len(sys.argv) > 2 else None
+kept = []
+
+
+def forward(step):
+    address = 0x10000000 + step * 0x10000
+    lib.gpuleak_record_torch_alloc(u64(address), u64(65536), 0, u64(0))  # MARK: leaking line
+    temporary = 0x90000000 + step * 0x100000
+    lib.gpuleak_record_torch_alloc(u64(temporary), u64(1 << 20), 0, u64(0))
+    lib.gpuleak_record_torch_free(u64(temporary), 0)
+    return address
+
+
+def main():
+    if lib.gpuleak_start_recording() != 1:
+        sys.exit("fake_train: the collector is not recording")
+    for step in range(80):
+        address = forward(step)
+        if mode == "leak":
+            kept.append(address)
+        else:
+            lib.gpuleak_record_torch_free(u64(address), 0)
+        lib.gpuleak_mark_step(u64(step), 2)
+        time.sleep(0.005)
+    if release_file:
+        deadline = time.monotonic() + 60
+        while not os.path.exists(release_file) and time.monotonic() < deadline:
+            time.sleep(0.01)
+    print("fake_train: done")
+
+
+main()

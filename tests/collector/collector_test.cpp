@@ -1,0 +1,395 @@
+// The collector on a machine without a GPU: the recorder driven through the
+// C API by real child processes (collector_child.cpp, python_stacks.py),
+// then the traces they leave read back with the trace reader and the
+// analysis. CUPTI is never involved; everything after the API is.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "analysis/trace_loader.h"
+#include "cli/process_runner.h"
+#include "trace/event_sequencer.h"
+#include "trace/trace_reader.h"
+
+namespace gpuleak::collector {
+namespace {
+
+namespace fs = std::filesystem;
+using gpuleak::testing::ProcessOptions;
+using gpuleak::testing::ProcessResult;
+using gpuleak::testing::run_process;
+using gpuleak::testing::ScratchDir;
+
+const std::string kCollector = GPULEAK_TEST_COLLECTOR;
+const std::string kChild = GPULEAK_TEST_CHILD;
+const std::string kGpuleak = GPULEAK_TEST_GPULEAK;
+
+#define SKIP_WITHOUT_COLLECTOR()                                                          \
+  do {                                                                                    \
+    if (kCollector.empty() || !fs::exists(kCollector))                                    \
+      GTEST_SKIP() << "libgpuleak_collector.so was not built here (no CUDA headers), so " \
+                      "there is no collector to test";                                    \
+  } while (0)
+
+ProcessOptions collector_options(const std::string& trace_dir) {
+  ProcessOptions options;
+  options.unset_env = {"GPULEAK_DISABLE",      "CUDA_INJECTION64_PATH", "GPULEAK_VERBOSE",
+                       "GPULEAK_NATIVE_DEPTH", "GPULEAK_PYTHON_STACKS", "PYTHONPATH"};
+  options.set_env = {"GPULEAK_TRACE_DIR=" + trace_dir};
+  options.timeout = std::chrono::seconds(120);
+  return options;
+}
+
+std::vector<std::string> traces_in(const std::string& dir) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    if (entry.path().extension() == ".trace") out.push_back(entry.path().string());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// A whole trace, events in sequence order.
+struct TraceContents {
+  std::vector<trace::Record> records;
+  std::string error;  // a TraceError, if reading stopped early
+  std::uint64_t skipped_events = 0;
+  bool seq_dense = true;  // events came out as 0, 1, 2, ... with no repeat
+
+  template <class T>
+  std::vector<T> all() const {
+    std::vector<T> out;
+    for (const auto& r : records) {
+      if (const T* t = std::get_if<T>(&r)) out.push_back(*t);
+    }
+    return out;
+  }
+};
+
+TraceContents read_trace(const std::string& path, bool follow = false) {
+  TraceContents c;
+  trace::EventSequencer sequencer;
+  trace::Record record;
+  std::uint64_t expected_seq = 0;
+  auto take = [&] {
+    while (sequencer.pop(record)) {
+      std::uint64_t seq = 0;
+      if (trace::record_seq(record, &seq)) {
+        if (seq != expected_seq) c.seq_dense = false;
+        expected_seq = seq + 1;
+      }
+      c.records.push_back(record);
+    }
+  };
+  try {
+    trace::TraceReader reader(path);
+    reader.set_follow(follow);
+    while (reader.next(record) == trace::TraceReader::Status::kRecord) {
+      sequencer.push(std::move(record));
+      take();
+    }
+  } catch (const trace::TraceError& e) {
+    c.error = e.what();
+  }
+  sequencer.finish();
+  take();
+  c.skipped_events = sequencer.skipped_events();
+  return c;
+}
+
+std::uint64_t lost_events(const TraceContents& c) {
+  std::uint64_t lost = 0;
+  for (const auto& r : c.all<trace::LostRecord>()) lost += r.events;
+  return lost;
+}
+
+// ---- Many threads ------------------------------------------------------------
+
+TEST(CollectorStress, eight_threads_record_exactly_the_planted_leaks_with_their_native_stacks) {
+  SKIP_WITHOUT_COLLECTOR();
+  ScratchDir dir;
+  ProcessResult run = run_process({kChild, kCollector, "stress"}, collector_options(dir.path()));
+  ASSERT_EQ(run.exit_code, 0) << run.describe();
+  EXPECT_EQ(run.err, "") << "the collector said something while working normally";
+  EXPECT_EQ(run.out, "planted 36 blocks, 147456 bytes\n");
+  auto files = traces_in(dir.path());
+  ASSERT_EQ(files.size(), 1u);
+
+  // The raw trace: every event in a dense sequence, nothing lost, and the
+  // blocks left live per thread are exactly the planted ones.
+  TraceContents c = read_trace(files[0]);
+  ASSERT_EQ(c.error, "");
+  EXPECT_EQ(c.skipped_events, 0u);
+  EXPECT_TRUE(c.seq_dense);
+  EXPECT_EQ(lost_events(c), 0u);
+  std::map<std::uint64_t, trace::AllocRecord> live;
+  std::uint64_t unmatched = 0, allocs = 0, frees = 0;
+  for (const auto& r : c.records) {
+    if (const auto* a = std::get_if<trace::AllocRecord>(&r)) {
+      ++allocs;
+      EXPECT_TRUE(live.emplace(a->address, *a).second) << "address allocated twice";
+    } else if (const auto* f = std::get_if<trace::FreeRecord>(&r)) {
+      ++frees;
+      if (live.erase(f->address) == 0) ++unmatched;
+    }
+  }
+  EXPECT_EQ(allocs, 8u * 100000 + 36);
+  EXPECT_EQ(frees, 8u * 100000);
+  EXPECT_EQ(unmatched, 0u);
+  std::map<std::uint32_t, std::uint64_t> leaked_per_thread;
+  for (const auto& [address, a] : live) {
+    EXPECT_EQ(a.size, 4096u);
+    ++leaked_per_thread[a.thread_id];
+  }
+  std::multiset<std::uint64_t> counts;
+  for (const auto& [thread, count] : leaked_per_thread) counts.insert(count);
+  EXPECT_EQ(counts, (std::multiset<std::uint64_t>{1, 2, 3, 4, 5, 6, 7, 8}));
+  std::set<std::uint32_t> named_threads;
+  for (const auto& t : c.all<trace::ThreadRecord>()) named_threads.insert(t.thread_id);
+  for (const auto& [thread, count] : leaked_per_thread)
+    EXPECT_TRUE(named_threads.count(thread)) << "no ThreadRecord for thread " << thread;
+
+  // The analysis: the same numbers, and native stacks that name plant_leaks.
+  analysis::ProcessReport report = analysis::analyze_trace_file(files[0], {});
+  EXPECT_EQ(report.trace_error, "");
+  EXPECT_TRUE(report.exited);
+  EXPECT_EQ(report.allocations, 8u * 100000 + 36);
+  EXPECT_EQ(report.frees, 8u * 100000);
+  EXPECT_EQ(report.unmatched_frees, 0u);
+  EXPECT_EQ(report.lost_events, 0u);
+  EXPECT_EQ(report.leaks.allocations, 36u);
+  EXPECT_EQ(report.leaks.bytes, 36u * 4096);
+  ASSERT_FALSE(report.leaks.groups.empty());
+  for (const auto& group : report.leaks.groups) {
+    bool names_planter = std::any_of(group.frames.begin(), group.frames.end(), [](const auto& f) {
+      return f.function.find("plant_leaks") != std::string::npos;
+    });
+    std::string shown;
+    for (const auto& f : group.frames)
+      shown += "\n  " + f.function + " " + f.file + ":" + std::to_string(f.line) + " " + f.module;
+    EXPECT_TRUE(names_planter) << "a leak group's stack does not name plant_leaks:" << shown;
+    EXPECT_NE(group.site.function.find("plant_leaks"), std::string::npos)
+        << "site: " << group.site.label();
+    EXPECT_NE(group.site.file.find("collector_child.cpp"), std::string::npos);
+  }
+}
+
+// ---- Killed ------------------------------------------------------------------
+
+TEST(CollectorKilled, sigkill_after_a_flush_leaves_a_trace_readable_to_its_last_flush) {
+  SKIP_WITHOUT_COLLECTOR();
+  ScratchDir dir;
+  ProcessOptions options = collector_options(dir.path());
+  options.set_env.push_back("GPULEAK_FLUSH_MS=50");
+  options.timeout = std::chrono::seconds(60);
+  constexpr std::uint64_t kBlocks = 500;
+  bool killed = false;
+  // The child never flushes by itself and never exits: once the writer
+  // thread has put all its events in the file, kill it.
+  options.while_running = [&](pid_t pid) {
+    if (killed) return;
+    auto files = traces_in(dir.path());
+    if (files.size() != 1) return;
+    TraceContents c = read_trace(files[0], /*follow=*/true);
+    if (c.all<trace::AllocRecord>().size() == kBlocks && c.all<trace::StepRecord>().size() == 5) {
+      ::kill(pid, SIGKILL);
+      killed = true;
+    }
+  };
+  ProcessResult run = run_process({kChild, kCollector, "hold", std::to_string(kBlocks)}, options);
+  ASSERT_TRUE(killed) << "the events never reached the file without an explicit flush: "
+                      << run.describe();
+  ASSERT_EQ(run.signal, SIGKILL) << run.describe();
+  EXPECT_EQ(run.out, "recorded\n");
+
+  auto files = traces_in(dir.path());
+  ASSERT_EQ(files.size(), 1u);
+  TraceContents c = read_trace(files[0]);
+  EXPECT_EQ(c.error, "") << "a killed process must leave whole blocks only";
+  EXPECT_TRUE(c.all<trace::ExitRecord>().empty());
+  EXPECT_EQ(c.all<trace::AllocRecord>().size(), kBlocks);
+  EXPECT_EQ(c.all<trace::StepRecord>().size(), 5u);
+
+  analysis::ProcessReport report = analysis::analyze_trace_file(files[0], {});
+  EXPECT_FALSE(report.exited);
+  EXPECT_EQ(report.trace_error, "");
+  EXPECT_EQ(report.leaks.allocations, kBlocks);
+  EXPECT_EQ(report.leaks.bytes, kBlocks * 64);
+
+  if (!kGpuleak.empty() && fs::exists(kGpuleak)) {
+    ProcessResult text = run_process({kGpuleak, "report", dir.path()});
+    EXPECT_EQ(text.exit_code, 0) << text.describe();
+    EXPECT_NE(text.out.find("did not exit normally"), std::string::npos) << text.out;
+  }
+}
+
+// ---- fork() ------------------------------------------------------------------
+
+TEST(CollectorFork, forked_children_record_nothing_and_the_parents_trace_stays_consistent) {
+  SKIP_WITHOUT_COLLECTOR();
+  ScratchDir dir;
+  ProcessOptions options = collector_options(dir.path());
+  options.timeout = std::chrono::seconds(60);  // a deadlock shows as a timeout
+  ProcessResult run = run_process({kChild, kCollector, "fork", "20"}, options);
+  ASSERT_FALSE(run.timed_out) << "deadlock? " << run.describe();
+  ASSERT_EQ(run.exit_code, 0) << run.describe();
+  EXPECT_NE(run.out.find("failures 0"), std::string::npos) << run.out;
+  EXPECT_EQ(run.err, "");
+  std::set<std::uint32_t> children;
+  std::istringstream lines(run.out);
+  std::string word;
+  std::uint32_t pid = 0;
+  while (lines >> word) {
+    if (word == "child" && lines >> pid) children.insert(pid);
+  }
+  ASSERT_EQ(children.size(), 20u) << run.out;
+
+  auto files = traces_in(dir.path());
+  ASSERT_EQ(files.size(), 1u) << "a forked child wrote a trace of its own";
+  TraceContents c = read_trace(files[0]);
+  ASSERT_EQ(c.error, "");
+  EXPECT_TRUE(c.seq_dense);
+  EXPECT_EQ(c.skipped_events, 0u);
+  EXPECT_EQ(lost_events(c), 0u);
+  auto process = c.all<trace::ProcessRecord>();
+  ASSERT_EQ(process.size(), 1u);
+  EXPECT_EQ(children.count(process[0].pid), 0u);
+  for (const auto& t : c.all<trace::ThreadRecord>())
+    EXPECT_EQ(children.count(t.thread_id), 0u) << "a child's thread recorded: " << t.thread_id;
+  for (const auto& a : c.all<trace::AllocRecord>()) {
+    EXPECT_EQ(children.count(a.thread_id), 0u);
+    EXPECT_FALSE(a.address >= 0xC0000000ull && a.address < 0xC0000000ull + 21 * 4096)
+        << "a child's allocation is in the parent's trace";
+  }
+  EXPECT_TRUE(c.all<trace::StepRecord>().empty());
+  EXPECT_TRUE(c.all<trace::AnnotationRecord>().empty());
+  EXPECT_EQ(c.all<trace::ExitRecord>().size(), 1u);
+
+  analysis::ProcessReport report = analysis::analyze_trace_file(files[0], {});
+  EXPECT_EQ(report.unmatched_frees, 0u);
+  EXPECT_TRUE(report.exited);
+  ASSERT_EQ(report.leaks.allocations, 1u) << "only the parent's last block stays live";
+  EXPECT_EQ(report.leaks.bytes, 8192u);
+}
+
+// ---- Disabled ----------------------------------------------------------------
+
+TEST(CollectorDisabled, api_program_records_when_the_collector_is_enabled) {
+  SKIP_WITHOUT_COLLECTOR();
+  ScratchDir dir;
+  ProcessResult run = run_process({kChild, kCollector, "api"}, collector_options(dir.path()));
+  ASSERT_EQ(run.exit_code, 0) << run.describe();
+  EXPECT_EQ(run.out, "start=1,1 recording=1\nresult 499500\n");
+  EXPECT_EQ(run.err, "");
+  auto files = traces_in(dir.path());
+  ASSERT_EQ(files.size(), 1u);
+  TraceContents c = read_trace(files[0]);
+  EXPECT_EQ(c.all<trace::AllocRecord>().size(), 1000u);
+  EXPECT_EQ(c.all<trace::FreeRecord>().size(), 500u);
+}
+
+TEST(CollectorDisabled, unwritable_trace_directory_disables_the_collector_with_one_line) {
+  SKIP_WITHOUT_COLLECTOR();
+  ScratchDir dir;
+  // Tests may run as root, which can write anywhere: a path below a regular
+  // file cannot be created by anyone.
+  gpuleak::testing::write_text_file(dir.file("a-file"), "not a directory\n");
+  ProcessResult run =
+      run_process({kChild, kCollector, "api"}, collector_options(dir.file("a-file") + "/traces"));
+  ASSERT_EQ(run.exit_code, 0) << run.describe();
+  EXPECT_EQ(run.out, "start=0,0 recording=0\nresult 499500\n");
+  auto lines = run.err_lines();
+  ASSERT_EQ(lines.size(), 1u) << run.err;
+  EXPECT_EQ(lines[0].rfind("gpuleak: collector disabled", 0), 0u) << lines[0];
+  EXPECT_NE(lines[0].find("a-file"), std::string::npos) << "the line should say which path";
+}
+
+TEST(CollectorDisabled, gpuleak_disable_records_nothing_and_leaves_the_program_alone) {
+  SKIP_WITHOUT_COLLECTOR();
+  ScratchDir dir;
+  ProcessOptions options = collector_options(dir.file("traces"));
+  options.set_env.push_back("GPULEAK_DISABLE=1");
+  ProcessResult run = run_process({kChild, kCollector, "api"}, options);
+  ASSERT_EQ(run.exit_code, 0) << run.describe();
+  EXPECT_EQ(run.out, "start=0,0 recording=0\nresult 499500\n");
+  EXPECT_EQ(run.err, "");
+  EXPECT_TRUE(traces_in(dir.file("traces")).empty());
+}
+
+// ---- Python stacks -----------------------------------------------------------
+
+// The 1-based line of `file` holding `marker`.
+std::uint32_t line_of(const std::string& file, const std::string& marker) {
+  std::ifstream in(file);
+  std::string text;
+  for (std::uint32_t n = 1; std::getline(in, text); ++n) {
+    if (text.find(marker) != std::string::npos) return n;
+  }
+  return 0;
+}
+
+TEST(CollectorPythonStacks, python_frames_with_the_gil_and_native_frames_without) {
+  SKIP_WITHOUT_COLLECTOR();
+  if (!fs::exists("/usr/bin/python3")) GTEST_SKIP() << "no /usr/bin/python3";
+  ScratchDir dir;
+  std::string script = std::string(GPULEAK_SOURCE_DIR) + "/tests/collector/python_stacks.py";
+  ProcessResult run =
+      run_process({"/usr/bin/python3", script, kCollector}, collector_options(dir.path()));
+  ASSERT_EQ(run.exit_code, 0) << run.describe();
+  EXPECT_EQ(run.out, "done\n");
+  auto files = traces_in(dir.path());
+  ASSERT_EQ(files.size(), 1u);
+  TraceContents c = read_trace(files[0]);
+  ASSERT_EQ(c.error, "");
+
+  std::map<std::uint32_t, trace::StackRecord> stacks;
+  for (const auto& s : c.all<trace::StackRecord>()) stacks[s.stack_id] = s;
+  std::map<std::uint32_t, trace::PythonCodeRecord> codes;
+  for (const auto& p : c.all<trace::PythonCodeRecord>()) codes[p.code_id] = p;
+  std::uint32_t with_gil_line = line_of(script, "# MARK: with GIL");
+  ASSERT_GT(with_gil_line, 0u);
+
+  int with_gil = 0, without_gil = 0;
+  for (const auto& a : c.all<trace::AllocRecord>()) {
+    ASSERT_TRUE(stacks.count(a.stack_id)) << "allocation without a stack";
+    const trace::StackRecord& s = stacks[a.stack_id];
+    if (a.address >= 0x20000000) {
+      ++without_gil;
+      EXPECT_TRUE(s.python.empty()) << "Python frames read without holding the GIL";
+      EXPECT_FALSE(s.native.empty());
+    } else {
+      ++with_gil;
+      ASSERT_GE(s.python.size(), 2u);
+      const trace::PythonCodeRecord& code = codes[s.python[0].code_id];
+      EXPECT_EQ(code.filename, script);
+      EXPECT_EQ(code.function, "allocate_with_gil");
+      EXPECT_EQ(s.python[0].line, with_gil_line);
+      EXPECT_EQ(codes[s.python[1].code_id].function, "main");
+    }
+  }
+  EXPECT_EQ(with_gil, 200);
+  EXPECT_EQ(without_gil, 3000);
+
+  // The analysis blames the Python line.
+  analysis::ProcessReport report = analysis::analyze_trace_file(files[0], {});
+  bool found = false;
+  for (const auto& g : report.leaks.groups) {
+    if (g.site.file == script && g.site.line == with_gil_line) {
+      found = true;
+      EXPECT_EQ(g.allocations, 200u);
+    }
+  }
+  EXPECT_TRUE(found) << "no leak group at " << script << ":" << with_gil_line;
+}
+
+}  // namespace
+}  // namespace gpuleak::collector
