@@ -1,9 +1,9 @@
 // `gpuleak lint PATH...`: static review of Python training code and
 // notebooks for GPU-memory leak patterns (see docs/lint.md).
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -51,22 +51,9 @@ bool use_color(const std::string& mode, bool to_stdout) {
 
 int list_rules(const LintOptionsFromFlags& o) {
   if (o.format == "json") {
-    std::cout << "[\n";
-    const auto& rules = lint::rule_catalog();
-    for (std::size_t i = 0; i < rules.size(); ++i) {
-      const auto* r = rules[i];
-      std::cout << fmt::format(
-          "  {{\"id\": \"{}\", \"name\": \"{}\", \"severity\": \"{}\", \"cause\": \"{}\"}}{}\n",
-          r->id, r->name, lint::severity_name(r->severity), lint::cause_slug(r->cause),
-          i + 1 < rules.size() ? "," : "");
-    }
-    std::cout << "]\n";
-    return kExitOk;
-  }
-  for (const auto* r : lint::rule_catalog()) {
-    std::cout << fmt::format("{}  {:<7}  {:<30}  {}\n     cause: {}\n", r->id,
-                             lint::severity_name(r->severity), r->name, r->summary,
-                             lint::cause_title(r->cause));
+    lint::write_rules_json(std::cout);
+  } else {
+    lint::write_rules_text(std::cout);
   }
   return kExitOk;
 }
@@ -96,7 +83,9 @@ std::vector<lint::FileReport> lint_all(const std::vector<std::filesystem::path>&
   std::vector<lint::FileReport> reports(files.size());
   std::atomic<std::size_t> next{0};
   std::atomic<std::size_t> done{0};
-  auto work = [&] {
+  // `on_file` runs after each file on the thread that linted it; only the
+  // single-threaded run uses it, to draw progress from that one thread.
+  auto work = [&](auto on_file) {
     lint::Linter linter(options);
     for (std::size_t i = next++; i < files.size(); i = next++) {
       try {
@@ -105,16 +94,16 @@ std::vector<lint::FileReport> lint_all(const std::vector<std::filesystem::path>&
         reports[i].path = files[i].string();
         reports[i].problem = lint::FileProblem{fmt::format("internal error: {}", e.what()), {}, 0};
       }
-      ++done;
+      on_file(++done);
     }
   };
   Progress progress("gpuleak lint", files.size(), Progress::Unit::kFiles);
   jobs = std::max(1u, std::min<unsigned>(jobs, static_cast<unsigned>(files.size())));
   std::vector<std::thread> workers;
   if (jobs == 1) {
-    work();
+    work([&](std::size_t n) { progress.update(n); });
   } else {
-    for (unsigned j = 0; j < jobs; ++j) workers.emplace_back(work);
+    for (unsigned j = 0; j < jobs; ++j) workers.emplace_back(work, [](std::size_t) {});
     while (done.load() < files.size()) {
       progress.update(done.load());
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -169,7 +158,8 @@ int run_lint(const LintOptionsFromFlags& o) {
     std::string where = r.problem->position.line > 0
                             ? lint::format_location(r.path, r.problem->cell, r.problem->position)
                             : r.path;
-    std::fprintf(stderr, "gpuleak: %s: %s; not linted\n", where.c_str(), r.problem->message.c_str());
+    std::fprintf(stderr, "gpuleak: %s: %s; not linted\n", where.c_str(),
+                 r.problem->message.c_str());
   }
 
   if (o.format == "json") {
@@ -180,7 +170,8 @@ int run_lint(const LintOptionsFromFlags& o) {
     lint::write_text(out, run, use_color(o.color, o.output.empty()));
   }
   out.flush();
-  if (!out) throw InputError(fmt::format("cannot write {}", o.output.empty() ? "to stdout" : o.output));
+  if (!out)
+    throw InputError(fmt::format("cannot write {}", o.output.empty() ? "to stdout" : o.output));
 
   if (!found.missing.empty()) return kExitUsage;
   if (!found.problems.empty() || run.files_not_linted() > 0) return kExitInput;

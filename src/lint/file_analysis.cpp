@@ -44,10 +44,7 @@ void bound_names(const SyntaxTree& tree, NodeId target, std::vector<std::string>
 }  // namespace
 
 FileAnalysis::FileAnalysis(const SyntaxTree& tree)
-    : tree_(tree),
-      imports_(tree),
-      bits_(tree.size(), 0),
-      grad_disabled_(tree.size(), 0) {
+    : tree_(tree), imports_(tree), bits_(tree.size(), 0), grad_disabled_(tree.size(), 0) {
   collect_structure();
   collect_model_names();
   collect_hooks();
@@ -99,8 +96,9 @@ void FileAnalysis::collect_structure() {
             if (q.empty()) continue;
             std::string_view last = vocabulary::last_component(q);
             if (last == "LightningModule") facts.is_lightning = facts.is_module = true;
-            if (last == "Module" && (q == "Module" || starts_with(q, "torch.") ||
-                                     starts_with(q, "nn.") || q.find(".nn.") != std::string::npos)) {
+            if (last == "Module" &&
+                (q == "Module" || starts_with(q, "torch.") || starts_with(q, "nn.") ||
+                 q.find(".nn.") != std::string::npos)) {
               facts.is_module = true;
             }
             if (last == "Dataset" || last == "IterableDataset") facts.is_dataset = true;
@@ -176,7 +174,8 @@ void FileAnalysis::collect_structure() {
           }
         }
         // The parent scope's binding of the name is recorded there.
-        if (kind == NodeKind::kFunctionDefinition) scopes_[open.back().index].assigned.insert(s.name);
+        if (kind == NodeKind::kFunctionDefinition)
+          scopes_[open.back().index].assigned.insert(s.name);
         std::size_t index = scopes_.size();
         scopes_.push_back(std::move(s));
         open.push_back({index, tree_.node(id).subtree_end});
@@ -212,6 +211,7 @@ void FileAnalysis::collect_structure() {
         break;
     }
   }
+  for (std::size_t i = 1; i < scopes_.size(); ++i) scopes_by_name_[scopes_[i].name].push_back(i);
   // Lightning runs its evaluation hooks under no_grad/inference_mode.
   for (Scope& s : scopes_) {
     if (s.class_node == kNoNode) continue;
@@ -338,7 +338,8 @@ std::vector<std::size_t> FileAnalysis::functions_passed_as(NodeId argument, int 
       for (std::size_t factory : scopes_named(vocabulary::last_component(dotted))) {
         NodeId def = scopes_[factory].node;
         for (NodeId id = def + 1; id < tree_.node(def).subtree_end; ++id) {
-          if (tree_.kind(id) != NodeKind::kReturnStatement || scope_index_of(id) != factory) continue;
+          if (tree_.kind(id) != NodeKind::kReturnStatement || scope_index_of(id) != factory)
+            continue;
           NodeId value = tree_.first_named_child(id);
           if (value == kNoNode) continue;
           for (std::size_t nested : functions_passed_as(value, depth + 1)) {
@@ -489,11 +490,8 @@ const ClassFacts* FileAnalysis::class_facts(NodeId class_node) const {
 }
 
 std::vector<std::size_t> FileAnalysis::scopes_named(std::string_view name) const {
-  std::vector<std::size_t> out;
-  for (std::size_t i = 1; i < scopes_.size(); ++i) {
-    if (scopes_[i].name == name) out.push_back(i);
-  }
-  return out;
+  auto it = scopes_by_name_.find(std::string(name));
+  return it == scopes_by_name_.end() ? std::vector<std::size_t>() : it->second;
 }
 
 NodeId FileAnalysis::innermost_loop(NodeId node) const {

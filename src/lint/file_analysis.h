@@ -41,7 +41,7 @@ struct Scope {
   std::vector<std::string> parameters;
   std::unordered_set<std::string> declared_global;  // `global` / `nonlocal` names
   std::unordered_set<std::string> assigned;         // names bound in this scope
-  bool grad_disabled = false;   // @torch.no_grad(), or a Lightning eval hook
+  bool grad_disabled = false;                       // @torch.no_grad(), or a Lightning eval hook
 };
 
 struct ClassFacts {
@@ -74,7 +74,7 @@ struct StoreEvent {
   NodeId value = kNoNode;      // the stored expression
   std::uint8_t value_bits = 0;
   bool grad_enabled = true;
-  std::size_t scope = 0;       // index into FileAnalysis::scopes()
+  std::size_t scope = 0;  // index into FileAnalysis::scopes()
 };
 
 class FileAnalysis {
@@ -106,7 +106,8 @@ class FileAnalysis {
   // `self(x)` inside an nn.Module, `model.forward(x)`.
   bool is_model_call(NodeId call) const;
   bool is_loss_callee(NodeId call) const;
-  bool is_backward_call(NodeId call) const;        // t.backward(), autograd.backward(), accelerator.backward()
+  bool is_backward_call(
+      NodeId call) const;  // t.backward(), autograd.backward(), accelerator.backward()
   bool is_optimizer_step_call(NodeId call) const;  // optimizer.step(), scaler.step(opt)
   bool is_dataloader_constructor(NodeId call) const;
   bool is_torch_module_constructor(NodeId call) const;
@@ -162,6 +163,7 @@ class FileAnalysis {
   std::vector<Scope> scopes_;
   std::vector<std::size_t> scope_of_node_;  // innermost scope per node id
   std::vector<ClassFacts> classes_;
+  std::unordered_map<std::string, std::vector<std::size_t>> scopes_by_name_;
   std::unordered_map<NodeId, std::size_t> class_index_;
   std::unordered_set<std::string> model_keys_;  // dotted names known to hold a network
   std::unordered_set<std::string> loss_keys_;   // dotted names holding a loss module

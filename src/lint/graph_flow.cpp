@@ -31,18 +31,29 @@ bool is_capitalized(std::string_view s) {
 
 // Methods whose result is a Python value, not a tensor.
 bool returns_python_value(std::string_view method) {
-  return one_of(method, {"item", "tolist", "numpy", "__float__", "__int__", "size", "dim", "numel",
-                         "nelement", "stride", "data_ptr", "element_size", "is_contiguous",
-                         "equal", "backward", "register_hook", "get_device", "__len__",
-                         "__repr__", "__str__", "__format__", "keys"});
+  return one_of(method, {"item",          "tolist",       "numpy",         "__float__", "__int__",
+                         "size",          "dim",          "numel",         "nelement",  "stride",
+                         "data_ptr",      "element_size", "is_contiguous", "equal",     "backward",
+                         "register_hook", "get_device",   "__len__",       "__repr__",  "__str__",
+                         "__format__",    "keys"});
 }
 
 // Methods whose result is an integer or boolean tensor: no grad_fn.
 bool returns_tensor_without_graph(std::string_view method) {
-  return one_of(method, {"argmax", "argmin", "eq", "ne", "lt", "gt", "le", "ge", "long", "int",
-                         "bool", "byte", "short", "nonzero", "isnan", "isinf", "isfinite", "any",
-                         "all", "argsort", "sign", "eq_", "logical_not", "logical_and",
-                         "logical_or", "count_nonzero", "unique"});
+  return one_of(method, {"argmax",      "argmin",
+                         "eq",          "ne",
+                         "lt",          "gt",
+                         "le",          "ge",
+                         "long",        "int",
+                         "bool",        "byte",
+                         "short",       "nonzero",
+                         "isnan",       "isinf",
+                         "isfinite",    "any",
+                         "all",         "argsort",
+                         "sign",        "eq_",
+                         "logical_not", "logical_and",
+                         "logical_or",  "count_nonzero",
+                         "unique"});
 }
 
 // Container methods that put their argument into the receiver.
@@ -404,8 +415,8 @@ void GraphFlow::walk_augmented(NodeId assignment, Env& env) {
   std::uint8_t right_bits = eval(right, env);
   std::uint8_t left_bits = eval(left, env);
   NodeKind rk = tree_.kind(right);
-  bool list_like = rk == NodeKind::kList || rk == NodeKind::kTuple ||
-                   rk == NodeKind::kListComprehension;
+  bool list_like =
+      rk == NodeKind::kList || rk == NodeKind::kTuple || rk == NodeKind::kListComprehension;
   // `total += loss` under no_grad computes a new value without a graph;
   // `outputs += [out]` keeps the very objects, graph and all.
   std::uint8_t effective = list_like ? right_bits : strip_if_no_grad(right_bits);
@@ -512,8 +523,7 @@ void GraphFlow::assign_target(NodeId target, NodeId value, std::uint8_t bits, En
   }
 }
 
-NodeId GraphFlow::self_update_operand(NodeId target, NodeId value,
-                                      std::uint8_t& other_bits) const {
+NodeId GraphFlow::self_update_operand(NodeId target, NodeId value, std::uint8_t& other_bits) const {
   std::string self = dotted_text(tree_, target);
   if (self.empty()) return kNoNode;
   while (tree_.kind(value) == NodeKind::kParenthesizedExpression) {
@@ -572,9 +582,16 @@ void GraphFlow::record_store(StoreKind kind, NodeId site, NodeId container, Node
   if ((bits & kParameterBits) && !(bits & kValueBits) && container != kNoNode &&
       kind != StoreKind::kLocalName && kind != StoreKind::kAttribute &&
       kind != StoreKind::kGlobalName && is_long_lived_container(container) &&
-      (kind != StoreKind::kSubscript || key_varies_per_step(file_, key)) &&
-      !container_bounded_elsewhere(file_, container_path(file_, container))) {
-    parameter_sinks_[scope_] |= static_cast<std::uint8_t>((bits & kParameterBits) >> 4);
+      (kind != StoreKind::kSubscript || key_varies_per_step(file_, key))) {
+    std::string path = container_path(file_, container);
+    auto memo = bounded_containers_.find(path);
+    if (memo == bounded_containers_.end()) {
+      memo = bounded_containers_.emplace(path, container_bounded_elsewhere(file_, path)).first;
+    }
+    if (!memo->second) {
+      parameter_sinks_[scope_] |= static_cast<std::uint8_t>((bits & kParameterBits) >> 4);
+      any_parameter_sinks_ = true;
+    }
   }
   bits &= kValueBits;
   if (bits == 0 && kind != StoreKind::kAppend && kind != StoreKind::kExtend &&
@@ -604,9 +621,10 @@ void GraphFlow::record_store(StoreKind kind, NodeId site, NodeId container, Node
 bool GraphFlow::is_long_lived_container(NodeId container) const {
   // Reached through self, a `global`, or a name this function does not bind.
   NodeId n = container;
-  while (n != kNoNode && (tree_.kind(n) == NodeKind::kSubscript || tree_.kind(n) == NodeKind::kAttribute)) {
+  while (n != kNoNode &&
+         (tree_.kind(n) == NodeKind::kSubscript || tree_.kind(n) == NodeKind::kAttribute)) {
     n = tree_.kind(n) == NodeKind::kSubscript ? tree_.child_by_field(n, Field::kValue)
-                                               : tree_.child_by_field(n, Field::kObject);
+                                              : tree_.child_by_field(n, Field::kObject);
   }
   if (n == kNoNode || tree_.kind(n) != NodeKind::kIdentifier) return false;
   std::string root(tree_.text(n));
@@ -633,16 +651,11 @@ std::vector<std::size_t> GraphFlow::callees_of(NodeId call) const {
   }
   if (out.empty() && !method) {
     // log = make_logger(); log(x): the def the factory returns.
-    std::string target(name);
-    for (NodeId id = 0; id < tree_.size(); ++id) {
-      if (tree_.kind(id) != NodeKind::kAssignment) continue;
-      NodeId left = tree_.child_by_field(id, Field::kLeft);
-      NodeId right = tree_.child_by_field(id, Field::kRight);
-      if (left == kNoNode || right == kNoNode || tree_.text(left) != target ||
-          tree_.kind(right) != NodeKind::kCall) {
-        continue;
+    auto it = factory_calls_by_name_.find(std::string(name));
+    if (it != factory_calls_by_name_.end()) {
+      for (NodeId right : it->second) {
+        for (std::size_t s : file_.functions_passed_as(right)) out.push_back(s);
       }
-      for (std::size_t s : file_.functions_passed_as(right)) out.push_back(s);
     }
   }
   return out;
@@ -650,6 +663,19 @@ std::vector<std::size_t> GraphFlow::callees_of(NodeId call) const {
 
 void GraphFlow::record_stores_through_parameters(NodeId call,
                                                  const std::vector<NodeId>& positional) {
+  if (!any_parameter_sinks_ || positional.empty()) return;
+  if (!factory_calls_indexed_) {
+    factory_calls_indexed_ = true;
+    for (NodeId id = 0; id < tree_.size(); ++id) {
+      if (tree_.kind(id) != NodeKind::kAssignment) continue;
+      NodeId left = tree_.child_by_field(id, Field::kLeft);
+      NodeId right = tree_.child_by_field(id, Field::kRight);
+      if (left != kNoNode && right != kNoNode && tree_.kind(left) == NodeKind::kIdentifier &&
+          tree_.kind(right) == NodeKind::kCall) {
+        factory_calls_by_name_[std::string(tree_.text(left))].push_back(right);
+      }
+    }
+  }
   std::uint8_t sinks = 0;
   for (std::size_t s : callees_of(call)) sinks |= parameter_sinks_[s];
   if (sinks == 0) return;
@@ -864,16 +890,17 @@ std::uint8_t GraphFlow::same_file_function_bits(std::string_view name) const {
 
 std::uint8_t GraphFlow::torch_function_bits(std::string_view q, NodeId call, std::uint8_t args) {
   std::string_view last = vocabulary::last_component(q);
-  if (is_capitalized(last) || starts_with(q, "torch.cuda.") || starts_with(q, "torch.distributed.") ||
-      starts_with(q, "torch.utils.") || starts_with(q, "torch.backends.")) {
+  if (is_capitalized(last) || starts_with(q, "torch.cuda.") ||
+      starts_with(q, "torch.distributed.") || starts_with(q, "torch.utils.") ||
+      starts_with(q, "torch.backends.")) {
     return 0;
   }
   if (one_of(last, {"zeros", "ones", "empty", "full", "rand", "randn", "randint", "tensor",
                     "as_tensor", "arange", "linspace", "eye", "randperm", "from_numpy"})) {
     return moves_to_device(call) ? kDeviceTensor : 0;
   }
-  if (one_of(last, {"zeros_like", "ones_like", "empty_like", "full_like", "rand_like",
-                    "randn_like"})) {
+  if (one_of(last,
+             {"zeros_like", "ones_like", "empty_like", "full_like", "rand_like", "randn_like"})) {
     return args & kDeviceTensor;
   }
   if (one_of(last, {"no_grad", "enable_grad", "inference_mode", "set_grad_enabled", "device",
@@ -975,7 +1002,8 @@ std::uint8_t GraphFlow::eval_call(NodeId call, Env& env) {
         NodeId a = args;
         bool to_cpu = a != kNoNode && tree_.text(a).find("cpu") != std::string_view::npos;
         if (to_cpu) return receiver_bits & kCarriesGraph;
-        return static_cast<std::uint8_t>(receiver_bits | (moves_to_device(call) ? kDeviceTensor : 0));
+        return static_cast<std::uint8_t>(receiver_bits |
+                                         (moves_to_device(call) ? kDeviceTensor : 0));
       }
       return static_cast<std::uint8_t>(receiver_bits | kDeviceTensor);
     }
@@ -983,9 +1011,9 @@ std::uint8_t GraphFlow::eval_call(NodeId call, Env& env) {
   }
 
   if (receiver == kNoNode) {
-    if (one_of(name, {"float", "int", "bool", "str", "repr", "len", "print", "format", "type",
-                      "id", "isinstance", "issubclass", "hash", "callable", "hasattr", "bytes",
-                      "ord", "chr", "vars", "dir", "open"})) {
+    if (one_of(name, {"float",   "int",   "bool", "str",        "repr",       "len",  "print",
+                      "format",  "type",  "id",   "isinstance", "issubclass", "hash", "callable",
+                      "hasattr", "bytes", "ord",  "chr",        "vars",       "dir",  "open"})) {
       return 0;
     }
     if (one_of(name, {"sum", "max", "min", "abs", "round", "pow"})) {

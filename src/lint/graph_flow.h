@@ -72,6 +72,11 @@ class GraphFlow {
 
   FileAnalysis& file_;
   std::vector<std::uint8_t> parameter_sinks_;  // per scope: bit i = positional parameter i
+  bool any_parameter_sinks_ = false;
+  // Memos: each answer costs a scan of the whole file.
+  std::unordered_map<std::string, bool> bounded_containers_;
+  std::unordered_map<std::string, std::vector<NodeId>> factory_calls_by_name_;
+  bool factory_calls_indexed_ = false;
   const SyntaxTree& tree_;
   std::vector<std::uint8_t> returns_;  // per scope: bits of what it returns
   std::unordered_map<NodeId, std::size_t> store_index_;

@@ -51,8 +51,7 @@ ImportTable::ImportTable(const SyntaxTree& tree) {
       for (NodeId c = tree.node(id).first_child; c != kNoNode; c = tree.node(c).next_sibling) {
         if (tree.node(c).field != Field::kName) continue;
         if (tree.kind(c) == NodeKind::kAliasedImport) {
-          std::string module =
-              without_spaces(tree.text(tree.child_by_field(c, Field::kName)));
+          std::string module = without_spaces(tree.text(tree.child_by_field(c, Field::kName)));
           std::string alias(tree.text(tree.child_by_field(c, Field::kAlias)));
           alias_to_module_[alias] = module;
           imports_torch_ |= is_gpu_framework(module);

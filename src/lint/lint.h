@@ -75,8 +75,8 @@ struct Finding {
   std::string fix;      // a concrete change
   Position start;
   Position end;
-  std::uint32_t cell = 0;         // notebook cell (1-based, counting every cell); 0 in .py files
-  std::vector<FrameLine> frame;   // the flagged lines with up to two lines of context
+  std::uint32_t cell = 0;        // notebook cell (1-based, counting every cell); 0 in .py files
+  std::vector<FrameLine> frame;  // the flagged lines with up to two lines of context
 };
 
 // Why a file was not linted.

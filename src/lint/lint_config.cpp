@@ -1,7 +1,6 @@
 #include "lint_config.h"
 
 #include <fmt/format.h>
-
 #include <toml++/toml.h>
 
 namespace gpuleak::lint {

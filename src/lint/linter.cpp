@@ -90,8 +90,8 @@ FileReport Linter::lint_file(const std::filesystem::path& path) {
   while (in.read(buffer, sizeof buffer) || in.gcount() > 0) {
     bytes.append(buffer, static_cast<std::size_t>(in.gcount()));
     if (bytes.size() > kMaxFileBytes) {
-      report.problem = FileProblem{
-          fmt::format("larger than {} MiB; not linted", kMaxFileBytes >> 20), {}, 0};
+      report.problem =
+          FileProblem{fmt::format("larger than {} MiB; not linted", kMaxFileBytes >> 20), {}, 0};
       return report;
     }
   }
@@ -145,9 +145,9 @@ void Linter::State::lint_text(FileReport& report, std::string_view code, std::st
   if (tree.has_error()) {
     NodeId error = tree.first_error();
     const SyntaxNode& n = tree.node(error);
-    report.problem = FileProblem{
-        fmt::format("cannot parse as Python 3: {}", describe_syntax_error(tree, error)),
-        map.position(n.start_row, n.start_column_bytes), map.cell_of_row(n.start_row)};
+    report.problem =
+        FileProblem{fmt::format("cannot parse as Python 3: {}", describe_syntax_error(tree, error)),
+                    map.position(n.start_row, n.start_column_bytes), map.cell_of_row(n.start_row)};
     return;
   }
   CollectingSink sink;
@@ -165,7 +165,8 @@ void Linter::State::lint_text(FileReport& report, std::string_view code, std::st
     report.problem = FileProblem{
         fmt::format("internal error while analysing{}: {}",
                     current ? fmt::format(" ({})", current->info().id) : std::string(), e.what()),
-        {}, 0};
+        {},
+        0};
     return;
   }
   Suppressions suppressions(tree);
@@ -196,13 +197,13 @@ void Linter::State::lint_text(FileReport& report, std::string_view code, std::st
     return a.rule->id < b.rule->id;
   });
   // One rule reporting the same spot twice (two paths to one store) is noise.
-  report.findings.erase(
-      std::unique(report.findings.begin(), report.findings.end(),
-                  [](const Finding& a, const Finding& b) {
-                    return a.rule == b.rule && a.cell == b.cell && a.start.line == b.start.line &&
-                           a.start.column == b.start.column;
-                  }),
-      report.findings.end());
+  report.findings.erase(std::unique(report.findings.begin(), report.findings.end(),
+                                    [](const Finding& a, const Finding& b) {
+                                      return a.rule == b.rule && a.cell == b.cell &&
+                                             a.start.line == b.start.line &&
+                                             a.start.column == b.start.column;
+                                    }),
+                        report.findings.end());
 }
 
 }  // namespace gpuleak::lint

@@ -36,7 +36,8 @@ std::string python_view_of_cell(const std::string& cell) {
   std::size_t start = 0;
   while (start <= cell.size()) {
     std::size_t end = cell.find('\n', start);
-    std::string line = cell.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    std::string line =
+        cell.substr(start, end == std::string::npos ? std::string::npos : end - start);
     std::size_t lead = line.find_first_not_of(" \t");
     bool ipython_only = lead != std::string::npos && (line[lead] == '%' || line[lead] == '!');
     if (cell_magic || ipython_only) {
@@ -95,8 +96,8 @@ NotebookCode extract_notebook_code(std::string_view json_bytes) {
     return out;
   }
   std::string language = kernel_language(nb);
-  if (!language.empty() && language != "python" && language != "python3" &&
-      language != "ipython" && language.rfind("python", 0) != 0) {
+  if (!language.empty() && language != "python" && language != "python3" && language != "ipython" &&
+      language.rfind("python", 0) != 0) {
     out.problem = fmt::format("notebook kernel language is '{}', not Python", language);
     return out;
   }
@@ -104,8 +105,7 @@ NotebookCode extract_notebook_code(std::string_view json_bytes) {
   std::uint32_t number = 0;
   for (const auto& cell : *cells) {
     ++number;
-    if (!cell.is_object() || !cell.contains("cell_type") ||
-        cell["cell_type"] != "code") {
+    if (!cell.is_object() || !cell.contains("cell_type") || cell["cell_type"] != "code") {
       continue;
     }
     const char* key = v3 ? "input" : "source";

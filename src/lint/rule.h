@@ -17,10 +17,10 @@
 namespace gpuleak::lint {
 
 struct RuleReport {
-  NodeId node = kNoNode;  // what to underline
-  std::string message;    // what this code does
-  std::string fix;        // concrete change; empty: the rule's general fix
-  std::string why;        // empty: the rule's general explanation
+  NodeId node = kNoNode;             // what to underline
+  std::string message;               // what this code does
+  std::string fix;                   // concrete change; empty: the rule's general fix
+  std::string why;                   // empty: the rule's general explanation
   std::optional<Severity> severity;  // empty: the rule's default
 };
 

@@ -9,8 +9,7 @@ namespace gpuleak::lint {
 namespace {
 
 bool equal_ignoring_case(std::string_view a, std::string_view b) {
-  return a.size() == b.size() &&
-         std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
            return std::tolower(static_cast<unsigned char>(x)) ==
                   std::tolower(static_cast<unsigned char>(y));
          });
@@ -34,9 +33,8 @@ const std::vector<std::unique_ptr<Rule>>& all_rules() {
     r.push_back(make_dataloader_as_context_manager_rule());
     r.push_back(make_empty_cache_in_loop_rule());
     r.push_back(make_missing_zero_grad_rule());
-    std::sort(r.begin(), r.end(), [](const auto& a, const auto& b) {
-      return a->info().id < b->info().id;
-    });
+    std::sort(r.begin(), r.end(),
+              [](const auto& a, const auto& b) { return a->info().id < b->info().id; });
     return r;
   }();
   return rules;
@@ -73,7 +71,8 @@ std::string quote(const FileAnalysis& file, NodeId node, std::size_t max_chars) 
     out += c;
     if (out.size() > max_chars) {
       // Cut at a character boundary, not inside a UTF-8 sequence.
-      while (!out.empty() && (static_cast<unsigned char>(out.back()) & 0xC0) == 0x80) out.pop_back();
+      while (!out.empty() && (static_cast<unsigned char>(out.back()) & 0xC0) == 0x80)
+        out.pop_back();
       if (!out.empty() && (static_cast<unsigned char>(out.back()) & 0x80)) out.pop_back();
       return out + "...";
     }

@@ -19,7 +19,8 @@ std::string upper(std::string_view s) {
 bool matches(const std::string& entry, const RuleInfo& rule) {
   if (entry == rule.name) return true;
   std::string e = upper(entry);
-  return e.size() >= 2 && e.size() <= rule.id.size() && std::string_view(rule.id).substr(0, e.size()) == e;
+  return e.size() >= 2 && e.size() <= rule.id.size() &&
+         std::string_view(rule.id).substr(0, e.size()) == e;
 }
 
 void check_entries(const std::vector<std::string>& entries, const char* what) {

@@ -1,8 +1,9 @@
 #include "source_text.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cctype>
-#include <fmt/format.h>
 
 namespace gpuleak::lint {
 namespace {
@@ -46,14 +47,14 @@ std::string declared_encoding(std::string_view bytes) {
   std::size_t line_start = 0;
   for (int line = 0; line < 2 && line_start < bytes.size(); ++line) {
     std::size_t end = bytes.find('\n', line_start);
-    std::string_view l = bytes.substr(line_start, end == std::string_view::npos
-                                                      ? std::string_view::npos
-                                                      : end - line_start);
+    std::string_view l = bytes.substr(
+        line_start, end == std::string_view::npos ? std::string_view::npos : end - line_start);
     std::size_t hash = l.find('#');
     std::size_t first = l.find_first_not_of(" \t\f");
     if (hash != std::string_view::npos && first == hash) {
       std::size_t at = l.find("coding", hash);
-      if (at != std::string_view::npos && at + 6 < l.size() && (l[at + 6] == ':' || l[at + 6] == '=')) {
+      if (at != std::string_view::npos && at + 6 < l.size() &&
+          (l[at + 6] == ':' || l[at + 6] == '=')) {
         std::size_t k = at + 7;
         while (k < l.size() && (l[k] == ' ' || l[k] == '\t')) ++k;
         std::string name;

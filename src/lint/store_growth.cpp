@@ -11,7 +11,8 @@ bool mentions(const FileAnalysis& file, NodeId expression, const std::string& pa
   const SyntaxTree& tree = file.tree();
   for (NodeId id = expression; id < tree.node(expression).subtree_end; ++id) {
     NodeKind k = tree.kind(id);
-    if ((k == NodeKind::kIdentifier || k == NodeKind::kAttribute) && dotted_text(tree, id) == path) {
+    if ((k == NodeKind::kIdentifier || k == NodeKind::kAttribute) &&
+        dotted_text(tree, id) == path) {
       return true;
     }
   }
@@ -126,7 +127,8 @@ bool container_bounded_elsewhere(const FileAnalysis& file, const std::string& pa
       NodeId left = tree.child_by_field(id, Field::kLeft);
       NodeId right = tree.child_by_field(id, Field::kRight);
       if (left == kNoNode || right == kNoNode || dotted_text(tree, left) != path) continue;
-      if (tree.kind(right) == NodeKind::kCall && file.keyword_argument(right, "maxlen") != kNoNode) {
+      if (tree.kind(right) == NodeKind::kCall &&
+          file.keyword_argument(right, "maxlen") != kNoNode) {
         return true;  // deque(maxlen=N)
       }
       if (tree.kind(right) == NodeKind::kCall &&
@@ -176,8 +178,8 @@ GrowthVerdict store_growth(const FileAnalysis& file, const StoreEvent& store) {
   std::string root = root_of(v.container);
   bool through_self = root == "self" || root == "cls";
   bool declared_global = scope.declared_global.count(root) != 0;
-  bool closure_or_global = store.scope != 0 && !scope.assigned.count(root) &&
-                           !is_parameter(scope, root);
+  bool closure_or_global =
+      store.scope != 0 && !scope.assigned.count(root) && !is_parameter(scope, root);
   v.local = !(through_self || declared_global || closure_or_global);
 
   NodeId loop = file.innermost_loop(store.site);

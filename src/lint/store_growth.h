@@ -19,10 +19,10 @@ enum class Growth { kBounded, kPerIteration, kPerCall };
 
 struct GrowthVerdict {
   Growth growth = Growth::kBounded;
-  NodeId loop = kNoNode;    // the innermost loop it grows across (kPerIteration)
-  int loops_outlived = 0;   // how many nested loops the container survives
-  std::string container;    // "losses", "self.cache"
-  bool local = true;        // a plain local of the storing scope
+  NodeId loop = kNoNode;   // the innermost loop it grows across (kPerIteration)
+  int loops_outlived = 0;  // how many nested loops the container survives
+  std::string container;   // "losses", "self.cache"
+  bool local = true;       // a plain local of the storing scope
 };
 
 GrowthVerdict store_growth(const FileAnalysis& file, const StoreEvent& store);

@@ -34,8 +34,8 @@ Suppressions::Suppressions(const SyntaxTree& tree) {
     std::vector<std::string> ids;
     if (!rest.empty() && rest.front() == '[') {
       std::size_t close = rest.find(']');
-      std::string_view list = rest.substr(1, close == std::string_view::npos ? std::string_view::npos
-                                                                             : close - 1);
+      std::string_view list =
+          rest.substr(1, close == std::string_view::npos ? std::string_view::npos : close - 1);
       while (!list.empty()) {
         std::size_t comma = list.find(',');
         std::string_view item = trim(list.substr(0, comma));

@@ -234,6 +234,17 @@ ParseResult PythonParser::parse(std::string_view source) {
                      " levels deep; gpuleak does not analyse it";
     return result;
   }
+  // Recovery can wrap most of a file in one ERROR node; point at the first
+  // error that contains no other, which is where the parser really stopped.
+  if (tree->first_error_ != kNoNode) {
+    NodeId e = tree->first_error_;
+    for (NodeId id = e + 1; id < nodes.size(); ++id) {
+      if (!nodes[id].error) continue;
+      if (id >= nodes[e].subtree_end) break;
+      e = id;  // an error nested inside the current one
+    }
+    tree->first_error_ = e;
+  }
   // The ERROR search above marks ERROR nodes; a tree with has_error but no
   // such node (possible with zero-width errors) still counts as broken.
   if (tree->first_error_ == kNoNode && ts_node_has_error(ts_tree_root_node(ts_tree))) {

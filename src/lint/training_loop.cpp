@@ -129,8 +129,7 @@ bool is_evaluation_context(const FileAnalysis& file, NodeId site, NodeId loop) {
   return evaluating;
 }
 
-bool differentiated_in_scope(const FileAnalysis& file, const std::string& name,
-                             std::size_t scope) {
+bool differentiated_in_scope(const FileAnalysis& file, const std::string& name, std::size_t scope) {
   const SyntaxTree& tree = file.tree();
   auto mentions_any = [&](NodeId root, const std::vector<std::string>& names) {
     for (NodeId id = root; id < tree.node(root).subtree_end; ++id) {
@@ -165,12 +164,11 @@ bool differentiated_in_scope(const FileAnalysis& file, const std::string& name,
 
 bool is_per_step_function(const Scope& scope) {
   const std::string& n = scope.name;
-  return n == "training_step" || n == "train_step" || n == "validation_step" ||
-         n == "test_step" || n == "predict_step" || n == "train_one_step" ||
-         n == "on_train_batch_end" || n == "on_train_batch_start" ||
-         n == "on_validation_batch_end" || n == "on_before_backward" ||
-         n == "on_after_backward" || n == "on_before_optimizer_step" || n == "optimizer_step" ||
-         n == "training_step_end" || n == "compute_loss";
+  return n == "training_step" || n == "train_step" || n == "validation_step" || n == "test_step" ||
+         n == "predict_step" || n == "train_one_step" || n == "on_train_batch_end" ||
+         n == "on_train_batch_start" || n == "on_validation_batch_end" ||
+         n == "on_before_backward" || n == "on_after_backward" || n == "on_before_optimizer_step" ||
+         n == "optimizer_step" || n == "training_step_end" || n == "compute_loss";
 }
 
 }  // namespace gpuleak::lint

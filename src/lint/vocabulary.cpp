@@ -26,7 +26,9 @@ bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.
 bool ends_with(std::string_view s, std::string_view p) {
   return s.size() >= p.size() && s.substr(s.size() - p.size()) == p;
 }
-bool contains(std::string_view s, std::string_view p) { return s.find(p) != std::string_view::npos; }
+bool contains(std::string_view s, std::string_view p) {
+  return s.find(p) != std::string_view::npos;
+}
 
 // "val_loader" -> {val, loader}; "trainLoader" -> {train, loader}; "step2" -> {step}.
 std::vector<std::string> words(std::string_view raw) {
@@ -64,10 +66,11 @@ bool is_model_name(std::string_view raw) {
   while (!original.empty() && original.front() == '_') original.erase(0, 1);
   std::string n = normalized(raw);
   if (n.empty()) return false;
-  if (one_of(n, {"model", "net", "network", "encoder", "decoder", "generator", "discriminator",
-                 "backbone", "classifier", "policy", "critic", "actor", "teacher", "student",
-                 "unet", "vae", "autoencoder", "transformer", "rnn", "lstm", "gru", "cnn", "mlp",
-                 "head", "predictor", "regressor"})) {
+  if (one_of(n, {"model",         "net",      "network",    "encoder", "decoder",     "generator",
+                 "discriminator", "backbone", "classifier", "policy",  "critic",      "actor",
+                 "teacher",       "student",  "unet",       "vae",     "autoencoder", "transformer",
+                 "rnn",           "lstm",     "gru",        "cnn",     "mlp",         "head",
+                 "predictor",     "regressor"})) {
     return true;
   }
   // netG, netD, model2, model_a, net_1: a role prefix followed by a suffix.

@@ -8,8 +8,8 @@
 namespace gpuleak::lint::testing {
 
 struct ChildResult {
-  int exit_code = -1;     // -1 when killed by a signal
-  int signal = 0;         // the signal that killed it, if any
+  int exit_code = -1;  // -1 when killed by a signal
+  int signal = 0;      // the signal that killed it, if any
   std::string out;
   std::string err;
 };

@@ -39,7 +39,8 @@ void labels_in_text(const std::string& text, std::uint32_t cell, std::set<Label>
     std::size_t start = 0;
     while (start < ids.size()) {
       std::size_t comma = ids.find(',', start);
-      std::string id = ids.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+      std::string id =
+          ids.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
       id.erase(0, id.find_first_not_of(' '));
       id.erase(id.find_last_not_of(" \r") + 1);
       if (!id.empty()) out.insert({id, cell, number});
@@ -94,7 +95,8 @@ TEST(lint_corpus, every_labelled_finding_is_found_and_nothing_else) {
   fs::path root = fs::path(GPULEAK_SOURCE_DIR) / "tests" / "lint" / "corpus";
   std::vector<fs::path> files;
   for (const auto& e : fs::recursive_directory_iterator(root)) {
-    if (e.is_regular_file() && (e.path().extension() == ".py" || e.path().extension() == ".ipynb")) {
+    if (e.is_regular_file() &&
+        (e.path().extension() == ".py" || e.path().extension() == ".ipynb")) {
       files.push_back(e.path());
     }
   }
@@ -122,7 +124,8 @@ TEST(lint_corpus, every_labelled_finding_is_found_and_nothing_else) {
     FileReport report = linter.lint_file(file);
     EXPECT_FALSE(report.problem) << file << ": " << report.problem->message;
     std::set<Label> found;
-    for (const Finding& f : report.findings) found.insert({std::string(f.rule->id), f.cell, f.start.line});
+    for (const Finding& f : report.findings)
+      found.insert({std::string(f.rule->id), f.cell, f.start.line});
     for (const Label& l : expected) {
       bool hit = found.count(l) != 0;
       auto& s = scores[l.rule];

@@ -32,8 +32,8 @@ TEST(lint_docs, every_rule_page_has_a_bad_example_it_reports_and_a_good_one_it_d
     std::string doc = s.str();
     EXPECT_EQ(doc.rfind("# " + std::string(rule->id) + " " + std::string(rule->name) + "\n", 0), 0u)
         << page << " starts with its id and name";
-    for (const char* section : {"## What it finds", "## Why it matters", "## How to fix",
-                                "## Suppress"}) {
+    for (const char* section :
+         {"## What it finds", "## Why it matters", "## How to fix", "## Suppress"}) {
       EXPECT_NE(doc.find(section), std::string::npos) << page << " lacks " << section;
     }
     std::string bad = python_block_after(doc, "## Bad");

@@ -118,7 +118,9 @@ TEST(lint_cli, missing_path_is_reported_and_the_others_still_linted) {
 
 TEST(lint_cli, binary_and_broken_files_get_one_clear_line_and_the_others_are_linted) {
   ScratchFolder dir("cli-broken");
-  dir.write("a_binary.py", std::string("\x7f" "ELF\0\0\0garbage", 14));
+  dir.write("a_binary.py", std::string("\x7f"
+                                       "ELF\0\0\0garbage",
+                                       14));
   dir.write("b_syntax.py", "import torch\n\ndef f(:\n    pass\n");
   dir.write("c_latin.py", "x = '\xe9'\n");
   dir.write("d_leaky.py", kLeaky);

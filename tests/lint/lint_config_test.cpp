@@ -56,9 +56,7 @@ TEST(lint_config, found_in_a_parent_folder_skipping_ones_without_the_table) {
   EXPECT_EQ(found->ignore, (std::vector<std::string>{"GL503"}));
 }
 
-TEST(lint_config, none_found_is_not_an_error) {
-  EXPECT_FALSE(find_config("/"));
-}
+TEST(lint_config, none_found_is_not_an_error) { EXPECT_FALSE(find_config("/")); }
 
 }  // namespace
 }  // namespace gpuleak::lint

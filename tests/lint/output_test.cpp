@@ -1,10 +1,9 @@
-#include "lint/output/lint_output.h"
-
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "lint/output/lint_output.h"
 #include "lint_test_support.h"
 
 namespace gpuleak::lint {
@@ -12,16 +11,16 @@ namespace {
 
 LintRun sample_run() {
   LintRun run;
-  run.reports.push_back(testing::lint_snippet(
-      "import torch\n"
-      "def train(model, loader, opt, crit):\n"
-      "    total = 0\n"
-      "    for x, y in loader:\n"
-      "        opt.zero_grad()\n"
-      "        loss = crit(model(x), y)\n"
-      "        loss.backward()\n"
-      "        opt.step()\n"
-      "        total += loss\n"));
+  run.reports.push_back(
+      testing::lint_snippet("import torch\n"
+                            "def train(model, loader, opt, crit):\n"
+                            "    total = 0\n"
+                            "    for x, y in loader:\n"
+                            "        opt.zero_grad()\n"
+                            "        loss = crit(model(x), y)\n"
+                            "        loss.backward()\n"
+                            "        opt.step()\n"
+                            "        total += loss\n"));
   run.reports.back().path = "dir with space/train.py";
   FileReport broken;
   broken.path = "broken.py";

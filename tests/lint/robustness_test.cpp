@@ -49,9 +49,26 @@ TEST(lint_robustness, mutated_corpus_files_never_crash) {
   std::vector<std::string> sources = corpus_sources();
   ASSERT_FALSE(sources.empty());
   std::mt19937 random(20240611);  // fixed: failures reproduce
-  const std::string tokens[] = {"(", ")", "[", "]", ":", "\n", "    ", "'", "\"\"\"", "\\",
-                                "for x in loader:\n", "with torch.no_grad():\n", "lambda",
-                                ".backward(", "+=", "\t", "#", "\xff", "\xc3", "\0"};
+  const std::string tokens[] = {"(",
+                                ")",
+                                "[",
+                                "]",
+                                ":",
+                                "\n",
+                                "    ",
+                                "'",
+                                "\"\"\"",
+                                "\\",
+                                "for x in loader:\n",
+                                "with torch.no_grad():\n",
+                                "lambda",
+                                ".backward(",
+                                "+=",
+                                "\t",
+                                "#",
+                                "\xff",
+                                "\xc3",
+                                "\0"};
   Linter linter;
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(3);
   int runs = 0;
@@ -107,15 +124,16 @@ TEST(lint_robustness, pathological_shapes_end_in_findings_or_a_problem) {
       std::string(100000, '\n'),
       "def f():\n" + std::string(1000, ' ') + "return 1\n",
       "a = " + std::string(1 << 20, 'a') + "\n",
-      "import torch\n" + [] {
-        std::string nested;
-        std::string indent;
-        for (int i = 0; i < 100; ++i) {
-          nested += indent + "for x in loader:\n";
-          indent += " ";
-        }
-        return nested + indent + "total += model(x)\n";
-      }(),
+      "import torch\n" +
+          [] {
+            std::string nested;
+            std::string indent;
+            for (int i = 0; i < 100; ++i) {
+              nested += indent + "for x in loader:\n";
+              indent += " ";
+            }
+            return nested + indent + "total += model(x)\n";
+          }(),
   };
   for (const std::string& input : inputs) {
     auto start = std::chrono::steady_clock::now();

@@ -41,9 +41,9 @@ TEST(lint_suppression, bare_ignore_and_rule_names_work) {
   EXPECT_EQ(testing::lint_snippet(with_comment("  # gpuleak: ignore[loss-accumulated-with-graph]"))
                 .findings.size(),
             1u);
-  EXPECT_EQ(testing::lint_snippet(with_comment("  # noqa: E501 gpuleak:ignore[gl101]"))
-                .findings.size(),
-            1u);
+  EXPECT_EQ(
+      testing::lint_snippet(with_comment("  # noqa: E501 gpuleak:ignore[gl101]")).findings.size(),
+      1u);
 }
 
 TEST(lint_suppression, text_inside_a_string_is_not_a_suppression) {

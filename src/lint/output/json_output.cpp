@@ -24,15 +24,14 @@ void write_json(std::ostream& out, const LintRun& run, std::string_view tool_ver
     suppressed += report.suppressed;
     if (!report.findings.empty()) ++files_with_findings;
     if (report.problem) {
-      not_linted.push_back({{"path", report.path},
-                            {"cell", cell_or_null(report.problem->cell)},
-                            {"line", report.problem->position.line > 0
-                                         ? json(report.problem->position.line)
-                                         : json(nullptr)},
-                            {"column", report.problem->position.line > 0
-                                           ? json(report.problem->position.column)
-                                           : json(nullptr)},
-                            {"message", report.problem->message}});
+      not_linted.push_back(
+          {{"path", report.path},
+           {"cell", cell_or_null(report.problem->cell)},
+           {"line", report.problem->position.line > 0 ? json(report.problem->position.line)
+                                                      : json(nullptr)},
+           {"column", report.problem->position.line > 0 ? json(report.problem->position.column)
+                                                        : json(nullptr)},
+           {"message", report.problem->message}});
     }
     for (const Finding& f : report.findings) {
       ++by_rule[std::string(f.rule->id)];
@@ -72,6 +71,20 @@ void write_json(std::ostream& out, const LintRun& run, std::string_view tool_ver
         {"by_rule", by_rule}}},
   };
   out << doc.dump(2) << '\n';
+}
+
+void write_rules_json(std::ostream& out) {
+  json rules = json::array();
+  for (const RuleInfo* r : rule_catalog()) {
+    rules.push_back({{"id", r->id},
+                     {"name", r->name},
+                     {"severity", severity_name(r->severity)},
+                     {"cause", cause_slug(r->cause)},
+                     {"summary", r->summary},
+                     {"why", r->why},
+                     {"fix", r->fix}});
+  }
+  out << rules.dump(2) << '\n';
 }
 
 }  // namespace gpuleak::lint

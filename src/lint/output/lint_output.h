@@ -15,9 +15,9 @@
 namespace gpuleak::lint {
 
 struct LintRun {
-  std::vector<FileReport> reports;     // one per file, in path order
-  std::vector<std::string> missing;    // PATH arguments that do not exist
-  std::vector<std::string> problems;   // folders that could not be listed
+  std::vector<FileReport> reports;    // one per file, in path order
+  std::vector<std::string> missing;   // PATH arguments that do not exist
+  std::vector<std::string> problems;  // folders that could not be listed
   std::uint64_t bytes = 0;
   double seconds = 0;
 
@@ -28,6 +28,10 @@ struct LintRun {
 void write_text(std::ostream& out, const LintRun& run, bool color);
 void write_json(std::ostream& out, const LintRun& run, std::string_view tool_version);
 void write_sarif(std::ostream& out, const LintRun& run, std::string_view tool_version);
+
+// The rule catalog, for --list-rules.
+void write_rules_text(std::ostream& out);
+void write_rules_json(std::ostream& out);
 
 // "train.py:12:5" / "nb.ipynb:cell 3:12:5" as people and editors read it.
 std::string format_location(const std::string& path, std::uint32_t cell, const Position& p);

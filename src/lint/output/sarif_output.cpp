@@ -47,14 +47,15 @@ std::string_view sarif_level(Severity s) {
 void write_sarif(std::ostream& out, const LintRun& run, std::string_view tool_version) {
   json rules = json::array();
   for (const RuleInfo* rule : rule_catalog()) {
-    rules.push_back({{"id", rule->id},
-                     {"name", rule->name},
-                     {"shortDescription", {{"text", rule->summary}}},
-                     {"fullDescription", {{"text", rule->why}}},
-                     {"help", {{"text", rule->fix}}},
-                     {"defaultConfiguration", {{"level", sarif_level(rule->severity)}}},
-                     {"properties", {{"cause", cause_slug(rule->cause)},
-                                     {"tags", json::array({cause_slug(rule->cause)})}}}});
+    rules.push_back(
+        {{"id", rule->id},
+         {"name", rule->name},
+         {"shortDescription", {{"text", rule->summary}}},
+         {"fullDescription", {{"text", rule->why}}},
+         {"help", {{"text", rule->fix}}},
+         {"defaultConfiguration", {{"level", sarif_level(rule->severity)}}},
+         {"properties",
+          {{"cause", cause_slug(rule->cause)}, {"tags", json::array({cause_slug(rule->cause)})}}}});
   }
   auto rule_index = [](const RuleInfo* rule) {
     const auto& all = rule_catalog();
@@ -69,11 +70,11 @@ void write_sarif(std::ostream& out, const LintRun& run, std::string_view tool_ve
     if (report.problem) {
       json notification = {{"level", "error"},
                            {"message", {{"text", report.path + ": " + report.problem->message}}}};
-      json location = {{"physicalLocation", {{"artifactLocation", {{"uri", path_to_uri(report.path)}}}}}};
+      json location = {
+          {"physicalLocation", {{"artifactLocation", {{"uri", path_to_uri(report.path)}}}}}};
       if (report.problem->position.line > 0) {
-        location["physicalLocation"]["region"] = {
-            {"startLine", report.problem->position.line},
-            {"startColumn", report.problem->position.column}};
+        location["physicalLocation"]["region"] = {{"startLine", report.problem->position.line},
+                                                  {"startColumn", report.problem->position.column}};
       }
       notification["locations"] = json::array({location});
       notifications.push_back(notification);
@@ -95,10 +96,9 @@ void write_sarif(std::ostream& out, const LintRun& run, std::string_view tool_ve
            {"ruleIndex", rule_index(f.rule)},
            {"level", sarif_level(f.severity)},
            {"message", {{"text", f.message + ". Fix: " + f.fix}}},
-           {"locations",
-            json::array({{{"physicalLocation",
-                           {{"artifactLocation", {{"uri", path_to_uri(report.path)}}},
-                            {"region", region}}}}})},
+           {"locations", json::array({{{"physicalLocation",
+                                        {{"artifactLocation", {{"uri", path_to_uri(report.path)}}},
+                                         {"region", region}}}}})},
            {"properties", properties}});
     }
   }
@@ -114,16 +114,15 @@ void write_sarif(std::ostream& out, const LintRun& run, std::string_view tool_ve
   json doc = {
       {"$schema", "https://json.schemastore.org/sarif-2.1.0.json"},
       {"version", "2.1.0"},
-      {"runs",
-       json::array({{{"tool",
-                      {{"driver",
-                        {{"name", "gpuleak"},
-                         {"semanticVersion", tool_version},
-                         {"version", tool_version},
-                         {"rules", rules}}}}},
-                     {"columnKind", "unicodeCodePoints"},
-                     {"invocations", json::array({invocation})},
-                     {"results", results}}})},
+      {"runs", json::array({{{"tool",
+                              {{"driver",
+                                {{"name", "gpuleak"},
+                                 {"semanticVersion", tool_version},
+                                 {"version", tool_version},
+                                 {"rules", rules}}}}},
+                             {"columnKind", "unicodeCodePoints"},
+                             {"invocations", json::array({invocation})},
+                             {"results", results}}})},
   };
   out << doc.dump(2) << '\n';
 }

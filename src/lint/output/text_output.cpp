@@ -95,6 +95,14 @@ std::string format_location(const std::string& path, std::uint32_t cell, const P
   return fmt::format("{}:{}:{}", path, p.line, p.column);
 }
 
+void write_rules_text(std::ostream& out) {
+  for (const RuleInfo* r : rule_catalog()) {
+    out << fmt::format("{}  {:<7}  {:<32} {}\n", r->id, severity_name(r->severity), r->name,
+                       cause_title(r->cause))
+        << "       " << wrap_prose(r->summary, 7, 100) << "\n";
+  }
+}
+
 std::size_t LintRun::finding_count() const {
   std::size_t n = 0;
   for (const auto& r : reports) n += r.findings.size();
@@ -148,14 +156,15 @@ void write_text(std::ostream& out, const LintRun& run, bool color) {
                                     by_severity[s] == 1 ? "" : "s"));
       }
     }
-    summary = fmt::format("Found {} finding{} ({}) in {} of {} file{}", total,
-                          total == 1 ? "" : "s", fmt::join(parts, ", "), files_with_findings,
-                          files, files == 1 ? "" : "s");
+    summary =
+        fmt::format("Found {} finding{} ({}) in {} of {} file{}", total, total == 1 ? "" : "s",
+                    fmt::join(parts, ", "), files_with_findings, files, files == 1 ? "" : "s");
   }
   if (suppressed > 0) summary += fmt::format("; {} suppressed inline", suppressed);
   std::size_t not_linted = run.files_not_linted();
   if (not_linted > 0) {
-    summary += fmt::format("; {} file{} could not be linted", not_linted, not_linted == 1 ? "" : "s");
+    summary +=
+        fmt::format("; {} file{} could not be linted", not_linted, not_linted == 1 ? "" : "s");
   }
   out << p.bold(summary) << ".\n";
 }

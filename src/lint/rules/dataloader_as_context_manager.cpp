@@ -31,8 +31,8 @@ class DataloaderAsContextManager final : public Rule {
       if (tree.kind(id) != NodeKind::kWithItem) continue;
       NodeId value = tree.child_by_field(id, Field::kValue);
       if (value == kNoNode) continue;
-      NodeId expression = tree.kind(value) == NodeKind::kAsPattern ? tree.first_named_child(value)
-                                                                   : value;
+      NodeId expression =
+          tree.kind(value) == NodeKind::kAsPattern ? tree.first_named_child(value) : value;
       if (expression == kNoNode || !is_dataloader(file, expression, id)) continue;
       RuleReport r;
       r.node = expression;

@@ -137,8 +137,8 @@ class ExceptionKept final : public Rule {
               "`{}` keeps `{}` in `{}`: each kept traceback holds the frames of a failed step "
               "and every CUDA tensor they reference",
               quote(file, store.site), value, container.empty() ? "a container" : container);
-          r.fix = fmt::format("store `repr({})` (or `{}.with_traceback(None)`) instead", value,
-                              value);
+          r.fix =
+              fmt::format("store `repr({})` (or `{}.with_traceback(None)`) instead", value, value);
           break;
         }
       }

@@ -61,7 +61,8 @@ bool mentions(const SyntaxTree& tree, NodeId root, const std::string& name) {
   if (root == kNoNode) return false;
   for (NodeId id = root; id < tree.node(root).subtree_end; ++id) {
     NodeKind k = tree.kind(id);
-    if ((k == NodeKind::kIdentifier || k == NodeKind::kAttribute) && dotted_text(tree, id) == name) {
+    if ((k == NodeKind::kIdentifier || k == NodeKind::kAttribute) &&
+        dotted_text(tree, id) == name) {
       return true;
     }
   }
@@ -94,7 +95,8 @@ bool cut_in(const FileAnalysis& file, NodeId region, const std::string& name, No
       if (!detaching) continue;
       if (mentions(tree, id, name)) return true;
       // for h in hidden: h.detach_()
-      for (NodeId p = tree.parent(id); p != kNoNode && tree.contains(region, p); p = tree.parent(p)) {
+      for (NodeId p = tree.parent(id); p != kNoNode && tree.contains(region, p);
+           p = tree.parent(p)) {
         if (tree.kind(p) == NodeKind::kForStatement &&
             mentions(tree, tree.child_by_field(p, Field::kRight), name)) {
           return true;

@@ -54,8 +54,7 @@ class HookKeepsActivations final : public Rule {
       std::string container = container_path(file, store.container);
       if (container.empty()) continue;
       std::string root = container.substr(0, container.find('.'));
-      bool outer = root == "self" || hook.declared_global.count(root) ||
-                   !hook.assigned.count(root);
+      bool outer = root == "self" || hook.declared_global.count(root) || !hook.assigned.count(root);
       for (const auto& p : hook.parameters) {
         if (p == root && root != "self") outer = false;
       }

@@ -30,16 +30,16 @@ constexpr RuleInfo kInfo{
 std::string scalar_of(const FileAnalysis& file, NodeId value) {
   std::string v = quote(file, value, 40);
   NodeKind k = file.tree().kind(value);
-  bool simple = k == NodeKind::kIdentifier || k == NodeKind::kAttribute ||
-                k == NodeKind::kCall || k == NodeKind::kSubscript;
+  bool simple = k == NodeKind::kIdentifier || k == NodeKind::kAttribute || k == NodeKind::kCall ||
+                k == NodeKind::kSubscript;
   return simple ? v + ".item()" : "(" + v + ").item()";
 }
 
 std::string detached_of(const FileAnalysis& file, NodeId value) {
   std::string v = quote(file, value, 40);
   NodeKind k = file.tree().kind(value);
-  bool simple = k == NodeKind::kIdentifier || k == NodeKind::kAttribute ||
-                k == NodeKind::kCall || k == NodeKind::kSubscript;
+  bool simple = k == NodeKind::kIdentifier || k == NodeKind::kAttribute || k == NodeKind::kCall ||
+                k == NodeKind::kSubscript;
   return simple ? v + ".detach()" : "(" + v + ").detach()";
 }
 

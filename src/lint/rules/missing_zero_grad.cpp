@@ -86,9 +86,10 @@ class MissingZeroGrad final : public Rule {
         std::vector<NodeId> args = file.positional_arguments(step);
         if (!args.empty()) optimizer = quote(file, args.front(), 30);
       }
-      r.fix = fmt::format("call `{}.zero_grad(set_to_none=True)` once per iteration, before "
-                          "backward()",
-                          optimizer);
+      r.fix = fmt::format(
+          "call `{}.zero_grad(set_to_none=True)` once per iteration, before "
+          "backward()",
+          optimizer);
       sink.report(kInfo, std::move(r));
     }
   }

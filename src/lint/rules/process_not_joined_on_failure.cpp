@@ -97,9 +97,11 @@ bool is_collecting_method(std::string_view m) {
 // it is responsible for joining it. Putting it in a list is not handing it over.
 bool hands_over(const FileAnalysis& file, NodeId statement, const std::vector<std::string>& names) {
   const SyntaxTree& tree = file.tree();
-  if (tree.kind(statement) == NodeKind::kReturnStatement) return mentions_any(tree, statement, names);
+  if (tree.kind(statement) == NodeKind::kReturnStatement)
+    return mentions_any(tree, statement, names);
   for (NodeId id = statement; id < tree.node(statement).subtree_end; ++id) {
-    if (tree.kind(id) != NodeKind::kCall || is_collecting_method(file.callee_last_name(id))) continue;
+    if (tree.kind(id) != NodeKind::kCall || is_collecting_method(file.callee_last_name(id)))
+      continue;
     NodeId args = tree.child_by_field(id, Field::kArguments);
     if (args != kNoNode && mentions_any(tree, args, names)) return true;
   }
@@ -134,7 +136,8 @@ class ProcessNotJoinedOnFailure final : public Rule {
       const Scope& s = file.scopes()[scope];
       // `procs.append(p)`: the list reaches the process too.
       for (NodeId other : file.calls()) {
-        if (file.scope_index_of(other) != scope || !is_collecting_method(file.callee_last_name(other))) {
+        if (file.scope_index_of(other) != scope ||
+            !is_collecting_method(file.callee_last_name(other))) {
           continue;
         }
         NodeId args = tree.child_by_field(other, Field::kArguments);
@@ -159,7 +162,8 @@ class ProcessNotJoinedOnFailure final : public Rule {
           safe = right != kNoNode && tree.kind(right) == NodeKind::kTrue && d.size() > 7 &&
                  d.substr(d.size() - 7) == ".daemon" &&
                  std::find(names.begin(), names.end(), d.substr(0, d.size() - 7)) != names.end();
-        } else if (k == NodeKind::kCall && file.qualified_name(file.callee(id)) == "atexit.register") {
+        } else if (k == NodeKind::kCall &&
+                   file.qualified_name(file.callee(id)) == "atexit.register") {
           safe = mentions_any(tree, id, names);
         }
       }
@@ -195,9 +199,10 @@ class ProcessNotJoinedOnFailure final : public Rule {
           "raises: the child outlives the failure, with its GPU memory",
           quote(file, call, 50));
       if (!names.empty()) {
-        r.fix = fmt::format("`try: ... finally:` with `{}.terminate()` and `{}.join()` (for a "
-                            "list, in a loop over it), or a `with` block",
-                            names.front(), names.front());
+        r.fix = fmt::format(
+            "`try: ... finally:` with `{}.terminate()` and `{}.join()` (for a "
+            "list, in a loop over it), or a `with` block",
+            names.front(), names.front());
       }
       sink.report(kInfo, std::move(r));
     }

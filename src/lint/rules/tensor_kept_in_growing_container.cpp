@@ -46,7 +46,8 @@ bool is_growing_kind(const FileAnalysis& file, const StoreEvent& store) {
 // the list is for. It becomes a leak when the list survives every loop of
 // its function and those loops are training steps (backward, optimizer
 // step, an endless loop), or span several epochs of batches.
-bool local_container_grows_for_the_whole_run(const FileAnalysis& file, const GrowthVerdict& growth) {
+bool local_container_grows_for_the_whole_run(const FileAnalysis& file,
+                                             const GrowthVerdict& growth) {
   int depth = 0;
   for (NodeId l = growth.loop; l != kNoNode; l = file.outer_loop(l)) ++depth;
   if (growth.loops_outlived < depth) return false;  // reset by an outer (epoch) loop
@@ -54,8 +55,8 @@ bool local_container_grows_for_the_whole_run(const FileAnalysis& file, const Gro
   int count = growth.loops_outlived;
   for (NodeId l = growth.loop; l != kNoNode && count > 0; l = file.outer_loop(l), --count) {
     if (is_small_constant_loop(file, l)) return false;  // a few known iterations
-    training |= loop_calls_backward(file, l) || loop_steps_optimizer(file, l) ||
-                file.is_unbounded_loop(l);
+    training |=
+        loop_calls_backward(file, l) || loop_steps_optimizer(file, l) || file.is_unbounded_loop(l);
   }
   if (training) return true;
   return growth.loops_outlived >= 2 && any_step_loop(file, growth.loop, growth.loops_outlived);
