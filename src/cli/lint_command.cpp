@@ -166,7 +166,8 @@ int run_lint(const LintOptionsFromFlags& o) {
     lint::write_json(out, run, kVersion);
   } else if (o.format == "sarif") {
     lint::write_sarif(out, run, kVersion);
-  } else {
+  } else if (!(run.reports.empty() && !found.missing.empty())) {
+    // (Nothing linted because nothing exists: the errors above say it all.)
     lint::write_text(out, run, use_color(o.color, o.output.empty()));
   }
   out.flush();

@@ -80,6 +80,11 @@ FileReport Linter::lint_file(const std::filesystem::path& path) {
     report.problem = FileProblem{"is a directory", {}, 0};
     return report;
   }
+  if (!std::filesystem::is_regular_file(status)) {
+    // A FIFO would block the read forever; a device never ends.
+    report.problem = FileProblem{"not a regular file (a pipe, socket or device)", {}, 0};
+    return report;
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     report.problem = FileProblem{fmt::format("cannot read: {}", std::strerror(errno)), {}, 0};

@@ -150,6 +150,18 @@ TEST(lint_cli, unreadable_file_is_reported_and_others_linted) {
   EXPECT_NE(r.out.find("leaky.py:9:9"), std::string::npos);
 }
 
+TEST(lint_cli, pipes_and_devices_are_refused_without_blocking) {
+  ScratchFolder dir("cli-fifo");
+  auto fifo = dir.path() / "named_pipe.py";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  auto leaky = dir.write("leaky.py", kLeaky);
+  auto r = lint({"--no-config", fifo.string(), "/dev/zero", leaky.string()});
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_NE(r.err.find("named_pipe.py: not a regular file"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("/dev/zero: not a regular file"), std::string::npos) << r.err;
+  EXPECT_NE(r.out.find("leaky.py:9:9"), std::string::npos) << r.out;
+}
+
 TEST(lint_cli, select_and_ignore_flags_choose_rules) {
   ScratchFolder dir("cli-select");
   auto f = dir.write("leaky.py", kLeaky);
