@@ -4,6 +4,7 @@
 #include <array>
 #include <cctype>
 
+#include "cuda_use.h"
 #include "store_growth.h"
 #include "vocabulary.h"
 
@@ -856,30 +857,6 @@ std::uint8_t GraphFlow::eval_attribute(NodeId e, Env& env) {
   return object;
 }
 
-bool GraphFlow::moves_to_device(NodeId call) const {
-  NodeId args = tree_.child_by_field(call, Field::kArguments);
-  if (args == kNoNode) return false;
-  for (NodeId a : tree_.named_children(args)) {
-    NodeId v = a;
-    if (tree_.kind(a) == NodeKind::kKeywordArgument) {
-      NodeId n = tree_.child_by_field(a, Field::kName);
-      if (n == kNoNode || tree_.text(n) != "device") continue;
-      v = tree_.child_by_field(a, Field::kValue);
-    }
-    if (v == kNoNode) continue;
-    std::string_view text = tree_.text(v);
-    if (text.find("cpu") != std::string_view::npos) return false;
-    if (text.find("cuda") != std::string_view::npos) return true;
-    std::string dotted = dotted_text(tree_, v);
-    if (!dotted.empty() && vocabulary::is_device_name(dotted)) return true;
-    if (tree_.kind(v) == NodeKind::kCall &&
-        vocabulary::last_component(file_.qualified_name(file_.callee(v))) == "device") {
-      return true;
-    }
-  }
-  return false;
-}
-
 std::uint8_t GraphFlow::same_file_function_bits(std::string_view name) const {
   std::uint8_t bits = 0;
   for (std::size_t s : file_.scopes_named(name)) bits |= returns_[s];
@@ -897,7 +874,7 @@ std::uint8_t GraphFlow::torch_function_bits(std::string_view q, NodeId call, std
   }
   if (one_of(last, {"zeros", "ones", "empty", "full", "rand", "randn", "randint", "tensor",
                     "as_tensor", "arange", "linspace", "eye", "randperm", "from_numpy"})) {
-    return moves_to_device(call) ? kDeviceTensor : 0;
+    return call_targets_cuda_device(file_, call) ? kDeviceTensor : 0;
   }
   if (one_of(last,
              {"zeros_like", "ones_like", "empty_like", "full_like", "rand_like", "randn_like"})) {
@@ -1003,7 +980,7 @@ std::uint8_t GraphFlow::eval_call(NodeId call, Env& env) {
         bool to_cpu = a != kNoNode && tree_.text(a).find("cpu") != std::string_view::npos;
         if (to_cpu) return receiver_bits & kCarriesGraph;
         return static_cast<std::uint8_t>(receiver_bits |
-                                         (moves_to_device(call) ? kDeviceTensor : 0));
+                                         (call_targets_cuda_device(file_, call) ? kDeviceTensor : 0));
       }
       return static_cast<std::uint8_t>(receiver_bits | kDeviceTensor);
     }

@@ -52,7 +52,6 @@ class GraphFlow {
   std::uint8_t eval_comprehension(NodeId comprehension, Env& env);
   std::uint8_t torch_function_bits(std::string_view qualified, NodeId call, std::uint8_t args);
   std::uint8_t same_file_function_bits(std::string_view name) const;
-  bool moves_to_device(NodeId call) const;
   // For `c = c + v` / `c = torch.cat([c, v])`: the operand that is not `c`.
   // `other_bits` receives what all the other operands carry.
   NodeId self_update_operand(NodeId target, NodeId value, std::uint8_t& other_bits) const;
