@@ -38,8 +38,9 @@ bool is_internal_native(const std::string& module, const std::string& function) 
   if (starts_with(base, "python")) return true;  // the interpreter executable
   // The CUDA runtime is often linked statically into the program.
   if (starts_with(function, "cudart::") || starts_with(function, "__cudart") ||
-      starts_with(function, "cudaApi") || starts_with(function, "_Py") ||
-      starts_with(function, "Py")) {
+      starts_with(function, "libcudart_static") || starts_with(function, "cudaApi") ||
+      starts_with(function, "_Py") || starts_with(function, "Py") || function == "_start" ||
+      starts_with(function, "__libc_start")) {
     return true;
   }
   return false;

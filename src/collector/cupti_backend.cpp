@@ -9,6 +9,7 @@
 #include <cupti.h>
 #include <dlfcn.h>
 
+#include <atomic>
 #include <mutex>
 
 #include "collector/capture_backend.h"
@@ -31,6 +32,7 @@ thread_local bool t_inside_callback = false;
 class ContextDevices {
  public:
   void remember(CUcontext context, int device) {
+    generation_.fetch_add(1, std::memory_order_relaxed);  // invalidates threads' cached answers
     std::lock_guard<std::mutex> lock(mutex_);
     for (auto& entry : entries_) {
       if (entry.context == context || entry.context == nullptr) {
@@ -43,6 +45,21 @@ class ContextDevices {
 
   int device_of(CUcontext context) {
     if (!context) return -1;
+    // Nearly every call of a thread uses the same context: remember the last.
+    thread_local CUcontext last_context = nullptr;
+    thread_local int last_device = -1;
+    thread_local unsigned last_generation = ~0u;
+    unsigned generation = generation_.load(std::memory_order_relaxed);
+    if (context == last_context && generation == last_generation) return last_device;
+    int device = lookup(context);
+    last_context = context;
+    last_device = device;
+    last_generation = generation;
+    return device;
+  }
+
+ private:
+  int lookup(CUcontext context) {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       for (const auto& entry : entries_) {
@@ -54,7 +71,6 @@ class ContextDevices {
     return device;
   }
 
- private:
   static constexpr int kEntries = 64;
   struct Entry {
     CUcontext context = nullptr;
@@ -74,6 +90,7 @@ class ContextDevices {
   }
 
   std::mutex mutex_;
+  std::atomic<unsigned> generation_{0};
   Entry entries_[kEntries];
   unsigned next_victim_ = 0;
 };

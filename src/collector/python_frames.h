@@ -13,10 +13,13 @@
 
 namespace gpuleak::collector {
 
+// Plain data, deliberately without initializers: a capture object lives on
+// the stack of every allocation callback, and only the first size() entries
+// are ever read.
 struct PythonFrameRef {
-  void* code = nullptr;        // PyCodeObject*, referenced while captured
-  void* frame = nullptr;       // PyFrameObject*, referenced while captured
-  std::uint32_t position = 0;  // bytecode offset (or line on old Pythons)
+  void* code;              // PyCodeObject*, referenced while captured
+  void* frame;             // PyFrameObject*, referenced while captured
+  std::uint32_t position;  // bytecode offset (or line on old Pythons)
 };
 
 // Found once; false in a process without Python.
@@ -24,12 +27,12 @@ bool python_available();
 void load_python_api();
 
 // The frames of the calling thread if it holds the GIL, innermost first.
-// Returns the count (0: no Python frames, or GIL not held). The caller must
-// call release_python_frames() on what it got, in the same callback.
+// Returns the count (0: no Python frames, or GIL not held). The references
+// taken are released when the capture object goes away.
 class PythonCapture {
  public:
   static constexpr int kMaxFrames = 64;
-  PythonCapture() = default;
+  PythonCapture() {}  // leaves frames_ uninitialized (see PythonFrameRef)
   ~PythonCapture();
   PythonCapture(const PythonCapture&) = delete;
   PythonCapture& operator=(const PythonCapture&) = delete;

@@ -144,7 +144,7 @@ ThreadBuffer& Recorder::buffer_for_this_thread() {
     std::string definition;
     trace::encode_record(trace::ThreadRecord{buffer.thread_id, thread_name(buffer.thread_id)},
                          definition);
-    std::lock_guard<std::mutex> lock(buffer.mutex);
+    std::lock_guard<SpinLock> lock(buffer.lock);
     buffer.bytes.append(definition);
     ++buffer.records;
   }
@@ -152,10 +152,14 @@ ThreadBuffer& Recorder::buffer_for_this_thread() {
 }
 
 void Recorder::append(const std::uint8_t* bytes, std::size_t size, std::uint32_t records) {
-  ThreadBuffer& buffer = buffer_for_this_thread();
+  append(buffer_for_this_thread(), bytes, size, records);
+}
+
+void Recorder::append(ThreadBuffer& buffer, const std::uint8_t* bytes, std::size_t size,
+                      std::uint32_t records) {
   bool wake = false;
   {
-    std::lock_guard<std::mutex> lock(buffer.mutex);
+    std::lock_guard<SpinLock> lock(buffer.lock);
     if (buffer.bytes.size() + size > ThreadBuffers::kMaxBufferBytes) {
       buffer.dropped += records;
       return;
@@ -169,16 +173,16 @@ void Recorder::append(const std::uint8_t* bytes, std::size_t size, std::uint32_t
   if (wake) wake_.notify_one();
 }
 
-void Recorder::append_with_definitions(const std::string& definitions,
+void Recorder::append_with_definitions(ThreadBuffer& buffer, const std::string& definitions,
                                        std::uint32_t definition_count, const std::uint8_t* bytes,
                                        std::size_t size) {
   if (definitions.empty()) {
-    append(bytes, size, 1);
+    append(buffer, bytes, size, 1);
     return;
   }
   std::string combined = definitions;
   combined.append(reinterpret_cast<const char*>(bytes), size);
-  append(reinterpret_cast<const std::uint8_t*>(combined.data()), combined.size(),
+  append(buffer, reinterpret_cast<const std::uint8_t*>(combined.data()), combined.size(),
          definition_count + 1);
 }
 
@@ -197,11 +201,12 @@ void Recorder::record_alloc(std::uint64_t address, std::uint64_t size, trace::Me
   r.api = api;
   r.device = device;
   r.stream = stream;
-  r.thread_id = buffer_for_this_thread().thread_id;
+  ThreadBuffer& buffer = buffer_for_this_thread();
+  r.thread_id = buffer.thread_id;
   r.stack_id = stack_id;
   std::uint8_t encoded[trace::kMaxEventBytes];
   std::size_t n = trace::encode_alloc(r, encoded);
-  append_with_definitions(definitions, definition_count, encoded, n);
+  append_with_definitions(buffer, definitions, definition_count, encoded, n);
 }
 
 void Recorder::record_free(std::uint64_t seq, std::uint64_t address, trace::MemoryKind kind,
@@ -213,10 +218,11 @@ void Recorder::record_free(std::uint64_t seq, std::uint64_t address, trace::Memo
   r.kind = kind;
   r.api = api;
   r.device = device;
-  r.thread_id = buffer_for_this_thread().thread_id;
+  ThreadBuffer& buffer = buffer_for_this_thread();
+  r.thread_id = buffer.thread_id;
   std::uint8_t encoded[trace::kMaxEventBytes];
   std::size_t n = trace::encode_free(r, encoded);
-  append(encoded, n, 1);
+  append(buffer, encoded, n, 1);
 }
 
 void Recorder::record_nothing(std::uint64_t seq) {

@@ -77,10 +77,13 @@ class Recorder {
 
   explicit Recorder(const Config& config) : config_(config), stacks_(config_) {}
   bool open_trace(std::string* error);
-  // Appends an encoded event to the calling thread's buffer.
+  // Appends encoded records to the calling thread's buffer.
   void append(const std::uint8_t* bytes, std::size_t size, std::uint32_t records);
-  void append_with_definitions(const std::string& definitions, std::uint32_t definition_count,
-                               const std::uint8_t* bytes, std::size_t size);
+  void append(ThreadBuffer& buffer, const std::uint8_t* bytes, std::size_t size,
+              std::uint32_t records);
+  void append_with_definitions(ThreadBuffer& buffer, const std::string& definitions,
+                               std::uint32_t definition_count, const std::uint8_t* bytes,
+                               std::size_t size);
   ThreadBuffer& buffer_for_this_thread();
   void writer_loop();
   // Collects buffers and process facts and writes them as blocks. Callers

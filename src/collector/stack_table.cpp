@@ -11,10 +11,14 @@ namespace gpuleak::collector {
 
 namespace {
 
-// 64-bit mixing (splitmix64 finalizer); collisions between real stacks are
-// negligible at the numbers of distinct stacks a program has.
+// One multiply per frame on the hot path; the final avalanche runs once.
+// Collisions between real stacks are negligible at the numbers of distinct
+// stacks a program has.
 inline std::uint64_t mix(std::uint64_t h, std::uint64_t v) {
-  h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+  return (h ^ v) * 0x100000001b3ull + (h >> 29);
+}
+
+inline std::uint64_t finish(std::uint64_t h) {
   h ^= h >> 30;
   h *= 0xbf58476d1ce4e5b9ull;
   h ^= h >> 27;
@@ -52,7 +56,7 @@ std::uint32_t StackTable::code_id(void* code, std::string& definitions,
 std::uint32_t StackTable::capture(std::string& definitions, std::uint32_t& definition_count,
                                   bool with_native) {
   PythonCapture python;
-  int python_frames = config_.python_stacks ? python.capture() : 0;
+  int python_frames = config_.python_stacks && python_available() ? python.capture() : 0;
 
   std::uint64_t native[256];
   int native_frames = 0;
@@ -69,6 +73,7 @@ std::uint32_t StackTable::capture(std::string& definitions, std::uint32_t& defin
     hash = mix(hash, python[i].position);
   }
 
+  hash = finish(hash);
   bool is_new = false;
   std::uint32_t id = intern(hash, &is_new);
   if (!is_new) return id;

@@ -28,7 +28,8 @@ class StackTable {
   // taken when there are no Python frames, or always with `with_native`
   // (driver allocations: their native frames tell PyTorch's cache, NCCL
   // and cuBLAS apart).
-  std::uint32_t capture(std::string& definitions, std::uint32_t& definition_count, bool with_native);
+  std::uint32_t capture(std::string& definitions, std::uint32_t& definition_count,
+                        bool with_native);
 
  private:
   static constexpr int kShards = 64;

@@ -51,7 +51,7 @@ ThreadBuffer& ThreadBuffers::current(bool* is_new) {
 }
 
 void ThreadBuffers::retire(ThreadBuffer* buffer) {
-  std::lock_guard<std::mutex> lock(buffer->mutex);
+  std::lock_guard<SpinLock> lock(buffer->lock);
   buffer->retired = true;
 }
 

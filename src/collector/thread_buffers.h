@@ -7,7 +7,10 @@
 // is never destroyed (threads may still record while the process exits).
 #pragma once
 
+#include <sched.h>
+
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <mutex>
 #include <string>
@@ -15,13 +18,33 @@
 
 namespace gpuleak::collector {
 
+// A lock for one producer and the writer. Both hold it only for a few
+// instructions (the writer swaps strings rather than copying under it), so
+// spinning beats a futex-based mutex on the hot path.
+class SpinLock {
+ public:
+  void lock() {
+    for (int spins = 0; locked_.exchange(true, std::memory_order_acquire); ++spins) {
+      if (spins > 64)
+        sched_yield();
+      else
+        __builtin_ia32_pause();
+    }
+  }
+  void unlock() { locked_.store(false, std::memory_order_release); }
+
+ private:
+  std::atomic<bool> locked_{false};
+};
+
 struct ThreadBuffer {
-  std::mutex mutex;
-  std::string bytes;            // encoded records, guarded by mutex
-  std::uint32_t records = 0;    // guarded by mutex
-  std::uint64_t dropped = 0;    // events refused because the buffer was full
+  SpinLock lock;
+  std::string bytes;            // encoded records, guarded by lock
+  std::uint32_t records = 0;    // guarded by lock
+  std::uint64_t dropped = 0;    // events refused because the buffer was full; guarded by lock
   std::uint32_t thread_id = 0;  // Linux tid
-  bool retired = false;         // the thread has exited; guarded by mutex
+  bool retired = false;         // the thread has exited; guarded by lock
+  std::string spare;            // the writer's side of the swap; writer only
 };
 
 class ThreadBuffers {
@@ -36,8 +59,9 @@ class ThreadBuffers {
   // the first time.
   ThreadBuffer& current(bool* is_new);
 
-  // Hands each buffer's records to `sink(bytes, records, dropped)` under
-  // that buffer's lock, empties it, and frees buffers of exited threads.
+  // Hands each buffer's records to `sink(bytes, records, dropped)` (after
+  // swapping them out under the buffer's lock), and frees buffers of
+  // exited threads.
   template <class Sink>
   void drain(Sink&& sink);
 
@@ -54,15 +78,20 @@ void ThreadBuffers::drain(Sink&& sink) {
   std::lock_guard<std::mutex> registry_lock(registry_mutex_);
   for (ThreadBuffer*& buffer : buffers_) {
     bool free_it = false;
+    std::uint32_t records = 0;
+    std::uint64_t dropped = 0;
+    buffer->spare.clear();
+    if (buffer->spare.capacity() > kWakeWriterBytes * 2) buffer->spare.shrink_to_fit();
     {
-      std::lock_guard<std::mutex> lock(buffer->mutex);
-      sink(buffer->bytes, buffer->records, buffer->dropped);
-      buffer->bytes.clear();
-      if (buffer->bytes.capacity() > kWakeWriterBytes * 2) buffer->bytes.shrink_to_fit();
+      std::lock_guard<SpinLock> lock(buffer->lock);
+      buffer->bytes.swap(buffer->spare);
+      records = buffer->records;
+      dropped = buffer->dropped;
       buffer->records = 0;
       buffer->dropped = 0;
       free_it = buffer->retired;
     }
+    sink(buffer->spare, records, dropped);
     if (free_it) {
       delete buffer;
       buffer = nullptr;
