@@ -30,9 +30,13 @@ def main():
     pairs, collector, out_json = sys.argv[1:4]
     rounds = int(sys.argv[4]) if len(sys.argv) > 4 else 3
     trace_dir = tempfile.mkdtemp(prefix="gpuleak-bench-")
+    traced = {"CUDA_INJECTION64_PATH": collector, "GPULEAK_TRACE_DIR": trace_dir}
     configs = {
         "native": ([pairs, "7", "20000", "500"], {}),
-        "gpuleak": ([pairs, "7", "20000", "500"], {"CUDA_INJECTION64_PATH": collector, "GPULEAK_TRACE_DIR": trace_dir}),
+        "gpuleak": ([pairs, "7", "20000", "500"], traced),
+        # What the parts cost: CUPTI's callbacks alone, and recording without native stacks.
+        "cupti_empty_callbacks": ([pairs, "7", "20000", "500"], dict(traced, GPULEAK_EMPTY_CALLBACKS="1")),
+        "gpuleak_no_native_stacks": ([pairs, "7", "20000", "500"], dict(traced, GPULEAK_NATIVE_DEPTH="0")),
         "compute_sanitizer": (["compute-sanitizer", "--tool", "memcheck", "--leak-check", "full", pairs, "5",
                                "5000", "200"], {}),
     }

@@ -10,6 +10,7 @@
 #include <dlfcn.h>
 
 #include <atomic>
+#include <cstdlib>
 #include <mutex>
 
 #include "collector/capture_backend.h"
@@ -26,6 +27,10 @@ using trace::ContextAction;
 using trace::MemoryKind;
 
 thread_local bool t_inside_callback = false;
+
+// GPULEAK_EMPTY_CALLBACKS=1: subscribe but record nothing, to measure what
+// CUPTI's callbacks cost by themselves (bench/run_collector_overhead.py).
+bool g_empty_callbacks = false;
 
 // Which device a context belongs to. Filled from context creation and
 // primary-context retain; anything else is asked of the driver once.
@@ -357,7 +362,7 @@ void handle_driver_api(Recorder& recorder, CUpti_CallbackId cbid, const CUpti_Ca
 
 void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
                           const void* data) {
-  if (t_inside_callback || domain != CUPTI_CB_DOMAIN_DRIVER_API) return;
+  if (g_empty_callbacks || t_inside_callback || domain != CUPTI_CB_DOMAIN_DRIVER_API) return;
   Recorder* recorder = Recorder::get();
   if (!recorder) return;
   t_inside_callback = true;
@@ -387,6 +392,8 @@ class CuptiBackend final : public CaptureBackend {
   const char* name() const override { return "cupti"; }
 
   bool start(Recorder& recorder, std::string* why) override {
+    const char* empty = std::getenv("GPULEAK_EMPTY_CALLBACKS");
+    g_empty_callbacks = empty && std::string(empty) == "1";
     CuptiFunctions cupti;
     if (!load_cupti(recorder.config().cupti_library, &cupti, why)) return false;
     CUpti_SubscriberHandle subscriber = nullptr;
