@@ -51,7 +51,7 @@ bool returns_tensor_without_graph(std::string_view method) {
                          "isnan",       "isinf",
                          "isfinite",    "any",
                          "all",         "argsort",
-                         "sign",        "eq_",
+                         "eq_",
                          "logical_not", "logical_and",
                          "logical_or",  "count_nonzero",
                          "unique"});
