@@ -45,6 +45,26 @@ void gpuleak_annotate(const char* key, const char* value);
 void gpuleak_record_torch_alloc(uint64_t address, uint64_t size, int device, uint64_t stream);
 void gpuleak_record_torch_free(uint64_t address, int device);
 
+/* Registers functions that read the calling thread's Python frames without
+ * the GIL (python/gpuleak/python_frame_reader.c, compiled for the running
+ * Python). With them, allocations get Python stacks even on threads that
+ * released the GIL, as PyTorch does while it runs an operator:
+ *   int  frames(void** codes, int* lastis, int max);
+ *   int  line(void* code, int lasti);
+ *   void code_info(void* code, char* file, int file_size, char* function,
+ *                  int function_size, int* first_line);
+ * Passing null pointers unregisters them. */
+void gpuleak_set_python_frame_reader(void* frames, void* line, void* code_info);
+
+/* Sites (stack ids) whose number of live tensor allocations rose at 8
+ * consecutive step boundaries, found since the last call, each reported
+ * once; so the Python package can ask, in the process and right away, what
+ * holds them. For site i: site_ids[i], allocation_counts[i] live
+ * allocations as [address, size] pairs in
+ * allocations[i * max_allocations * 2 ...]. Returns the number of sites. */
+int gpuleak_take_growth_candidates(uint32_t* site_ids, uint32_t* allocation_counts,
+                                   uint64_t* allocations, int max_sites, int max_allocations);
+
 /* Writes everything recorded so far to the trace file now. */
 void gpuleak_flush(void);
 

@@ -23,6 +23,7 @@ from gpuleak._notice import say_once
 def install():
     """Arranges the setup for when torch is imported. Never raises."""
     try:
+        register_frame_reader(build_if_missing=False)  # cheap when built; torch's import builds it
         torch = sys.modules.get("torch")
         if torch is not None and getattr(torch, "optim", None) is not None:
             on_torch_imported(torch)
@@ -98,6 +99,7 @@ def on_torch_imported(torch):
         collector = _collector.load()
         if collector is None:
             return
+        register_frame_reader(build_if_missing=True)
         clock = _runtime.clock()
         register_step_hooks(torch, clock)
         lazy_call = getattr(getattr(torch, "cuda", None), "_lazy_call", None)
@@ -109,6 +111,33 @@ def on_torch_imported(torch):
     except Exception as error:
         say_once("torch-setup", "setting up for torch failed (%s); the program runs "
                  "without gpuleak's step hooks" % error)
+
+
+_frame_reader_registered = False
+
+
+def register_frame_reader(build_if_missing):
+    """Gives the collector the GIL-free Python frame reader (frame_reader.py), once.
+
+    PyTorch releases the GIL while an operator runs; without the reader,
+    tensor allocations would get native stacks only.
+    """
+    global _frame_reader_registered
+    if _frame_reader_registered:
+        return
+    from gpuleak import _collector
+
+    collector = _collector.load()
+    if collector is None:
+        return
+    from gpuleak import frame_reader
+
+    ok, message = frame_reader.register(collector.library, build_if_missing)
+    if ok:
+        _frame_reader_registered = True
+    elif build_if_missing:
+        say_once("frame-reader", "Python lines of allocations made while the GIL is released are "
+                 "not available (%s)" % short_reason(message))
 
 
 def register_step_hooks(torch, clock):

@@ -47,6 +47,32 @@ class Collector:
         self.record_sample = entry("gpuleak_record_sample", [i32, i32, u64])
         self._annotate = entry("gpuleak_annotate", [text, text])
         self.flush = entry("gpuleak_flush", [])
+        try:  # older collectors have no growth candidates
+            self._take_candidates = entry(
+                "gpuleak_take_growth_candidates",
+                [ctypes.POINTER(ctypes.c_uint32), ctypes.POINTER(ctypes.c_uint32),
+                 ctypes.POINTER(ctypes.c_uint64), i32, i32], i32)
+        except AttributeError:
+            self._take_candidates = None
+        self._candidate_buffers = None
+
+    def take_growth_candidates(self, max_sites=16, max_allocations=64):
+        """Sites that grew at 8 consecutive steps: [(site_id, [[address, size], ...])]."""
+        if self._take_candidates is None:
+            return []
+        import ctypes
+
+        if self._candidate_buffers is None:
+            self._candidate_buffers = ((ctypes.c_uint32 * max_sites)(), (ctypes.c_uint32 * max_sites)(),
+                                       (ctypes.c_uint64 * (max_sites * max_allocations * 2))())
+        ids, counts, allocations = self._candidate_buffers
+        found = self._take_candidates(ids, counts, allocations, max_sites, max_allocations)
+        sites = []
+        for i in range(found):
+            base = i * max_allocations * 2
+            pairs = [[allocations[base + 2 * j], allocations[base + 2 * j + 1]] for j in range(counts[i])]
+            sites.append((ids[i], pairs))
+        return sites
 
     def annotate(self, key, value_json):
         self._annotate(key.encode("utf-8"), value_json.encode("utf-8", "replace"))

@@ -35,6 +35,12 @@ class HolderRequests:
         return self.path
 
     def on_step(self):
+        # Sites the collector saw growing at 8 consecutive steps: answered now,
+        # in the process, so short jobs get their holders too (a request from
+        # gpuleak run can only come after the trace reached it).
+        candidates = self.collector.take_growth_candidates()
+        if candidates:
+            self.answer_candidates(candidates)
         now = self.clock()
         if now < self.next_poll:
             return
@@ -45,6 +51,15 @@ class HolderRequests:
         except OSError:
             return
         self.answer(path)
+
+    def answer_candidates(self, candidates):
+        from gpuleak import holders
+
+        self.in_process_requests = getattr(self, "in_process_requests", 0) + 1
+        request = {"request_id": "in-process-%d" % self.in_process_requests,
+                   "sites": [{"site_id": site_id, "addresses": pairs} for site_id, pairs in candidates]}
+        answer = holders.answer_request(request, self.seconds)
+        self.collector.annotate("holder", json.dumps(answer, default=str))
 
     def answer(self, path):
         taken = path + ".taken"

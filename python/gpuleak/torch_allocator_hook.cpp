@@ -46,6 +46,10 @@ std::uint64_t stream_id(const S& stream) {
   }
 }
 
+// PyTorch's caching allocator never hands out less than, nor other than a
+// multiple of, 512 bytes (kMinBlockSize).
+std::uint64_t round_to_block(std::uint64_t size) { return size == 0 ? 512 : (size + 511) / 512 * 512; }
+
 }  // namespace
 
 extern "C" int gpuleak_attach_torch_tracker(void* alloc_fn, void* free_fn) {
@@ -57,7 +61,11 @@ extern "C" int gpuleak_attach_torch_tracker(void* alloc_fn, void* free_fn) {
         Tracker([on_alloc, on_free](const Entry& entry) {
           switch (entry.action_) {
             case Entry::ALLOC:
-              on_alloc(entry.addr_, entry.size_, static_cast<int>(entry.device_), stream_id(entry.stream_));
+              // The entry carries the requested size; the block the
+              // allocator hands out (and that stays held) is rounded up to
+              // its 512-byte granularity.
+              on_alloc(entry.addr_, round_to_block(entry.size_), static_cast<int>(entry.device_),
+                       stream_id(entry.stream_));
               break;
             case Entry::FREE_REQUESTED:
               on_free(entry.addr_, static_cast<int>(entry.device_));

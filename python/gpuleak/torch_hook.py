@@ -87,8 +87,15 @@ def _build_ahead():
     """`python3 -m gpuleak.torch_hook --build`: compiles the shim now; exit 0 or 1.
 
     `gpuleak run` calls it before starting the program, so the program does
-    not wait for the compiler at its CUDA initialization.
+    not wait for the compiler at its CUDA initialization. The GIL-free Python
+    frame reader is built first (its failure only costs Python lines of
+    allocations made without the GIL, so it does not change the exit status).
     """
+    from gpuleak import frame_reader
+
+    reader = frame_reader.reader_path()
+    done, text = (True, reader) if os.path.exists(reader) else frame_reader.build(reader)
+    print("gpuleak: %s the Python frame reader: %s" % ("built" if done else "could not build", text))
     try:
         import torch
     except Exception as error:

@@ -12,6 +12,18 @@ namespace {
 
 constexpr const char* kCachingAllocator = "PyTorch caching allocator";
 
+// Fields of annotation JSON written by the traced process: a wrong type is
+// treated as missing (the trace is input, and input may be damaged).
+std::string text_field(const nlohmann::json& object, const char* key) {
+  auto it = object.find(key);
+  return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+bool flag_field(const nlohmann::json& object, const char* key) {
+  auto it = object.find(key);
+  return it != object.end() && it->is_boolean() && it->get<bool>();
+}
+
 double median(std::vector<double> values) {
   if (values.empty()) return 0;
   std::nth_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(values.size() / 2),
@@ -81,12 +93,20 @@ void ProcessAnalysis::consume(const trace::Record& record) {
         },
         record);
     if (time_ns > last_time_ns_) last_time_ns_ = time_ns;
-    // Programs that report no steps get time windows.
+    // Programs that report no steps get time windows. Empty windows in a
+    // long silence are skipped (a damaged time could otherwise ask for
+    // billions of them), and the window arithmetic must not wrap around.
     if (!real_steps_ && first_time_ns_ != 0 && !std::holds_alternative<trace::StepRecord>(record)) {
       auto window_ns = static_cast<std::uint64_t>(options_.time_window_s * 1e9);
-      while (window_ns > 0 && time_ns >= next_window_ns_) {
-        add_boundary(growth_.boundaries(), next_window_ns_);
-        next_window_ns_ += window_ns;
+      if (window_ns > 0 && time_ns >= next_window_ns_) {
+        constexpr std::uint64_t kMaxWindowsPerGap = 1000;
+        std::uint64_t missed = (time_ns - next_window_ns_) / window_ns;
+        if (missed > kMaxWindowsPerGap) next_window_ns_ += (missed - kMaxWindowsPerGap) * window_ns;
+        while (time_ns >= next_window_ns_ && next_window_ns_ <= UINT64_MAX - window_ns) {
+          add_boundary(growth_.boundaries(), next_window_ns_);
+          next_window_ns_ += window_ns;
+        }
+        if (next_window_ns_ > UINT64_MAX - window_ns) next_window_ns_ = UINT64_MAX;
       }
     }
   }
@@ -232,21 +252,31 @@ void ProcessAnalysis::on_annotation(const trace::AnnotationRecord& record) {
   nlohmann::json answer = nlohmann::json::parse(record.value, nullptr, false);
   if (answer.is_discarded() || !answer.contains("sites") || !answer["sites"].is_array()) return;
   for (const auto& site : answer["sites"]) {
-    if (!site.is_object() || !site.contains("site_id")) continue;
+    if (!site.is_object()) continue;
+    auto id = site.find("site_id");
+    if (id == site.end() || !id->is_number_unsigned() || id->get<std::uint64_t>() > UINT32_MAX)
+      continue;
     HolderFinding finding;
     finding.json = site.dump();
-    finding.kind = site.value("kind", std::string("unknown"));
-    finding.fix = site.value("fix", std::string());
-    if (site.contains("holder") && site["holder"].is_object()) {
-      const auto& h = site["holder"];
-      finding.bounded = h.value("bounded", false);
-      std::string type = h.value("type", std::string());
-      std::string name = h.value("name", std::string());
-      std::string owner = h.value("owner", std::string());
+    finding.kind = text_field(site, "kind");
+    if (finding.kind.empty()) finding.kind = "unknown";
+    finding.fix = text_field(site, "fix");
+    auto holder = site.find("holder");
+    if (holder != site.end() && holder->is_object()) {
+      finding.bounded = flag_field(*holder, "bounded");
+      std::string type = text_field(*holder, "type");
+      std::string name = text_field(*holder, "name");
+      std::string owner = text_field(*holder, "owner");
       finding.description = type + (name.empty() ? "" : " `" + name + "`") +
                             (owner.empty() ? "" : " (" + owner + ")");
     }
-    holders_[site["site_id"].get<std::uint32_t>()] = std::move(finding);
+    // A later answer for the same site replaces an earlier one, unless it
+    // found nothing where the earlier one named a holder.
+    auto [it, inserted] =
+        holders_.try_emplace(static_cast<std::uint32_t>(id->get<std::uint64_t>()), finding);
+    if (!inserted && !(finding.description.empty() && !it->second.description.empty())) {
+      it->second = std::move(finding);
+    }
   }
 }
 

@@ -15,9 +15,9 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-// How long a LEAK message waits for the holder before it is printed without.
-constexpr auto kHolderPatience = std::chrono::seconds(10);
-constexpr std::uint64_t kHolderPatienceSteps = 5;
+// How long a LEAK message waits for the holder before it is printed without
+// one (the process answers at a step boundary, or found it by itself).
+constexpr auto kHolderPatience = std::chrono::seconds(3);
 
 }  // namespace
 
@@ -30,7 +30,6 @@ struct LiveWatch::Followed {
   bool reported = false;
   bool request_sent = false;
   Clock::time_point request_time;
-  std::uint64_t request_boundary = 0;
 };
 
 LiveWatch::LiveWatch(std::string trace_dir, analysis::AnalysisOptions options, bool holder_requests,
@@ -100,7 +99,6 @@ void LiveWatch::send_holder_request(Followed& f) {
   fs::rename(partial, final_path, ec);
   f.request_sent = true;
   f.request_time = Clock::now();
-  f.request_boundary = f.analysis->boundaries();
 }
 
 void LiveWatch::consider(Followed& f) {
@@ -113,9 +111,7 @@ void LiveWatch::consider(Followed& f) {
     return;
   }
   if (wait_for_holder && !f.analysis->holder(sites.front())) {
-    bool patient = Clock::now() - f.request_time < kHolderPatience &&
-                   f.analysis->boundaries() < f.request_boundary + kHolderPatienceSteps;
-    if (patient) return;
+    if (Clock::now() - f.request_time < kHolderPatience) return;
   }
   analysis::GrowthReport growth = f.analysis->growth_report();
   if (growth.verdict != analysis::Verdict::kLeak) return;  // the holder said: bounded

@@ -4,11 +4,13 @@
 //
 // Every entry point catches everything: nothing may escape into the
 // program that loaded us.
+#include <algorithm>
 #include <mutex>
 
 #include "collector/capture_backend.h"
 #include "collector/config.h"
 #include "collector/diagnostics.h"
+#include "collector/python_frames.h"
 #include "collector/recorder.h"
 #include "gpuleak/collector_api.h"
 
@@ -130,6 +132,44 @@ extern "C" __attribute__((visibility("default"))) void gpuleak_record_torch_free
   guarded([&](Recorder& r) {
     r.record_free(r.next_seq(), address, MemoryKind::kTorchBlock, kApiTorchFree, device);
   });
+}
+
+extern "C" __attribute__((visibility("default"))) void gpuleak_set_python_frame_reader(
+    void* frames, void* line, void* code_info) {
+  try {
+    PythonFrameReader reader;
+    reader.frames = reinterpret_cast<decltype(reader.frames)>(frames);
+    reader.line = reinterpret_cast<decltype(reader.line)>(line);
+    reader.code_info = reinterpret_cast<decltype(reader.code_info)>(code_info);
+    set_python_frame_reader(reader);
+  } catch (...) {
+    disable_collector("internal error while registering the Python frame reader");
+  }
+}
+
+extern "C" __attribute__((visibility("default"))) int gpuleak_take_growth_candidates(
+    uint32_t* site_ids, uint32_t* allocation_counts, uint64_t* allocations, int max_sites,
+    int max_allocations) {
+  int filled = 0;
+  guarded([&](Recorder& r) {
+    if (!site_ids || !allocation_counts || !allocations || max_sites <= 0 || max_allocations <= 0)
+      return;
+    for (const GrowthCandidate& c : r.take_growth_candidates()) {
+      if (filled == max_sites) break;
+      site_ids[filled] = c.stack_id;
+      std::size_t n =
+          std::min<std::size_t>(c.allocations.size(), static_cast<std::size_t>(max_allocations));
+      allocation_counts[filled] = static_cast<uint32_t>(n);
+      uint64_t* row = allocations + static_cast<std::size_t>(filled) *
+                                        static_cast<std::size_t>(max_allocations) * 2;
+      for (std::size_t i = 0; i < n; ++i) {
+        row[2 * i] = c.allocations[i].first;
+        row[2 * i + 1] = c.allocations[i].second;
+      }
+      ++filled;
+    }
+  });
+  return filled;
 }
 
 extern "C" __attribute__((visibility("default"))) void gpuleak_flush(void) {

@@ -8,6 +8,7 @@
 #include <climits>
 #include <fstream>
 #include <sstream>
+#include <vector>
 
 namespace gpuleak::collector {
 
@@ -95,10 +96,19 @@ std::string thread_name(std::uint32_t thread_id) {
 
 unsigned long long for_each_loaded_module(
     const std::function<void(const trace::ModuleRecord&)>& visit) {
+  // Only copy inside dl_iterate_phdr: its callback runs with the loader's
+  // lock held, and anything that may take the loader's other lock there
+  // (first use of a thread_local, dlopen) deadlocks against a dlopen in
+  // another thread.
+  std::vector<trace::ModuleRecord> modules;
+  std::function<void(const trace::ModuleRecord&)> collect =
+      [&modules](const trace::ModuleRecord& m) { modules.push_back(m); };
   ModuleScan scan;
-  scan.visit = &visit;
+  scan.visit = &collect;
   scan.executable = read_link("/proc/self/exe");
+  modules.reserve(512);
   dl_iterate_phdr(visit_module, &scan);
+  for (const auto& m : modules) visit(m);
   return scan.adds;
 }
 

@@ -148,6 +148,20 @@ PythonCodeInfo describe_code(void* code) {
   return info;
 }
 
+namespace {
+std::atomic<const PythonFrameReader*> g_reader{nullptr};
+}  // namespace
+
+void set_python_frame_reader(const PythonFrameReader& reader) {
+  if (!reader.frames || !reader.line || !reader.code_info) {
+    g_reader.store(nullptr, std::memory_order_release);
+    return;
+  }
+  g_reader.store(new PythonFrameReader(reader), std::memory_order_release);
+}
+
+const PythonFrameReader* python_frame_reader() { return g_reader.load(std::memory_order_acquire); }
+
 void pin_code(void* code) {
   if (code) g_api.incref(code);
 }

@@ -49,6 +49,21 @@ class PythonCapture {
   int gc_was_enabled_ = -1;
 };
 
+// Functions of the compiled frame reader (python/gpuleak/python_frame_reader.c),
+// which reads the calling thread's frames without the GIL. PyTorch releases
+// the GIL while an operator runs, so this is what gives tensor allocations
+// their Python lines. Registered once the program's Python is known.
+struct PythonFrameReader {
+  int (*frames)(void** codes, int* lastis, int max) = nullptr;
+  int (*line)(void* code, int lasti) = nullptr;
+  void (*code_info)(void* code, char* file, int file_size, char* function, int function_size,
+                    int* first_line) = nullptr;
+};
+// Null pointers unregister. Readers are never freed (threads may be using one).
+void set_python_frame_reader(const PythonFrameReader& reader);
+// The registered reader, or null.
+const PythonFrameReader* python_frame_reader();
+
 // Name, file and first line of a code object. Only while its frame is captured.
 struct PythonCodeInfo {
   std::string filename;

@@ -204,6 +204,9 @@ void Recorder::record_alloc(std::uint64_t address, std::uint64_t size, trace::Me
   ThreadBuffer& buffer = buffer_for_this_thread();
   r.thread_id = buffer.thread_id;
   r.stack_id = stack_id;
+  if (kind == trace::MemoryKind::kTorchBlock || kind == trace::MemoryKind::kDeviceAsync) {
+    live_index_.on_alloc(address, size, stack_id);
+  }
   std::uint8_t encoded[trace::kMaxEventBytes];
   std::size_t n = trace::encode_alloc(r, encoded);
   append_with_definitions(buffer, definitions, definition_count, encoded, n);
@@ -220,6 +223,9 @@ void Recorder::record_free(std::uint64_t seq, std::uint64_t address, trace::Memo
   r.device = device;
   ThreadBuffer& buffer = buffer_for_this_thread();
   r.thread_id = buffer.thread_id;
+  if (kind == trace::MemoryKind::kTorchBlock || kind == trace::MemoryKind::kDeviceAsync) {
+    live_index_.on_free(address);
+  }
   std::uint8_t encoded[trace::kMaxEventBytes];
   std::size_t n = trace::encode_free(r, encoded);
   append(buffer, encoded, n, 1);
@@ -247,6 +253,7 @@ void Recorder::record_alloc_failed(std::uint64_t size, trace::MemoryKind kind, s
 }
 
 void Recorder::record_step(std::uint64_t step, trace::StepSource source) {
+  live_index_.on_boundary();
   std::string encoded;
   trace::encode_record(trace::StepRecord{next_seq(), monotonic_ns(), step, source}, encoded);
   append(reinterpret_cast<const std::uint8_t*>(encoded.data()), encoded.size(), 1);

@@ -20,6 +20,7 @@
 #include <utility>
 
 #include "collector/config.h"
+#include "collector/live_index.h"
 #include "collector/stack_table.h"
 #include "collector/thread_buffers.h"
 #include "trace/records.h"
@@ -68,6 +69,9 @@ class Recorder {
     state_.store(kStopped);
   }
 
+  // Sites that kept growing step after step, for the in-process holder walk.
+  std::vector<GrowthCandidate> take_growth_candidates() { return live_index_.take_candidates(); }
+
   bool recording() const { return state_.load(std::memory_order_relaxed) == kRecording; }
   const std::string& trace_path() const { return trace_path_; }
   const Config& config() const { return config_; }
@@ -95,6 +99,7 @@ class Recorder {
   Config config_;
   StackTable stacks_;
   ThreadBuffers buffers_;
+  LiveIndex live_index_;
   std::atomic<int> state_{kRecording};
   std::atomic<bool> in_forked_child_{false};
   std::atomic<std::uint64_t> seq_{0};

@@ -38,14 +38,27 @@ std::uint32_t StackTable::intern(std::uint64_t hash, bool* is_new) {
   return it->second;
 }
 
-std::uint32_t StackTable::code_id(void* code, std::string& definitions,
-                                  std::uint32_t& definition_count) {
+std::uint32_t StackTable::code_id(void* code, const PythonFrameReader* reader,
+                                  std::string& definitions, std::uint32_t& definition_count) {
   std::lock_guard<std::mutex> lock(code_mutex_);
   auto [it, inserted] = code_ids_.try_emplace(code, 0);
   if (!inserted) return it->second;
   it->second = next_code_id_++;
-  pin_code(code);
-  PythonCodeInfo info = describe_code(code);
+  PythonCodeInfo info;
+  if (reader) {
+    // Without the GIL a code object cannot be pinned (its reference count
+    // is not ours to touch): a freed one's address could be reused by
+    // another; the stack table then mislabels, rarely, rather than crash.
+    char file[512], function[256];
+    int first_line = 0;
+    reader->code_info(code, file, sizeof file, function, sizeof function, &first_line);
+    info.filename = file;
+    info.function = function;
+    info.first_line = first_line > 0 ? static_cast<std::uint32_t>(first_line) : 0;
+  } else {
+    pin_code(code);
+    info = describe_code(code);
+  }
   trace::encode_record(trace::PythonCodeRecord{it->second, std::move(info.filename),
                                                std::move(info.function), info.first_line},
                        definitions);
@@ -55,8 +68,23 @@ std::uint32_t StackTable::code_id(void* code, std::string& definitions,
 
 std::uint32_t StackTable::capture(std::string& definitions, std::uint32_t& definition_count,
                                   bool with_native) {
+  // Python frames: through the compiled reader when there is one (works
+  // whether or not this thread holds the GIL), else only with the GIL held.
+  constexpr int kMaxPython = PythonCapture::kMaxFrames;
+  void* codes[kMaxPython];
+  int positions[kMaxPython];
+  int python_frames = 0;
+  const PythonFrameReader* reader = config_.python_stacks ? python_frame_reader() : nullptr;
   PythonCapture python;
-  int python_frames = config_.python_stacks && python_available() ? python.capture() : 0;
+  if (reader) {
+    python_frames = reader->frames(codes, positions, kMaxPython);
+  } else if (config_.python_stacks && python_available()) {
+    python_frames = python.capture();
+    for (int i = 0; i < python_frames; ++i) {
+      codes[i] = python[i].code;
+      positions[i] = static_cast<int>(python[i].position);
+    }
+  }
 
   std::uint64_t native[256];
   int native_frames = 0;
@@ -69,8 +97,8 @@ std::uint32_t StackTable::capture(std::string& definitions, std::uint32_t& defin
   for (int i = 0; i < native_frames; ++i) hash = mix(hash, native[i]);
   hash = mix(hash, 0xfeedull);  // separates the native part from the Python part
   for (int i = 0; i < python_frames; ++i) {
-    hash = mix(hash, reinterpret_cast<std::uintptr_t>(python[i].code));
-    hash = mix(hash, python[i].position);
+    hash = mix(hash, reinterpret_cast<std::uintptr_t>(codes[i]));
+    hash = mix(hash, static_cast<std::uint32_t>(positions[i]));
   }
 
   hash = finish(hash);
@@ -83,8 +111,15 @@ std::uint32_t StackTable::capture(std::string& definitions, std::uint32_t& defin
   record.native.assign(native, native + native_frames);
   record.python.reserve(static_cast<std::size_t>(python_frames));
   for (int i = 0; i < python_frames; ++i) {
-    std::uint32_t code = code_id(python[i].code, definitions, definition_count);
-    record.python.push_back(trace::PythonFrame{code, python.line(i)});
+    std::uint32_t code = code_id(codes[i], reader, definitions, definition_count);
+    std::uint32_t line = 0;
+    if (reader) {
+      int found = reader->line(codes[i], positions[i]);
+      line = found > 0 ? static_cast<std::uint32_t>(found) : 0;
+    } else {
+      line = python.line(i);
+    }
+    record.python.push_back(trace::PythonFrame{code, line});
   }
   trace::encode_record(record, definitions);
   ++definition_count;

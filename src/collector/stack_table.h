@@ -15,6 +15,7 @@
 #include <unordered_map>
 
 #include "collector/config.h"
+#include "collector/python_frames.h"
 
 namespace gpuleak::collector {
 
@@ -39,7 +40,10 @@ class StackTable {
   };
 
   std::uint32_t intern(std::uint64_t hash, bool* is_new);
-  std::uint32_t code_id(void* code, std::string& definitions, std::uint32_t& definition_count);
+  // Id of a code object, defining it on first sight. `reader` is the frame
+  // reader that saw it, or null when it was seen with the GIL held.
+  std::uint32_t code_id(void* code, const PythonFrameReader* reader, std::string& definitions,
+                        std::uint32_t& definition_count);
 
   const Config& config_;
   Shard shards_[kShards];

@@ -243,8 +243,10 @@ void encode_record(const Record& record, std::string& out) {
   std::visit(
       [&out](const auto& r) {
         using T = std::decay_t<decltype(r)>;
-        thread_local std::string body;
-        body.clear();
+        // A plain local, not a thread_local: the collector encodes inside
+        // CUDA callbacks and next to the dynamic loader, and the first use of
+        // a thread_local with a destructor takes the loader's lock.
+        std::string body;
         StringBodyWriter writer(body);
         fields(writer, const_cast<T&>(r));
         out.push_back(static_cast<char>(type_of<T>()));

@@ -320,5 +320,65 @@ TEST(GrowthVerdict, real_steps_replace_time_windows) {
   EXPECT_EQ(run.growth.steps, 100u);
 }
 
+TEST(GrowthVerdict, malformed_holder_answers_are_ignored_not_fatal) {
+  SyntheticTrace t;
+  auto leak = t.python_site("/work/train.py", 42, "train");
+  for (int step = 0; step < 100; ++step) {
+    t.alloc(leak, 1 << 20);
+    if (step == 50) {
+      t.annotate("holder", R"({"sites":[{"site_id":"one"}]})");
+      t.annotate("holder", R"({"sites":[{"site_id":)" + std::to_string(leak) +
+                               R"(,"kind":7,"holder":{"type":null,"bounded":"yes","name":3}}]})");
+      t.annotate("holder", "not json at all");
+      t.annotate("holder", R"({"sites":[{"site_id":-4},{"site_id":99999999999}]})");
+    }
+    t.step(step);
+  }
+  Outcome run = analyze(t);
+  EXPECT_EQ(run.growth.verdict, Verdict::kLeak);  // "bounded":"yes" is not a boolean
+  EXPECT_EQ(run.growth.cause, "tensors-kept-alive");
+}
+
+TEST(GrowthVerdict, a_later_empty_holder_answer_does_not_erase_a_named_holder) {
+  SyntheticTrace t;
+  auto leak = t.python_site("/work/train.py", 42, "train");
+  for (int step = 0; step < 100; ++step) {
+    t.alloc(leak, 1 << 20);
+    if (step == 20) {
+      t.annotate(
+          "holder",
+          R"({"sites":[{"site_id":)" + std::to_string(leak) +
+              R"(,"kind":"tensor","holder":{"type":"list","name":"kept","owner":"module __main__"}}]})");
+    }
+    if (step == 60) {
+      t.annotate("holder", R"({"sites":[{"site_id":)" + std::to_string(leak) +
+                               R"(,"kind":"unknown","holder":null}]})");
+    }
+    t.step(step);
+  }
+  Outcome run = analyze(t);
+  ASSERT_EQ(run.growth.verdict, Verdict::kLeak);
+  EXPECT_NE(run.growth.holder_json.find("kept"), std::string::npos);
+}
+
+TEST(GrowthVerdict, an_event_dated_near_the_end_of_time_does_not_hang_the_time_windows) {
+  SyntheticTrace t;
+  auto site = t.python_site("/work/serve.py", 7, "handle");
+  t.alloc(site, 64);
+  t.advance_ms(1e12);  // a damaged clock: ~31 years later
+  t.alloc(site, 64);
+  trace::AllocRecord last;
+  last.seq = 1000000;
+  last.time_ns = UINT64_MAX - 6;
+  last.address = 0x42;
+  last.size = 1;
+  last.stack_id = site;
+  std::vector<trace::Record> records = t.records();
+  records.push_back(last);
+  ProcessAnalysis analysis;
+  for (const auto& r : records) analysis.consume(r);
+  EXPECT_LE(analysis.boundaries(), 3000u);  // bounded work, and it returned at all
+}
+
 }  // namespace
 }  // namespace gpuleak::analysis

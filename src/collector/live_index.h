@@ -1,0 +1,72 @@
+// Which stack made each live tensor-level allocation, and how many live
+// allocations each stack holds, so that the traced process itself can
+// notice a site that grows step after step and ask its Python package who
+// holds the memory, right away. (`gpuleak run` finds the same sites from the
+// trace, but only after the data reached it: too late for a short job.)
+//
+// Thread-safe: sharded, each shard behind its own spin lock.
+#pragma once
+
+#include <cstdint>
+#include <unordered_map>
+#include <vector>
+
+#include "collector/thread_buffers.h"
+
+namespace gpuleak::collector {
+
+struct GrowthCandidate {
+  std::uint32_t stack_id = 0;
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> allocations;  // [address, size], newest last
+};
+
+class LiveIndex {
+ public:
+  // A stack whose live count rose at this many consecutive step boundaries
+  // becomes a candidate (once).
+  static constexpr int kStreak = 8;
+  static constexpr std::size_t kMaxCandidates = 16;
+  static constexpr std::size_t kMaxAllocationsPerCandidate = 64;
+
+  void on_alloc(std::uint64_t address, std::uint64_t size, std::uint32_t stack_id);
+  void on_free(std::uint64_t address);
+
+  // A step boundary: moves new candidates into the pending list.
+  void on_boundary();
+  // Takes the pending candidates.
+  std::vector<GrowthCandidate> take_candidates();
+
+ private:
+  static constexpr int kShards = 32;
+  struct Entry {
+    std::uint32_t stack_id;
+    std::uint64_t size;
+  };
+  struct AddressShard {
+    SpinLock lock;
+    std::unordered_map<std::uint64_t, Entry> entries;
+  };
+  struct Count {
+    std::int64_t live = 0;
+    std::int64_t at_last_boundary = 0;
+    std::uint64_t touched_epoch = ~0ull;   // epoch of the last change
+    std::uint64_t boundary_epoch = ~0ull;  // epoch whose boundary last judged it
+    int streak = 0;
+    bool reported = false;
+  };
+  struct CountShard {
+    SpinLock lock;
+    std::unordered_map<std::uint32_t, Count> counts;
+    std::vector<std::uint32_t> touched;  // stacks changed during the current epoch
+  };
+  void change(std::uint32_t stack_id, int delta);
+
+  AddressShard addresses_[kShards];
+  CountShard counts_[kShards];
+  std::atomic<std::uint64_t> epoch_{0};
+  SpinLock pending_lock_;
+  std::vector<GrowthCandidate> pending_;
+  std::size_t reported_total_ = 0;  // guarded by pending_lock_
+};
+
+}  // namespace gpuleak::collector
