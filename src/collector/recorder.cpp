@@ -204,7 +204,8 @@ void Recorder::record_alloc(std::uint64_t address, std::uint64_t size, trace::Me
   ThreadBuffer& buffer = buffer_for_this_thread();
   r.thread_id = buffer.thread_id;
   r.stack_id = stack_id;
-  if (kind == trace::MemoryKind::kTorchBlock || kind == trace::MemoryKind::kDeviceAsync) {
+  if ((kind == trace::MemoryKind::kTorchBlock || kind == trace::MemoryKind::kDeviceAsync) &&
+      index_live_allocations_.load(std::memory_order_relaxed)) {
     live_index_.on_alloc(address, size, stack_id);
   }
   std::uint8_t encoded[trace::kMaxEventBytes];
@@ -223,7 +224,8 @@ void Recorder::record_free(std::uint64_t seq, std::uint64_t address, trace::Memo
   r.device = device;
   ThreadBuffer& buffer = buffer_for_this_thread();
   r.thread_id = buffer.thread_id;
-  if (kind == trace::MemoryKind::kTorchBlock || kind == trace::MemoryKind::kDeviceAsync) {
+  if ((kind == trace::MemoryKind::kTorchBlock || kind == trace::MemoryKind::kDeviceAsync) &&
+      index_live_allocations_.load(std::memory_order_relaxed)) {
     live_index_.on_free(address);
   }
   std::uint8_t encoded[trace::kMaxEventBytes];
@@ -253,6 +255,7 @@ void Recorder::record_alloc_failed(std::uint64_t size, trace::MemoryKind kind, s
 }
 
 void Recorder::record_step(std::uint64_t step, trace::StepSource source) {
+  index_live_allocations_.store(true, std::memory_order_relaxed);
   live_index_.on_boundary();
   std::string encoded;
   trace::encode_record(trace::StepRecord{next_seq(), monotonic_ns(), step, source}, encoded);

@@ -100,6 +100,9 @@ class Recorder {
   StackTable stacks_;
   ThreadBuffers buffers_;
   LiveIndex live_index_;
+  // The index serves step-based growth only: a program that never marks a
+  // step (a plain CUDA program) does not pay for it.
+  std::atomic<bool> index_live_allocations_{false};
   std::atomic<int> state_{kRecording};
   std::atomic<bool> in_forked_child_{false};
   std::atomic<std::uint64_t> seq_{0};
