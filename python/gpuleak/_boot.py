@@ -23,7 +23,6 @@ from gpuleak._notice import say_once
 def install():
     """Arranges the setup for when torch is imported. Never raises."""
     try:
-        register_frame_reader(build_if_missing=False)  # cheap when built; torch's import builds it
         torch = sys.modules.get("torch")
         if torch is not None and getattr(torch, "optim", None) is not None:
             on_torch_imported(torch)
@@ -200,6 +199,8 @@ def on_cuda_initialized(torch, collector, clock):
             tracking["hook_error"] = ("GPULEAK_TORCH_MODE=async, but torch uses the %s "
                                       "allocator backend" % backend)
         collector.annotate("torch_tracking", json.dumps(tracking))
+        from gpuleak._distributed import distributed_role
+
         distributed = distributed_role(os.environ)
         if distributed:
             collector.annotate("distributed", json.dumps(distributed))
@@ -208,22 +209,6 @@ def on_cuda_initialized(torch, collector, clock):
         clock.sampler = MemorySampler(torch, collector, tracking["mode"] == "cudaMallocAsync")
     except Exception as error:
         say_once("cuda-setup", "setting up after CUDA initialization failed (%s)" % error)
-
-
-def distributed_role(environ):
-    """Rank, local rank and world size of a torchrun/torch.distributed process, or None.
-
-    Read from the launcher's environment (RANK, LOCAL_RANK, WORLD_SIZE) so that
-    reports can tell the ranks of one job apart without calling into
-    torch.distributed, which may not be initialized yet.
-    """
-    role = {}
-    for key, name in (("RANK", "rank"), ("LOCAL_RANK", "local_rank"), ("WORLD_SIZE", "world_size")):
-        try:
-            role[name] = int(environ[key])
-        except (KeyError, ValueError):
-            continue
-    return role if "rank" in role else None
 
 
 def short_reason(message):

@@ -1,10 +1,5 @@
 """The rank annotation that lets reports tell the processes of one job apart."""
-import os
-import sys
-
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "python"))
-
-from gpuleak._boot import distributed_role  # noqa: E402
+from gpuleak._distributed import distributed_role
 
 
 def test_torchrun_environment_gives_rank_local_rank_and_world_size():

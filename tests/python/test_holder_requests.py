@@ -105,3 +105,29 @@ def test_polling_is_rate_limited_by_time(tmp_path):
         requests.on_step()
         clock.now += 0.001
     assert len(looked) == 3
+
+
+def test_a_walk_that_crashes_does_not_take_the_process_down():
+    from gpuleak._holder_requests import run_isolated
+
+    result, failure = run_isolated(lambda: os.abort(), 10.0)
+    assert result is None
+    assert "killed by signal 6" in failure and "unaffected" in failure
+
+
+def test_a_walk_that_hangs_is_stopped_at_its_time_limit():
+    import time
+    from gpuleak._holder_requests import run_isolated
+
+    started = time.monotonic()
+    result, failure = run_isolated(lambda: time.sleep(60), 0.5)
+    assert result is None and "longer than 0.5 s" in failure
+    assert time.monotonic() - started < 10
+
+
+def test_the_isolated_walk_returns_the_answer():
+    from gpuleak._holder_requests import run_isolated
+
+    big = {"sites": [{"site_id": i, "note": "x" * 1000} for i in range(500)]}  # more than a pipe holds
+    result, failure = run_isolated(lambda: big, 10.0)
+    assert failure is None and result == big
