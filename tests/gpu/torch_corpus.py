@@ -135,9 +135,12 @@ def normalize_owner(owner):
 def holder_matches(expected, got):
     if got is None:
         return False
-    for field in ("type", "name"):
-        if expected.get(field) is not None and expected[field] != got.get(field):
-            return False
+    # Type names compare without case: the walk reports Python's own type
+    # name ("Tensor"), labels may write it in prose ("tensor").
+    if expected.get("type") is not None and str(expected["type"]).lower() != str(got.get("type")).lower():
+        return False
+    if expected.get("name") is not None and expected["name"] != got.get("name"):
+        return False
     if expected.get("owner") is not None and normalize_owner(expected["owner"]) != normalize_owner(got.get("owner")):
         return False
     for field in ("bounded", "maxlen"):
