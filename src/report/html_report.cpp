@@ -10,6 +10,8 @@
 // scripts (by SHA-256) and no network access of any kind.
 #include "report/html_report.h"
 
+#include "report/holder_text.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -127,31 +129,6 @@ const char* verdict_class(Verdict verdict) {
       return "notyet";
   }
   return "notyet";
-}
-
-// "Held by: list `losses` (module __main__), one autograd graph of 14
-// tensors per element", from the holder annotation; empty if unusable.
-std::string holder_text(const std::string& holder_json) {
-  if (holder_json.empty()) return {};
-  auto h = nlohmann::json::parse(holder_json, nullptr, false);
-  if (!h.is_object() || !h.contains("holder") || !h["holder"].is_object()) return {};
-  const auto& holder = h["holder"];
-  std::string text = holder.contains("type") && holder["type"].is_string()
-                         ? holder["type"].get<std::string>()
-                         : std::string("?");
-  if (holder.contains("name") && holder["name"].is_string())
-    text += " `" + holder["name"].get<std::string>() + "`";
-  if (holder.contains("owner") && holder["owner"].is_string())
-    text += " (" + holder["owner"].get<std::string>() + ")";
-  if (h.contains("graph_tensors_per_element") && h["graph_tensors_per_element"].is_number()) {
-    text += fmt::format(", one autograd graph of {} tensors per element",
-                        h["graph_tensors_per_element"].get<long>());
-  }
-  if (holder.contains("bounded") && holder["bounded"].is_boolean() &&
-      holder["bounded"].get<bool>() && holder.contains("maxlen") && holder["maxlen"].is_number()) {
-    text += fmt::format(", bounded: maxlen {}", holder["maxlen"].get<long>());
-  }
-  return text;
 }
 
 // "rank 3 of 8 (local rank 1)" from the distributed annotation; empty if none.

@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "report/holder_text.h"
 #include "report/units.h"
 
 namespace gpuleak::report {
@@ -108,25 +109,8 @@ void write_growth(std::ostream& out, const ProcessReport& r) {
     }
   }
   if (!g.cause.empty()) out << "  Cause: " << g.cause << ": " << g.cause_text << '\n';
-  if (!g.holder_json.empty()) {
-    auto h = nlohmann::json::parse(g.holder_json, nullptr, false);
-    if (h.is_object() && h.contains("holder") && h["holder"].is_object()) {
-      const auto& holder = h["holder"];
-      out << "  Held by: " << holder.value("type", std::string("?"));
-      if (holder.contains("name") && holder["name"].is_string())
-        out << " `" << holder["name"].get<std::string>() << "`";
-      if (holder.contains("owner") && holder["owner"].is_string())
-        out << " (" << holder["owner"].get<std::string>() << ")";
-      if (h.contains("graph_tensors_per_element") && h["graph_tensors_per_element"].is_number()) {
-        out << ", one autograd graph of " << h["graph_tensors_per_element"].get<long>()
-            << " tensors per element";
-      }
-      if (holder.value("bounded", false) && holder.contains("maxlen") &&
-          holder["maxlen"].is_number()) {
-        out << ", bounded: maxlen " << holder["maxlen"].get<long>();
-      }
-      out << '\n';
-    }
+  if (std::string holder = holder_text(g.holder_json); !holder.empty()) {
+    out << "  Held by: " << holder << '\n';
   }
   if (!g.fix.empty()) out << "  Fix: " << g.fix << '\n';
   out << fmt::format("  Where: {}", analysis::where_name(g.where));
@@ -159,20 +143,8 @@ std::string live_leak_message(const analysis::GrowthReport& g) {
     message += " from " + site.label();
     if (!site.source_line.empty()) message += " `" + site.source_line + "`";
   }
-  if (!g.holder_json.empty()) {
-    auto h = nlohmann::json::parse(g.holder_json, nullptr, false);
-    if (h.is_object() && h.contains("holder") && h["holder"].is_object()) {
-      const auto& holder = h["holder"];
-      message += "; held by " + holder.value("type", std::string("?"));
-      if (holder.contains("name") && holder["name"].is_string())
-        message += " `" + holder["name"].get<std::string>() + "`";
-      if (holder.contains("owner") && holder["owner"].is_string())
-        message += " (" + holder["owner"].get<std::string>() + ")";
-      if (h.contains("graph_tensors_per_element") && h["graph_tensors_per_element"].is_number()) {
-        message += fmt::format(", one autograd graph of {} tensors per element",
-                               h["graph_tensors_per_element"].get<long>());
-      }
-    }
+  if (std::string holder = holder_text(g.holder_json); !holder.empty()) {
+    message += "; held by " + holder;
   } else if (!g.cause.empty()) {
     message += "; " + g.cause;
   }
