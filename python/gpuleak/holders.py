@@ -1071,9 +1071,14 @@ def _cause_and_fix(holder, through_traceback, has_grad_fn, scalar, integer_keys)
                 "torch.no_grad() if it is not trained on: each tensor in %s keeps its step's "
                 "autograd graph alive" % name)
     if has_grad_fn:
+        # One tensor whose graph reaches back over many steps: either a sum
+        # (`total += loss`) or a state carried into the next step (an RNN's
+        # hidden state without detach()); the walk cannot tell which, so the
+        # fix covers both.
         return ("graph-accumulated",
-                "accumulate loss.item() (or loss.detach()) in %s instead of the tensor: "
-                "`total += loss` chains every step's autograd graph" % name)
+                "%s chains every step's autograd graph: accumulate loss.item() (or "
+                "loss.detach()) instead of the tensor, or detach() a state that is carried "
+                "into the next step" % name)
     if container:
         return ("tensor-container",
                 "store .cpu() copies (or .item() for scalars) in %s, or clear it periodically"
