@@ -186,6 +186,17 @@ void Recorder::append_with_definitions(ThreadBuffer& buffer, const std::string& 
          definition_count + 1);
 }
 
+void Recorder::append_record(const trace::Record& record) {
+  std::string encoded;
+  trace::encode_record(record, encoded);
+  append(reinterpret_cast<const std::uint8_t*>(encoded.data()), encoded.size(), 1);
+}
+
+bool Recorder::indexed(trace::MemoryKind kind) const {
+  return (kind == trace::MemoryKind::kTorchBlock || kind == trace::MemoryKind::kDeviceAsync) &&
+         index_live_allocations_.load(std::memory_order_relaxed);
+}
+
 void Recorder::record_alloc(std::uint64_t address, std::uint64_t size, trace::MemoryKind kind,
                             std::uint32_t api, std::int32_t device, std::uint64_t stream,
                             bool with_native) {
@@ -204,10 +215,7 @@ void Recorder::record_alloc(std::uint64_t address, std::uint64_t size, trace::Me
   ThreadBuffer& buffer = buffer_for_this_thread();
   r.thread_id = buffer.thread_id;
   r.stack_id = stack_id;
-  if ((kind == trace::MemoryKind::kTorchBlock || kind == trace::MemoryKind::kDeviceAsync) &&
-      index_live_allocations_.load(std::memory_order_relaxed)) {
-    live_index_.on_alloc(address, size, stack_id);
-  }
+  if (indexed(kind)) live_index_.on_alloc(address, size, stack_id);
   std::uint8_t encoded[trace::kMaxEventBytes];
   std::size_t n = trace::encode_alloc(r, encoded);
   append_with_definitions(buffer, definitions, definition_count, encoded, n);
@@ -224,10 +232,7 @@ void Recorder::record_free(std::uint64_t seq, std::uint64_t address, trace::Memo
   r.device = device;
   ThreadBuffer& buffer = buffer_for_this_thread();
   r.thread_id = buffer.thread_id;
-  if ((kind == trace::MemoryKind::kTorchBlock || kind == trace::MemoryKind::kDeviceAsync) &&
-      index_live_allocations_.load(std::memory_order_relaxed)) {
-    live_index_.on_free(address);
-  }
+  if (indexed(kind)) live_index_.on_free(address);
   std::uint8_t encoded[trace::kMaxEventBytes];
   std::size_t n = trace::encode_free(r, encoded);
   append(buffer, encoded, n, 1);
@@ -236,9 +241,7 @@ void Recorder::record_free(std::uint64_t seq, std::uint64_t address, trace::Memo
 void Recorder::record_nothing(std::uint64_t seq) {
   // A LostRecord of zero events fills the sequence number, so readers do not
   // wait for an event that will never come.
-  std::string encoded;
-  trace::encode_record(trace::LostRecord{seq, monotonic_ns(), 0}, encoded);
-  append(reinterpret_cast<const std::uint8_t*>(encoded.data()), encoded.size(), 1);
+  append_record(trace::LostRecord{seq, monotonic_ns(), 0});
 }
 
 void Recorder::record_alloc_failed(std::uint64_t size, trace::MemoryKind kind, std::uint32_t api,
@@ -257,43 +260,27 @@ void Recorder::record_alloc_failed(std::uint64_t size, trace::MemoryKind kind, s
 void Recorder::record_step(std::uint64_t step, trace::StepSource source) {
   index_live_allocations_.store(true, std::memory_order_relaxed);
   live_index_.on_boundary();
-  std::string encoded;
-  trace::encode_record(trace::StepRecord{next_seq(), monotonic_ns(), step, source}, encoded);
-  append(reinterpret_cast<const std::uint8_t*>(encoded.data()), encoded.size(), 1);
+  append_record(trace::StepRecord{next_seq(), monotonic_ns(), step, source});
 }
 
 void Recorder::record_sample(trace::Metric metric, std::int32_t device, std::uint64_t value) {
-  std::string encoded;
-  trace::encode_record(trace::SampleRecord{next_seq(), monotonic_ns(), metric, device, value},
-                       encoded);
-  append(reinterpret_cast<const std::uint8_t*>(encoded.data()), encoded.size(), 1);
+  append_record(trace::SampleRecord{next_seq(), monotonic_ns(), metric, device, value});
 }
 
 void Recorder::record_annotation(const std::string& key, const std::string& value) {
-  std::string encoded;
-  trace::encode_record(trace::AnnotationRecord{next_seq(), monotonic_ns(), key, value}, encoded);
-  append(reinterpret_cast<const std::uint8_t*>(encoded.data()), encoded.size(), 1);
+  append_record(trace::AnnotationRecord{next_seq(), monotonic_ns(), key, value});
 }
 
 void Recorder::record_context(trace::ContextAction action, std::uint64_t context,
                               std::int32_t device) {
-  std::string encoded;
-  trace::encode_record(trace::ContextRecord{next_seq(), monotonic_ns(), action, context, device},
-                       encoded);
-  append(reinterpret_cast<const std::uint8_t*>(encoded.data()), encoded.size(), 1);
+  append_record(trace::ContextRecord{next_seq(), monotonic_ns(), action, context, device});
 }
 
 void Recorder::record_api_name(std::uint32_t api, const char* name) {
-  std::string encoded;
-  trace::encode_record(trace::ApiNameRecord{api, name}, encoded);
-  append(reinterpret_cast<const std::uint8_t*>(encoded.data()), encoded.size(), 1);
+  append_record(trace::ApiNameRecord{api, name});
 }
 
-void Recorder::record_exit() {
-  std::string encoded;
-  trace::encode_record(trace::ExitRecord{next_seq(), monotonic_ns()}, encoded);
-  append(reinterpret_cast<const std::uint8_t*>(encoded.data()), encoded.size(), 1);
-}
+void Recorder::record_exit() { append_record(trace::ExitRecord{next_seq(), monotonic_ns()}); }
 
 void Recorder::scan_modules(std::string& out, std::uint32_t& count) {
   unsigned long long generation = loaded_module_generation();

@@ -85,6 +85,10 @@ class Recorder {
   void append(const std::uint8_t* bytes, std::size_t size, std::uint32_t records);
   void append(ThreadBuffer& buffer, const std::uint8_t* bytes, std::size_t size,
               std::uint32_t records);
+  // Encodes one (rare) record and appends it to the calling thread's buffer.
+  void append_record(const trace::Record& record);
+  // Tensor-level allocations go into the live index once steps are marked.
+  bool indexed(trace::MemoryKind kind) const;
   void append_with_definitions(ThreadBuffer& buffer, const std::string& definitions,
                                std::uint32_t definition_count, const std::uint8_t* bytes,
                                std::size_t size);
