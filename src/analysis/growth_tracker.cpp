@@ -62,28 +62,43 @@ bool GrowthTracker::grows_often_and_throughout(const std::vector<double>& values
          quarter_grew[2] && quarter_grew[3];
 }
 
-std::optional<SiteTrend> GrowthTracker::series_trend(const std::vector<double>& values) const {
-  std::uint64_t n = values.size();
-  if (n <= options_.warmup_steps) return std::nullopt;
-  std::uint64_t begin = std::max<std::uint64_t>(
-      options_.warmup_steps, n > options_.window_steps ? n - options_.window_steps : 0);
-  std::vector<double> x, y;
-  for (std::uint64_t i = begin; i < n; ++i) {
-    x.push_back(static_cast<double>(i));
-    y.push_back(values[i]);
-  }
+std::uint64_t GrowthTracker::window_begin(std::uint64_t boundaries) const {
+  return std::max<std::uint64_t>(options_.warmup_steps, boundaries > options_.window_steps
+                                                            ? boundaries - options_.window_steps
+                                                            : 0);
+}
+
+TrendOptions GrowthTracker::trend_options() const {
   TrendOptions t;
   t.significance_z = options_.significance_z;
   t.sustained_fraction = options_.sustained_fraction;
   t.min_points = options_.min_steps;
-  Trend trend = fit_trend(x, y, t);
+  return t;
+}
+
+std::optional<Trend> GrowthTracker::growing_trend(const std::vector<double>& x,
+                                                  const std::vector<double>& y) const {
   if (!grows_often_and_throughout(y)) return std::nullopt;
+  Trend trend = fit_trend(x, y, trend_options());
+  if (!trend.growing) return std::nullopt;
   double growth = trend.slope * static_cast<double>(x.size() - 1);
-  if (!trend.growing || growth < static_cast<double>(options_.min_growth_bytes))
-    return std::nullopt;
+  if (growth < static_cast<double>(options_.min_growth_bytes)) return std::nullopt;
+  return trend;
+}
+
+std::optional<SiteTrend> GrowthTracker::series_trend(const std::vector<double>& values) const {
+  std::uint64_t n = values.size();
+  if (n <= options_.warmup_steps) return std::nullopt;
+  std::vector<double> x, y;
+  for (std::uint64_t i = window_begin(n); i < n; ++i) {
+    x.push_back(static_cast<double>(i));
+    y.push_back(values[i]);
+  }
+  std::optional<Trend> trend = growing_trend(x, y);
+  if (!trend) return std::nullopt;
   SiteTrend out;
-  out.bytes_per_step = trend.slope;
-  out.mann_kendall_z = trend.mann_kendall_z;
+  out.bytes_per_step = trend->slope;
+  out.mann_kendall_z = trend->mann_kendall_z;
   out.live_bytes = static_cast<std::uint64_t>(values.back());
   return out;
 }
@@ -91,8 +106,7 @@ std::optional<SiteTrend> GrowthTracker::series_trend(const std::vector<double>& 
 std::optional<SiteTrend> GrowthTracker::evaluate(std::uint32_t site_id, const Site& site) const {
   std::uint64_t n = step_numbers_.size();
   if (site.series_bytes.empty() || n <= options_.warmup_steps) return std::nullopt;
-  std::uint64_t begin = std::max<std::uint64_t>(
-      options_.warmup_steps, n > options_.window_steps ? n - options_.window_steps : 0);
+  std::uint64_t begin = window_begin(n);
   // Value at boundary i (0 before the series began).
   auto bytes_at = [&](std::uint64_t i) -> double {
     return i < site.first_index ? 0.0
@@ -113,25 +127,16 @@ std::optional<SiteTrend> GrowthTracker::evaluate(std::uint32_t site_id, const Si
     y.push_back(bytes_at(i));
     counts.push_back(count_at(i));
   }
-  if (!grows_often_and_throughout(y)) return std::nullopt;
-  TrendOptions t;
-  t.significance_z = options_.significance_z;
-  t.sustained_fraction = options_.sustained_fraction;
-  t.min_points = options_.min_steps;
-  Trend trend = fit_trend(x, y, t);
-  if (!trend.growing) return std::nullopt;
-  if (trend.slope * static_cast<double>(x.size() - 1) <
-      static_cast<double>(options_.min_growth_bytes)) {
-    return std::nullopt;
-  }
+  std::optional<Trend> trend = growing_trend(x, y);
+  if (!trend) return std::nullopt;
   SiteTrend out;
   out.site_id = site_id;
   out.kind = site.kind;
-  out.bytes_per_step = trend.slope;
-  out.allocations_per_step = fit_trend(x, counts, t).slope;
+  out.bytes_per_step = trend->slope;
+  out.allocations_per_step = fit_trend(x, counts, trend_options()).slope;
   out.live_bytes = site.live_bytes;
   out.live_allocations = site.live_allocations;
-  out.mann_kendall_z = trend.mann_kendall_z;
+  out.mann_kendall_z = trend->mann_kendall_z;
   // Growth began after the last boundary at which the site held no more
   // than it ever held later (its lowest level from then on).
   double lowest_after = bytes_at(n - 1);

@@ -98,6 +98,13 @@ class GrowthTracker {
   };
   std::optional<SiteTrend> evaluate(std::uint32_t site_id, const Site& site) const;
   bool grows_often_and_throughout(const std::vector<double>& values) const;
+  // First boundary index of the window that ends at `boundaries`.
+  std::uint64_t window_begin(std::uint64_t boundaries) const;
+  TrendOptions trend_options() const;
+  // The one growth rule: frequent increases spread over the window, a
+  // significant sustained trend, and enough growth in all.
+  std::optional<Trend> growing_trend(const std::vector<double>& x,
+                                     const std::vector<double>& y) const;
 
   GrowthOptions options_;
   std::unordered_map<std::uint32_t, Site> sites_;
