@@ -244,6 +244,10 @@ void ProcessAnalysis::on_annotation(const trace::AnnotationRecord& record) {
     torch_tracking_ = record.value;
     return;
   }
+  if (record.key == "clock") {
+    clock_ = record.value;
+    return;
+  }
   if (record.key == "distributed") {
     distributed_ = record.value;
     return;
@@ -516,6 +520,7 @@ ProcessReport ProcessAnalysis::build_report(const std::string& trace_path) {
   r.trace_error = trace_error_;
   r.trace_error_offset = trace_error_offset_;
   r.torch_tracking_json = torch_tracking_;
+  r.clock_json = clock_;
   r.distributed_json = distributed_;
   std::map<std::string, OriginShare> origins;
   growth_.for_each_site_at_last_boundary(

@@ -85,6 +85,7 @@ class ProcessAnalysis {
   std::string trace_error_;
   std::uint64_t trace_error_offset_ = 0;
   std::string torch_tracking_;
+  std::string clock_;  // the collector's `clock` annotation (JSON)
   std::string distributed_;
   std::uint64_t allocations_ = 0, frees_ = 0, unmatched_frees_ = 0, lost_ = 0;
   std::uint64_t peak_live_bytes_ = 0;

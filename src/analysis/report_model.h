@@ -143,6 +143,7 @@ struct ProcessReport {
   std::string trace_error;  // empty, or why reading stopped early
   std::uint64_t trace_error_offset = 0;
   std::string torch_tracking_json;  // the torch_tracking annotation, if any
+  std::string clock_json;           // the clock annotation: which clock timed the events
   std::string distributed_json;     // rank and world size, when the process is one rank of a job
   std::vector<OriginShare> device_memory_by_origin;
   std::uint64_t allocations = 0;

@@ -32,6 +32,7 @@ Config read_config_from_environment() {
   c.native_with_python = flag("GPULEAK_NATIVE_WITH_PYTHON", c.native_with_python);
   c.flush_ms = number("GPULEAK_FLUSH_MS", c.flush_ms, 1, 60000);
   if (const char* lib = std::getenv("GPULEAK_CUPTI_LIBRARY"); lib && *lib) c.cupti_library = lib;
+  if (const char* clock = std::getenv("GPULEAK_CLOCK"); clock && *clock) c.clock = clock;
   c.verbose = flag("GPULEAK_VERBOSE", false);
   c.disabled = flag("GPULEAK_DISABLE", false);
   return c;

@@ -16,6 +16,7 @@ struct Config {
       false;           // GPULEAK_NATIVE_WITH_PYTHON: native frames too when Python frames exist
   int flush_ms = 100;  // GPULEAK_FLUSH_MS: the longest data waits before it is written
   std::string cupti_library;  // GPULEAK_CUPTI_LIBRARY: explicit libcupti path
+  std::string clock = "auto";  // GPULEAK_CLOCK: auto, precise or coarse (collector/clock.h)
   bool verbose = false;       // GPULEAK_VERBOSE
   bool disabled = false;      // GPULEAK_DISABLE
 };

@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "collector/clock.h"
 #include "collector/diagnostics.h"
 #include "collector/native_unwinder.h"
 #include "collector/process_facts.h"
@@ -27,12 +28,7 @@ std::mutex g_start_mutex;
 // make one huge block.
 constexpr std::size_t kBlockTargetBytes = 8u << 20;
 
-std::uint64_t monotonic_ns() {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000ull +
-         static_cast<std::uint64_t>(ts.tv_nsec);
-}
+std::uint64_t monotonic_ns() { return now_ns(); }
 
 bool make_directories(const std::string& path, std::string* error) {
   std::string partial;
@@ -80,6 +76,7 @@ Recorder* Recorder::start(const Config& config) {
   if (Recorder* r = g_recorder.load()) return r->recording() ? r : nullptr;
   if (collector_disabled()) return nullptr;
 
+  choose_clock(config.clock);
   auto* recorder = new Recorder(config);  // never deleted: see header
   std::string error;
   if (!recorder->open_trace(&error)) {
@@ -105,6 +102,7 @@ Recorder* Recorder::start(const Config& config) {
   pthread_setname_np(recorder->writer_thread_.native_handle(), "gpuleak-writer");
 
   g_recorder.store(recorder, std::memory_order_release);
+  recorder->record_annotation("clock", clock_annotation());
   std::atexit(on_exit);
   pthread_atfork(nullptr, nullptr, on_fork_child);
   say_verbose("recording process %d into %s", static_cast<int>(::getpid()),

@@ -156,6 +156,7 @@ json to_json(const analysis::ProcessReport& r) {
                               ? json(nullptr)
                               : json{{"message", r.trace_error}, {"offset", r.trace_error_offset}}},
           {"torch_tracking", parsed_or_null(r.torch_tracking_json)},
+          {"clock", parsed_or_null(r.clock_json)},
           {"distributed", parsed_or_null(r.distributed_json)},
           {"device_memory_by_origin", origins},
           {"events",

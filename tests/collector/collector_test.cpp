@@ -3,6 +3,7 @@
 // then the traces they leave read back with the trace reader and the
 // analysis. CUPTI is never involved; everything after the API is.
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -271,7 +272,8 @@ TEST(CollectorFork, forked_children_record_nothing_and_the_parents_trace_stays_c
         << "a child's allocation is in the parent's trace";
   }
   EXPECT_TRUE(c.all<trace::StepRecord>().empty());
-  EXPECT_TRUE(c.all<trace::AnnotationRecord>().empty());
+  for (const auto& a : c.all<trace::AnnotationRecord>())
+    EXPECT_EQ(a.key, "clock") << "only the collector's own clock annotation, none from a child";
   EXPECT_EQ(c.all<trace::ExitRecord>().size(), 1u);
 
   analysis::ProcessReport report = analysis::analyze_trace_file(files[0], {});
@@ -295,6 +297,48 @@ TEST(CollectorDisabled, api_program_records_when_the_collector_is_enabled) {
   TraceContents c = read_trace(files[0]);
   EXPECT_EQ(c.all<trace::AllocRecord>().size(), 1000u);
   EXPECT_EQ(c.all<trace::FreeRecord>().size(), 500u);
+}
+
+// ---- Clock ------------------------------------------------------------------
+
+// The clock annotation says which clock timed the events; forcing the coarse
+// clock keeps event times in order and on the same time base as the process
+// start (CLOCK_MONOTONIC_COARSE lags CLOCK_MONOTONIC by at most one tick).
+TEST(CollectorClock, the_chosen_clock_is_recorded_and_times_stay_ordered) {
+  SKIP_WITHOUT_COLLECTOR();
+  for (std::string setting : {"precise", "coarse", "auto"}) {
+    ScratchDir dir;
+    ProcessOptions options = collector_options(dir.path());
+    options.set_env.push_back("GPULEAK_CLOCK=" + setting);
+    ProcessResult run = run_process({kChild, kCollector, "api"}, options);
+    ASSERT_EQ(run.exit_code, 0) << run.describe();
+    auto files = traces_in(dir.path());
+    ASSERT_EQ(files.size(), 1u);
+    TraceContents c = read_trace(files[0]);
+    std::string clock;
+    for (const auto& a : c.all<trace::AnnotationRecord>()) {
+      if (a.key == "clock") clock = a.value;
+    }
+    auto parsed = nlohmann::json::parse(clock, nullptr, false);
+    ASSERT_TRUE(parsed.is_object()) << setting << ": " << clock;
+    std::string expected = setting == "coarse" ? "monotonic-coarse" : "monotonic";
+    if (setting != "auto") EXPECT_EQ(parsed["clock"], expected) << clock;
+    EXPECT_GT(parsed["resolution_ns"].get<double>(), 0.0);
+    EXPECT_GT(parsed["monotonic_read_ns"].get<double>(), 0.0);
+    if (setting == "coarse") EXPECT_GE(parsed["resolution_ns"].get<double>(), 1e5) << clock;
+
+    auto processes = c.all<trace::ProcessRecord>();
+    ASSERT_EQ(processes.size(), 1u);
+    std::uint64_t previous = 0;
+    std::uint64_t tick = setting == "coarse" ? 10'000'000u : 0u;  // generous: one tick
+    auto allocs = c.all<trace::AllocRecord>();
+    ASSERT_EQ(allocs.size(), 1000u);
+    for (const auto& a : allocs) {
+      EXPECT_GE(a.time_ns + tick, processes[0].start_monotonic_ns);
+      EXPECT_GE(a.time_ns, previous);
+      previous = a.time_ns;
+    }
+  }
 }
 
 TEST(CollectorDisabled, unwritable_trace_directory_disables_the_collector_with_one_line) {
