@@ -37,6 +37,9 @@ def main():
         # What the parts cost: CUPTI's callbacks alone, and recording without native stacks.
         "cupti_empty_callbacks": ([pairs, "7", "20000", "500"], dict(traced, GPULEAK_EMPTY_CALLBACKS="1")),
         "gpuleak_no_native_stacks": ([pairs, "7", "20000", "500"], dict(traced, GPULEAK_NATIVE_DEPTH="0")),
+        # The clock: auto picks the coarse clock where a precise read is a system call.
+        "gpuleak_precise_clock": ([pairs, "7", "20000", "500"], dict(traced, GPULEAK_CLOCK="precise")),
+        "gpuleak_coarse_clock": ([pairs, "7", "20000", "500"], dict(traced, GPULEAK_CLOCK="coarse")),
         "compute_sanitizer": (["compute-sanitizer", "--tool", "memcheck", "--leak-check", "full", pairs, "5",
                                "5000", "200"], {}),
     }

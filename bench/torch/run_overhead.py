@@ -10,8 +10,15 @@ batch 4), "transformer" is GPU-bound. Configurations, run interleaved:
 Targets (issue 3): GPU-bound <= 1.03x native; launch-bound <= 1.25x native
 and no slower than PyTorch's history.
 
-usage: python3 run_overhead.py GPULEAK OUT_JSON [ROUNDS]
+usage: python3 run_overhead.py GPULEAK OUT_JSON [ROUNDS] [--models mlp,transformer]
+                              [--configs native,history,...] [--cpus 4-7]
+--cpus pins every run to the same cores (taskset), so the configurations
+differ only in what they run, not in where the scheduler put them. Besides
+the ratio of medians, the result has each configuration's median of per-round
+ratios to that round's native run (rounds are interleaved, so a slow round
+slows every configuration alike).
 """
+import argparse
 import json
 import os
 import statistics
@@ -56,18 +63,28 @@ def run_once(argv, env_extra):
 
 
 def main():
-    gpuleak, out_json = sys.argv[1:3]
-    rounds = int(sys.argv[3]) if len(sys.argv) > 3 else 2
+    parser = argparse.ArgumentParser(description="gpuleak step-time overhead on PyTorch loops")
+    parser.add_argument("gpuleak")
+    parser.add_argument("out_json")
+    parser.add_argument("rounds", nargs="?", type=int, default=2)
+    parser.add_argument("--models", default=",".join(MODEL_ARGS))
+    parser.add_argument("--configs", default="native,history,async_only,gpuleak_hook,gpuleak_async")
+    parser.add_argument("--cpus", default=None, help="taskset CPU list for every run, e.g. 4-7")
+    options = parser.parse_args()
+    gpuleak, out_json, rounds = options.gpuleak, options.out_json, options.rounds
+    models = {m: MODEL_ARGS[m] for m in options.models.split(",")}
     trace_root = tempfile.mkdtemp(prefix="gpuleak-torch-bench-")
-    configs = configurations(gpuleak, trace_root)
-    samples = {model: {name: [] for name in configs} for model in MODEL_ARGS}
+    every = configurations(gpuleak, trace_root)
+    configs = {name: every[name] for name in options.configs.split(",")}
+    pin = ["taskset", "-c", options.cpus] if options.cpus else []
+    samples = {model: {name: [] for name in configs} for model in models}
     errors = []
     started = time.time()
     for r in range(rounds):
-        for model, model_args in MODEL_ARGS.items():
+        for model, model_args in models.items():
             for name, (argv_of, extra_args, env) in configs.items():
                 try:
-                    result = run_once(argv_of(model, r) + model_args + extra_args, env)
+                    result = run_once(pin + argv_of(model, r) + model_args + extra_args, env)
                     samples[model][name].append(result["step_seconds"])
                 except Exception as e:  # keep measuring the others
                     errors.append("%s/%s round %d: %s" % (model, name, r, e))
@@ -75,6 +92,12 @@ def main():
     medians = {m: {n: statistics.median(v) for n, v in s.items() if v} for m, s in samples.items()}
     ratios = {m: {n: v / med["native"] for n, v in med.items() if n != "native"}
               for m, med in medians.items() if "native" in med}
+    paired = {}
+    for m, per_config in samples.items():
+        native = per_config.get("native", [])
+        paired[m] = {n: statistics.median(v / b for v, b in zip(values, native))
+                     for n, values in per_config.items()
+                     if n != "native" and values and len(values) == len(native)}
     verdicts = {}
     if "transformer" in ratios and "gpuleak_hook" in ratios["transformer"]:
         verdicts["gpu_bound_hook_within_1.03x"] = ratios["transformer"]["gpuleak_hook"] <= 1.03
@@ -83,13 +106,13 @@ def main():
         if "history" in medians["mlp"]:
             verdicts["launch_bound_hook_not_slower_than_history"] = (
                 medians["mlp"]["gpuleak_hook"] <= medians["mlp"]["history"])
-    result = {"command": "python3 bench/torch/run_overhead.py %s %s %d" % (gpuleak, out_json, rounds),
+    result = {"command": "python3 bench/torch/run_overhead.py " + " ".join(sys.argv[1:]),
               "what": "median seconds per training step over interleaved runs; ratios to native",
               "samples_step_seconds": samples, "median_step_seconds": medians, "ratio_to_native": ratios,
-              "targets_met": verdicts, "errors": errors, "seconds": round(time.time() - started, 1)}
+              "median_of_round_ratios": paired, "targets_met": verdicts, "errors": errors, "seconds": round(time.time() - started, 1)}
     with open(out_json, "w") as f:
         json.dump(result, f, indent=2)
-    print(json.dumps({"ratio_to_native": ratios, "targets_met": verdicts, "errors": errors[:3]}), flush=True)
+    print(json.dumps({"ratio_to_native": ratios, "median_of_round_ratios": paired, "targets_met": verdicts, "errors": errors[:3]}), flush=True)
 
 
 if __name__ == "__main__":

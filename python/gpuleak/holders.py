@@ -52,6 +52,9 @@ _CLIMB_MAX_FRONTIER = 128
 _ELEMENTS_KEPT_PER_SITE = 64
 _GRAPH_NODES_PER_ROOT = 20000
 _GRAPH_NODES_TOTAL = 400000
+# A tensor whose graph holds this many earlier nodes of its own grad_fn's type
+# is a carried state (a walk starts after 8 steps of growth, one node a step).
+_CARRIED_STATE_RECURRENCES = 6
 # A storage range is compared with at most this many requested ranges.
 _OVERLAP_SCAN_LIMIT = 64
 
@@ -109,6 +112,7 @@ class _Site:
         self.graph_matches = set()    # indices covered by a tensor saved in a held graph
         self.direct_tensors = None    # covering tensors (a list the walk owns)
         self.graph_roots = None       # held tensors whose graph covers some range
+        self.graph_carried = []       # chain lengths of the carried states that lead graph_roots
         self.graph_sizes = []         # saved tensors per graph, one entry per root
         self.answer = None
         self.candidates = []          # (kind, elements) to climb from, the likelier first
@@ -339,7 +343,12 @@ class _Walk:
         A tensor whose grad_fn lies inside the graph of another matching
         tensor is dropped: the outer one keeps it (torch keeps the Python
         object of a saved input alive from C++, so such inner tensors are
-        live objects that no Python container holds).
+        live objects that no Python container holds) -- unless it is a
+        carried state: its own graph holds earlier nodes made the same way as
+        its grad_fn, step after step (an RNN hidden state fed back without
+        detach; see _node_signature).
+        That tensor is what chains the steps together, whatever else (the
+        step's output) reaches it, so it comes first.
         """
         if self.checkpointing:
             # Reading a saved tensor of a non-reentrant checkpoint would
@@ -354,10 +363,15 @@ class _Walk:
         inner_node_ids = set()
         matched = []               # (root index, saved count, {site index: {range index}})
         budget = [_GRAPH_NODES_TOTAL]
+        carried = {}               # root index -> recurrences, for carried states
         for index, (tensor, node) in enumerate(roots):
             if budget[0] <= 0 or self.out_of_time():
                 break
-            saved_ranges = self.saved_tensor_ranges(node, budget, root_node_ids, inner_node_ids)
+            recurrences = [0]
+            saved_ranges = self.saved_tensor_ranges(node, budget, root_node_ids, inner_node_ids,
+                                                    recurrences)
+            if recurrences[0] >= _CARRIED_STATE_RECURRENCES:
+                carried[index] = recurrences[0]
             hits_by_site = {}
             for low, high in saved_ranges:
                 for site_index, range_index in ranges.overlapping(low, high):
@@ -366,7 +380,7 @@ class _Walk:
                 matched.append((index, len(saved_ranges), hits_by_site))
         for index, saved_count, hits_by_site in matched:
             tensor, node = roots[index]
-            inner = id(node) in inner_node_ids
+            inner = id(node) in inner_node_ids and index not in carried
             for site_index, hits in hits_by_site.items():
                 site = sites[site_index]
                 site.graph_matches.update(hits)
@@ -374,7 +388,16 @@ class _Walk:
                     continue
                 if site.graph_roots is None:
                     site.graph_roots = self.own([])
-                if len(site.graph_roots) < _ELEMENTS_KEPT_PER_SITE:
+                if index in carried:
+                    # The newest carried state has the longest chain below it.
+                    place = 0
+                    while place < len(site.graph_carried) and \
+                            site.graph_carried[place] >= carried[index]:
+                        place += 1
+                    site.graph_roots.insert(place, tensor)
+                    site.graph_carried.insert(place, carried[index])
+                    del site.graph_roots[_ELEMENTS_KEPT_PER_SITE:]
+                elif len(site.graph_roots) < _ELEMENTS_KEPT_PER_SITE:
                     site.graph_roots.append(tensor)
                 site.graph_sizes.append(saved_count)
         del roots[:]
@@ -391,12 +414,16 @@ class _Walk:
             self.saved_names_by_type[node_type] = names
         return names
 
-    def saved_tensor_ranges(self, root, budget, root_node_ids=(), inner_node_ids=None):
+    def saved_tensor_ranges(self, root, budget, root_node_ids=(), inner_node_ids=None,
+                            recurrences=None):
         """Storage ranges of the activations saved in the graph below `root`.
 
         Leaves that require grad (parameters) are left out: they live as long
-        as the model whatever the graph does.
+        as the model whatever the graph does. `recurrences[0]`, when given,
+        is increased for each node below the root with the root's signature.
         """
+        root_type = type(root)
+        root_signature = _node_signature(root) if recurrences is not None else None
         tensor_type = self.torch.Tensor
         found = {}
         seen = {id(root): root}
@@ -435,6 +462,9 @@ class _Walk:
                 if child is not None and id(child) not in seen:
                     seen[id(child)] = child
                     pending.append(child)
+                    if recurrences is not None and type(child) is root_type and \
+                            _node_signature(child) == root_signature:
+                        recurrences[0] += 1
                     if id(child) in root_node_ids:
                         inner_node_ids.add(id(child))
         return list(found.items())
@@ -829,6 +859,32 @@ def _unmatched(site, note=None):
     if note:
         answer["note"] = note
     return answer
+
+
+def _node_signature(node):
+    """How an autograd node was made: its type and, per input, the input's node
+    type and output slot -- or, for a parameter, the parameter's own node.
+
+    Two nodes with one signature did the same operation on the same kind of
+    inputs with the same weights: the same line of a model in two steps. A
+    linear layer applied to the hidden state differs from the GRU's own
+    hidden-to-hidden product by its weights, so only a truly carried state
+    finds its signature again and again below itself.
+    """
+    try:
+        inputs = node.next_functions
+    except Exception:
+        return (type(node), None)
+    parts = []
+    for entry in inputs:
+        child = entry[0]
+        if child is None:
+            parts.append(None)
+        elif type(child).__name__ == "AccumulateGrad":
+            parts.append(id(child))
+        else:
+            parts.append((type(child), entry[1]))
+    return (type(node), tuple(parts))
 
 
 def _grad_fn(tensor):

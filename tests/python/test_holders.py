@@ -331,6 +331,32 @@ def test_loss_accumulated_as_a_tensor_chains_every_graph():
     assert site["cause"] == "graph-accumulated" and ".item()" in site["fix"]
 
 
+def test_carried_rnn_state_is_named_rather_than_the_output_that_also_reaches_it():
+    # Truncated BPTT without detach: `hidden` is fed back into every window,
+    # so its graph chains all windows. `logits` of the last window reaches the
+    # same chain (it is computed from `hidden`, as cuDNN's GRU node makes the
+    # output and the hidden state together), but it is the carried state that
+    # must be named, with the detach fix.
+    torch.manual_seed(0)
+    embed, cell, decoder = torch.nn.Embedding(50, 8), torch.nn.GRUCell(8, 16), torch.nn.Linear(16, 50)
+
+    def evaluate(windows):
+        hidden = torch.zeros(2, 16)
+        made = []  # addresses only: nothing but the graph may hold these tensors
+        for _ in range(windows):
+            hidden = cell(embed(torch.randint(0, 50, (2,))), hidden)
+            logits = decoder(hidden)
+            made.extend(addresses([hidden]))
+        # What the chain keeps: every window's hidden state, saved by the next window.
+        return ask_one(made[:-1]), logits
+
+    site, _ = evaluate(12)
+    assert site["kind"] == "graph", site
+    assert site["holder"]["type"] == "Tensor" and site["holder"]["name"] == "hidden", site
+    assert "evaluate" in site["holder"]["owner"]
+    assert "detach()" in site["fix"], site["fix"]
+
+
 def test_graph_freed_by_backward_matches_nothing():
     model = make_model()
     kept_after_backward = []
