@@ -536,6 +536,16 @@ class _Walk:
             for candidate_index, (kind, elements) in enumerate(site.candidates):
                 holder_key = self.choose_holder(climb, masks[site_index, candidate_index], elements)
                 chain = self.chain_to_root(climb, holder_key)
+                if chain is None and kind == "graph" and holder_key == id(elements[0]):
+                    # No container gathers the roots and no name holds the
+                    # first: the next root a name holds (of a carried state's
+                    # node, the output that no variable keeps comes first as
+                    # often as the state itself).
+                    for element in elements[1:per_candidate]:
+                        chain = self.chain_to_root(climb, id(element))
+                        if chain is not None:
+                            holder_key = id(element)
+                            break
                 if chain is not None:
                     self.set_kind(site, kind, elements)
                     self.finish(site, climb, holder_key, chain, elements)
@@ -570,7 +580,10 @@ class _Walk:
         answer["holder"] = holder
         keys = [key for key, _ in _members(holder_obj)[:64]] if _is(holder_obj, dict) else []
         integer_keys = bool(keys) and all(_is(key, int) for key in keys)
-        scalar = all(_is_scalar(t) for t in elements[:_CLIMB_SAMPLE_PER_SITE])
+        if _is(holder_obj, self.torch.Tensor):  # a tensor holds itself: judge that one
+            scalar = _is_scalar(holder_obj)
+        else:
+            scalar = all(_is_scalar(t) for t in elements[:_CLIMB_SAMPLE_PER_SITE])
         answer["cause"], answer["fix"] = _cause_and_fix(
             holder, through_traceback, answer["element_has_grad_fn"], scalar, integer_keys)
 
@@ -863,7 +876,7 @@ def _unmatched(site, note=None):
 
 def _node_signature(node):
     """How an autograd node was made: its type and, per input, the input's node
-    type and output slot -- or, for a parameter, the parameter's own node.
+    type and output slot -- or, for a parameter, the parameter itself.
 
     Two nodes with one signature did the same operation on the same kind of
     inputs with the same weights: the same line of a model in two steps. A
@@ -881,7 +894,11 @@ def _node_signature(node):
         if child is None:
             parts.append(None)
         elif type(child).__name__ == "AccumulateGrad":
-            parts.append(id(child))
+            # The wrapper object is remade on each visit; the parameter is not.
+            try:
+                parts.append(id(child.variable))
+            except Exception:
+                parts.append(type(child))
         else:
             parts.append((type(child), entry[1]))
     return (type(node), tuple(parts))
@@ -1127,14 +1144,19 @@ def _cause_and_fix(holder, through_traceback, has_grad_fn, scalar, integer_keys)
                 "torch.no_grad() if it is not trained on: each tensor in %s keeps its step's "
                 "autograd graph alive" % name)
     if has_grad_fn:
-        # One tensor whose graph reaches back over many steps: either a sum
-        # (`total += loss`) or a state carried into the next step (an RNN's
-        # hidden state without detach()); the walk cannot tell which, so the
-        # fix covers both.
+        # One tensor whose graph reaches back over many steps: a sum
+        # (`total += loss`, a scalar) or a state carried into the next step
+        # (an RNN's hidden state without detach(), not a scalar). The graph
+        # looks the same either way, so the likelier fix comes first.
+        if scalar:
+            return ("graph-accumulated",
+                    "%s chains every step's autograd graph: accumulate loss.item() (or "
+                    "loss.detach()) instead of the tensor, or detach() a state that is carried "
+                    "into the next step" % name)
         return ("graph-accumulated",
-                "%s chains every step's autograd graph: accumulate loss.item() (or "
-                "loss.detach()) instead of the tensor, or detach() a state that is carried "
-                "into the next step" % name)
+                "%s chains every step's autograd graph: detach() it where it is carried into "
+                "the next step (%s = %s.detach(), as truncated backpropagation does), or, if "
+                "it is a running sum, accumulate .item() instead" % (name, name, name))
     if container:
         return ("tensor-container",
                 "store .cpu() copies (or .item() for scalars) in %s, or clear it periodically"
