@@ -6,8 +6,16 @@ several rounds so drift of the machine hits every configuration alike, and
 reports the median per-pair time of each and the ratios to native.
 Targets (issue 2): async pair <= 2.0x native, sync pair <= 1.1x native.
 
-usage: python3 run_collector_overhead.py ALLOC_PAIRS COLLECTOR OUT_JSON [ROUNDS]
+usage: python3 run_collector_overhead.py ALLOC_PAIRS COLLECTOR OUT_JSON [ROUNDS] [--cpus LIST]
+               [--configs native,gpuleak,...]
+
+--cpus pins every run to the same cores (taskset): unpinned, the native
+async pair alternated between 0.68 and 1.15 us from one process to the next
+on the H200 machine (part D), more than the collector's own cost. Besides
+the ratio of medians, the result has the median of per-round ratios (each
+configuration against the native run of its own round).
 """
+import argparse
 import json
 import os
 import statistics
@@ -27,8 +35,15 @@ def run(argv, env_extra):
 
 
 def main():
-    pairs, collector, out_json = sys.argv[1:4]
-    rounds = int(sys.argv[4]) if len(sys.argv) > 4 else 3
+    parser = argparse.ArgumentParser(description="collector overhead on allocate/free pairs")
+    parser.add_argument("pairs")
+    parser.add_argument("collector")
+    parser.add_argument("out_json")
+    parser.add_argument("rounds", nargs="?", type=int, default=3)
+    parser.add_argument("--cpus", default=None, help="taskset CPU list for every run")
+    parser.add_argument("--configs", default=None, help="comma-separated subset (native is always run)")
+    options = parser.parse_args()
+    pairs, collector, out_json, rounds = options.pairs, options.collector, options.out_json, options.rounds
     trace_dir = tempfile.mkdtemp(prefix="gpuleak-bench-")
     traced = {"CUDA_INJECTION64_PATH": collector, "GPULEAK_TRACE_DIR": trace_dir}
     configs = {
@@ -43,30 +58,42 @@ def main():
         "compute_sanitizer": (["compute-sanitizer", "--tool", "memcheck", "--leak-check", "full", pairs, "5",
                                "5000", "200"], {}),
     }
+    if options.configs:
+        wanted = set(options.configs.split(",")) | {"native"}
+        configs = {name: value for name, value in configs.items() if name in wanted}
+    pin = ["taskset", "-c", options.cpus] if options.cpus else []
     samples = {name: {"async": [], "sync": []} for name in configs}
     started = time.time()
     for r in range(rounds):
         for name, (argv, env) in configs.items():
-            result = run(argv, env)
+            result = run(pin + argv, env)
             samples[name]["async"].append(result["async_pair_us"])
             samples[name]["sync"].append(result["sync_pair_us"])
     medians = {name: {kind: statistics.median(v) for kind, v in s.items()} for name, s in samples.items()}
     result = {
-        "command": "python3 bench/run_collector_overhead.py %s %s %s %d" % (pairs, collector, out_json, rounds),
+        "command": "python3 bench/run_collector_overhead.py " + " ".join(sys.argv[1:]),
+        "cpus": options.cpus,
         "what": "median microseconds per 1 MiB allocate+free pair; each configuration run %d times, interleaved" % rounds,
         "samples_us": samples,
         "median_us": medians,
         "ratio_to_native": {
             name: {kind: medians[name][kind] / medians["native"][kind] for kind in ("async", "sync")}
             for name in configs if name != "native"},
+        "median_of_round_ratios": {
+            name: {kind: statistics.median(v / b for v, b in zip(samples[name][kind], samples["native"][kind]))
+                   for kind in ("async", "sync")}
+            for name in configs if name != "native"},
         "targets": {"gpuleak_async_max_ratio": 2.0, "gpuleak_sync_max_ratio": 1.1},
         "seconds": round(time.time() - started, 1),
     }
     ratio = result["ratio_to_native"]["gpuleak"]
-    result["meets_targets"] = ratio["async"] <= 2.0 and ratio["sync"] <= 1.1
+    paired = result["median_of_round_ratios"]["gpuleak"]
+    result["meets_targets"] = max(ratio["async"], paired["async"]) <= 2.0 and \
+        max(ratio["sync"], paired["sync"]) <= 1.1
     with open(out_json, "w") as f:
         json.dump(result, f, indent=2)
     print(json.dumps({"median_us": medians, "ratio_to_native": result["ratio_to_native"],
+                      "median_of_round_ratios": result["median_of_round_ratios"],
                       "meets_targets": result["meets_targets"]}), flush=True)
 
 

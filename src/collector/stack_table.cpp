@@ -102,8 +102,20 @@ std::uint32_t StackTable::capture(std::string& definitions, std::uint32_t& defin
   }
 
   hash = finish(hash);
+  // A loop allocates from the same few stacks over and over: a small
+  // per-thread cache of recent stacks skips the shared table (its lock and
+  // a hash-map probe that usually misses the CPU cache after a driver call).
+  // An id never changes once given, so a cached one is always right.
+  struct RecentStack {
+    std::uint64_t hash;
+    std::uint32_t id;
+  };
+  static thread_local RecentStack t_recent[kRecentStacks];
+  RecentStack& recent = t_recent[hash % kRecentStacks];
+  if (recent.id != 0 && recent.hash == hash) return recent.id;
   bool is_new = false;
   std::uint32_t id = intern(hash, &is_new);
+  recent = {hash, id};
   if (!is_new) return id;
 
   trace::StackRecord record;

@@ -34,6 +34,7 @@ class StackTable {
 
  private:
   static constexpr int kShards = 64;
+  static constexpr int kRecentStacks = 64;  // per-thread cache of recent stack ids
   struct Shard {
     std::mutex mutex;
     std::unordered_map<std::uint64_t, std::uint32_t> ids;  // stack hash -> id
