@@ -34,6 +34,36 @@ def run(argv, env_extra):
     raise RuntimeError("no result from %s: %s" % (argv, out.stderr[-400:]))
 
 
+def measure_in_process(pin, pairs, traced, processes):
+    """Recording vs callbacks off (and vs empty callbacks), round by round inside each process.
+
+    Each process runs 7 rounds of (callbacks off, empty, recording); the ratio
+    of a round is recording / callbacks off of that same round. With native
+    stacks and without.
+    """
+    out = {}
+    for variant, extra in (("full", {}), ("no_native_stacks", {"GPULEAK_NATIVE_DEPTH": "0"})):
+        ratios = {"async": [], "sync": []}
+        empty_ratios = {"async": [], "sync": []}
+        processes_out = []
+        for _ in range(processes):
+            result = run(pin + [pairs, "7", "20000", "500"], dict(traced, GPULEAK_BENCH_IN_PROCESS="1", **extra))
+            processes_out.append(result)
+            for kind in ("async", "sync"):
+                series = result[kind + "_all_us"]
+                for off, empty, recording in zip(series["callbacks_off"], series["empty_callbacks"],
+                                                 series["recording"]):
+                    ratios[kind].append(recording / off)
+                    empty_ratios[kind].append(empty / off)
+        out[variant] = {
+            "median_ratio_recording_to_callbacks_off": {k: statistics.median(v) for k, v in ratios.items()},
+            "median_ratio_empty_to_callbacks_off": {k: statistics.median(v) for k, v in empty_ratios.items()},
+            "ratio_range_recording": {k: [min(v), max(v)] for k, v in ratios.items()},
+            "processes": processes_out,
+        }
+    return out
+
+
 def main():
     parser = argparse.ArgumentParser(description="collector overhead on allocate/free pairs")
     parser.add_argument("pairs")
@@ -42,6 +72,9 @@ def main():
     parser.add_argument("rounds", nargs="?", type=int, default=3)
     parser.add_argument("--cpus", default=None, help="taskset CPU list for every run")
     parser.add_argument("--configs", default=None, help="comma-separated subset (native is always run)")
+    parser.add_argument("--in-process", type=int, default=0, metavar="PROCESSES",
+                        help="also run this many processes that compare callbacks off / empty / "
+                             "recording inside one process (GPULEAK_BENCH_IN_PROCESS=1)")
     options = parser.parse_args()
     pairs, collector, out_json, rounds = options.pairs, options.collector, options.out_json, options.rounds
     trace_dir = tempfile.mkdtemp(prefix="gpuleak-bench-")
@@ -69,6 +102,7 @@ def main():
             result = run(pin + argv, env)
             samples[name]["async"].append(result["async_pair_us"])
             samples[name]["sync"].append(result["sync_pair_us"])
+    in_process = measure_in_process(pin, pairs, traced, options.in_process) if options.in_process else None
     medians = {name: {kind: statistics.median(v) for kind, v in s.items()} for name, s in samples.items()}
     result = {
         "command": "python3 bench/run_collector_overhead.py " + " ".join(sys.argv[1:]),
@@ -86,12 +120,17 @@ def main():
         "targets": {"gpuleak_async_max_ratio": 2.0, "gpuleak_sync_max_ratio": 1.1},
         "seconds": round(time.time() - started, 1),
     }
+    if in_process:
+        result["in_process"] = in_process
     ratio = result["ratio_to_native"]["gpuleak"]
     paired = result["median_of_round_ratios"]["gpuleak"]
     result["meets_targets"] = max(ratio["async"], paired["async"]) <= 2.0 and \
         max(ratio["sync"], paired["sync"]) <= 1.1
     with open(out_json, "w") as f:
         json.dump(result, f, indent=2)
+    if in_process:
+        print(json.dumps({variant: {k: v for k, v in value.items() if k != "processes"}
+                          for variant, value in in_process.items()}), flush=True)
     print(json.dumps({"median_us": medians, "ratio_to_native": result["ratio_to_native"],
                       "median_of_round_ratios": result["median_of_round_ratios"],
                       "meets_targets": result["meets_targets"]}), flush=True)

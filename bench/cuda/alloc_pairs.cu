@@ -2,8 +2,15 @@
 // cudaFreeAsync) and synchronous (cudaMalloc + cudaFree). Prints one JSON
 // object with the median time per pair over several rounds, so the same
 // binary can be run natively, under gpuleak and under compute-sanitizer and
-// the runs compared (bench/run_collector_overhead.sh does that).
+// the runs compared (bench/run_collector_overhead.py does that).
+//
+// With GPULEAK_BENCH_IN_PROCESS=1 under the collector, every round is run
+// three times in this one process: CUPTI's callbacks off, on but empty, and
+// recording (the collector's gpuleak_benchmark_callbacks switch). From one
+// process to the next the native pair's time varies by more than the
+// collector's cost; inside one process the three are directly comparable.
 #include <cuda_runtime.h>
+#include <dlfcn.h>
 
 #include <algorithm>
 #include <chrono>
@@ -48,6 +55,52 @@ static double sync_pair_us(int pairs) {
   return std::chrono::duration<double, std::micro>(Clock::now() - start).count() / pairs;
 }
 
+using BenchmarkSwitch = int (*)(int);
+
+static BenchmarkSwitch find_benchmark_switch() {
+  const char* collector = std::getenv("CUDA_INJECTION64_PATH");
+  if (!collector) return nullptr;
+  void* handle = dlopen(collector, RTLD_NOW | RTLD_NOLOAD);
+  return handle ? reinterpret_cast<BenchmarkSwitch>(dlsym(handle, "gpuleak_benchmark_callbacks"))
+                : nullptr;
+}
+
+static void print_list(const char* name, const std::vector<double>& v, bool last) {
+  std::printf("\"%s\": [", name);
+  for (size_t i = 0; i < v.size(); ++i) std::printf("%s%.4f", i ? ", " : "", v[i]);
+  std::printf("]%s", last ? "" : ", ");
+}
+
+// Rounds of (callbacks off, empty, recording), each mode timed in turn.
+static int run_in_process(BenchmarkSwitch set_mode, cudaStream_t stream, int rounds,
+                          int async_pairs, int sync_pairs) {
+  const char* names[3] = {"callbacks_off", "empty_callbacks", "recording"};
+  std::vector<double> a[3], s[3];
+  for (int r = 0; r < rounds; ++r) {
+    for (int mode = 0; mode < 3; ++mode) {
+      if (set_mode(mode) != 0) {
+        std::fprintf(stderr, "gpuleak_benchmark_callbacks(%d) failed\n", mode);
+        return 2;
+      }
+      a[mode].push_back(async_pair_us(stream, async_pairs));
+      s[mode].push_back(sync_pair_us(sync_pairs));
+    }
+  }
+  set_mode(2);
+  std::printf("{\"in_process\": true, \"rounds\": %d, \"async_pairs_per_round\": %d, "
+              "\"sync_pairs_per_round\": %d, \"async_median_us\": {",
+              rounds, async_pairs, sync_pairs);
+  for (int m = 0; m < 3; ++m) std::printf("%s\"%s\": %.4f", m ? ", " : "", names[m], median(a[m]));
+  std::printf("}, \"sync_median_us\": {");
+  for (int m = 0; m < 3; ++m) std::printf("%s\"%s\": %.3f", m ? ", " : "", names[m], median(s[m]));
+  std::printf("}, \"async_all_us\": {");
+  for (int m = 0; m < 3; ++m) print_list(names[m], a[m], m == 2);
+  std::printf("}, \"sync_all_us\": {");
+  for (int m = 0; m < 3; ++m) print_list(names[m], s[m], m == 2);
+  std::printf("}}\n");
+  return 0;
+}
+
 int main(int argc, char** argv) {
   int rounds = argc > 1 ? std::atoi(argv[1]) : 7;
   int async_pairs = argc > 2 ? std::atoi(argv[2]) : 20000;
@@ -58,6 +111,15 @@ int main(int argc, char** argv) {
   // Warm up: pool creation, first-touch costs.
   async_pair_us(stream, 1000);
   sync_pair_us(20);
+  const char* in_process = std::getenv("GPULEAK_BENCH_IN_PROCESS");
+  if (in_process && in_process[0] == '1') {
+    BenchmarkSwitch set_mode = find_benchmark_switch();
+    if (!set_mode) {
+      std::fprintf(stderr, "GPULEAK_BENCH_IN_PROCESS=1 needs the gpuleak collector loaded\n");
+      return 2;
+    }
+    return run_in_process(set_mode, stream, rounds, async_pairs, sync_pairs);
+  }
   std::vector<double> a, s;
   for (int r = 0; r < rounds; ++r) {
     a.push_back(async_pair_us(stream, async_pairs));
