@@ -33,8 +33,10 @@ def main():
     env = dict(os.environ, NCCL_NVLS_ENABLE="0", TORCH_SYMM_MEM_DISABLE_MULTICAST="1", NVSHMEM_DISABLE_NVLS="1")
     exporter = None
     scrapes = []
+    exporter_command = None
     if port:
-        exporter = subprocess.Popen([gpuleak, "exporter", "--listen", "127.0.0.1:" + port, "--interval", "1"],
+        exporter_command = [gpuleak, "exporter", "--listen", "127.0.0.1:" + port, "--interval", "1"]
+        exporter = subprocess.Popen(exporter_command,
                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
     command = [gpuleak, "run", "-o", os.path.join(out, "traces"), "--json-report", os.path.join(out, "report.json"),
                "--", "torchrun", "--nproc-per-node", "2", SCRIPT, "--backend", backend, "--steps", "150"]
@@ -94,15 +96,28 @@ def main():
             problems.append("expected one live LEAK line (rank 1), got %d" % len(live_lines))
     exporter_check = None
     if port:
+        # Scrapes run every 3 s while the job runs; the last one usually comes
+        # after the ranks ended, so the ranks are looked for in every scrape
+        # and the one that shows most processes is kept.
         good = [s for s in scrapes if "gpuleak_" in s]
-        last = good[-1] if good else ""
-        pids = {p["pid"] for p in report["processes"]} if report else set()
+        rank_pids = {p["pid"]: rank for rank, p in ranks.items()}
+        best = max(good, key=lambda s: sum('pid="%d"' % pid in s for pid in rank_pids), default="")
+        seen = {pid for pid in rank_pids if any('pid="%d"' % pid in s for s in good)}
         exporter_check = {"scrapes": len(scrapes), "with_metrics": len(good),
-                          "gpu_uuids": sorted(set(re.findall(r'gpu_uuid="([^"]+)"', last))),
-                          "rank_pids_seen": sorted(p for p in pids if 'pid="%d"' % p in last)}
+                          "gpu_uuids": sorted(set(re.findall(r'gpu_uuid="([^"]+)"', best))),
+                          "rank_pids_seen": sorted(seen),
+                          "ranks_seen": sorted(rank_pids[pid] for pid in seen)}
+        if len(exporter_check["gpu_uuids"]) < min(2, len(ranks)) and backend == "nccl":
+            problems.append("the exporter did not show both GPUs")
+        if len(seen) < len(rank_pids):
+            problems.append("the exporter did not show every rank's process (saw %s of %s)"
+                            % (sorted(seen), sorted(rank_pids)))
+        with open(os.path.join(out, "scrape-with-ranks.txt"), "w") as f:
+            f.write(best)
         with open(os.path.join(out, "last-scrape.txt"), "w") as f:
-            f.write(last)
-    result = {"command": " ".join(command), "backend": backend, "exit_code": job.returncode,
+            f.write(good[-1] if good else "")
+    result = {"command": " ".join(command), "exporter_command": exporter_command,
+              "backend": backend, "exit_code": job.returncode,
               "seconds": round(seconds, 1), "pass": not problems, "problems": problems, "processes": summary,
               "exporter": exporter_check}
     with open(os.path.join(out, "two-ranks.json"), "w") as f:
