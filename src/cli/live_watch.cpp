@@ -29,6 +29,7 @@ struct LiveWatch::Followed {
   bool broken = false;  // the trace is damaged: stop following it
   bool reported = false;
   bool request_sent = false;
+  std::string request_path;  // where the holder request was written
   Clock::time_point request_time;
 };
 
@@ -39,7 +40,15 @@ LiveWatch::LiveWatch(std::string trace_dir, analysis::AnalysisOptions options, b
       holder_requests_(holder_requests),
       messages_(messages) {}
 
-LiveWatch::~LiveWatch() = default;
+// Requests a process never took (it ended first) would otherwise stay in
+// the user's trace folder.
+LiveWatch::~LiveWatch() {
+  for (const auto& [path, f] : followed_) {
+    if (!f->request_sent) continue;
+    std::error_code ec;
+    for (const char* suffix : {"", ".partial", ".taken"}) fs::remove(f->request_path + suffix, ec);
+  }
+}
 
 void LiveWatch::poll() {
   std::error_code ec;
@@ -98,6 +107,7 @@ void LiveWatch::send_holder_request(Followed& f) {
   std::error_code ec;
   fs::rename(partial, final_path, ec);
   f.request_sent = true;
+  f.request_path = final_path;
   f.request_time = Clock::now();
 }
 

@@ -349,6 +349,33 @@ class GpuleakRun : public ::testing::Test {
   }
 };
 
+// A process that tracks tensors is asked for the holder of a growing site;
+// one that never answers (it ended, or hangs in a long step) still gets its
+// LEAK line, and the request file does not outlive the run.
+TEST_F(GpuleakRun, unanswered_holder_request_delays_the_leak_line_and_is_cleaned_up) {
+  ScratchDir dir;
+  std::string traces = dir.file("traces"), release = dir.file("release");
+  ProcessOptions options = run_options();
+  bool request_seen = false;
+  bool live_seen = false;
+  options.on_stderr_line = [&](const std::string& line) {
+    if (live_seen || line.rfind("gpuleak: [pid ", 0) != 0 || line.find("] LEAK ") == std::string::npos)
+      return;
+    live_seen = true;
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator(traces, ec))
+      if (entry.path().string().find(".holder-request.json") != std::string::npos) request_seen = true;
+    write_text_file(release, "go\n");
+  };
+  ProcessResult r = run_process(run_argv(traces, {}, {"leak-asked", release}), options);
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_TRUE(live_seen) << r.err;
+  EXPECT_TRUE(request_seen) << "gpuleak should have asked the process for the holder";
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(traces, ec))
+    EXPECT_EQ(entry.path().extension(), ".trace") << "left behind: " << entry.path();
+}
+
 TEST_F(GpuleakRun, leaking_script_gets_a_live_leak_line_and_a_json_leak_verdict_at_its_line) {
   ScratchDir dir;
   std::string traces = dir.file("traces"), json_path = dir.file("report.json"),

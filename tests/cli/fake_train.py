@@ -1,6 +1,6 @@
 """A training loop without torch and without a GPU, for `gpuleak run` tests.
 
-    gpuleak run ... -- /usr/bin/python3 fake_train.py leak|clean [RELEASE_FILE]
+    gpuleak run ... -- /usr/bin/python3 fake_train.py leak|clean|leak-asked [RELEASE_FILE]
 
 It talks to the collector the way the gpuleak Python package does (ctypes,
 GIL held), reports 80 explicit steps, and per step allocates a 1 MiB
@@ -8,7 +8,9 @@ temporary "torch block" that it frees plus a 64 KiB one that it keeps
 ("leak") or frees at the end of the step ("clean"). With RELEASE_FILE it
 waits, after its last step, until that file exists (at most 60 s): the
 test creates it when it has seen gpuleak's live LEAK line, which proves the
-line came while the program was still running.
+line came while the program was still running. "leak-asked" leaks the same
+way but says it tracks torch tensors, so gpuleak asks it for the holder,
+and never answers (as a program that ends first would not).
 """
 import ctypes
 import os
@@ -34,9 +36,11 @@ def forward(step):
 def main():
     if lib.gpuleak_start_recording() != 1:
         sys.exit("fake_train: the collector is not recording")
+    if mode == "leak-asked":
+        lib.gpuleak_annotate(b"torch_tracking", b'{"mode": "allocator-hook"}')
     for step in range(80):
         address = forward(step)
-        if mode == "leak":
+        if mode.startswith("leak"):
             kept.append(address)
         else:
             lib.gpuleak_record_torch_free(u64(address), 0)
