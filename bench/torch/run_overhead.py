@@ -7,6 +7,8 @@ batch 4), "transformer" is GPU-bound. Configurations, run interleaved:
   async_only    PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync, no gpuleak
   gpuleak_hook  gpuleak run --torch-mode hook (allocator trace tracker, default allocator)
   gpuleak_async gpuleak run --torch-mode async (cudaMallocAsync backend, driver sees each tensor)
+  hook_only     the allocator hook and frame reader loaded by the script itself (no gpuleak run)
+  gpuleak_no_tensors  gpuleak run --torch-mode off (CUPTI, step hooks, no tensor tracking)
 Targets (issue 3): GPU-bound <= 1.03x native; launch-bound <= 1.25x native
 and no slower than PyTorch's history.
 
@@ -47,6 +49,14 @@ def configurations(gpuleak, trace_root):
         "async_only": (lambda m, i: [sys.executable, STEP_TIME], [],
                        {"PYTORCH_CUDA_ALLOC_CONF": "backend:cudaMallocAsync"}),
         "gpuleak_hook": (wrapped("hook"), [], {}),
+        # The parts of gpuleak_hook: tensor tracking alone in the process (no
+        # CUPTI, no step hooks), and gpuleak run without tensor tracking.
+        "hook_only": (lambda m, i: [sys.executable, STEP_TIME], ["--mode", "hook"],
+                      {"GPULEAK_PYTHON_DIR": os.path.join(os.path.dirname(os.path.abspath(gpuleak)), "python"),
+                       "GPULEAK_COLLECTOR": os.path.join(os.path.dirname(os.path.abspath(gpuleak)), "lib",
+                                                         "libgpuleak_collector.so"),
+                       "GPULEAK_TRACE_DIR": os.path.join(trace_root, "hook-only")}),
+        "gpuleak_no_tensors": (wrapped("off"), [], {}),
         "gpuleak_async": (wrapped("async"), [], {}),
     }
 

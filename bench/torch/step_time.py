@@ -8,7 +8,9 @@ The tracking mode is chosen by the harness: through the environment
 (CUDA_INJECTION64_PATH, PYTORCH_CUDA_ALLOC_CONF) and --mode:
   native   nothing extra in the process
   history  PyTorch's own torch.cuda.memory._record_memory_history(stacks="python")
-  hook     gpuleak's allocator trace tracker (python/gpuleak/torch_hook.py)
+  hook     gpuleak's allocator trace tracker (python/gpuleak/torch_hook.py) and
+           frame reader in this process, without `gpuleak run` (no CUPTI,
+           no step hooks): what tensor tracking itself costs
 Prints one JSON object: median seconds per step over --rounds rounds.
 """
 import argparse
@@ -65,6 +67,8 @@ def main():
         from gpuleak import torch_hook
         collector = ctypes.PyDLL(os.environ["GPULEAK_COLLECTOR"])
         collector.gpuleak_start_recording()
+        from gpuleak import frame_reader  # Python lines while torch has released the GIL
+        frame_reader.register(collector)
         started = time.perf_counter()
         ok, hook_message = torch_hook.attach(torch, collector)
         hook_seconds = time.perf_counter() - started
