@@ -6,20 +6,8 @@
 # Everything lands in one archive, $OUT/results-a.tar.gz (at most 8 files
 # come back from the GPU machine).
 set -u
-OUT=${OUT:?set OUT}
-R=$OUT/results-a
-D=$PWD/dist
-mkdir -p "$R"
-log() { echo "[$(date +%T)] $*" | tee -a "$R/log.txt"; }
-pack() {
-  # The stress example's traces are large and were already checked.
-  rm -rf "$R"/cuda-examples/stress/traces
-  tar -czf "$OUT/results-a.tar.gz" -C "$OUT" results-a
-}
-trap pack EXIT
-export GPULEAK_CACHE_DIR=/tmp/gpuleak-cache PYTHONUNBUFFERED=1
-
-log "start: $(nvidia-smi --query-gpu=name,driver_version,memory.used,memory.total --format=csv,noheader)"
+PART=a
+source "$(dirname "$0")/common.sh"
 timeout 180 python3 tests/gpu/check_cuda_examples.py "$D/gpuleak" "$D/examples" examples/cuda "$R/cuda-examples" 2>&1 | tee -a "$R/log.txt"
 log "examples done"
 timeout 200 python3 bench/run_collector_overhead.py "$D/bench/alloc_pairs" "$D/lib/libgpuleak_collector.so" "$R/collector-overhead.json" 3 2>&1 | tee -a "$R/log.txt"

@@ -6,20 +6,8 @@
 # the launch-bound PyTorch loop with more rounds. Run from the repository root
 # on the GPU machine with dist/ carried. Everything lands in $OUT/results-b.tar.gz.
 set -u
-OUT=${OUT:?set OUT}
-R=$OUT/results-b
-D=$PWD/dist
-mkdir -p "$R"
-log() { echo "[$(date +%T)] $*" | tee -a "$R/log.txt"; }
-pack() {
-  find "$R" -name '*.trace' -size +4M -delete
-  tar -czf "$OUT/results-b.tar.gz" -C "$OUT" results-b
-}
-trap pack EXIT
-export GPULEAK_CACHE_DIR=/tmp/gpuleak-cache PYTHONUNBUFFERED=1
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-
-log "start: $(nvidia-smi --query-gpu=name,memory.used,memory.total --format=csv,noheader)"
+PART=b
+source "$(dirname "$0")/common.sh"
 timeout 120 env PYTHONPATH="$D/python" python3 -m gpuleak.torch_hook --build 2>&1 | tail -2 | tee -a "$R/log.txt"
 timeout 230 python3 tests/gpu/torch_corpus.py --gpuleak "$D/gpuleak" --out "$R/torch-corpus" 2>&1 | tail -40 | tee -a "$R/log.txt"
 log "corpus done"

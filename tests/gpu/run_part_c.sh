@@ -4,20 +4,8 @@
 # exit/loader fixes. Also counts traced processes that crashed. Run from the
 # repository root with dist/ carried; everything lands in $OUT/results-c.tar.gz.
 set -u
-OUT=${OUT:?set OUT}
-R=$OUT/results-c
-D=$PWD/dist
-mkdir -p "$R"
-log() { echo "[$(date +%T)] $*" | tee -a "$R/log.txt"; }
-pack() {
-  find "$R" -name '*.trace' -size +4M -delete
-  tar -czf "$OUT/results-c.tar.gz" -C "$OUT" results-c
-}
-trap pack EXIT
-export GPULEAK_CACHE_DIR=/tmp/gpuleak-cache PYTHONUNBUFFERED=1
-export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-
-log "start: $(nvidia-smi --query-gpu=name,memory.used,memory.total --format=csv,noheader)"
+PART=c
+source "$(dirname "$0")/common.sh"
 timeout 120 env PYTHONPATH="$D/python" python3 -m gpuleak.torch_hook --build 2>&1 | tail -3 | tee -a "$R/log.txt"
 timeout 240 python3 tests/gpu/torch_corpus.py --gpuleak "$D/gpuleak" --out "$R/torch-corpus" 2>&1 | tail -34 | tee -a "$R/log.txt"
 log "corpus done"

@@ -7,20 +7,8 @@
 # on pinned cores. Run from the repository root with dist/ carried
 # (tools/make_device_bundle.sh); everything lands in $OUT/results-d.tar.gz.
 set -u
-OUT=${OUT:?set OUT}
-R=$OUT/results-d
-D=$PWD/dist
-mkdir -p "$R"
-log() { echo "[$(date +%T)] $*" | tee -a "$R/log.txt"; }
-pack() {
-  find "$R" -name '*.trace' -size +4M -delete
-  rm -rf "$R"/cuda-examples/stress/traces
-  tar -czf "$OUT/results-d.tar.gz" -C "$OUT" results-d
-}
-trap pack EXIT
-export GPULEAK_CACHE_DIR=/tmp/gpuleak-cache PYTHONUNBUFFERED=1
-
-log "start: $(nvidia-smi --query-gpu=name,driver_version,memory.used,memory.total --format=csv,noheader)"
+PART=d
+source "$(dirname "$0")/common.sh"
 {
   echo "clocksource: $(cat /sys/devices/system/clocksource/clocksource0/current_clocksource)"
   echo "available: $(cat /sys/devices/system/clocksource/clocksource0/available_clocksource)"

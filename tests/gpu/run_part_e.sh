@@ -6,19 +6,8 @@
 # rounds. Run from the repository root with dist/ carried; everything lands
 # in $OUT/results-e.tar.gz.
 set -u
-OUT=${OUT:?set OUT}
-R=$OUT/results-e
-D=$PWD/dist
-mkdir -p "$R"
-log() { echo "[$(date +%T)] $*" | tee -a "$R/log.txt"; }
-pack() {
-  find "$R" -name '*.trace' -size +4M -delete
-  tar -czf "$OUT/results-e.tar.gz" -C "$OUT" results-e
-}
-trap pack EXIT
-export GPULEAK_CACHE_DIR=/tmp/gpuleak-cache PYTHONUNBUFFERED=1
-
-log "start: $(nvidia-smi --query-gpu=name,driver_version,memory.used,memory.total --format=csv,noheader)"
+PART=e
+source "$(dirname "$0")/common.sh"
 # Two cores next to the GPU (its PCI device's local CPU list).
 bus=$(nvidia-smi --query-gpu=pci.bus_id --format=csv,noheader | head -1 | tr 'A-F' 'a-f')
 local_cpus=$(cat "/sys/bus/pci/devices/${bus#0000}/local_cpulist" 2>/dev/null || echo "0-15")
