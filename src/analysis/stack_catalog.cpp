@@ -46,6 +46,13 @@ bool is_internal_native(const std::string& module, const std::string& function) 
   return false;
 }
 
+// The modules between a driver API call and the collector's callback.
+bool is_plumbing_module(const std::string& module) {
+  std::string base = basename_of(module);
+  return starts_with(base, "libgpuleak_collector.so") || starts_with(base, "libcupti.so") ||
+         starts_with(base, "libcuda.so") || starts_with(base, "libunwind");
+}
+
 bool is_internal_python(const std::string& filename) {
   if (filename.empty() || filename[0] == '<') return true;  // <frozen ...>, <string>
   if (contains(filename, "/site-packages/torch/") || contains(filename, "/dist-packages/torch/"))
@@ -144,6 +151,7 @@ std::vector<Frame> StackCatalog::frames(std::uint32_t stack_id) {
   std::vector<Frame> out;
   const trace::StackRecord* s = stack(stack_id);
   if (s) {
+    bool leading = true;  // still among the innermost frames
     for (std::uint64_t address : s->native) {
       const symbolize::NativeFrame& n = symbolizer_.resolve(address);
       Frame f;
@@ -154,6 +162,8 @@ std::vector<Frame> StackCatalog::frames(std::uint32_t stack_id) {
       f.module = n.module;
       f.address = address;
       f.internal = is_internal_native(n.module, n.function);
+      leading = leading && is_plumbing_module(n.module);
+      f.plumbing = leading;
       out.push_back(std::move(f));
     }
     for (const trace::PythonFrame& p : s->python) {

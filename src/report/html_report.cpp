@@ -398,7 +398,8 @@ class PageWriter {
   }
 
   // The stack, innermost first. When some frames are the user's own, each run
-  // of internal frames (CUDA, PyTorch, Python, gpuleak) folds into a <details>.
+  // of internal frames (CUDA, PyTorch, Python, gpuleak) folds into a <details>;
+  // the leading frames of CUPTI and the driver always do.
   void write_frames(const std::vector<Frame>& frames) {
     if (frames.empty()) {
       out_ << "<p class=\"gl-muted\">No stack was recorded.</p>\n";
@@ -406,15 +407,16 @@ class PageWriter {
     }
     bool any_user =
         std::any_of(frames.begin(), frames.end(), [](const Frame& f) { return !f.internal; });
+    auto folded = [any_user](const Frame& f) { return f.plumbing || (any_user && f.internal); };
     out_ << "<ol class=\"gl-frames\">\n";
     std::size_t i = 0;
     while (i < frames.size()) {
-      if (!any_user || !frames[i].internal) {
+      if (!folded(frames[i])) {
         write_frame_item(frames[i++]);
         continue;
       }
       std::size_t end = i;
-      while (end < frames.size() && frames[end].internal) ++end;
+      while (end < frames.size() && folded(frames[end])) ++end;
       out_ << "<li class=\"gl-internal-frames\"><details><summary>"
            << escape(plural(end - i, "internal frame", "internal frames"))
            << " (CUDA, PyTorch, Python or gpuleak)</summary>\n<ol class=\"gl-frames\">\n";

@@ -11,7 +11,8 @@ json frame_json(const analysis::Frame& f) {
             {"function", f.function},
             {"file", f.file},
             {"line", f.line},
-            {"internal", f.internal}};
+            {"internal", f.internal},
+            {"plumbing", f.plumbing}};
   if (f.language == analysis::Frame::Language::kNative) {
     j["module"] = f.module;
     j["address"] = f.address;

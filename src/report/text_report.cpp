@@ -46,7 +46,7 @@ void write_frames(std::ostream& out, const std::vector<Frame>& frames, const Tex
   for (const Frame& f : frames) any_user |= !f.internal;
   bool first = true;
   for (const Frame& f : frames) {
-    if (!options.all_frames && any_user && f.internal) {
+    if (!options.all_frames && (f.plumbing || (any_user && f.internal))) {
       ++hidden;
       continue;
     }

@@ -116,6 +116,20 @@ void check_damaged_trace_report(const std::string& path, std::uint64_t bad_block
   EXPECT_EQ(p["exited"], false);
 }
 
+// A trace recorded under PyTorch on the H200: the driver allocations' stacks
+// start with CUPTI's and the driver's own frames, which only --all-frames shows.
+TEST(ReportFrames, cupti_and_driver_frames_are_hidden_unless_all_frames_is_asked) {
+  const std::string trace_dir = std::string(GPULEAK_TEST_EXAMPLE_TRACES) + "/torch/control_replay_buffer";
+  ProcessResult plain = run_process({kGpuleak, "report", trace_dir});
+  ASSERT_EQ(plain.exit_code, 0) << plain.describe();
+  EXPECT_EQ(plain.out.find("libcupti"), std::string::npos) << plain.out;
+  EXPECT_NE(plain.out.find("cublasCreate"), std::string::npos)
+      << "the frames below CUPTI's say who allocated:\n" << plain.out;
+  ProcessResult all = run_process({kGpuleak, "report", "--all-frames", trace_dir});
+  ASSERT_EQ(all.exit_code, 0) << all.describe();
+  EXPECT_NE(all.out.find("libcupti"), std::string::npos);
+}
+
 TEST(ReportDamagedTrace, truncated_mid_block_reports_the_prefix_and_one_line_with_the_offset) {
   ScratchDir dir;
   std::string path = dir.file("gpuleak-4242.trace");

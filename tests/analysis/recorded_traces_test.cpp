@@ -1,0 +1,163 @@
+// The analysis on traces recorded by the real collector on an NVIDIA H200
+// (examples/traces, committed; bench/results/gpu-2026-11-29-* say how they
+// were made). Symbols are embedded in the traces, so the stacks resolve on a
+// machine without the programs, CUDA or PyTorch.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "analysis/trace_loader.h"
+
+namespace gpuleak::analysis {
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::string kExamples = GPULEAK_TEST_EXAMPLE_TRACES;
+
+std::vector<ProcessReport> reports_in(const std::string& name) {
+  std::vector<std::string> paths;
+  for (const auto& entry : fs::directory_iterator(kExamples + "/" + name)) {
+    if (entry.path().extension() == ".trace") paths.push_back(entry.path().string());
+  }
+  std::sort(paths.begin(), paths.end());
+  std::vector<ProcessReport> out;
+  for (const auto& path : paths) out.push_back(analyze_trace_file(path, {}));
+  return out;
+}
+
+ProcessReport only_report(const std::string& name) {
+  auto reports = reports_in(name);
+  EXPECT_EQ(reports.size(), 1u) << name;
+  return reports.empty() ? ProcessReport{} : reports.front();
+}
+
+void expect_clean_read(const ProcessReport& r) {
+  EXPECT_TRUE(r.trace_error.empty()) << r.trace_path << ": " << r.trace_error;
+  EXPECT_TRUE(r.exited) << r.trace_path;
+  EXPECT_EQ(r.unmatched_frees, 0u) << r.trace_path;
+  EXPECT_EQ(r.lost_events, 0u) << r.trace_path;
+}
+
+bool any_frame_in(const std::vector<Frame>& frames, const char* module_part) {
+  return std::any_of(frames.begin(), frames.end(), [&](const Frame& f) {
+    return f.module.find(module_part) != std::string::npos;
+  });
+}
+
+TEST(RecordedTraces, forgot_free_leaks_five_mebibytes_at_its_cudamalloc_line) {
+  ProcessReport r = only_report("cuda/forgot_free");
+  expect_clean_read(r);
+  EXPECT_EQ(r.leaks.allocations, 5u);
+  EXPECT_EQ(r.leaks.bytes, 5u << 20);
+  ASSERT_EQ(r.leaks.groups.size(), 1u);
+  EXPECT_EQ(r.leaks.groups[0].site.label(), "forgot_free.cu:7");
+  EXPECT_EQ(r.leaks.groups[0].api, "cuMemAlloc_v2");
+  EXPECT_EQ(r.leaks.groups[0].device, 0);
+}
+
+TEST(RecordedTraces, parent_and_child_each_have_their_trace_and_their_leak) {
+  auto reports = reports_in("cuda/child_leak");
+  ASSERT_EQ(reports.size(), 2u);
+  std::vector<std::string> sites;
+  for (const auto& r : reports) {
+    expect_clean_read(r);
+    ASSERT_EQ(r.leaks.groups.size(), 1u);
+    sites.push_back(r.leaks.groups[0].site.label());
+  }
+  std::sort(sites.begin(), sites.end());
+  EXPECT_EQ(sites, (std::vector<std::string>{"child_leak.cu:11", "child_leak.cu:18"}));
+  EXPECT_NE(reports[0].process.pid, reports[1].process.pid);
+}
+
+TEST(RecordedTraces, out_of_memory_keeps_what_was_live_when_the_allocation_failed) {
+  ProcessReport r = only_report("cuda/out_of_memory");
+  expect_clean_read(r);
+  ASSERT_EQ(r.out_of_memory.size(), 1u);
+  const OutOfMemoryEvent& oom = r.out_of_memory[0];
+  // Twice the total cudaMemGetInfo gave on the H200 (139.8 GiB), out_of_memory.cu:12.
+  EXPECT_EQ(oom.requested_bytes, 300219760640u);
+  EXPECT_EQ(oom.api, "cuMemAlloc_v2");
+  EXPECT_EQ(oom.result, 2u);  // CUDA_ERROR_OUT_OF_MEMORY
+  EXPECT_EQ(oom.site.label(), "out_of_memory.cu:12");
+  EXPECT_EQ(oom.live_allocations, 1u);
+  EXPECT_EQ(oom.live_bytes, 64u << 20);
+  EXPECT_EQ(r.leaks.allocations, 0u) << "the 64 MiB buffer was freed before exit";
+}
+
+TEST(RecordedTraces, pinned_host_and_vmm_leaks_are_found_at_their_lines) {
+  ProcessReport pinned = only_report("cuda/pinned_leak");
+  expect_clean_read(pinned);
+  ASSERT_EQ(pinned.leaks.groups.size(), 1u);
+  EXPECT_EQ(pinned.leaks.groups[0].site.label(), "pinned_leak.cu:7");
+  EXPECT_EQ(pinned.leaks.bytes, 4u << 20);
+  ProcessReport vmm = only_report("cuda/vmm_leak");
+  expect_clean_read(vmm);
+  ASSERT_FALSE(vmm.leaks.groups.empty());
+  EXPECT_EQ(vmm.leaks.groups[0].site.label(), "vmm_leak.cu:24");
+}
+
+TEST(RecordedTraces, graph_accumulated_in_evaluation_is_a_leak_with_its_holder) {
+  ProcessReport r = only_report("torch/leak_eval_total_loss");
+  expect_clean_read(r);
+  EXPECT_EQ(r.growth.verdict, Verdict::kLeak);
+  EXPECT_EQ(r.growth.cause, "autograd-graph-kept-alive");
+  ASSERT_TRUE(r.growth.verdict_step.has_value());
+  EXPECT_LE(*r.growth.verdict_step - r.growth.warmup_steps, 50u);
+  auto holder = nlohmann::json::parse(r.growth.holder_json, nullptr, false);
+  ASSERT_TRUE(holder.is_object()) << r.growth.holder_json;
+  EXPECT_EQ(holder["holder"]["name"], "total_loss") << r.growth.holder_json;
+  EXPECT_NE(r.growth.fix.find("item()"), std::string::npos) << r.growth.fix;
+}
+
+TEST(RecordedTraces, four_kibibytes_a_step_is_found_within_fifty_steps_after_warm_up) {
+  ProcessReport r = only_report("torch/leak_small_tensor_per_step");
+  expect_clean_read(r);
+  EXPECT_EQ(r.growth.verdict, Verdict::kLeak);
+  EXPECT_EQ(r.growth.cause, "tensors-kept-alive");
+  EXPECT_NEAR(r.growth.rate_bytes_per_step, 4096, 1);
+  ASSERT_TRUE(r.growth.verdict_step.has_value());
+  EXPECT_LE(*r.growth.verdict_step - r.growth.warmup_steps, 50u);
+  ASSERT_FALSE(r.growth.sites.empty());
+  EXPECT_EQ(r.growth.sites[0].site.label(), "leak_small_tensor_per_step.py:50");
+}
+
+TEST(RecordedTraces, replay_buffer_that_plateaus_is_bounded_not_a_leak) {
+  ProcessReport r = only_report("torch/control_replay_buffer");
+  expect_clean_read(r);
+  EXPECT_EQ(r.growth.verdict, Verdict::kNoLeak);
+  EXPECT_EQ(r.growth.cause, "bounded-growth");
+}
+
+// Driver allocations under PyTorch are recorded with the frames of CUPTI and
+// the driver on top; those are marked plumbing (the report hides them), and
+// only the leading ones: the rest of the stack says who allocated.
+TEST(RecordedTraces, cupti_and_driver_frames_on_top_of_a_stack_are_plumbing) {
+  ProcessReport r = only_report("torch/control_replay_buffer");
+  bool checked = false;
+  for (const auto& group : r.leaks.groups) {
+    if (!any_frame_in(group.frames, "libcupti")) continue;
+    checked = true;
+    std::size_t i = 0;
+    while (i < group.frames.size() && group.frames[i].plumbing) ++i;
+    ASSERT_GT(i, 0u);
+    ASSERT_LT(i, group.frames.size()) << "some frame must say who allocated";
+    for (std::size_t j = 0; j < i; ++j) {
+      const std::string& module = group.frames[j].module;
+      EXPECT_TRUE(module.find("libcupti") != std::string::npos ||
+                  module.find("libcuda.so") != std::string::npos ||
+                  module.find("libgpuleak_collector") != std::string::npos)
+          << module;
+    }
+    for (std::size_t j = i; j < group.frames.size(); ++j) EXPECT_FALSE(group.frames[j].plumbing);
+    EXPECT_EQ(group.frames[i].module.find("libcupti"), std::string::npos);
+  }
+  EXPECT_TRUE(checked) << "the trace has driver allocations made under CUPTI";
+}
+
+}  // namespace
+}  // namespace gpuleak::analysis
