@@ -510,15 +510,20 @@ NodeId FileAnalysis::innermost_loop(NodeId node) const {
   return kNoNode;
 }
 
-bool FileAnalysis::runs_conditionally_in(NodeId node, NodeId loop) const {
-  NodeId body = loop_body(loop);
+bool FileAnalysis::runs_conditionally_within(NodeId node, NodeId body,
+                                             const std::function<bool(NodeId)>& is_guard) const {
+  auto guard = [&](NodeId statement) {
+    return is_guard && is_guard(tree_.child_by_field(statement, Field::kCondition));
+  };
   NodeId child = node;
   for (NodeId p = tree_.parent(node); p != kNoNode && p != body; child = p, p = tree_.parent(p)) {
     switch (tree_.kind(p)) {
       case NodeKind::kIfStatement:
-        if (tree_.node(child).field != Field::kCondition) return true;
+        if (tree_.node(child).field != Field::kCondition && !guard(p)) return true;
         break;
       case NodeKind::kElifClause:
+        if (!guard(p)) return true;
+        break;
       case NodeKind::kElseClause:
       case NodeKind::kExceptClause:
       case NodeKind::kExceptGroupClause:

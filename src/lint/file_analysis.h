@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -135,7 +136,15 @@ class FileAnalysis {
   NodeId loop_body(NodeId loop) const { return tree_.child_by_field(loop, Field::kBody); }
   // True when `node` runs on only some iterations of `loop`: under an if,
   // elif, else, except, match case or a nested loop inside the loop's body.
-  bool runs_conditionally_in(NodeId node, NodeId loop) const;
+  bool runs_conditionally_in(NodeId node, NodeId loop) const {
+    return runs_conditionally_within(node, loop_body(loop));
+  }
+  // The same for any block `body` around `node` (a loop or function body).
+  // An if or elif whose condition `is_guard` accepts (e.g. "is CUDA there
+  // at all") does not count as a condition.
+  bool runs_conditionally_within(
+      NodeId node, NodeId body,
+      const std::function<bool(NodeId condition)>& is_guard = nullptr) const;
   // Names bound by a for loop's target (`for i, (x, y) in ...` -> i, x, y).
   std::vector<std::string> loop_variables(NodeId loop) const;
   // The loop's iterable (for) or condition (while).

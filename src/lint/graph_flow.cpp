@@ -432,26 +432,7 @@ void GraphFlow::walk_augmented(NodeId assignment, Env& env) {
 }
 
 void GraphFlow::bind_pattern(NodeId target, std::uint8_t bits, Env& env) {
-  if (target == kNoNode) return;
-  switch (tree_.kind(target)) {
-    case NodeKind::kIdentifier:
-    case NodeKind::kAttribute:
-      set(env, dotted_text(tree_, target), bits);
-      return;
-    case NodeKind::kPatternList:
-    case NodeKind::kTuplePattern:
-    case NodeKind::kListPattern:
-    case NodeKind::kTuple:
-    case NodeKind::kList:
-    case NodeKind::kListSplatPattern:
-    case NodeKind::kListSplat:
-    case NodeKind::kParenthesizedExpression:
-    case NodeKind::kExpressionList:
-      for (NodeId c : tree_.named_children(target)) bind_pattern(c, bits, env);
-      return;
-    default:
-      return;
-  }
+  for (NodeId name : bound_targets(tree_, target)) set(env, dotted_text(tree_, name), bits);
 }
 
 void GraphFlow::assign_target(NodeId target, NodeId value, std::uint8_t bits, Env& env,

@@ -91,4 +91,37 @@ std::string ImportTable::qualified_name(const SyntaxTree& tree, NodeId expressio
   return dot == std::string::npos ? it->second : it->second + dotted.substr(dot);
 }
 
+namespace {
+
+void collect_targets(const SyntaxTree& tree, NodeId target, std::vector<NodeId>& out) {
+  if (target == kNoNode) return;
+  switch (tree.kind(target)) {
+    case NodeKind::kIdentifier:
+    case NodeKind::kAttribute:
+      out.push_back(target);
+      return;
+    case NodeKind::kPatternList:
+    case NodeKind::kTuplePattern:
+    case NodeKind::kListPattern:
+    case NodeKind::kTuple:
+    case NodeKind::kList:
+    case NodeKind::kListSplatPattern:
+    case NodeKind::kListSplat:
+    case NodeKind::kParenthesizedExpression:
+    case NodeKind::kExpressionList:
+      for (NodeId c : tree.named_children(target)) collect_targets(tree, c, out);
+      return;
+    default:
+      return;
+  }
+}
+
+}  // namespace
+
+std::vector<NodeId> bound_targets(const SyntaxTree& tree, NodeId target) {
+  std::vector<NodeId> out;
+  collect_targets(tree, target, out);
+  return out;
+}
+
 }  // namespace gpuleak::lint

@@ -6,6 +6,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <vector>
 
 #include "syntax_tree.h"
 
@@ -33,5 +34,10 @@ class ImportTable {
 
 // The plain dotted text of a name/attribute chain ("self.model.fc"), or "".
 std::string dotted_text(const SyntaxTree& tree, NodeId expression);
+
+// The names and attributes an assignment target binds, left to right:
+// `a`, `self.x`, and each one inside tuple, list and starred patterns
+// (`a, (b, *c) = ...`). Subscripts and anything else bind no name.
+std::vector<NodeId> bound_targets(const SyntaxTree& tree, NodeId target);
 
 }  // namespace gpuleak::lint

@@ -28,37 +28,11 @@ constexpr RuleInfo kInfo{
 // else or except between them, except conditions that only ask whether CUDA
 // is there at all.
 bool runs_every_time(const FileAnalysis& file, NodeId call, NodeId body) {
-  const SyntaxTree& tree = file.tree();
-  NodeId child = call;
-  for (NodeId p = tree.parent(call); p != kNoNode && p != body; child = p, p = tree.parent(p)) {
-    switch (tree.kind(p)) {
-      case NodeKind::kIfStatement:
-      case NodeKind::kElifClause: {
-        if (tree.node(child).field == Field::kCondition) break;
-        NodeId condition = tree.child_by_field(p, Field::kCondition);
-        std::string_view text = condition != kNoNode ? file.text(condition) : std::string_view();
-        if (text.find("cuda") == std::string_view::npos &&
-            text.find("is_available") == std::string_view::npos) {
-          return false;
-        }
-        break;
-      }
-      case NodeKind::kElseClause:
-      case NodeKind::kExceptClause:
-      case NodeKind::kExceptGroupClause:
-      case NodeKind::kConditionalExpression:
-      case NodeKind::kBooleanOperator:
-      case NodeKind::kMatchStatement:
-        return false;
-      case NodeKind::kForStatement:
-      case NodeKind::kWhileStatement:
-        if (tree.node(child).field == Field::kBody) return false;
-        break;
-      default:
-        break;
-    }
-  }
-  return true;
+  return !file.runs_conditionally_within(call, body, [&file](NodeId condition) {
+    std::string_view text = condition != kNoNode ? file.text(condition) : std::string_view();
+    return text.find("cuda") != std::string_view::npos ||
+           text.find("is_available") != std::string_view::npos;
+  });
 }
 
 class EmptyCacheInLoop final : public Rule {

@@ -38,23 +38,7 @@ void dotted_names_in(const SyntaxTree& tree, NodeId root, std::vector<std::strin
 // Names bound by an assignment's left side (identifiers and attributes,
 // through tuple patterns).
 void targets_of(const SyntaxTree& tree, NodeId left, std::vector<std::string>& out) {
-  switch (tree.kind(left)) {
-    case NodeKind::kIdentifier:
-    case NodeKind::kAttribute:
-      out.push_back(dotted_text(tree, left));
-      return;
-    case NodeKind::kPatternList:
-    case NodeKind::kTuplePattern:
-    case NodeKind::kListPattern:
-    case NodeKind::kTuple:
-    case NodeKind::kList:
-    case NodeKind::kParenthesizedExpression:
-    case NodeKind::kExpressionList:
-      for (NodeId c : tree.named_children(left)) targets_of(tree, c, out);
-      return;
-    default:
-      return;
-  }
+  for (NodeId name : bound_targets(tree, left)) out.push_back(dotted_text(tree, name));
 }
 
 bool mentions(const SyntaxTree& tree, NodeId root, const std::string& name) {
