@@ -18,26 +18,10 @@ bool is_capitalized(std::string_view s) {
 }
 
 // Names bound by a target pattern: identifiers, recursively through
-// tuple/list patterns and splats (attributes and subscripts bind nothing).
+// tuple/list patterns and splats (attributes and subscripts bind no name).
 void bound_names(const SyntaxTree& tree, NodeId target, std::vector<std::string>& out) {
-  if (target == kNoNode) return;
-  switch (tree.kind(target)) {
-    case NodeKind::kIdentifier:
-      out.emplace_back(tree.text(target));
-      return;
-    case NodeKind::kPatternList:
-    case NodeKind::kTuplePattern:
-    case NodeKind::kListPattern:
-    case NodeKind::kListSplatPattern:
-    case NodeKind::kTuple:
-    case NodeKind::kList:
-    case NodeKind::kParenthesizedExpression:
-    case NodeKind::kListSplat:
-    case NodeKind::kExpressionList:
-      for (NodeId c : tree.named_children(target)) bound_names(tree, c, out);
-      return;
-    default:
-      return;
+  for (NodeId name : bound_targets(tree, target)) {
+    if (tree.kind(name) == NodeKind::kIdentifier) out.emplace_back(tree.text(name));
   }
 }
 
