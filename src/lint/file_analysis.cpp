@@ -355,6 +355,18 @@ NodeId FileAnalysis::method_receiver(NodeId call) const {
   return tree_.child_by_field(fn, Field::kObject);
 }
 
+NodeId FileAnalysis::first_assigned_value(const std::string& dotted) const {
+  if (dotted.empty()) return kNoNode;
+  for (NodeId id = 0; id < tree_.size(); ++id) {
+    if (tree_.kind(id) != NodeKind::kAssignment) continue;
+    NodeId left = tree_.child_by_field(id, Field::kLeft);
+    if (left != kNoNode && dotted_text(tree_, left) == dotted) {
+      return tree_.child_by_field(id, Field::kRight);
+    }
+  }
+  return kNoNode;
+}
+
 std::vector<NodeId> FileAnalysis::positional_arguments(NodeId call) const {
   std::vector<NodeId> out;
   NodeId args = tree_.child_by_field(call, Field::kArguments);

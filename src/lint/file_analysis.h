@@ -101,6 +101,9 @@ class FileAnalysis {
   std::string_view callee_last_name(NodeId call) const;
   // `x.cuda()` -> x; kNoNode for plain function calls.
   NodeId method_receiver(NodeId call) const;
+  // The right side of the first assignment in the file whose target is the
+  // name or attribute chain `dotted` ("loader", "self.ds"), or kNoNode.
+  NodeId first_assigned_value(const std::string& dotted) const;
   std::vector<NodeId> positional_arguments(NodeId call) const;
   NodeId keyword_argument(NodeId call, std::string_view name) const;  // its value
   // The model call recognizer: `model(x)`, `self.encoder(h)`, `netG(z)`,

@@ -30,14 +30,7 @@ std::string context_method(const FileAnalysis& file, NodeId expression) {
     }
     std::string dotted = dotted_text(tree, expression);
     if (dotted.empty()) return {};
-    NodeId next = kNoNode;
-    for (NodeId id = 0; id < tree.size() && next == kNoNode; ++id) {
-      if (tree.kind(id) != NodeKind::kAssignment) continue;
-      NodeId left = tree.child_by_field(id, Field::kLeft);
-      if (left != kNoNode && dotted_text(tree, left) == dotted) {
-        next = tree.child_by_field(id, Field::kRight);
-      }
-    }
+    NodeId next = file.first_assigned_value(dotted);
     expression = next;
   }
   return {};

@@ -171,4 +171,21 @@ bool is_per_step_function(const Scope& scope) {
          n == "optimizer_step" || n == "training_step_end" || n == "compute_loss";
 }
 
+std::optional<GrowthVerdict> graph_kept_across_steps(const FileAnalysis& file,
+                                                     const StoreEvent& store) {
+  if (!(store.value_bits & kCarriesGraph)) return std::nullopt;
+  if (file.is_hook_scope(store.scope)) return std::nullopt;  // GL202 speaks for hooks
+  if (store.kind == StoreKind::kLocalName || store.kind == StoreKind::kAttribute ||
+      store.kind == StoreKind::kGlobalName) {
+    return std::nullopt;
+  }
+  GrowthVerdict growth = store_growth(file, store);
+  if (growth.growth == Growth::kBounded) return std::nullopt;
+  if (growth.growth == Growth::kPerIteration && growth.local &&
+      !any_step_loop(file, growth.loop, growth.loops_outlived)) {
+    return std::nullopt;
+  }
+  return growth;
+}
+
 }  // namespace gpuleak::lint

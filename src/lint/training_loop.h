@@ -4,9 +4,11 @@
 // function named evaluate/validate/test.
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "file_analysis.h"
+#include "store_growth.h"
 
 namespace gpuleak::lint {
 
@@ -28,6 +30,13 @@ bool is_small_constant_loop(const FileAnalysis& file, NodeId loop);
 bool is_step_loop(const FileAnalysis& file, NodeId loop);
 // Whether any of the `count` loops from `loop` outwards is a step loop.
 bool any_step_loop(const FileAnalysis& file, NodeId loop, int count);
+// For a store of a value that carries an autograd graph into a container
+// (not a plain rebinding, not in a module hook): how the container grows,
+// when it keeps one graph per training or evaluation step; nullopt when it
+// is bounded, or filled only within one step (over layers, heads or time
+// steps: that builds one step's graph).
+std::optional<GrowthVerdict> graph_kept_across_steps(const FileAnalysis& file,
+                                                     const StoreEvent& store);
 // True when `site` (inside `loop`, which may be kNoNode) evaluates a model
 // rather than trains it; a loop that calls backward() never is.
 bool is_evaluation_context(const FileAnalysis& file, NodeId site, NodeId loop);

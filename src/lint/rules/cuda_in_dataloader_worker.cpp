@@ -68,14 +68,7 @@ std::string dataset_class_of(const FileAnalysis& file, NodeId loader) {
     }
     std::string dotted = dotted_text(tree, ds);
     if (dotted.empty()) return {};
-    NodeId next = kNoNode;
-    for (NodeId id = 0; id < tree.size() && next == kNoNode; ++id) {
-      if (tree.kind(id) != NodeKind::kAssignment) continue;
-      NodeId left = tree.child_by_field(id, Field::kLeft);
-      if (left != kNoNode && dotted_text(tree, left) == dotted) {
-        next = tree.child_by_field(id, Field::kRight);
-      }
-    }
+    NodeId next = file.first_assigned_value(dotted);
     ds = next;
   }
   return {};

@@ -49,20 +49,9 @@ class LossAccumulatedWithGraph final : public Rule {
 
   void check(const FileAnalysis& file, FindingSink& sink) const override {
     for (const StoreEvent& store : file.stores()) {
-      if (!(store.value_bits & kCarriesGraph)) continue;
-      if (file.is_hook_scope(store.scope)) continue;  // GL202 speaks for hooks
-      if (store.kind == StoreKind::kLocalName || store.kind == StoreKind::kAttribute ||
-          store.kind == StoreKind::kGlobalName) {
-        continue;
-      }
-      GrowthVerdict growth = store_growth(file, store);
-      if (growth.growth == Growth::kBounded) continue;
-      // A local list filled over layers, heads or time steps builds one
-      // step's graph; it leaks only across steps.
-      if (growth.growth == Growth::kPerIteration && growth.local &&
-          !any_step_loop(file, growth.loop, growth.loops_outlived)) {
-        continue;
-      }
+      std::optional<GrowthVerdict> kept = graph_kept_across_steps(file, store);
+      if (!kept) continue;
+      const GrowthVerdict& growth = *kept;
       if (is_evaluation_context(file, store.site, growth.loop)) continue;  // GL102
       // Summing a step's losses before its backward() is how a loss is built.
       if (differentiated_in_scope(file, growth.container, store.scope)) continue;
