@@ -72,14 +72,20 @@ std::optional<unsigned> first_device(const ProcessView& view) {
   return view.gpu.front().device_index;
 }
 
-Finding orphan_finding(const MonitorSample& sample, const ProcessTree& tree,
-                       const ProcessView& view) {
+// A finding about one process: who, on which GPU, holding how much.
+Finding process_finding(FindingKind kind, Severity severity, const ProcessView& view) {
   Finding finding;
-  finding.kind = FindingKind::kOrphan;
-  finding.severity = Severity::kAction;
+  finding.kind = kind;
+  finding.severity = severity;
   finding.pid = view.pid;
   finding.device_index = first_device(view);
   finding.memory_bytes = view.gpu_memory_bytes;
+  return finding;
+}
+
+Finding orphan_finding(const MonitorSample& sample, const ProcessTree& tree,
+                       const ProcessView& view) {
+  Finding finding = process_finding(FindingKind::kOrphan, Severity::kAction, view);
   finding.can_kill = true;
   finding.summary = fmt::format("PID {} is an orphan {}", view.pid, memory_phrase(view));
   finding.evidence.push_back(fmt::format("{}, run by {}", tree.describe(view.pid), view.user));
@@ -113,13 +119,9 @@ Finding orphan_finding(const MonitorSample& sample, const ProcessTree& tree,
 
 Finding zombie_finding(const MonitorSample& sample, const ProcessTree& tree,
                        const ProcessView& view) {
-  Finding finding;
-  finding.kind = FindingKind::kZombie;
-  finding.pid = view.pid;
-  finding.device_index = first_device(view);
-  finding.memory_bytes = view.gpu_memory_bytes;
   bool holds = view.gpu_memory_bytes.value_or(0) > 0 || view.info.device_handle_count > 0;
-  finding.severity = holds ? Severity::kAction : Severity::kWarning;
+  Finding finding = process_finding(FindingKind::kZombie,
+                                    holds ? Severity::kAction : Severity::kWarning, view);
   finding.summary = holds ? fmt::format("PID {} is a zombie still {}", view.pid, memory_phrase(view))
                           : fmt::format("PID {} is a zombie child of a GPU process", view.pid);
   finding.evidence.push_back(fmt::format(
@@ -148,11 +150,7 @@ Finding zombie_finding(const MonitorSample& sample, const ProcessTree& tree,
 Finding worker_finding(const MonitorSample& sample, const ProcessTree& tree,
                        const ProcessView& view, const ProcessView* owner,
                        int workers_of_owner_holding, std::uint64_t workers_total_bytes) {
-  Finding finding;
-  finding.kind = FindingKind::kWorkerContext;
-  finding.pid = view.pid;
-  finding.device_index = first_device(view);
-  finding.memory_bytes = view.gpu_memory_bytes;
+  Finding finding = process_finding(FindingKind::kWorkerContext, Severity::kInfo, view);
   bool dataloader = view.relation.kind == RelationKind::kDataLoaderWorker;
   std::set<std::string> mine = devices_used(view);
   bool shares_device = false;
@@ -206,12 +204,7 @@ Finding worker_finding(const MonitorSample& sample, const ProcessTree& tree,
 
 Finding namespace_finding(const MonitorSample& sample, const ProcessTree& tree,
                           const ProcessView& view) {
-  Finding finding;
-  finding.kind = FindingKind::kOtherNamespace;
-  finding.severity = Severity::kWarning;
-  finding.pid = view.pid;
-  finding.device_index = first_device(view);
-  finding.memory_bytes = view.gpu_memory_bytes;
+  Finding finding = process_finding(FindingKind::kOtherNamespace, Severity::kWarning, view);
   finding.summary = fmt::format("PID {} ({}) belongs to another PID namespace", view.pid,
                                 view.gpu_memory_bytes ? format_bytes(*view.gpu_memory_bytes)
                                                       : std::string("amount unknown"));
