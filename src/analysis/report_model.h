@@ -23,6 +23,7 @@ struct Frame {
   std::string module;         // native only: the ELF object
   std::uint64_t address = 0;  // native only
   bool internal = false;      // inside CUDA, CUPTI, gpuleak, PyTorch or Python itself
+  bool inlined = false;       // native only: compiled into the next frame's function
   // One of the innermost frames that only say how the call reached gpuleak:
   // the collector's, CUPTI's and the driver's own, above the API the program
   // called (which the report names anyway). Never worth showing by default.

@@ -164,7 +164,19 @@ std::vector<Frame> StackCatalog::frames(std::uint32_t stack_id) {
       f.internal = is_internal_native(n.module, n.function);
       leading = leading && is_plumbing_module(n.module);
       f.plumbing = leading;
-      out.push_back(std::move(f));
+      f.inlined = !n.inlined_into.empty();
+      out.push_back(f);
+      // Each function the code was inlined into is a frame of its own, at
+      // the line of the inlined call, with the same return address.
+      for (std::size_t i = 0; i < n.inlined_into.size(); ++i) {
+        Frame caller = f;
+        caller.function = n.inlined_into[i].function;
+        caller.file = n.inlined_into[i].file;
+        caller.line = n.inlined_into[i].line;
+        caller.inlined = i + 1 < n.inlined_into.size();
+        caller.internal = is_internal_native(n.module, caller.function);
+        out.push_back(std::move(caller));
+      }
     }
     for (const trace::PythonFrame& p : s->python) {
       Frame f;

@@ -393,6 +393,7 @@ class PageWriter {
     } else {
       out_ << "<span class=\"gl-function\">" << escape(function) << "</span>";
     }
+    if (f.inlined) out_ << " <span class=\"gl-muted\">(inlined)</span>";
     if (!where.empty()) out_ << " <span class=\"gl-where\">" << escape(where) << "</span>";
     out_ << "</li>\n";
   }

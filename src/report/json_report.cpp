@@ -16,6 +16,7 @@ json frame_json(const analysis::Frame& f) {
   if (f.language == analysis::Frame::Language::kNative) {
     j["module"] = f.module;
     j["address"] = f.address;
+    j["inlined"] = f.inlined;
   }
   return j;
 }

@@ -36,6 +36,7 @@ std::string frame_text(const Frame& f) {
                                                    : std::string("?"))
                                             : f.function;
   if (function.size() > 70) function = function.substr(0, 67) + "...";
+  if (f.inlined) function += " (inlined)";
   return where.empty() ? function : fmt::format("{:<34} {}", function, where);
 }
 

@@ -1,6 +1,8 @@
 #include "symbolize/symbolizer.h"
 
 #include <cxxabi.h>
+#include <dwarf.h>
+#include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
 #include <sys/stat.h>
 
@@ -34,6 +36,92 @@ const Dwfl_Callbacks kOfflineCallbacks = {
 bool file_exists(const std::string& path) {
   struct stat st {};
   return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+bool is_function_scope(Dwarf_Die* die) {
+  int tag = dwarf_tag(die);
+  return tag == DW_TAG_subprogram || tag == DW_TAG_inlined_subroutine;
+}
+
+// The name of a subprogram or inlined subroutine, through its abstract
+// origin: the linkage name demangled when there is one (it has the
+// parameters, like the ELF symbols), else the plain name.
+std::string function_name(Dwarf_Die* die) {
+  Dwarf_Attribute attribute;
+  for (int name : {DW_AT_linkage_name, DW_AT_MIPS_linkage_name}) {
+    if (dwarf_attr_integrate(die, name, &attribute)) {
+      if (const char* text = dwarf_formstring(&attribute)) return demangle(text);
+    }
+  }
+  if (dwarf_attr_integrate(die, DW_AT_name, &attribute)) {
+    if (const char* text = dwarf_formstring(&attribute)) return text;
+  }
+  return {};
+}
+
+// Where an inlined subroutine was called from: DW_AT_call_file/_line.
+void call_site(Dwarf_Die* cu, Dwarf_Die* inlined, std::string* file, std::uint32_t* line) {
+  Dwarf_Attribute attribute;
+  Dwarf_Word value = 0;
+  if (dwarf_attr(inlined, DW_AT_call_line, &attribute) && dwarf_formudata(&attribute, &value) == 0)
+    *line = static_cast<std::uint32_t>(value);
+  Dwarf_Files* files = nullptr;
+  size_t count = 0;
+  if (dwarf_attr(inlined, DW_AT_call_file, &attribute) && dwarf_formudata(&attribute, &value) == 0 &&
+      dwarf_getsrcfiles(cu, &files, &count) == 0 && value < count) {
+    if (const char* name = dwarf_filesrc(files, value, nullptr, nullptr)) *file = name;
+  }
+}
+
+// The inline chain at `address` (module-relative to `bias`): the innermost
+// function's name, and the functions it was inlined into with their call
+// lines. Leaves `frame` as it is when the address is in no inlined code.
+void add_inline_chain(Dwfl_Module* module, Dwarf_Addr address, NativeFrame* frame) {
+  Dwarf_Addr bias = 0;
+  Dwarf_Die* cu = dwfl_module_addrdie(module, address, &bias);
+  if (!cu) return;
+  // dwarf_getscopes gives the innermost scope at the address; above an
+  // inlined subroutine it continues with the abstract definition's scopes,
+  // so the concrete chain (who it was inlined into) comes from the DIE
+  // nesting around the innermost subroutine instead.
+  Dwarf_Die* at_address = nullptr;
+  int found = dwarf_getscopes(cu, address - bias, &at_address);
+  Dwarf_Die* innermost = nullptr;
+  for (int i = 0; i < found && !innermost; ++i) {
+    if (is_function_scope(&at_address[i])) innermost = &at_address[i];
+  }
+  if (!innermost || dwarf_tag(innermost) != DW_TAG_inlined_subroutine) {
+    std::free(at_address);
+    return;
+  }
+  Dwarf_Die* scopes = nullptr;
+  int count = dwarf_getscopes_die(innermost, &scopes);
+  std::free(at_address);
+  if (count <= 0) return;
+  std::vector<Dwarf_Die*> functions;  // innermost first
+  for (int i = 0; i < count; ++i) {
+    if (is_function_scope(&scopes[i])) functions.push_back(&scopes[i]);
+  }
+  if (functions.size() >= 2 && dwarf_tag(functions.front()) == DW_TAG_inlined_subroutine) {
+    std::string innermost = function_name(functions.front());
+    if (!innermost.empty()) {
+      std::vector<trace::InlinedCaller> callers;
+      for (std::size_t i = 0; i + 1 < functions.size(); ++i) {
+        if (dwarf_tag(functions[i]) != DW_TAG_inlined_subroutine) break;
+        trace::InlinedCaller caller;
+        bool outermost = i + 2 == functions.size();
+        // The function the address lies in keeps the ELF symbol's name, as
+        // frames without inlining have.
+        caller.function = outermost && !frame->function.empty() ? frame->function
+                                                                 : function_name(functions[i + 1]);
+        call_site(cu, functions[i], &caller.file, &caller.line);
+        callers.push_back(std::move(caller));
+      }
+      frame->function = std::move(innermost);
+      frame->inlined_into = std::move(callers);
+    }
+  }
+  std::free(scopes);
 }
 
 }  // namespace
@@ -85,6 +173,7 @@ NativeFrame Symbolizer::lookup(std::uint64_t return_address) {
     frame.file = e->second.file;
     frame.line = e->second.line;
     frame.module = e->second.module;
+    frame.inlined_into = e->second.inlined_into;
     return frame;
   }
   std::uint64_t address = return_address > 0 ? return_address - 1 : 0;
@@ -117,11 +206,13 @@ NativeFrame Symbolizer::lookup(std::uint64_t return_address) {
     if (file) frame.file = file;
     frame.line = line_number > 0 ? static_cast<std::uint32_t>(line_number) : 0;
   }
+  add_inline_chain(dwfl_module, address, &frame);
   return frame;
 }
 
 trace::SymbolRecord Symbolizer::to_record(const NativeFrame& frame) {
-  return trace::SymbolRecord{frame.address, frame.function, frame.file, frame.line, frame.module};
+  return trace::SymbolRecord{frame.address, frame.function, frame.file,
+                             frame.line,    frame.module,   frame.inlined_into};
 }
 
 }  // namespace gpuleak::symbolize

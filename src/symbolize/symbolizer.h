@@ -23,11 +23,15 @@ namespace gpuleak::symbolize {
 
 struct NativeFrame {
   std::uint64_t address = 0;  // the return address as recorded
-  std::string function;       // demangled; empty if unknown
+  std::string function;       // demangled; empty if unknown; the innermost inlined one
   std::string file;           // source file; empty without debug info
   std::uint32_t line = 0;
   std::string module;  // path of the ELF object; empty if unknown
   std::uint64_t module_offset = 0;
+  // When the code at `address` was inlined: the functions it was inlined
+  // into, innermost first, each at the line of the inlined call; the last is
+  // the function the address lies in. Empty otherwise.
+  std::vector<trace::InlinedCaller> inlined_into;
 };
 
 class Symbolizer {

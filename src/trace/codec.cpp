@@ -39,6 +39,7 @@ void fields(V& v, StackRecord& r) {
 template <class V>
 void fields(V& v, SymbolRecord& r) {
   v(r.address), v(r.function), v(r.file), v(r.line), v(r.module);
+  v.optional_tail(r.inlined_into);
 }
 template <class V>
 void fields(V& v, AllocRecord& r) {
@@ -126,6 +127,15 @@ class StringBodyWriter {
       varint::append(out_, f.code_id);
       varint::append(out_, f.line);
     }
+  }
+  void operator()(const std::vector<InlinedCaller>& callers) {
+    varint::append(out_, callers.size());
+    for (const InlinedCaller& c : callers) (*this)(c.function), (*this)(c.file), (*this)(c.line);
+  }
+  // A field appended by a later minor version: always written.
+  template <class F>
+  void optional_tail(const F& field) {
+    (*this)(field);
   }
 
  private:
@@ -218,6 +228,23 @@ class BodyReader {
     }
     frames.resize(count);
     for (auto& f : frames) (*this)(f.code_id), (*this)(f.line);
+  }
+  void operator()(std::vector<InlinedCaller>& callers) {
+    std::uint64_t count = 0;
+    (*this)(count);
+    // Each caller takes at least three bytes.
+    if (!ok_ || count > static_cast<std::uint64_t>(end_ - cursor_) / 3) {
+      ok_ = false;
+      return;
+    }
+    callers.resize(count);
+    for (auto& c : callers) (*this)(c.function), (*this)(c.file), (*this)(c.line);
+  }
+  // A field appended by a later minor version: absent (left empty) when the
+  // body ends before it, as in traces written before it existed.
+  template <class F>
+  void optional_tail(F& field) {
+    if (ok_ && cursor_ < end_) (*this)(field);
   }
 
  private:

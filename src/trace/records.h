@@ -162,12 +162,25 @@ struct StackRecord {
 
 // The symbol of one native address, added after the run (see `gpuleak run`),
 // so a trace can be reported on a machine that lacks the binaries.
-struct SymbolRecord {
-  std::uint64_t address = 0;
+// A function that code at a symbolized address was inlined into, and the
+// line of the inlined call in it.
+struct InlinedCaller {
   std::string function;  // demangled
   std::string file;
   std::uint32_t line = 0;
+  bool operator==(const InlinedCaller&) const = default;
+};
+
+struct SymbolRecord {
+  std::uint64_t address = 0;
+  std::string function;  // demangled; the innermost (inlined) function
+  std::string file;
+  std::uint32_t line = 0;
   std::string module;
+  // When `function` was inlined: the functions it was inlined into,
+  // innermost first; the last is the one the address lies in. Appended in
+  // format 1.1: traces written before it have none.
+  std::vector<InlinedCaller> inlined_into;
   bool operator==(const SymbolRecord&) const = default;
 };
 

@@ -12,6 +12,8 @@
 //                                         children's pids
 //   collector_child COLLECTOR.so api      starts recording (twice), records a little,
 //                                         prints what the API answered and a result
+//   collector_child COLLECTOR.so inline   leaks 3 blocks from a helper inlined (always_inline)
+//                                         into a function inlined into outer_caller()
 //
 // Built with -g and without optimization, so native stacks name plant_leaks().
 #include <dlfcn.h>
@@ -173,6 +175,29 @@ int fork_test(int children) {
   return failures == 0 ? 0 : 12;
 }
 
+// Inlined even at -O0 (always_inline), so the native stack has one frame for
+// all three functions and only the DWARF inline records tell them apart.
+__attribute__((always_inline)) inline void inlined_helper(int k) {
+  api.record_torch_alloc(0x70000000 + static_cast<std::uint64_t>(k) * 4096, 4096, 0, 0);  // MARK: inlined allocation
+}
+
+__attribute__((always_inline)) inline void inlined_middle(int k) {
+  inlined_helper(k);  // MARK: inlined call
+  g_sink.fetch_add(1);
+}
+
+__attribute__((noinline)) void outer_caller() {
+  for (int k = 0; k < 3; ++k) inlined_middle(k);  // MARK: outer call
+  g_sink.fetch_add(1);
+}
+
+int inline_test() {
+  api.start_recording();
+  outer_caller();
+  api.flush();
+  return 0;
+}
+
 int api_test() {
   int first = api.start_recording();
   int second = api.start_recording();
@@ -194,7 +219,7 @@ int api_test() {
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    std::fprintf(stderr, "usage: collector_child COLLECTOR.so stress|hold N|fork N|api\n");
+    std::fprintf(stderr, "usage: collector_child COLLECTOR.so stress|hold N|fork N|api|inline\n");
     return 2;
   }
   load(argv[1]);
@@ -204,6 +229,7 @@ int main(int argc, char** argv) {
   if (mode == "hold") return hold(n);
   if (mode == "fork") return fork_test(n);
   if (mode == "api") return api_test();
+  if (mode == "inline") return inline_test();
   std::fprintf(stderr, "collector_child: unknown mode %s\n", mode.c_str());
   return 2;
 }

@@ -299,6 +299,68 @@ TEST(CollectorDisabled, api_program_records_when_the_collector_is_enabled) {
   EXPECT_EQ(c.all<trace::FreeRecord>().size(), 500u);
 }
 
+// ---- Inlined functions --------------------------------------------------------
+
+std::uint32_t marked_line(const std::string& marker) {
+  std::ifstream in(GPULEAK_TEST_CHILD_SOURCE);
+  std::string text;
+  for (std::uint32_t n = 1; std::getline(in, text); ++n) {
+    if (text.find("// MARK: " + marker) != std::string::npos) return n;
+  }
+  return 0;
+}
+
+// One return address stands for three functions when two are inlined: the
+// stack must show each, innermost first, at the line where it called the next.
+TEST(CollectorInlining, inlined_functions_become_frames_of_their_own_with_their_call_lines) {
+  SKIP_WITHOUT_COLLECTOR();
+  ScratchDir dir;
+  ProcessResult run = run_process({kChild, kCollector, "inline"}, collector_options(dir.path()));
+  ASSERT_EQ(run.exit_code, 0) << run.describe();
+  auto files = traces_in(dir.path());
+  ASSERT_EQ(files.size(), 1u);
+  analysis::ProcessReport report = analysis::analyze_trace_file(files[0], {});
+  ASSERT_EQ(report.leaks.groups.size(), 1u);
+  const auto& group = report.leaks.groups[0];
+  EXPECT_EQ(group.allocations, 3u);
+  const auto& frames = group.frames;
+  auto at = std::find_if(frames.begin(), frames.end(), [](const analysis::Frame& f) {
+    return f.function.find("inlined_helper") != std::string::npos;
+  });
+  ASSERT_NE(at, frames.end()) << "no frame for the inlined helper";
+  ASSERT_GE(frames.end() - at, 3);
+  std::string file = std::string(GPULEAK_TEST_CHILD_SOURCE);
+  EXPECT_EQ(at[0].line, marked_line("inlined allocation"));
+  EXPECT_TRUE(at[0].inlined);
+  EXPECT_NE(at[1].function.find("inlined_middle"), std::string::npos) << at[1].function;
+  EXPECT_EQ(at[1].line, marked_line("inlined call"));
+  EXPECT_TRUE(at[1].inlined);
+  EXPECT_NE(at[2].function.find("outer_caller"), std::string::npos) << at[2].function;
+  EXPECT_EQ(at[2].line, marked_line("outer call"));
+  EXPECT_FALSE(at[2].inlined);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(fs::path(at[i].file).filename(), "collector_child.cpp") << at[i].file;
+    EXPECT_EQ(at[i].address, at[0].address) << "one return address, three frames";
+  }
+  EXPECT_EQ(group.site.line, marked_line("inlined allocation"));
+  EXPECT_NE(group.site.function.find("inlined_helper"), std::string::npos) << group.site.function;
+
+  // Symbols embedded into the trace keep the inline chain for other machines.
+  std::size_t written = 0;
+  std::string error;
+  ASSERT_TRUE(analysis::embed_symbols(files[0], &written, &error)) << error;
+  TraceContents c = read_trace(files[0]);
+  bool embedded_chain = false;
+  for (const auto& symbol : c.all<trace::SymbolRecord>()) {
+    if (symbol.function.find("inlined_helper") == std::string::npos) continue;
+    ASSERT_EQ(symbol.inlined_into.size(), 2u);
+    EXPECT_EQ(symbol.inlined_into[0].line, marked_line("inlined call"));
+    EXPECT_EQ(symbol.inlined_into[1].line, marked_line("outer call"));
+    embedded_chain = true;
+  }
+  EXPECT_TRUE(embedded_chain);
+}
+
 // ---- Clock ------------------------------------------------------------------
 
 // The clock annotation says which clock timed the events; forcing the coarse
@@ -322,10 +384,14 @@ TEST(CollectorClock, the_chosen_clock_is_recorded_and_times_stay_ordered) {
     auto parsed = nlohmann::json::parse(clock, nullptr, false);
     ASSERT_TRUE(parsed.is_object()) << setting << ": " << clock;
     std::string expected = setting == "coarse" ? "monotonic-coarse" : "monotonic";
-    if (setting != "auto") EXPECT_EQ(parsed["clock"], expected) << clock;
+    if (setting != "auto") {
+      EXPECT_EQ(parsed["clock"], expected) << clock;
+    }
     EXPECT_GT(parsed["resolution_ns"].get<double>(), 0.0);
     EXPECT_GT(parsed["monotonic_read_ns"].get<double>(), 0.0);
-    if (setting == "coarse") EXPECT_GE(parsed["resolution_ns"].get<double>(), 1e5) << clock;
+    if (setting == "coarse") {
+      EXPECT_GE(parsed["resolution_ns"].get<double>(), 1e5) << clock;
+    }
 
     auto processes = c.all<trace::ProcessRecord>();
     ASSERT_EQ(processes.size(), 1u);

@@ -56,6 +56,8 @@ TEST(TraceRoundTrip, extreme_field_values_and_every_enum_value_read_back_identic
   r.push_back(StackRecord{1, {0}, {}});
   r.push_back(StackRecord{2, {}, {{0, 0}}});
   r.push_back(SymbolRecord{kU64, odd, long_text, kU32, ""});
+  r.push_back(SymbolRecord{1, "inlined", "a.h", 3, "/lib/x.so",
+                           {{"outer", "b.cpp", kU32}, {odd, "", 0}, {"", long_text, 1}}});
   for (int k = 1; k <= 9; ++k) {
     auto kind = static_cast<MemoryKind>(k);
     r.push_back(AllocRecord{kU64, 0, kU64, 0, kind, kU32, INT32_MIN, kU64, 0, kU32});
@@ -136,6 +138,26 @@ TEST(TraceRoundTrip, appended_blocks_follow_the_original_ones) {
   auto back = testing::read_all(dir.file("t.trace"));
   ASSERT_EQ(back.size(), 2u);
   EXPECT_EQ(std::get<SymbolRecord>(back[1]).function, "main");
+}
+
+// Format 1.1 appended the inline chain to SymbolRecord: a body written
+// before it (ending after `module`) still decodes, with no inline callers.
+TEST(TraceRoundTrip, symbol_record_without_the_inline_tail_still_decodes) {
+  std::string full;
+  encode_record(SymbolRecord{0x10, "main", "main.cu", 3, "/bin/a", {}}, full);
+  // type byte, body length, body; the tail of an empty list is its count, one 0 byte.
+  ASSERT_EQ(static_cast<std::uint8_t>(full.back()), 0u);
+  std::string old_style = full.substr(0, full.size() - 1);
+  old_style[1] = static_cast<char>(static_cast<std::uint8_t>(old_style[1]) - 1);
+  const auto* begin = reinterpret_cast<const std::uint8_t*>(old_style.data());
+  const std::uint8_t* cursor = begin;
+  Record back;
+  ASSERT_EQ(decode_record(&cursor, begin + old_style.size(), back), DecodeStatus::kRecord);
+  EXPECT_EQ(cursor, begin + old_style.size());
+  const auto& symbol = std::get<SymbolRecord>(back);
+  EXPECT_EQ(symbol.function, "main");
+  EXPECT_EQ(symbol.module, "/bin/a");
+  EXPECT_TRUE(symbol.inlined_into.empty());
 }
 
 TEST(TraceRoundTrip, create_refuses_to_overwrite_an_existing_trace) {
