@@ -26,7 +26,10 @@ std::string Site::label() const {
 
 bool is_internal_native(const std::string& module, const std::string& function) {
   std::string base = basename_of(module);
-  static const char* kInternalModules[] = {"libcuda.so", "libcupti.so",  "libgpuleak_collector.so",
+  // torch-hook-*.so and python-frame-reader-*.so are gpuleak's own, built
+  // at run time (python/gpuleak/torch_hook.py, frame_reader.py).
+  static const char* kInternalModules[] = {"torch-hook-", "python-frame-reader-",
+                                           "libcuda.so", "libcupti.so",  "libgpuleak_collector.so",
                                            "libunwind",  "libcudart.so", "libpython",
                                            "libc10",     "libtorch",     "libc.so",
                                            "libstdc++",  "libnccl",      "libcublas",
@@ -46,11 +49,14 @@ bool is_internal_native(const std::string& module, const std::string& function) 
   return false;
 }
 
-// The modules between a driver API call and the collector's callback.
+// The modules between an allocation and the collector: CUPTI and the driver
+// above a driver API call, gpuleak's own allocator hook above PyTorch's
+// allocator.
 bool is_plumbing_module(const std::string& module) {
   std::string base = basename_of(module);
   return starts_with(base, "libgpuleak_collector.so") || starts_with(base, "libcupti.so") ||
-         starts_with(base, "libcuda.so") || starts_with(base, "libunwind");
+         starts_with(base, "libcuda.so") || starts_with(base, "libunwind") ||
+         starts_with(base, "torch-hook-");
 }
 
 bool is_internal_python(const std::string& filename) {

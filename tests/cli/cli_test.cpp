@@ -130,6 +130,22 @@ TEST(ReportFrames, cupti_and_driver_frames_are_hidden_unless_all_frames_is_asked
   EXPECT_NE(all.out.find("libcupti"), std::string::npos);
 }
 
+// gpuleak's own allocator hook (torch-hook-*.so, built at run time) sits on
+// top of every tensor allocation's native stack; it once passed for the
+// user's code and hid every other frame.
+TEST(ReportFrames, gpuleaks_allocator_hook_frame_is_never_taken_for_the_users) {
+  const std::string trace_dir =
+      std::string(GPULEAK_TEST_EXAMPLE_TRACES) + "/torch/leak_small_tensor_per_step";
+  ProcessResult plain = run_process({kGpuleak, "report", trace_dir});
+  ASSERT_EQ(plain.exit_code, 0) << plain.describe();
+  EXPECT_EQ(plain.out.find("torch-hook-"), std::string::npos) << plain.out;
+  EXPECT_NE(plain.out.find("setWorkspaceForHandle"), std::string::npos)
+      << "the frames below the hook's say who allocated:\n" << plain.out;
+  ProcessResult all = run_process({kGpuleak, "report", "--all-frames", trace_dir});
+  ASSERT_EQ(all.exit_code, 0) << all.describe();
+  EXPECT_NE(all.out.find("torch-hook-"), std::string::npos);
+}
+
 TEST(ReportDamagedTrace, truncated_mid_block_reports_the_prefix_and_one_line_with_the_offset) {
   ScratchDir dir;
   std::string path = dir.file("gpuleak-4242.trace");
