@@ -163,4 +163,12 @@ struct ProcessReport {
   Timeline timeline;
 };
 
+// Whether memory still allocated at exit is a leak by itself. Not in a
+// process whose tensors gpuleak tracked (PyTorch): PyTorch keeps its cache,
+// cuBLAS's workspaces and every tensor still referenced until the process
+// ends, so there only a LEAK verdict says that memory leaks.
+inline bool exit_memory_counts_as_leak(const ProcessReport& r) {
+  return r.torch_tracking_json.empty();
+}
+
 }  // namespace gpuleak::analysis

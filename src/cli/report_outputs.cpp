@@ -141,7 +141,9 @@ void write_outputs(const std::vector<analysis::ProcessReport>& reports, const Re
 
 bool any_leak(const std::vector<analysis::ProcessReport>& reports) {
   for (const auto& r : reports) {
-    if (r.leaks.allocations > 0 || r.growth.verdict == analysis::Verdict::kLeak) return true;
+    if ((analysis::exit_memory_counts_as_leak(r) && r.leaks.allocations > 0) ||
+        r.growth.verdict == analysis::Verdict::kLeak)
+      return true;
   }
   return false;
 }

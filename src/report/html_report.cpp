@@ -292,7 +292,7 @@ class PageWriter {
     write_timeline(index, r);
     write_growing_sites(r.growth);
     write_out_of_memory(r);
-    write_leaks(r.leaks);
+    write_leaks(r.leaks, analysis::exit_memory_counts_as_leak(r));
     out_ << "</section>\n";
   }
 
@@ -498,8 +498,13 @@ class PageWriter {
     out_ << "</div>\n";
   }
 
-  void write_leaks(const analysis::LeakSummary& leaks) {
+  void write_leaks(const analysis::LeakSummary& leaks, bool counts_as_leak) {
     out_ << "<h3>Still allocated at exit</h3>\n";
+    if (!counts_as_leak && leaks.allocations > 0) {
+      out_ << "<p class=\"gl-muted\">PyTorch keeps its cache, cuBLAS workspaces and the tensors "
+              "still referenced until the process ends: this is not a leak by itself; the verdict "
+              "above says whether memory leaks.</p>\n";
+    }
     if (leaks.allocations == 0) {
       out_ << "<p>Nothing: every allocation was freed before the process ended";
       if (leaks.suppressed_allocations) {

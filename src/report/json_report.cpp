@@ -68,7 +68,8 @@ json parsed_or_null(const std::string& text) {
 }  // namespace
 
 json to_json(const analysis::ProcessReport& r) {
-  json leaks = {{"bytes", r.leaks.bytes},
+  json leaks = {{"counts_as_leak", analysis::exit_memory_counts_as_leak(r)},
+                {"bytes", r.leaks.bytes},
                 {"allocations", r.leaks.allocations},
                 {"groups", json::array()},
                 {"suppressed_bytes", r.leaks.suppressed_bytes},

@@ -130,6 +130,31 @@ TEST(ReportFrames, cupti_and_driver_frames_are_hidden_unless_all_frames_is_asked
   EXPECT_NE(all.out.find("libcupti"), std::string::npos);
 }
 
+// PyTorch keeps its cache, cuBLAS workspaces and referenced tensors until the
+// process ends: in a PyTorch process that memory is shown as live at exit,
+// not as leaked, and only a LEAK verdict fails --fail-on-leak.
+TEST(ReportTorchExit, memory_live_at_exit_is_no_leak_in_a_pytorch_process) {
+  const std::string traces = std::string(GPULEAK_TEST_EXAMPLE_TRACES) + "/torch/";
+  ProcessResult control =
+      run_process({kGpuleak, "report", "--fail-on-leak", traces + "control_replay_buffer"});
+  EXPECT_EQ(control.exit_code, 0) << control.describe();
+  EXPECT_EQ(control.out.find("LEAKED"), std::string::npos) << control.out;
+  EXPECT_NE(control.out.find("Live at exit: "), std::string::npos) << control.out;
+  ProcessResult leak =
+      run_process({kGpuleak, "report", "--fail-on-leak", traces + "leak_small_tensor_per_step"});
+  EXPECT_EQ(leak.exit_code, 1) << leak.describe();
+  ProcessResult json = run_process({kGpuleak, "report", "--json", traces + "control_replay_buffer"});
+  ASSERT_EQ(json.exit_code, 0) << json.describe();
+  auto report = nlohmann::json::parse(json.out, nullptr, false);
+  ASSERT_FALSE(report.is_discarded());
+  EXPECT_EQ(report["processes"][0]["leaks"]["counts_as_leak"], false);
+  // A CUDA program's memory at exit is still a leak.
+  ProcessResult cuda = run_process({kGpuleak, "report", "--fail-on-leak",
+                                    std::string(GPULEAK_TEST_EXAMPLE_TRACES) + "/cuda/forgot_free"});
+  EXPECT_EQ(cuda.exit_code, 1) << cuda.describe();
+  EXPECT_NE(cuda.out.find("LEAKED: 5.00 MiB in 5 allocations"), std::string::npos) << cuda.out;
+}
+
 // gpuleak's own allocator hook (torch-hook-*.so, built at run time) sits on
 // top of every tensor allocation's native stack; it once passed for the
 // user's code and hid every other frame.
