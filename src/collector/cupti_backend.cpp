@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <mutex>
 
+#include "collector/array_size.h"
 #include "collector/capture_backend.h"
 #include "collector/cupti_library.h"
 #include "collector/diagnostics.h"
@@ -108,33 +109,10 @@ class ContextDevices {
 
 ContextDevices g_context_devices;
 
-std::uint64_t bytes_per_array_element(CUarray_format format, unsigned channels) {
-  std::uint64_t per_channel = 0;
-  switch (format) {
-    case CU_AD_FORMAT_UNSIGNED_INT8:
-    case CU_AD_FORMAT_SIGNED_INT8:
-      per_channel = 1;
-      break;
-    case CU_AD_FORMAT_UNSIGNED_INT16:
-    case CU_AD_FORMAT_SIGNED_INT16:
-    case CU_AD_FORMAT_HALF:
-      per_channel = 2;
-      break;
-    case CU_AD_FORMAT_UNSIGNED_INT32:
-    case CU_AD_FORMAT_SIGNED_INT32:
-    case CU_AD_FORMAT_FLOAT:
-      per_channel = 4;
-      break;
-    default:
-      per_channel = 0;  // packed and compressed formats: size not derived
-  }
-  return per_channel * channels;
-}
-
 std::uint64_t array3d_bytes(const CUDA_ARRAY3D_DESCRIPTOR* d) {
   if (!d) return 0;
-  std::uint64_t h = d->Height ? d->Height : 1, depth = d->Depth ? d->Depth : 1;
-  return d->Width * h * depth * bytes_per_array_element(d->Format, d->NumChannels);
+  return cuda_array_bytes(static_cast<unsigned>(d->Format), d->NumChannels, d->Width, d->Height,
+                          d->Depth);
 }
 
 // What one allocation call produced.
@@ -219,8 +197,8 @@ bool describe_allocation(CUpti_CallbackId cbid, const void* params, bool done, A
       std::uint64_t size = 0;
       if (p->pAllocateArray) {
         const auto* d = p->pAllocateArray;
-        size = d->Width * (d->Height ? d->Height : 1) *
-               bytes_per_array_element(d->Format, d->NumChannels);
+        size = cuda_array_bytes(static_cast<unsigned>(d->Format), d->NumChannels, d->Width,
+                                d->Height, 1);
       }
       *a = {handle, size, MemoryKind::kArray};
       return true;
