@@ -73,9 +73,9 @@ void call_site(Dwarf_Die* cu, Dwarf_Die* inlined, std::string* file, std::uint32
   }
 }
 
-// The inline chain at `address` (module-relative to `bias`): the innermost
-// function's name, and the functions it was inlined into with their call
-// lines. Leaves `frame` as it is when the address is in no inlined code.
+// The inline chain at `address` (in the Dwfl session's address space): the
+// innermost function's name, and the functions it was inlined into with
+// their call lines. Leaves `frame` as it is when no code was inlined there.
 void add_inline_chain(Dwfl_Module* module, Dwarf_Addr address, NativeFrame* frame) {
   Dwarf_Addr bias = 0;
   Dwarf_Die* cu = dwfl_module_addrdie(module, address, &bias);
@@ -103,21 +103,21 @@ void add_inline_chain(Dwfl_Module* module, Dwarf_Addr address, NativeFrame* fram
     if (is_function_scope(&scopes[i])) functions.push_back(&scopes[i]);
   }
   if (functions.size() >= 2 && dwarf_tag(functions.front()) == DW_TAG_inlined_subroutine) {
-    std::string innermost = function_name(functions.front());
-    if (!innermost.empty()) {
+    std::string innermost_name = function_name(functions.front());
+    if (!innermost_name.empty()) {
       std::vector<trace::InlinedCaller> callers;
       for (std::size_t i = 0; i + 1 < functions.size(); ++i) {
         if (dwarf_tag(functions[i]) != DW_TAG_inlined_subroutine) break;
         trace::InlinedCaller caller;
-        bool outermost = i + 2 == functions.size();
+        bool physical = i + 2 == functions.size();
         // The function the address lies in keeps the ELF symbol's name, as
         // frames without inlining have.
-        caller.function = outermost && !frame->function.empty() ? frame->function
-                                                                 : function_name(functions[i + 1]);
+        caller.function = physical && !frame->function.empty() ? frame->function
+                                                                : function_name(functions[i + 1]);
         call_site(cu, functions[i], &caller.file, &caller.line);
         callers.push_back(std::move(caller));
       }
-      frame->function = std::move(innermost);
+      frame->function = std::move(innermost_name);
       frame->inlined_into = std::move(callers);
     }
   }
