@@ -33,6 +33,12 @@ double measure_precise_read_ns() {
   return batch_ns[kBatches / 2];
 }
 
+// "monotonic" or "monotonic-coarse".
+std::string clock_name() {
+  return g_clock.load(std::memory_order_relaxed) == CLOCK_MONOTONIC_COARSE ? "monotonic-coarse"
+                                                                           : "monotonic";
+}
+
 }  // namespace
 
 void choose_clock(const std::string& setting) {
@@ -42,11 +48,6 @@ void choose_clock(const std::string& setting) {
 }
 
 std::uint64_t now_ns() { return read(g_clock.load(std::memory_order_relaxed)); }
-
-std::string clock_name() {
-  return g_clock.load(std::memory_order_relaxed) == CLOCK_MONOTONIC_COARSE ? "monotonic-coarse"
-                                                                           : "monotonic";
-}
 
 std::string clock_annotation() {
   struct timespec resolution {};

@@ -23,9 +23,6 @@ void choose_clock(const std::string& setting);
 // The chosen clock, now.
 std::uint64_t now_ns();
 
-// "monotonic" or "monotonic-coarse".
-std::string clock_name();
-
 // The `clock` annotation of the trace (JSON): which clock, its resolution
 // and what one CLOCK_MONOTONIC read was measured to cost, so a report can say
 // how fine its times are.

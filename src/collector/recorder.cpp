@@ -3,7 +3,6 @@
 #include <pthread.h>
 #include <signal.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -27,8 +26,6 @@ std::mutex g_start_mutex;
 // Blocks are cut at about this size so one flush of a busy process does not
 // make one huge block.
 constexpr std::size_t kBlockTargetBytes = 8u << 20;
-
-std::uint64_t monotonic_ns() { return now_ns(); }
 
 bool make_directories(const std::string& path, std::string* error) {
   std::string partial;
@@ -130,7 +127,7 @@ bool Recorder::open_trace(std::string* error) {
     return false;
   }
   std::string first;
-  trace::encode_record(describe_process(monotonic_ns()), first);
+  trace::encode_record(describe_process(now_ns()), first);
   if (!writer_->write_block(first, 1, error)) return false;
   return true;
 }
@@ -203,7 +200,7 @@ void Recorder::record_alloc(std::uint64_t address, std::uint64_t size, trace::Me
   std::uint32_t stack_id = stacks_.capture(definitions, definition_count, with_native);
   trace::AllocRecord r;
   r.seq = next_seq();
-  r.time_ns = monotonic_ns();
+  r.time_ns = now_ns();
   r.address = address;
   r.size = size;
   r.kind = kind;
@@ -223,7 +220,7 @@ void Recorder::record_free(std::uint64_t seq, std::uint64_t address, trace::Memo
                            std::uint32_t api, std::int32_t device) {
   trace::FreeRecord r;
   r.seq = seq;
-  r.time_ns = monotonic_ns();
+  r.time_ns = now_ns();
   r.address = address;
   r.kind = kind;
   r.api = api;
@@ -239,7 +236,7 @@ void Recorder::record_free(std::uint64_t seq, std::uint64_t address, trace::Memo
 void Recorder::record_nothing(std::uint64_t seq) {
   // A LostRecord of zero events fills the sequence number, so readers do not
   // wait for an event that will never come.
-  append_record(trace::LostRecord{seq, monotonic_ns(), 0});
+  append_record(trace::LostRecord{seq, now_ns(), 0});
 }
 
 void Recorder::record_alloc_failed(std::uint64_t size, trace::MemoryKind kind, std::uint32_t api,
@@ -247,7 +244,7 @@ void Recorder::record_alloc_failed(std::uint64_t size, trace::MemoryKind kind, s
   std::string definitions;
   std::uint32_t definition_count = 0;
   std::uint32_t stack_id = stacks_.capture(definitions, definition_count, /*with_native=*/true);
-  trace::AllocFailedRecord r{next_seq(), monotonic_ns(), size,   kind,
+  trace::AllocFailedRecord r{next_seq(), now_ns(), size,   kind,
                              api,        device,         result, buffer_for_this_thread().thread_id,
                              stack_id};
   trace::encode_record(r, definitions);
@@ -258,27 +255,27 @@ void Recorder::record_alloc_failed(std::uint64_t size, trace::MemoryKind kind, s
 void Recorder::record_step(std::uint64_t step, trace::StepSource source) {
   index_live_allocations_.store(true, std::memory_order_relaxed);
   live_index_.on_boundary();
-  append_record(trace::StepRecord{next_seq(), monotonic_ns(), step, source});
+  append_record(trace::StepRecord{next_seq(), now_ns(), step, source});
 }
 
 void Recorder::record_sample(trace::Metric metric, std::int32_t device, std::uint64_t value) {
-  append_record(trace::SampleRecord{next_seq(), monotonic_ns(), metric, device, value});
+  append_record(trace::SampleRecord{next_seq(), now_ns(), metric, device, value});
 }
 
 void Recorder::record_annotation(const std::string& key, const std::string& value) {
-  append_record(trace::AnnotationRecord{next_seq(), monotonic_ns(), key, value});
+  append_record(trace::AnnotationRecord{next_seq(), now_ns(), key, value});
 }
 
 void Recorder::record_context(trace::ContextAction action, std::uint64_t context,
                               std::int32_t device) {
-  append_record(trace::ContextRecord{next_seq(), monotonic_ns(), action, context, device});
+  append_record(trace::ContextRecord{next_seq(), now_ns(), action, context, device});
 }
 
 void Recorder::record_api_name(std::uint32_t api, const char* name) {
   append_record(trace::ApiNameRecord{api, name});
 }
 
-void Recorder::record_exit() { append_record(trace::ExitRecord{next_seq(), monotonic_ns()}); }
+void Recorder::record_exit() { append_record(trace::ExitRecord{next_seq(), now_ns()}); }
 
 void Recorder::scan_modules(std::string& out, std::uint32_t& count) {
   unsigned long long generation = loaded_module_generation();
@@ -310,7 +307,7 @@ void Recorder::write_pending() {
   if (rss != 0 && rss != last_rss_bytes_) {
     last_rss_bytes_ = rss;
     trace::encode_record(
-        trace::SampleRecord{next_seq(), monotonic_ns(), trace::Metric::kHostRssBytes, -1, rss},
+        trace::SampleRecord{next_seq(), now_ns(), trace::Metric::kHostRssBytes, -1, rss},
         batch);
     ++batch_records;
   }
@@ -321,7 +318,7 @@ void Recorder::write_pending() {
     if (batch.size() >= kBlockTargetBytes) write_batch();
   });
   if (dropped > 0) {
-    trace::encode_record(trace::LostRecord{next_seq(), monotonic_ns(), dropped}, batch);
+    trace::encode_record(trace::LostRecord{next_seq(), now_ns(), dropped}, batch);
     ++batch_records;
   }
   write_batch();

@@ -98,7 +98,6 @@ class Recorder {
   // hold write_mutex_.
   void write_pending();
   void scan_modules(std::string& out, std::uint32_t& count);
-  std::uint64_t now_ns() const;
 
   Config config_;
   StackTable stacks_;
