@@ -30,6 +30,20 @@ struct Frame {
   bool plumbing = false;
 };
 
+// Whether a report folds this frame away unless all frames are asked for:
+// plumbing always, and frames inside CUDA, PyTorch, Python or gpuleak when
+// the stack has frames of the user's own (`stack_has_user_frame`).
+inline bool folded_by_default(const Frame& f, bool stack_has_user_frame) {
+  return f.plumbing || (stack_has_user_frame && f.internal);
+}
+
+inline bool has_user_frame(const std::vector<Frame>& frames) {
+  for (const Frame& f : frames) {
+    if (!f.internal) return true;
+  }
+  return false;
+}
+
 // The place to blame: the innermost frame in the user's own code, or the
 // innermost frame with a source file when no frame is the user's.
 struct Site {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <initializer_list>
 
 namespace gpuleak::analysis {
 
@@ -24,39 +25,37 @@ std::string Site::label() const {
   return "?";
 }
 
-bool is_internal_native(const std::string& module, const std::string& function) {
-  std::string base = basename_of(module);
-  // torch-hook-*.so and python-frame-reader-*.so are gpuleak's own, built
-  // at run time (python/gpuleak/torch_hook.py, frame_reader.py).
-  static const char* kInternalModules[] = {"torch-hook-", "python-frame-reader-",
-                                           "libcuda.so", "libcupti.so",  "libgpuleak_collector.so",
-                                           "libunwind",  "libcudart.so", "libpython",
-                                           "libc10",     "libtorch",     "libc.so",
-                                           "libstdc++",  "libnccl",      "libcublas",
-                                           "libcudnn",   "libffi",       "_ctypes",
-                                           "libgcc_s",   "libgomp"};
-  for (const char* m : kInternalModules) {
-    if (starts_with(base, m)) return true;
-  }
-  if (starts_with(base, "python")) return true;  // the interpreter executable
-  // The CUDA runtime is often linked statically into the program.
-  if (starts_with(function, "cudart::") || starts_with(function, "__cudart") ||
-      starts_with(function, "libcudart_static") || starts_with(function, "cudaApi") ||
-      starts_with(function, "_Py") || starts_with(function, "Py") || function == "_start" ||
-      starts_with(function, "__libc_start")) {
-    return true;
+bool starts_with_any(const std::string& s, std::initializer_list<const char*> prefixes) {
+  for (const char* prefix : prefixes) {
+    if (starts_with(s, prefix)) return true;
   }
   return false;
 }
 
 // The modules between an allocation and the collector: CUPTI and the driver
-// above a driver API call, gpuleak's own allocator hook above PyTorch's
-// allocator.
+// above a driver API call, gpuleak's own allocator hook (torch-hook-*.so,
+// built at run time) above PyTorch's allocator.
+const std::initializer_list<const char*> kPlumbingModules = {
+    "libgpuleak_collector.so", "libcupti.so", "libcuda.so", "libunwind", "torch-hook-"};
+
 bool is_plumbing_module(const std::string& module) {
+  return starts_with_any(basename_of(module), kPlumbingModules);
+}
+
+bool is_internal_native(const std::string& module, const std::string& function) {
   std::string base = basename_of(module);
-  return starts_with(base, "libgpuleak_collector.so") || starts_with(base, "libcupti.so") ||
-         starts_with(base, "libcuda.so") || starts_with(base, "libunwind") ||
-         starts_with(base, "torch-hook-");
+  // python-frame-reader-*.so is gpuleak's own too (python/gpuleak/frame_reader.py).
+  if (starts_with_any(base, kPlumbingModules) ||
+      starts_with_any(base, {"python-frame-reader-", "libcudart.so", "libpython", "libc10",
+                             "libtorch", "libc.so", "libstdc++", "libnccl", "libcublas",
+                             "libcudnn", "libffi", "_ctypes", "libgcc_s", "libgomp"})) {
+    return true;
+  }
+  if (starts_with(base, "python")) return true;  // the interpreter executable
+  // The CUDA runtime is often linked statically into the program.
+  return starts_with_any(function, {"cudart::", "__cudart", "libcudart_static", "cudaApi", "_Py",
+                                    "Py", "__libc_start"}) ||
+         function == "_start";
 }
 
 bool is_internal_python(const std::string& filename) {

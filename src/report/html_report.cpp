@@ -406,9 +406,8 @@ class PageWriter {
       out_ << "<p class=\"gl-muted\">No stack was recorded.</p>\n";
       return;
     }
-    bool any_user =
-        std::any_of(frames.begin(), frames.end(), [](const Frame& f) { return !f.internal; });
-    auto folded = [any_user](const Frame& f) { return f.plumbing || (any_user && f.internal); };
+    bool any_user = analysis::has_user_frame(frames);
+    auto folded = [any_user](const Frame& f) { return analysis::folded_by_default(f, any_user); };
     out_ << "<ol class=\"gl-frames\">\n";
     std::size_t i = 0;
     while (i < frames.size()) {

@@ -43,11 +43,10 @@ std::string frame_text(const Frame& f) {
 void write_frames(std::ostream& out, const std::vector<Frame>& frames, const TextOptions& options,
                   const char* indent) {
   std::size_t shown = 0, hidden = 0;
-  bool any_user = false;
-  for (const Frame& f : frames) any_user |= !f.internal;
+  bool any_user = analysis::has_user_frame(frames);
   bool first = true;
   for (const Frame& f : frames) {
-    if (!options.all_frames && (f.plumbing || (any_user && f.internal))) {
+    if (!options.all_frames && analysis::folded_by_default(f, any_user)) {
       ++hidden;
       continue;
     }
