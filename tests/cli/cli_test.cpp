@@ -116,25 +116,36 @@ void check_damaged_trace_report(const std::string& path, std::uint64_t bad_block
   EXPECT_EQ(p["exited"], false);
 }
 
+std::string example_trace(const std::string& name) {
+  return std::string(GPULEAK_TEST_EXAMPLE_TRACES) + "/" + name;
+}
+
+// The report of `trace` hides frames mentioning `hidden` and shows `shown`
+// (what the hidden frames were called by); --all-frames shows `hidden`.
+void expect_folded_unless_all_frames(const std::string& trace, const std::string& hidden,
+                                     const std::string& shown) {
+  ProcessResult plain = run_process({kGpuleak, "report", trace});
+  ASSERT_EQ(plain.exit_code, 0) << plain.describe();
+  EXPECT_EQ(plain.out.find(hidden), std::string::npos) << plain.out;
+  EXPECT_NE(plain.out.find(shown), std::string::npos)
+      << "the frames below say who allocated:\n" << plain.out;
+  ProcessResult all = run_process({kGpuleak, "report", "--all-frames", trace});
+  ASSERT_EQ(all.exit_code, 0) << all.describe();
+  EXPECT_NE(all.out.find(hidden), std::string::npos);
+}
+
 // A trace recorded under PyTorch on the H200: the driver allocations' stacks
 // start with CUPTI's and the driver's own frames, which only --all-frames shows.
 TEST(ReportFrames, cupti_and_driver_frames_are_hidden_unless_all_frames_is_asked) {
-  const std::string trace_dir = std::string(GPULEAK_TEST_EXAMPLE_TRACES) + "/torch/control_replay_buffer";
-  ProcessResult plain = run_process({kGpuleak, "report", trace_dir});
-  ASSERT_EQ(plain.exit_code, 0) << plain.describe();
-  EXPECT_EQ(plain.out.find("libcupti"), std::string::npos) << plain.out;
-  EXPECT_NE(plain.out.find("cublasCreate"), std::string::npos)
-      << "the frames below CUPTI's say who allocated:\n" << plain.out;
-  ProcessResult all = run_process({kGpuleak, "report", "--all-frames", trace_dir});
-  ASSERT_EQ(all.exit_code, 0) << all.describe();
-  EXPECT_NE(all.out.find("libcupti"), std::string::npos);
+  expect_folded_unless_all_frames(example_trace("torch/control_replay_buffer"), "libcupti",
+                                  "cublasCreate");
 }
 
 // PyTorch keeps its cache, cuBLAS workspaces and referenced tensors until the
 // process ends: in a PyTorch process that memory is shown as live at exit,
 // not as leaked, and only a LEAK verdict fails --fail-on-leak.
 TEST(ReportTorchExit, memory_live_at_exit_is_no_leak_in_a_pytorch_process) {
-  const std::string traces = std::string(GPULEAK_TEST_EXAMPLE_TRACES) + "/torch/";
+  const std::string traces = example_trace("torch/");
   ProcessResult control =
       run_process({kGpuleak, "report", "--fail-on-leak", traces + "control_replay_buffer"});
   EXPECT_EQ(control.exit_code, 0) << control.describe();
@@ -149,8 +160,8 @@ TEST(ReportTorchExit, memory_live_at_exit_is_no_leak_in_a_pytorch_process) {
   ASSERT_FALSE(report.is_discarded());
   EXPECT_EQ(report["processes"][0]["leaks"]["counts_as_leak"], false);
   // A CUDA program's memory at exit is still a leak.
-  ProcessResult cuda = run_process({kGpuleak, "report", "--fail-on-leak",
-                                    std::string(GPULEAK_TEST_EXAMPLE_TRACES) + "/cuda/forgot_free"});
+  ProcessResult cuda =
+      run_process({kGpuleak, "report", "--fail-on-leak", example_trace("cuda/forgot_free")});
   EXPECT_EQ(cuda.exit_code, 1) << cuda.describe();
   EXPECT_NE(cuda.out.find("LEAKED: 5.00 MiB in 5 allocations"), std::string::npos) << cuda.out;
 }
@@ -159,16 +170,8 @@ TEST(ReportTorchExit, memory_live_at_exit_is_no_leak_in_a_pytorch_process) {
 // top of every tensor allocation's native stack; it once passed for the
 // user's code and hid every other frame.
 TEST(ReportFrames, gpuleaks_allocator_hook_frame_is_never_taken_for_the_users) {
-  const std::string trace_dir =
-      std::string(GPULEAK_TEST_EXAMPLE_TRACES) + "/torch/leak_small_tensor_per_step";
-  ProcessResult plain = run_process({kGpuleak, "report", trace_dir});
-  ASSERT_EQ(plain.exit_code, 0) << plain.describe();
-  EXPECT_EQ(plain.out.find("torch-hook-"), std::string::npos) << plain.out;
-  EXPECT_NE(plain.out.find("setWorkspaceForHandle"), std::string::npos)
-      << "the frames below the hook's say who allocated:\n" << plain.out;
-  ProcessResult all = run_process({kGpuleak, "report", "--all-frames", trace_dir});
-  ASSERT_EQ(all.exit_code, 0) << all.describe();
-  EXPECT_NE(all.out.find("torch-hook-"), std::string::npos);
+  expect_folded_unless_all_frames(example_trace("torch/leak_small_tensor_per_step"),
+                                  "torch-hook-", "setWorkspaceForHandle");
 }
 
 TEST(ReportDamagedTrace, truncated_mid_block_reports_the_prefix_and_one_line_with_the_offset) {
