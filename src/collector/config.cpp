@@ -3,6 +3,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "collector/native_unwinder.h"
+
 namespace gpuleak::collector {
 
 namespace {
@@ -27,7 +29,7 @@ int number(const char* name, int fallback, int low, int high) {
 Config read_config_from_environment() {
   Config c;
   if (const char* dir = std::getenv("GPULEAK_TRACE_DIR"); dir && *dir) c.trace_dir = dir;
-  c.native_depth = number("GPULEAK_NATIVE_DEPTH", c.native_depth, 0, 256);
+  c.native_depth = number("GPULEAK_NATIVE_DEPTH", c.native_depth, 0, kMaxNativeFrames);
   c.python_stacks = flag("GPULEAK_PYTHON_STACKS", c.python_stacks);
   c.native_with_python = flag("GPULEAK_NATIVE_WITH_PYTHON", c.native_with_python);
   c.flush_ms = number("GPULEAK_FLUSH_MS", c.flush_ms, 1, 60000);

@@ -194,10 +194,10 @@ bool Recorder::indexed(trace::MemoryKind kind) const {
 
 void Recorder::record_alloc(std::uint64_t address, std::uint64_t size, trace::MemoryKind kind,
                             std::uint32_t api, std::int32_t device, std::uint64_t stream,
-                            bool with_native) {
+                            bool with_native, const StackTable::NativeFrames* unwound) {
   std::string definitions;
   std::uint32_t definition_count = 0;
-  std::uint32_t stack_id = stacks_.capture(definitions, definition_count, with_native);
+  std::uint32_t stack_id = stacks_.capture(definitions, definition_count, with_native, unwound);
   trace::AllocRecord r;
   r.seq = next_seq();
   r.time_ns = now_ns();
@@ -245,7 +245,7 @@ void Recorder::record_alloc_failed(std::uint64_t size, trace::MemoryKind kind, s
   std::uint32_t definition_count = 0;
   std::uint32_t stack_id = stacks_.capture(definitions, definition_count, /*with_native=*/true);
   trace::AllocFailedRecord r{next_seq(), now_ns(), size,   kind,
-                             api,        device,         result, buffer_for_this_thread().thread_id,
+                             api,        device,   result, buffer_for_this_thread().thread_id,
                              stack_id};
   trace::encode_record(r, definitions);
   append(reinterpret_cast<const std::uint8_t*>(definitions.data()), definitions.size(),
@@ -290,7 +290,8 @@ void Recorder::scan_modules(std::string& out, std::uint32_t& count) {
 
 void Recorder::write_pending() {
   if (!writer_) return;
-  std::string batch;
+  std::string& batch = batch_;
+  batch.clear();
   std::uint32_t batch_records = 0;
   std::uint64_t dropped = 0;
   std::string error;
@@ -307,8 +308,7 @@ void Recorder::write_pending() {
   if (rss != 0 && rss != last_rss_bytes_) {
     last_rss_bytes_ = rss;
     trace::encode_record(
-        trace::SampleRecord{next_seq(), now_ns(), trace::Metric::kHostRssBytes, -1, rss},
-        batch);
+        trace::SampleRecord{next_seq(), now_ns(), trace::Metric::kHostRssBytes, -1, rss}, batch);
     ++batch_records;
   }
   buffers_.drain([&](const std::string& bytes, std::uint32_t records, std::uint64_t lost) {

@@ -41,9 +41,17 @@ class Recorder {
   std::uint64_t next_seq() { return seq_.fetch_add(1, std::memory_order_relaxed); }
 
   // Captures the calling thread's stack for the allocation.
-  // `with_native`: native frames even when Python frames exist.
+  // `with_native`: native frames even when Python frames exist. `unwound`:
+  // native frames the caller already took (see native_frames_wanted).
   void record_alloc(std::uint64_t address, std::uint64_t size, trace::MemoryKind kind,
-                    std::uint32_t api, std::int32_t device, std::uint64_t stream, bool with_native);
+                    std::uint32_t api, std::int32_t device, std::uint64_t stream, bool with_native,
+                    const StackTable::NativeFrames* unwound = nullptr);
+  // Whether record_alloc(..., with_native) will take native frames in any
+  // case: a backend then unwinds in its own callback, a few frames nearer
+  // the program, and passes them as `unwound`.
+  bool native_frames_wanted(bool with_native) const {
+    return stacks_.native_frames_wanted(with_native);
+  }
   void record_free(std::uint64_t seq, std::uint64_t address, trace::MemoryKind kind,
                    std::uint32_t api, std::int32_t device);
   // A sequence number taken for an event that did not happen (a failed free).
@@ -116,6 +124,9 @@ class Recorder {
   std::set<std::pair<std::uint64_t, std::string>> modules_seen_;  // guarded by write_mutex_
   unsigned long long module_adds_seen_ = 0;                       // guarded by write_mutex_
   std::uint64_t last_rss_bytes_ = 0;                              // guarded by write_mutex_
+  // Kept between flushes: a fresh one would be mapped and unmapped each
+  // time, and unmapping stalls the program's threads' page faults.
+  std::string batch_;  // guarded by write_mutex_
 
   std::mutex wake_mutex_;
   std::condition_variable wake_;

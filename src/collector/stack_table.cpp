@@ -18,6 +18,22 @@ inline std::uint64_t mix(std::uint64_t h, std::uint64_t v) {
   return (h ^ v) * 0x100000001b3ull + (h >> 29);
 }
 
+// Four independent lanes, so the multiplies of successive frames overlap
+// instead of waiting on each other (a stack is 20-60 frames).
+std::uint64_t hash_frames(const std::uint64_t* frames, int count) {
+  std::uint64_t a = 0x243f6a8885a308d3ull, b = 0x13198a2e03707344ull, c = 0xa4093822299f31d0ull,
+                d = 0x082efa98ec4e6c89ull;
+  int i = 0;
+  for (; i + 4 <= count; i += 4) {
+    a = mix(a, frames[i]);
+    b = mix(b, frames[i + 1]);
+    c = mix(c, frames[i + 2]);
+    d = mix(d, frames[i + 3]);
+  }
+  for (; i < count; ++i) a = mix(a, frames[i]);
+  return mix(mix(mix(mix(a, b), c), d), static_cast<std::uint64_t>(count));
+}
+
 inline std::uint64_t finish(std::uint64_t h) {
   h ^= h >> 30;
   h *= 0xbf58476d1ce4e5b9ull;
@@ -66,8 +82,15 @@ std::uint32_t StackTable::code_id(void* code, const PythonFrameReader* reader,
   return it->second;
 }
 
+bool StackTable::native_frames_wanted(bool with_native) const {
+  if (config_.native_depth <= 0) return false;
+  if (with_native || config_.native_with_python) return true;
+  // Without Python in the process, capture() finds no Python frames.
+  return !config_.python_stacks || (!python_frame_reader() && !python_available());
+}
+
 std::uint32_t StackTable::capture(std::string& definitions, std::uint32_t& definition_count,
-                                  bool with_native) {
+                                  bool with_native, const NativeFrames* unwound) {
   // Python frames: through the compiled reader when there is one (works
   // whether or not this thread holds the GIL), else only with the GIL held.
   constexpr int kMaxPython = PythonCapture::kMaxFrames;
@@ -86,15 +109,19 @@ std::uint32_t StackTable::capture(std::string& definitions, std::uint32_t& defin
     }
   }
 
-  std::uint64_t native[256];
+  std::uint64_t own[kMaxNativeFrames];
+  const std::uint64_t* native = own;
   int native_frames = 0;
-  bool want_native =
-      config_.native_depth > 0 && (python_frames == 0 || with_native || config_.native_with_python);
-  if (want_native) native_frames = capture_native_stack(native, config_.native_depth);
+  if (unwound) {
+    native = unwound->frames;
+    native_frames = unwound->count;
+  } else if (config_.native_depth > 0 &&
+             (python_frames == 0 || with_native || config_.native_with_python)) {
+    native_frames = capture_native_stack(own, config_.native_depth);
+  }
   if (python_frames == 0 && native_frames == 0) return 0;
 
-  std::uint64_t hash = 0x243f6a8885a308d3ull;
-  for (int i = 0; i < native_frames; ++i) hash = mix(hash, native[i]);
+  std::uint64_t hash = hash_frames(native, native_frames);
   hash = mix(hash, 0xfeedull);  // separates the native part from the Python part
   for (int i = 0; i < python_frames; ++i) {
     hash = mix(hash, reinterpret_cast<std::uintptr_t>(codes[i]));

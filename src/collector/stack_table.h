@@ -23,14 +23,26 @@ class StackTable {
  public:
   explicit StackTable(const Config& config) : config_(config) {}
 
+  // Return addresses a caller unwound itself (capture_native_stack), from a
+  // frame nearer the program than capture() would start: every frame of the
+  // collector's own is one more step of the unwinder.
+  struct NativeFrames {
+    const std::uint64_t* frames = nullptr;
+    int count = 0;
+  };
+
+  // Whether capture() takes native frames whatever Python frames it finds,
+  // so a caller may unwind first and hand them over.
+  bool native_frames_wanted(bool with_native) const;
+
   // Captures the calling thread's stack and returns its id (0 if none could
   // be captured). New definitions are appended (encoded) to `definitions`,
   // and `definition_count` is increased by their number. Native frames are
   // taken when there are no Python frames, or always with `with_native`
   // (driver allocations: their native frames tell PyTorch's cache, NCCL
-  // and cuBLAS apart).
-  std::uint32_t capture(std::string& definitions, std::uint32_t& definition_count,
-                        bool with_native);
+  // and cuBLAS apart); `unwound`, if given, are used instead of unwinding.
+  std::uint32_t capture(std::string& definitions, std::uint32_t& definition_count, bool with_native,
+                        const NativeFrames* unwound = nullptr);
 
  private:
   static constexpr int kShards = 64;

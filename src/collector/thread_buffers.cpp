@@ -39,7 +39,7 @@ ThreadBuffer& ThreadBuffers::current(bool* is_new) {
   g_owner = this;
   auto* buffer = new ThreadBuffer;
   buffer->thread_id = static_cast<std::uint32_t>(::syscall(SYS_gettid));
-  buffer->bytes.reserve(64 * 1024);
+  buffer->bytes.reserve(kInitialBytes);
   {
     std::lock_guard<std::mutex> lock(registry_mutex_);
     buffers_.push_back(buffer);
@@ -48,6 +48,21 @@ ThreadBuffer& ThreadBuffers::current(bool* is_new) {
   pthread_setspecific(g_exit_key, buffer);
   *is_new = true;
   return *buffer;
+}
+
+void ThreadBuffers::prepare_spare(ThreadBuffer& buffer) {
+  std::string& spare = buffer.spare;
+  spare.clear();
+  // Twice the recent peak (which decays), within the wake-up threshold's
+  // reach; a thread that records little keeps its small buffer.
+  std::size_t wanted = std::min(buffer.largest_drain * 2, kWakeWriterBytes * 2);
+  if (spare.capacity() > kWakeWriterBytes * 2 || spare.capacity() > wanted * 4 + kInitialBytes) {
+    spare.shrink_to_fit();
+  }
+  if (spare.capacity() < wanted) {
+    spare.resize(wanted);  // writes every page now, on the writer thread
+    spare.clear();         // keeps the capacity
+  }
 }
 
 void ThreadBuffers::retire(ThreadBuffer* buffer) {

@@ -39,12 +39,13 @@ class SpinLock {
 
 struct ThreadBuffer {
   SpinLock lock;
-  std::string bytes;            // encoded records, guarded by lock
-  std::uint32_t records = 0;    // guarded by lock
-  std::uint64_t dropped = 0;    // events refused because the buffer was full; guarded by lock
-  std::uint32_t thread_id = 0;  // Linux tid
-  bool retired = false;         // the thread has exited; guarded by lock
-  std::string spare;            // the writer's side of the swap; writer only
+  std::string bytes;              // encoded records, guarded by lock
+  std::uint32_t records = 0;      // guarded by lock
+  std::uint64_t dropped = 0;      // events refused because the buffer was full; guarded by lock
+  std::uint32_t thread_id = 0;    // Linux tid
+  bool retired = false;           // the thread has exited; guarded by lock
+  std::string spare;              // the writer's side of the swap; writer only
+  std::size_t largest_drain = 0;  // most bytes one drain took lately; writer only
 };
 
 class ThreadBuffers {
@@ -54,6 +55,8 @@ class ThreadBuffers {
   static constexpr std::size_t kMaxBufferBytes = 48u << 20;
   // Above this the writer is woken early.
   static constexpr std::size_t kWakeWriterBytes = 4u << 20;
+  // What a thread's buffer holds before its first drain.
+  static constexpr std::size_t kInitialBytes = 64u << 10;
 
   // The calling thread's buffer; registers it (and returns is_new = true)
   // the first time.
@@ -69,6 +72,12 @@ class ThreadBuffers {
   void retire(ThreadBuffer* buffer);
 
  private:
+  // Empties the writer's side of a buffer and makes it as large as the
+  // thread's recent drains need, touching its pages here: growing on the
+  // recording thread would mean page faults (and copies) in the program's
+  // allocation calls, a good part of a stream-ordered pair's cost.
+  static void prepare_spare(ThreadBuffer& buffer);
+
   std::mutex registry_mutex_;
   std::vector<ThreadBuffer*> buffers_;
 };
@@ -80,8 +89,7 @@ void ThreadBuffers::drain(Sink&& sink) {
     bool free_it = false;
     std::uint32_t records = 0;
     std::uint64_t dropped = 0;
-    buffer->spare.clear();
-    if (buffer->spare.capacity() > kWakeWriterBytes * 2) buffer->spare.shrink_to_fit();
+    prepare_spare(*buffer);
     {
       std::lock_guard<SpinLock> lock(buffer->lock);
       buffer->bytes.swap(buffer->spare);
@@ -91,6 +99,8 @@ void ThreadBuffers::drain(Sink&& sink) {
       buffer->dropped = 0;
       free_it = buffer->retired;
     }
+    buffer->largest_drain =
+        std::max(buffer->largest_drain / 2 + buffer->largest_drain / 4, buffer->spare.size());
     sink(buffer->spare, records, dropped);
     if (free_it) {
       delete buffer;

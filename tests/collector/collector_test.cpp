@@ -1,9 +1,9 @@
 // The collector on a machine without a GPU: the recorder driven through the
 // C API by real child processes (collector_child.cpp, python_stacks.py),
-// then the traces they leave read back with the trace reader and the
-// analysis. CUPTI is never involved; everything after the API is.
+// and its CUPTI backend driven through a stand-in libcupti that plays the
+// driver's callbacks (cupti_child.cpp, stand_in_cupti.c); then the traces
+// they leave read back with the trace reader and the analysis.
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 
@@ -32,6 +33,14 @@ using gpuleak::testing::ScratchDir;
 const std::string kCollector = GPULEAK_TEST_COLLECTOR;
 const std::string kChild = GPULEAK_TEST_CHILD;
 const std::string kGpuleak = GPULEAK_TEST_GPULEAK;
+
+#ifdef GPULEAK_TEST_STAND_IN_CUPTI
+const std::string kStandInCupti = GPULEAK_TEST_STAND_IN_CUPTI;
+const std::string kCuptiChild = GPULEAK_TEST_CUPTI_CHILD;
+const std::string kCuptiChildSource = GPULEAK_TEST_CUPTI_CHILD_SOURCE;
+#else
+const std::string kStandInCupti, kCuptiChild, kCuptiChildSource;
+#endif
 
 #define SKIP_WITHOUT_COLLECTOR()                                                          \
   do {                                                                                    \
@@ -301,8 +310,9 @@ TEST(CollectorDisabled, api_program_records_when_the_collector_is_enabled) {
 
 // ---- Inlined functions --------------------------------------------------------
 
-std::uint32_t marked_line(const std::string& marker) {
-  std::ifstream in(GPULEAK_TEST_CHILD_SOURCE);
+std::uint32_t marked_line(const std::string& marker,
+                          const std::string& source = GPULEAK_TEST_CHILD_SOURCE) {
+  std::ifstream in(source);
   std::string text;
   for (std::uint32_t n = 1; std::getline(in, text); ++n) {
     if (text.find("// MARK: " + marker) != std::string::npos) return n;
@@ -499,6 +509,109 @@ TEST(CollectorPythonStacks, python_frames_with_the_gil_and_native_frames_without
     }
   }
   EXPECT_TRUE(found) << "no leak group at " << script << ":" << with_gil_line;
+}
+
+}  // namespace
+}  // namespace gpuleak::collector
+
+namespace gpuleak::collector {
+namespace {
+
+// ---- The CUPTI backend, through a stand-in libcupti ----------------------------
+
+ProcessOptions cupti_options(const std::string& trace_dir) {
+  ProcessOptions options = collector_options(trace_dir);
+  options.set_env.push_back("GPULEAK_CUPTI_LIBRARY=" + kStandInCupti);
+  return options;
+}
+
+// What the driver did (stand_in_cupti.c) and what the trace must say: every
+// successful call one event with its size, kind, stream and device; a free
+// that failed no event; an allocation that failed a failure record; the
+// primary context; and, in the report, the two leaking lines.
+TEST(CollectorCupti, driver_calls_become_exact_events_and_the_leaks_their_lines) {
+  SKIP_WITHOUT_COLLECTOR();
+  ScratchDir dir;
+  ProcessResult run =
+      run_process({kCuptiChild, kCollector, kStandInCupti, "events"}, cupti_options(dir.path()));
+  ASSERT_EQ(run.exit_code, 0) << run.describe();
+  EXPECT_EQ(run.out, "done\n");
+  EXPECT_EQ(run.err, "");
+  auto files = traces_in(dir.path());
+  ASSERT_EQ(files.size(), 1u);
+  TraceContents c = read_trace(files[0]);
+  EXPECT_EQ(c.error, "");
+  EXPECT_TRUE(c.seq_dense) << "the failed free must still fill its sequence number";
+
+  auto contexts = c.all<trace::ContextRecord>();
+  ASSERT_EQ(contexts.size(), 1u);
+  EXPECT_EQ(contexts[0].action, trace::ContextAction::kPrimaryRetained);
+  EXPECT_EQ(contexts[0].device, 0);
+
+  std::map<std::uint64_t, int> async_sizes, sync_sizes;
+  std::set<std::uint64_t> pool_addresses;
+  for (const auto& a : c.all<trace::AllocRecord>()) {
+    EXPECT_EQ(a.device, 0);
+    EXPECT_NE(a.stack_id, 0u);
+    if (a.kind == trace::MemoryKind::kDeviceAsync) {
+      EXPECT_EQ(a.stream, 0x5u);
+      ++async_sizes[a.size];
+      if (a.size == (1u << 20)) pool_addresses.insert(a.address);
+    } else {
+      EXPECT_EQ(a.kind, trace::MemoryKind::kDevice);
+      ++sync_sizes[a.size];
+    }
+  }
+  EXPECT_EQ(async_sizes, (std::map<std::uint64_t, int>{{256u << 10, 3}, {1u << 20, 10}}));
+  EXPECT_EQ(sync_sizes, (std::map<std::uint64_t, int>{{4096, 1}, {8192, 1}}));
+  EXPECT_EQ(pool_addresses.size(), 1u) << "the pool handed the same address out ten times";
+
+  auto frees = c.all<trace::FreeRecord>();
+  EXPECT_EQ(frees.size(), 11u);
+  for (const auto& f : frees) EXPECT_NE(f.address, 0x1234u) << "a failed free is not a free";
+
+  auto failures = c.all<trace::AllocFailedRecord>();
+  ASSERT_EQ(failures.size(), 1u);
+  EXPECT_EQ(failures[0].size, 2ull << 40);
+  EXPECT_EQ(failures[0].result, 2u);  // CUDA_ERROR_OUT_OF_MEMORY
+  EXPECT_EQ(failures[0].kind, trace::MemoryKind::kDeviceAsync);
+
+  analysis::ProcessReport report = analysis::analyze_trace_file(files[0], {});
+  ASSERT_EQ(report.leaks.groups.size(), 2u);
+  const auto& async_leak = report.leaks.groups[0];
+  EXPECT_EQ(async_leak.bytes, 768u << 10);
+  EXPECT_EQ(async_leak.allocations, 3u);
+  EXPECT_EQ(async_leak.api, "cuMemAllocAsync");
+  EXPECT_NE(async_leak.site.function.find("leak_async_blocks"), std::string::npos)
+      << async_leak.site.function;
+  EXPECT_EQ(async_leak.site.line, marked_line("async leak", kCuptiChildSource));
+  const auto& sync_leak = report.leaks.groups[1];
+  EXPECT_EQ(sync_leak.bytes, 8192u);
+  EXPECT_EQ(sync_leak.allocations, 1u);
+  EXPECT_NE(sync_leak.site.function.find("leak_sync_block"), std::string::npos)
+      << sync_leak.site.function;
+  EXPECT_EQ(sync_leak.site.line, marked_line("sync leak", kCuptiChildSource));
+  ASSERT_EQ(report.out_of_memory.size(), 1u);
+  EXPECT_EQ(report.out_of_memory[0].live_bytes, 768u << 10);
+}
+
+// A profiler that subscribed first keeps CUPTI; the collector says so once
+// and the program runs untouched, its driver calls answered as before.
+TEST(CollectorCupti, another_cupti_client_first_means_one_line_and_an_untouched_program) {
+  SKIP_WITHOUT_COLLECTOR();
+  ScratchDir dir;
+  ProcessResult run =
+      run_process({kCuptiChild, kCollector, kStandInCupti, "events-after-another-client"},
+                  cupti_options(dir.path()));
+  ASSERT_EQ(run.exit_code, 0) << run.describe();
+  EXPECT_EQ(run.out, "done\n");
+  EXPECT_EQ(std::count(run.err.begin(), run.err.end(), '\n'), 1) << run.err;
+  EXPECT_NE(run.err.find("another CUPTI client already holds the CUDA callbacks"),
+            std::string::npos)
+      << run.err;
+  for (const auto& file : traces_in(dir.path())) {
+    EXPECT_TRUE(read_trace(file).all<trace::AllocRecord>().empty());
+  }
 }
 
 }  // namespace

@@ -1,0 +1,207 @@
+// A program that plays a CUDA application for the collector's CUPTI path on
+// a machine without a GPU. It loads libgpuleak_collector.so, starts it as the
+// driver would (InitializeInjection), and makes driver calls through the
+// stand-in CUPTI (stand_in_cupti.c), which the collector found through
+// GPULEAK_CUPTI_LIBRARY and subscribed to.
+//
+//   cupti_child COLLECTOR.so STAND_IN_CUPTI.so events
+//       retains a primary context; 10 stream-ordered 1 MiB pairs (the pool
+//       reuses the address); 3 x 256 KiB stream-ordered blocks leaked from
+//       leak_async_blocks(); a free of an address never handed out (fails);
+//       a 2 TiB allocation (fails: out of memory); a cuMemAlloc/cuMemFree
+//       pair; 8 KiB leaked by cuMemAlloc from leak_sync_block()
+//   cupti_child COLLECTOR.so STAND_IN_CUPTI.so events-after-another-client
+//       the same, after subscribing to CUPTI first, as a profiler would
+//   cupti_child COLLECTOR.so STAND_IN_CUPTI.so bench PAIRS ROUNDS DEPTH
+//       the CPU counterpart of bench/cuda/alloc_pairs --in-process: each
+//       round times PAIRS stream-ordered alloc/free pairs DEPTH frames deep
+//       with the callbacks off, on but empty, and recording; prints JSON
+//
+// Built with -g -O0 so native stacks name the leaking functions.
+#include <cupti.h>
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "collector/stand_in_cupti.h"
+
+namespace {
+
+struct Driver {
+  StandInPrimaryCtxRetain primary_ctx_retain;
+  StandInMemAllocAsync mem_alloc_async;
+  StandInMemFreeAsync mem_free_async;
+  StandInMemAlloc mem_alloc;
+  StandInMemFree mem_free;
+};
+
+Driver driver;
+int (*benchmark_callbacks)(int mode) = nullptr;
+
+void* open_library(const char* path) {
+  void* library = ::dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  if (!library) {
+    std::fprintf(stderr, "cupti_child: %s\n", ::dlerror());
+    std::exit(91);
+  }
+  return library;
+}
+
+template <class F>
+void find(void* library, F& slot, const char* name) {
+  slot = reinterpret_cast<F>(::dlsym(library, name));
+  if (!slot) {
+    std::fprintf(stderr, "cupti_child: %s is not exported\n", name);
+    std::exit(90);
+  }
+}
+
+void CUPTIAPI other_client_callback(void*, CUpti_CallbackDomain, CUpti_CallbackId, const void*) {}
+
+// Another tool (a profiler) subscribed to CUPTI before the collector started.
+void subscribe_as_another_client(const char* stand_in_path) {
+  void* cupti = open_library(stand_in_path);
+  CUptiResult (*subscribe)(CUpti_SubscriberHandle*, CUpti_CallbackFunc, void*) = nullptr;
+  find(cupti, subscribe, "cuptiSubscribe");
+  CUpti_SubscriberHandle handle = nullptr;
+  if (subscribe(&handle, other_client_callback, nullptr) != CUPTI_SUCCESS) std::exit(92);
+}
+
+void load(const char* collector_path, const char* stand_in_path) {
+  void* collector = open_library(collector_path);
+  int (*initialize)() = nullptr;
+  find(collector, initialize, "InitializeInjection");
+  find(collector, benchmark_callbacks, "gpuleak_benchmark_callbacks");
+  initialize();
+  // The collector loaded the stand-in by this path: the same copy, so its
+  // callbacks reach the collector's subscription.
+  void* cupti = open_library(stand_in_path);
+  find(cupti, driver.primary_ctx_retain, "stand_in_cuDevicePrimaryCtxRetain");
+  find(cupti, driver.mem_alloc_async, "stand_in_cuMemAllocAsync");
+  find(cupti, driver.mem_free_async, "stand_in_cuMemFreeAsync");
+  find(cupti, driver.mem_alloc, "stand_in_cuMemAlloc");
+  find(cupti, driver.mem_free, "stand_in_cuMemFree");
+}
+
+const CUstream kStream = reinterpret_cast<CUstream>(0x5);
+
+void check(CUresult result, CUresult expected, const char* what) {
+  if (result != expected) {
+    std::fprintf(stderr, "cupti_child: %s returned %d, expected %d\n", what, result, expected);
+    std::exit(3);
+  }
+}
+
+__attribute__((noinline)) void leak_async_blocks() {
+  for (int i = 0; i < 3; ++i) {
+    CUdeviceptr p = 0;
+    check(driver.mem_alloc_async(&p, 256 << 10, kStream), CUDA_SUCCESS,
+          "cuMemAllocAsync");  // MARK: async leak
+  }
+}
+
+__attribute__((noinline)) void leak_sync_block() {
+  CUdeviceptr p = 0;
+  check(driver.mem_alloc(&p, 8192), CUDA_SUCCESS, "cuMemAlloc");  // MARK: sync leak
+}
+
+int events() {
+  CUcontext context = nullptr;
+  check(driver.primary_ctx_retain(&context, 0), CUDA_SUCCESS, "cuDevicePrimaryCtxRetain");
+  for (int i = 0; i < 10; ++i) {
+    CUdeviceptr p = 0;
+    check(driver.mem_alloc_async(&p, 1 << 20, kStream), CUDA_SUCCESS, "cuMemAllocAsync");
+    check(driver.mem_free_async(p, kStream), CUDA_SUCCESS, "cuMemFreeAsync");
+  }
+  leak_async_blocks();
+  check(driver.mem_free_async(0x1234, kStream), CUDA_ERROR_INVALID_VALUE, "bogus cuMemFreeAsync");
+  CUdeviceptr huge = 0;
+  check(driver.mem_alloc_async(&huge, 2ull << 40, kStream), CUDA_ERROR_OUT_OF_MEMORY,
+        "2 TiB cuMemAllocAsync");
+  CUdeviceptr p = 0;
+  check(driver.mem_alloc(&p, 4096), CUDA_SUCCESS, "cuMemAlloc");
+  check(driver.mem_free(p), CUDA_SUCCESS, "cuMemFree");
+  leak_sync_block();
+  std::printf("done\n");
+  return 0;
+}
+
+// ---- bench -------------------------------------------------------------------
+
+__attribute__((noinline)) double time_pairs(int depth, std::uint64_t pairs) {
+  if (depth > 0) {
+    double ns = time_pairs(depth - 1, pairs);
+    asm volatile("" ::: "memory");  // keep the frame: no tail call
+    return ns;
+  }
+  auto begin = std::chrono::steady_clock::now();
+  for (std::uint64_t i = 0; i < pairs; ++i) {
+    CUdeviceptr p = 0;
+    driver.mem_alloc_async(&p, 1 << 20, kStream);
+    driver.mem_free_async(p, kStream);
+  }
+  return std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - begin)
+             .count() /
+         static_cast<double>(pairs);
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+int bench(std::uint64_t pairs, int rounds, int depth) {
+  const char* names[] = {"callbacks_off", "cupti_empty_callbacks", "gpuleak"};
+  std::vector<double> ns[3];
+  std::vector<double> ratio[3];
+  // Round -1 warms up and is not counted: the unwinder's cache, the stack
+  // table, and the trace buffers, whose first growth costs page faults.
+  for (int round = -1; round < rounds; ++round) {
+    double round_ns[3];
+    for (int mode = 0; mode < 3; ++mode) {
+      if (benchmark_callbacks(mode) != 0) {
+        std::fprintf(stderr, "cupti_child: the collector is not subscribed\n");
+        return 4;
+      }
+      round_ns[mode] = time_pairs(depth, pairs);
+      if (round >= 0) ns[mode].push_back(round_ns[mode]);
+    }
+    if (round < 0) continue;
+    for (int mode = 0; mode < 3; ++mode) ratio[mode].push_back(round_ns[mode] / round_ns[0]);
+  }
+  benchmark_callbacks(2);
+  std::printf("{\"pairs_per_round\": %llu, \"rounds\": %d, \"depth\": %d, \"configs\": {",
+              static_cast<unsigned long long>(pairs), rounds, depth);
+  for (int mode = 0; mode < 3; ++mode) {
+    std::printf("%s\"%s\": {\"median_ns_per_pair\": %.1f, \"median_ratio_to_off\": %.3f}",
+                mode ? ", " : "", names[mode], median(ns[mode]), median(ratio[mode]));
+  }
+  std::printf("}}\n");
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 4) {
+    std::fprintf(stderr,
+                 "usage: cupti_child COLLECTOR.so STAND_IN_CUPTI.so "
+                 "events|events-after-another-client|bench PAIRS ROUNDS DEPTH\n");
+    return 2;
+  }
+  std::string mode = argv[3];
+  if (mode == "events-after-another-client") subscribe_as_another_client(argv[2]);
+  load(argv[1], argv[2]);
+  if (mode == "events" || mode == "events-after-another-client") return events();
+  if (mode == "bench" && argc > 6) {
+    return bench(std::strtoull(argv[4], nullptr, 10), std::atoi(argv[5]), std::atoi(argv[6]));
+  }
+  std::fprintf(stderr, "cupti_child: unknown mode %s\n", mode.c_str());
+  return 2;
+}
