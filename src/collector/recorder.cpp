@@ -334,6 +334,7 @@ void Recorder::writer_loop() {
     wake_.wait_for(lock, std::chrono::milliseconds(config_.flush_ms));
     if (stop_writer_) break;
     lock.unlock();
+    recalibrate_clock();
     {
       std::lock_guard<std::mutex> write_lock(write_mutex_);
       try {

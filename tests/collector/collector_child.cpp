@@ -12,12 +12,16 @@
 //                                         children's pids
 //   collector_child COLLECTOR.so api      starts recording (twice), records a little,
 //                                         prints what the API answered and a result
+//   collector_child COLLECTOR.so clock N  N times, 200 ms apart: annotates
+//                                         "monotonic_ns" with CLOCK_MONOTONIC read just
+//                                         before (the record's own time must agree)
 //   collector_child COLLECTOR.so inline   leaks 3 blocks from a helper inlined (always_inline)
 //                                         into a function inlined into outer_caller()
 //
 // Built with -g and without optimization, so native stacks name plant_leaks().
 #include <dlfcn.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -178,7 +182,8 @@ int fork_test(int children) {
 // Inlined even at -O0 (always_inline), so the native stack has one frame for
 // all three functions and only the DWARF inline records tell them apart.
 __attribute__((always_inline)) inline void inlined_helper(int k) {
-  api.record_torch_alloc(0x70000000 + static_cast<std::uint64_t>(k) * 4096, 4096, 0, 0);  // MARK: inlined allocation
+  std::uint64_t address = 0x70000000 + static_cast<std::uint64_t>(k) * 4096;
+  api.record_torch_alloc(address, 4096, 0, 0);  // MARK: inlined allocation
 }
 
 __attribute__((always_inline)) inline void inlined_middle(int k) {
@@ -215,11 +220,25 @@ int api_test() {
   return 0;
 }
 
+int clock_test(int n) {
+  api.start_recording();
+  for (int i = 0; i < n; ++i) {
+    if (i > 0) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    std::uint64_t ns = static_cast<std::uint64_t>(ts.tv_sec) * 1000000000ull +
+                       static_cast<std::uint64_t>(ts.tv_nsec);
+    api.annotate("monotonic_ns", std::to_string(ns).c_str());
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc < 3) {
-    std::fprintf(stderr, "usage: collector_child COLLECTOR.so stress|hold N|fork N|api|inline\n");
+    std::fprintf(stderr,
+                 "usage: collector_child COLLECTOR.so stress|hold N|fork N|api|clock N|inline\n");
     return 2;
   }
   load(argv[1]);
@@ -230,6 +249,7 @@ int main(int argc, char** argv) {
   if (mode == "fork") return fork_test(n);
   if (mode == "api") return api_test();
   if (mode == "inline") return inline_test();
+  if (mode == "clock") return clock_test(n);
   std::fprintf(stderr, "collector_child: unknown mode %s\n", mode.c_str());
   return 2;
 }

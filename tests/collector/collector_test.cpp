@@ -396,6 +396,10 @@ TEST(CollectorClock, the_chosen_clock_is_recorded_and_times_stay_ordered) {
     std::string expected = setting == "coarse" ? "monotonic-coarse" : "monotonic";
     if (setting != "auto") {
       EXPECT_EQ(parsed["clock"], expected) << clock;
+    } else {
+      EXPECT_TRUE(parsed["clock"] == "tsc" || parsed["clock"] == "monotonic" ||
+                  parsed["clock"] == "monotonic-coarse")
+          << clock;
     }
     EXPECT_GT(parsed["resolution_ns"].get<double>(), 0.0);
     EXPECT_GT(parsed["monotonic_read_ns"].get<double>(), 0.0);
@@ -415,6 +419,34 @@ TEST(CollectorClock, the_chosen_clock_is_recorded_and_times_stay_ordered) {
       previous = a.time_ns;
     }
   }
+}
+
+// Whatever clock the collector reads (the TSC where the kernel trusts it),
+// a record's time is CLOCK_MONOTONIC: an annotation made right after the
+// program read CLOCK_MONOTONIC carries a time just after that reading, over
+// a second in which the writer re-anchors the TSC mapping many times.
+TEST(CollectorClock, record_times_agree_with_clock_monotonic_read_by_the_program) {
+  SKIP_WITHOUT_COLLECTOR();
+  ScratchDir dir;
+  ProcessOptions options = collector_options(dir.path());
+  options.set_env.push_back("GPULEAK_FLUSH_MS=20");
+  ProcessResult run = run_process({kChild, kCollector, "clock", "7"}, options);
+  ASSERT_EQ(run.exit_code, 0) << run.describe();
+  auto files = traces_in(dir.path());
+  ASSERT_EQ(files.size(), 1u);
+  TraceContents c = read_trace(files[0]);
+  int checked = 0;
+  for (const auto& a : c.all<trace::AnnotationRecord>()) {
+    if (a.key == "clock") std::cout << "clock: " << a.value << "\n";
+    if (a.key != "monotonic_ns") continue;
+    std::uint64_t read_by_program = std::stoull(a.value);
+    // At most a few microseconds of mapping error before; after, the time
+    // to make the record (generous for a loaded machine).
+    EXPECT_GE(a.time_ns + 20'000, read_by_program);
+    EXPECT_LT(a.time_ns, read_by_program + 20'000'000);
+    ++checked;
+  }
+  EXPECT_EQ(checked, 7);
 }
 
 TEST(CollectorDisabled, unwritable_trace_directory_disables_the_collector_with_one_line) {

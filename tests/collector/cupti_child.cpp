@@ -101,8 +101,8 @@ void check(CUresult result, CUresult expected, const char* what) {
 __attribute__((noinline)) void leak_async_blocks() {
   for (int i = 0; i < 3; ++i) {
     CUdeviceptr p = 0;
-    check(driver.mem_alloc_async(&p, 256 << 10, kStream), CUDA_SUCCESS,
-          "cuMemAllocAsync");  // MARK: async leak
+    CUresult result = driver.mem_alloc_async(&p, 256 << 10, kStream);  // MARK: async leak
+    check(result, CUDA_SUCCESS, "cuMemAllocAsync");
   }
 }
 
