@@ -179,7 +179,7 @@ void choose_clock(const std::string& setting) {
   g_source.store(source, std::memory_order_relaxed);
 }
 
-std::uint64_t now_ns() {
+[[gnu::hot]] std::uint64_t now_ns() {
   switch (g_source.load(std::memory_order_relaxed)) {
 #if GPULEAK_HAVE_TSC
     case Source::kTsc:

@@ -57,7 +57,7 @@ class ContextDevices {
     entries_[next_victim_++ % kEntries] = {context, device};
   }
 
-  int device_of(CUcontext context) {
+  [[gnu::hot]] int device_of(CUcontext context) {
     if (!context) return -1;
     // Nearly every call of a thread uses the same context: remember the last.
     thread_local CUcontext last_context = nullptr;
@@ -360,16 +360,20 @@ void on_context_api(Recorder& recorder, CUpti_CallbackId cbid, const CUpti_Callb
   }
 }
 
-void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
-                          const void* data) {
-  if (g_empty_callbacks.load(std::memory_order_relaxed) || t_inside_callback ||
-      domain != CUPTI_CB_DOMAIN_DRIVER_API)
+[[gnu::hot]] void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
+                                       const void* data) {
+  const auto* cb = static_cast<const CUpti_CallbackData*>(data);
+  // Most entry callbacks (every allocation's) have nothing to do: return
+  // before touching our own state, which the driver's work in between has
+  // usually pushed out of the caches.
+  if (domain != CUPTI_CB_DOMAIN_DRIVER_API ||
+      (cb->callbackSite == CUPTI_API_ENTER && !acts_at_entry(cbid)) ||
+      g_empty_callbacks.load(std::memory_order_relaxed) || t_inside_callback)
     return;
   Recorder* recorder = Recorder::get();
   if (!recorder) return;
   t_inside_callback = true;
   try {
-    const auto* cb = static_cast<const CUpti_CallbackData*>(data);
     switch (cbid) {
       case CUPTI_DRIVER_TRACE_CBID_cuCtxCreate_v2:
       case CUPTI_DRIVER_TRACE_CBID_cuCtxCreate_v3:

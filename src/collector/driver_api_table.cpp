@@ -2,6 +2,8 @@
 
 #include <cupti.h>
 
+#include <array>
+
 namespace gpuleak::collector {
 
 namespace {
@@ -46,8 +48,16 @@ constexpr DriverApi kApis[] = {
 
 #undef GPULEAK_API
 
+constexpr std::array<bool, CUPTI_DRIVER_TRACE_CBID_SIZE> kActsAtEntry = [] {
+  std::array<bool, CUPTI_DRIVER_TRACE_CBID_SIZE> table{};
+  for (const DriverApi& api : kApis) table[api.cbid] = api.role != ApiRole::kAllocate;
+  return table;
+}();
+
 }  // namespace
 
 std::span<const DriverApi> followed_driver_apis() { return kApis; }
+
+bool acts_at_entry(std::uint32_t cbid) { return cbid < kActsAtEntry.size() && kActsAtEntry[cbid]; }
 
 }  // namespace gpuleak::collector

@@ -22,4 +22,9 @@ struct DriverApi {
 // Every followed API, in CUPTI callback-id order.
 std::span<const DriverApi> followed_driver_apis();
 
+// Whether the API's entry callback has work (releases take their sequence
+// number there, contexts are destroyed there). Allocations have none: they
+// are recorded at exit.
+bool acts_at_entry(std::uint32_t cbid);
+
 }  // namespace gpuleak::collector

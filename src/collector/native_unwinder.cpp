@@ -40,7 +40,7 @@ void prepare_native_unwinder() {
   dl_iterate_phdr(find_self, reinterpret_cast<void*>(&prepare_native_unwinder));
 }
 
-int capture_native_stack(std::uint64_t* frames, int max_frames) {
+[[gnu::hot]] int capture_native_stack(std::uint64_t* frames, int max_frames) {
   constexpr int kScratch = 300;
   void* raw[kScratch];
   // A few extra frames for the collector's own, which are dropped below.

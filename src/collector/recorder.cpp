@@ -132,7 +132,7 @@ bool Recorder::open_trace(std::string* error) {
   return true;
 }
 
-ThreadBuffer& Recorder::buffer_for_this_thread() {
+[[gnu::hot]] ThreadBuffer& Recorder::buffer_for_this_thread() {
   bool is_new = false;
   ThreadBuffer& buffer = buffers_.current(&is_new);
   if (is_new) {
@@ -150,8 +150,8 @@ void Recorder::append(const std::uint8_t* bytes, std::size_t size, std::uint32_t
   append(buffer_for_this_thread(), bytes, size, records);
 }
 
-void Recorder::append(ThreadBuffer& buffer, const std::uint8_t* bytes, std::size_t size,
-                      std::uint32_t records) {
+[[gnu::hot]] void Recorder::append(ThreadBuffer& buffer, const std::uint8_t* bytes,
+                                   std::size_t size, std::uint32_t records) {
   bool wake = false;
   {
     std::lock_guard<SpinLock> lock(buffer.lock);
@@ -192,9 +192,11 @@ bool Recorder::indexed(trace::MemoryKind kind) const {
          index_live_allocations_.load(std::memory_order_relaxed);
 }
 
-void Recorder::record_alloc(std::uint64_t address, std::uint64_t size, trace::MemoryKind kind,
-                            std::uint32_t api, std::int32_t device, std::uint64_t stream,
-                            bool with_native, const StackTable::NativeFrames* unwound) {
+[[gnu::hot]] void Recorder::record_alloc(std::uint64_t address, std::uint64_t size,
+                                         trace::MemoryKind kind, std::uint32_t api,
+                                         std::int32_t device, std::uint64_t stream,
+                                         bool with_native,
+                                         const StackTable::NativeFrames* unwound) {
   std::string definitions;
   std::uint32_t definition_count = 0;
   std::uint32_t stack_id = stacks_.capture(definitions, definition_count, with_native, unwound);
@@ -216,8 +218,9 @@ void Recorder::record_alloc(std::uint64_t address, std::uint64_t size, trace::Me
   append_with_definitions(buffer, definitions, definition_count, encoded, n);
 }
 
-void Recorder::record_free(std::uint64_t seq, std::uint64_t address, trace::MemoryKind kind,
-                           std::uint32_t api, std::int32_t device) {
+[[gnu::hot]] void Recorder::record_free(std::uint64_t seq, std::uint64_t address,
+                                        trace::MemoryKind kind, std::uint32_t api,
+                                        std::int32_t device) {
   trace::FreeRecord r;
   r.seq = seq;
   r.time_ns = now_ns();

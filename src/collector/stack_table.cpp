@@ -89,8 +89,9 @@ bool StackTable::native_frames_wanted(bool with_native) const {
   return !config_.python_stacks || (!python_frame_reader() && !python_available());
 }
 
-std::uint32_t StackTable::capture(std::string& definitions, std::uint32_t& definition_count,
-                                  bool with_native, const NativeFrames* unwound) {
+[[gnu::hot]] std::uint32_t StackTable::capture(std::string& definitions,
+                                               std::uint32_t& definition_count, bool with_native,
+                                               const NativeFrames* unwound) {
   // Python frames: through the compiled reader when there is one (works
   // whether or not this thread holds the GIL), else only with the GIL held.
   constexpr int kMaxPython = PythonCapture::kMaxFrames;

@@ -14,11 +14,6 @@
  * pool does), fails an allocation above STAND_IN_CUPTI_LIMIT_BYTES with
  * CUDA_ERROR_OUT_OF_MEMORY, and fails a free of an address it did not hand
  * out with CUDA_ERROR_INVALID_VALUE. Single-threaded by design.
- *
- * STAND_IN_CUPTI_TOUCH_KB=N makes every driver call read N KiB of memory, as
- * a real driver call does, so that the collector's data is no longer in the
- * nearest caches when its callback runs (the benchmark's closer model of a
- * GPU machine).
  */
 #include "stand_in_cupti.h"
 
@@ -117,25 +112,7 @@ static CUresult call_api(CUpti_CallbackId cbid, const char* name, void* params, 
   return dispatch(depth, cbid, name, params, body);
 }
 
-static volatile unsigned char* g_touch;
-static size_t g_touch_bytes;
-static int g_touch_read;
-
-static void touch_memory(void) {
-  if (!g_touch_read) {
-    const char* kb = getenv("STAND_IN_CUPTI_TOUCH_KB");
-    g_touch_bytes = kb ? (size_t)strtoul(kb, NULL, 10) * 1024 : 0;
-    if (g_touch_bytes) g_touch = calloc(1, g_touch_bytes);
-    g_touch_read = 1;
-  }
-  if (!g_touch) return;
-  unsigned sum = 0;
-  for (size_t i = 0; i < g_touch_bytes; i += 64) sum += g_touch[i];
-  g_touch[0] = (unsigned char)sum;
-}
-
 static CUresult allocate(CUdeviceptr* out, size_t size) {
-  touch_memory();
   if (size > LIMIT_BYTES) return CUDA_ERROR_OUT_OF_MEMORY;
   for (int i = 0; i < g_block_count; ++i) {
     if (!g_blocks[i].live && g_blocks[i].size == size) {
@@ -155,7 +132,6 @@ static CUresult allocate(CUdeviceptr* out, size_t size) {
 }
 
 static CUresult release(CUdeviceptr address) {
-  touch_memory();
   for (int i = 0; i < g_block_count; ++i) {
     if (g_blocks[i].live && g_blocks[i].address == address) {
       g_blocks[i].live = 0;
