@@ -1,8 +1,5 @@
 #include "collector/native_unwinder.h"
 
-#define UNW_LOCAL_ONLY
-#include <dlfcn.h>
-#include <libunwind.h>
 #include <link.h>
 
 #include <algorithm>
@@ -40,20 +37,16 @@ void prepare_native_unwinder() {
   dl_iterate_phdr(find_self, reinterpret_cast<void*>(&prepare_native_unwinder));
 }
 
-[[gnu::hot]] int capture_native_stack(std::uint64_t* frames, int max_frames) {
-  constexpr int kScratch = 300;
-  void* raw[kScratch];
-  // A few extra frames for the collector's own, which are dropped below.
-  int want = std::min(kScratch, max_frames + 12);
-  int n = unw_backtrace(raw, want);
-  int out = 0;
+int keep_program_frames(void* const* raw, int count, std::uint64_t* frames, int max_frames) {
   int i = 0;
-  while (i < n) {
+  while (i < count) {
     auto ip = reinterpret_cast<std::uintptr_t>(raw[i]);
     if (ip < g_self_low || ip >= g_self_high) break;
     ++i;
   }
-  for (; i < n && out < max_frames; ++i) frames[out++] = reinterpret_cast<std::uintptr_t>(raw[i]);
+  int out = 0;
+  for (; i < count && out < max_frames; ++i)
+    frames[out++] = reinterpret_cast<std::uintptr_t>(raw[i]);
   return out;
 }
 
