@@ -11,7 +11,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "collector/thread_buffers.h"
+#include "collector/spin_lock.h"
 
 namespace gpuleak::collector {
 

@@ -10,6 +10,7 @@
 
 #include "collector/clock.h"
 #include "collector/diagnostics.h"
+#include "collector/event_items.h"
 #include "collector/native_unwinder.h"
 #include "collector/process_facts.h"
 #include "collector/python_frames.h"
@@ -139,52 +140,27 @@ bool Recorder::open_trace(std::string* error) {
     std::string definition;
     trace::encode_record(trace::ThreadRecord{buffer.thread_id, thread_name(buffer.thread_id)},
                          definition);
-    std::lock_guard<SpinLock> lock(buffer.lock);
-    buffer.bytes.append(definition);
-    ++buffer.records;
+    append_encoded(buffer, definition, 1);
   }
   return buffer;
 }
 
-void Recorder::append(const std::uint8_t* bytes, std::size_t size, std::uint32_t records) {
-  append(buffer_for_this_thread(), bytes, size, records);
-}
-
-[[gnu::hot]] void Recorder::append(ThreadBuffer& buffer, const std::uint8_t* bytes,
-                                   std::size_t size, std::uint32_t records) {
-  bool wake = false;
-  {
-    std::lock_guard<SpinLock> lock(buffer.lock);
-    if (buffer.bytes.size() + size > ThreadBuffers::kMaxBufferBytes) {
-      buffer.dropped += records;
-      return;
-    }
-    std::size_t before = buffer.bytes.size();
-    buffer.bytes.append(reinterpret_cast<const char*>(bytes), size);
-    buffer.records += records;
-    wake = before < ThreadBuffers::kWakeWriterBytes &&
-           buffer.bytes.size() >= ThreadBuffers::kWakeWriterBytes;
-  }
-  if (wake) wake_.notify_one();
-}
-
-void Recorder::append_with_definitions(ThreadBuffer& buffer, const std::string& definitions,
-                                       std::uint32_t definition_count, const std::uint8_t* bytes,
-                                       std::size_t size) {
-  if (definitions.empty()) {
-    append(buffer, bytes, size, 1);
+void Recorder::append_encoded(ThreadBuffer& buffer, std::string_view encoded,
+                              std::uint32_t records) {
+  std::size_t size = kEncodedItemHeaderBytes + encoded.size();
+  char* out = buffer.reserve(size);
+  if (!out) {
+    buffer.drop(records);
     return;
   }
-  std::string combined = definitions;
-  combined.append(reinterpret_cast<const char*>(bytes), size);
-  append(buffer, reinterpret_cast<const std::uint8_t*>(combined.data()), combined.size(),
-         definition_count + 1);
+  write_encoded_item(out, encoded, records);
+  if (buffer.commit(size)) wake_.notify_one();
 }
 
 void Recorder::append_record(const trace::Record& record) {
   std::string encoded;
   trace::encode_record(record, encoded);
-  append(reinterpret_cast<const std::uint8_t*>(encoded.data()), encoded.size(), 1);
+  append_encoded(buffer_for_this_thread(), encoded, 1);
 }
 
 bool Recorder::indexed(trace::MemoryKind kind) const {
@@ -213,9 +189,19 @@ bool Recorder::indexed(trace::MemoryKind kind) const {
   r.thread_id = buffer.thread_id;
   r.stack_id = stack_id;
   if (indexed(kind)) live_index_.on_alloc(address, size, stack_id);
-  std::uint8_t encoded[trace::kMaxEventBytes];
-  std::size_t n = trace::encode_alloc(r, encoded);
-  append_with_definitions(buffer, definitions, definition_count, encoded, n);
+  // A new stack's definitions go in the same reservation, so they are never
+  // dropped apart from the event that first uses them.
+  std::size_t size_needed =
+      kAllocItemBytes + (definitions.empty() ? 0 : kEncodedItemHeaderBytes + definitions.size());
+  char* out = buffer.reserve(size_needed);
+  if (!out) {
+    buffer.drop(definition_count + 1);
+    return;
+  }
+  char* at = out;
+  if (!definitions.empty()) at = write_encoded_item(at, definitions, definition_count);
+  at = write_alloc_item(at, r);
+  if (buffer.commit(static_cast<std::size_t>(at - out))) wake_.notify_one();
 }
 
 [[gnu::hot]] void Recorder::record_free(std::uint64_t seq, std::uint64_t address,
@@ -231,9 +217,13 @@ bool Recorder::indexed(trace::MemoryKind kind) const {
   ThreadBuffer& buffer = buffer_for_this_thread();
   r.thread_id = buffer.thread_id;
   if (indexed(kind)) live_index_.on_free(address);
-  std::uint8_t encoded[trace::kMaxEventBytes];
-  std::size_t n = trace::encode_free(r, encoded);
-  append(buffer, encoded, n, 1);
+  char* out = buffer.reserve(kFreeItemBytes);
+  if (!out) {
+    buffer.drop(1);
+    return;
+  }
+  write_free_item(out, r);
+  if (buffer.commit(kFreeItemBytes)) wake_.notify_one();
 }
 
 void Recorder::record_nothing(std::uint64_t seq) {
@@ -247,12 +237,11 @@ void Recorder::record_alloc_failed(std::uint64_t size, trace::MemoryKind kind, s
   std::string definitions;
   std::uint32_t definition_count = 0;
   std::uint32_t stack_id = stacks_.capture(definitions, definition_count, /*with_native=*/true);
-  trace::AllocFailedRecord r{next_seq(), now_ns(), size,   kind,
-                             api,        device,   result, buffer_for_this_thread().thread_id,
-                             stack_id};
+  ThreadBuffer& buffer = buffer_for_this_thread();
+  trace::AllocFailedRecord r{next_seq(), now_ns(),         size,    kind, api, device,
+                             result,     buffer.thread_id, stack_id};
   trace::encode_record(r, definitions);
-  append(reinterpret_cast<const std::uint8_t*>(definitions.data()), definitions.size(),
-         definition_count + 1);
+  append_encoded(buffer, definitions, definition_count + 1);
 }
 
 void Recorder::record_step(std::uint64_t step, trace::StepSource source) {
@@ -314,10 +303,9 @@ void Recorder::write_pending() {
         trace::SampleRecord{next_seq(), now_ns(), trace::Metric::kHostRssBytes, -1, rss}, batch);
     ++batch_records;
   }
-  buffers_.drain([&](const std::string& bytes, std::uint32_t records, std::uint64_t lost) {
-    batch.append(bytes);
-    batch_records += records;
-    dropped += lost;
+  bool translated = true;
+  dropped = buffers_.drain([&](std::string_view items) {
+    translated = translate_items(items, batch, batch_records) && translated;
     if (batch.size() >= kBlockTargetBytes) write_batch();
   });
   if (dropped > 0) {
@@ -325,7 +313,10 @@ void Recorder::write_pending() {
     ++batch_records;
   }
   write_batch();
-  if (failed) {
+  if (!translated) {
+    disable_collector("internal error: a thread's event buffer did not hold whole events");
+    state_.store(kStopped);
+  } else if (failed) {
     disable_collector("%s", error.c_str());
     state_.store(kStopped);
   }

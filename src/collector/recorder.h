@@ -16,6 +16,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <utility>
 
@@ -89,17 +90,12 @@ class Recorder {
 
   explicit Recorder(const Config& config) : config_(config), stacks_(config_) {}
   bool open_trace(std::string* error);
-  // Appends encoded records to the calling thread's buffer.
-  void append(const std::uint8_t* bytes, std::size_t size, std::uint32_t records);
-  void append(ThreadBuffer& buffer, const std::uint8_t* bytes, std::size_t size,
-              std::uint32_t records);
+  // Appends already-encoded records to `buffer` (the calling thread's).
+  void append_encoded(ThreadBuffer& buffer, std::string_view encoded, std::uint32_t records);
   // Encodes one (rare) record and appends it to the calling thread's buffer.
   void append_record(const trace::Record& record);
   // Tensor-level allocations go into the live index once steps are marked.
   bool indexed(trace::MemoryKind kind) const;
-  void append_with_definitions(ThreadBuffer& buffer, const std::string& definitions,
-                               std::uint32_t definition_count, const std::uint8_t* bytes,
-                               std::size_t size);
   ThreadBuffer& buffer_for_this_thread();
   void writer_loop();
   // Collects buffers and process facts and writes them as blocks. Callers

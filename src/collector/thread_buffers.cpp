@@ -4,6 +4,10 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstring>
+#include <new>
+
 namespace gpuleak::collector {
 
 namespace {
@@ -18,17 +22,114 @@ thread_local ThreadBuffer* t_buffer = nullptr;
 // the process exits, so the main thread's buffer stays valid to the end.
 pthread_key_t g_exit_key;
 pthread_once_t g_exit_key_once = PTHREAD_ONCE_INIT;
-ThreadBuffers* g_owner = nullptr;
 
 void on_thread_exit(void* value) {
   auto* buffer = static_cast<ThreadBuffer*>(value);
   if (t_buffer == buffer) t_buffer = nullptr;
-  if (g_owner && buffer) g_owner->retire(buffer);
+  if (buffer) buffer->retire();
 }
 
 void make_exit_key() { pthread_key_create(&g_exit_key, on_thread_exit); }
 
+Chunk* new_chunk(std::size_t bytes) {
+  try {
+    return new Chunk(bytes);
+  } catch (const std::bad_alloc&) {
+    return nullptr;
+  }
+}
+
 }  // namespace
+
+ThreadBuffer::ThreadBuffer(std::uint32_t id)
+    : thread_id(id),
+      tail_(new Chunk(ThreadBuffers::kFirstChunkBytes)),
+      next_size_(ThreadBuffers::kFirstChunkBytes * 2),
+      head_(tail_),
+      bytes_held_(ThreadBuffers::kFirstChunkBytes),
+      wanted_size_(next_size_) {}
+
+ThreadBuffer::~ThreadBuffer() {
+  for (Chunk* chunk = head_; chunk;) {
+    Chunk* next = chunk->next.load(std::memory_order_acquire);
+    delete chunk;
+    chunk = next;
+  }
+  delete spare_.load(std::memory_order_acquire);
+}
+
+char* ThreadBuffer::reserve(std::size_t size) {
+  if (used_ + size <= tail_->capacity) return tail_->data + used_;
+  Chunk* chunk = next_chunk(size);
+  if (!chunk) return nullptr;
+  if (tail_->capacity >= ThreadBuffers::kWakeWriterBytes) wake_pending_ = true;
+  // Everything in tail_ is committed: from here on it is the writer's.
+  tail_->next.store(chunk, std::memory_order_release);
+  tail_ = chunk;
+  used_ = 0;
+  return chunk->data;
+}
+
+bool ThreadBuffer::commit(std::size_t size) {
+  used_ += size;
+  tail_->committed.store(used_, std::memory_order_release);
+  bool wake = wake_pending_;
+  wake_pending_ = false;
+  return wake;
+}
+
+void ThreadBuffer::drop(std::uint32_t events) {
+  dropped_ += events;
+  dropped_total_.store(dropped_, std::memory_order_release);
+}
+
+Chunk* ThreadBuffer::next_chunk(std::size_t at_least) {
+  Chunk* chunk = spare_.exchange(nullptr, std::memory_order_acq_rel);
+  if (chunk && chunk->capacity < at_least) {
+    bytes_held_.fetch_sub(chunk->capacity, std::memory_order_relaxed);
+    delete chunk;
+    chunk = nullptr;
+  }
+  if (chunk) return chunk;
+  std::size_t size = std::max(next_size_, at_least);
+  if (bytes_held_.load(std::memory_order_relaxed) + size > ThreadBuffers::kMaxBufferBytes) {
+    return nullptr;
+  }
+  chunk = new_chunk(size);
+  if (!chunk) return nullptr;
+  bytes_held_.fetch_add(size, std::memory_order_relaxed);
+  next_size_ = std::min(next_size_ * 2, ThreadBuffers::kMaxChunkBytes);
+  wanted_size_.store(next_size_, std::memory_order_relaxed);
+  return chunk;
+}
+
+void ThreadBuffer::recycle(Chunk* chunk) {
+  if (chunk->capacity >= wanted_size_.load(std::memory_order_relaxed)) {
+    chunk->committed.store(0, std::memory_order_relaxed);
+    chunk->next.store(nullptr, std::memory_order_relaxed);
+    Chunk* empty = nullptr;
+    if (spare_.compare_exchange_strong(empty, chunk, std::memory_order_acq_rel)) return;
+  }
+  bytes_held_.fetch_sub(chunk->capacity, std::memory_order_relaxed);
+  delete chunk;
+}
+
+void ThreadBuffer::prepare_spare() {
+  if (!active_) return;  // a thread that records little keeps its one small chunk
+  active_ = false;
+  if (spare_.load(std::memory_order_acquire)) return;
+  std::size_t size = wanted_size_.load(std::memory_order_relaxed);
+  if (bytes_held_.load(std::memory_order_relaxed) + size > ThreadBuffers::kMaxBufferBytes) return;
+  Chunk* chunk = new_chunk(size);
+  if (!chunk) return;
+  std::memset(chunk->data, 0, size);  // its page faults happen here, on the writer
+  bytes_held_.fetch_add(size, std::memory_order_relaxed);
+  Chunk* empty = nullptr;
+  if (!spare_.compare_exchange_strong(empty, chunk, std::memory_order_acq_rel)) {
+    bytes_held_.fetch_sub(size, std::memory_order_relaxed);
+    delete chunk;
+  }
+}
 
 ThreadBuffer& ThreadBuffers::current(bool* is_new) {
   if (t_buffer) {
@@ -36,10 +137,7 @@ ThreadBuffer& ThreadBuffers::current(bool* is_new) {
     return *t_buffer;
   }
   pthread_once(&g_exit_key_once, make_exit_key);
-  g_owner = this;
-  auto* buffer = new ThreadBuffer;
-  buffer->thread_id = static_cast<std::uint32_t>(::syscall(SYS_gettid));
-  buffer->bytes.reserve(kInitialBytes);
+  auto* buffer = new ThreadBuffer(static_cast<std::uint32_t>(::syscall(SYS_gettid)));
   {
     std::lock_guard<std::mutex> lock(registry_mutex_);
     buffers_.push_back(buffer);
@@ -48,26 +146,6 @@ ThreadBuffer& ThreadBuffers::current(bool* is_new) {
   pthread_setspecific(g_exit_key, buffer);
   *is_new = true;
   return *buffer;
-}
-
-void ThreadBuffers::prepare_spare(ThreadBuffer& buffer) {
-  std::string& spare = buffer.spare;
-  spare.clear();
-  // Twice the recent peak (which decays), within the wake-up threshold's
-  // reach; a thread that records little keeps its small buffer.
-  std::size_t wanted = std::min(buffer.largest_drain * 2, kWakeWriterBytes * 2);
-  if (spare.capacity() > kWakeWriterBytes * 2 || spare.capacity() > wanted * 4 + kInitialBytes) {
-    spare.shrink_to_fit();
-  }
-  if (spare.capacity() < wanted) {
-    spare.resize(wanted);  // writes every page now, on the writer thread
-    spare.clear();         // keeps the capacity
-  }
-}
-
-void ThreadBuffers::retire(ThreadBuffer* buffer) {
-  std::lock_guard<SpinLock> lock(buffer->lock);
-  buffer->retired = true;
 }
 
 }  // namespace gpuleak::collector

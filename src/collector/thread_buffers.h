@@ -1,113 +1,163 @@
-// Per-thread event buffers: the hot path appends encoded records to the
-// calling thread's own buffer under that buffer's (uncontended) lock; the
-// writer thread takes the bytes out every flush.
+// Per-thread event buffers: each recording thread fills its own chain of
+// chunks, and the writer thread empties them every flush.
+//
+// One producer (the thread) and one consumer (the writer, or whoever flushes
+// under the recorder's write lock) per buffer, so the thread's side needs no
+// lock and no atomic read-modify-write: it writes into its current chunk and
+// publishes how far it got with a release store. A full chunk is followed by
+// the spare one the writer left (already faulted in, so the program's
+// allocation calls take no page faults for us), or a new one.
 //
 // Buffers are registered on a thread's first event and retired when the
 // thread exits; a retired buffer is freed after its last drain. The registry
 // is never destroyed (threads may still record while the process exits).
 #pragma once
 
-#include <sched.h>
-
-#include <algorithm>
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <mutex>
-#include <string>
+#include <string_view>
 #include <vector>
 
 namespace gpuleak::collector {
 
-// A lock for one producer and the writer. Both hold it only for a few
-// instructions (the writer swaps strings rather than copying under it), so
-// spinning beats a futex-based mutex on the hot path.
-class SpinLock {
+struct Chunk;
+
+class ThreadBuffer {
  public:
-  void lock() {
-    for (int spins = 0; locked_.exchange(true, std::memory_order_acquire); ++spins) {
-      if (spins > 64)
-        sched_yield();
-      else
-        __builtin_ia32_pause();
-    }
-  }
-  void unlock() { locked_.store(false, std::memory_order_release); }
+  explicit ThreadBuffer(std::uint32_t thread_id);
+  ~ThreadBuffer();
+  ThreadBuffer(const ThreadBuffer&) = delete;
+  ThreadBuffer& operator=(const ThreadBuffer&) = delete;
+
+  const std::uint32_t thread_id;  // Linux tid
+
+  // ---- The recording thread only ----
+
+  // Room for `size` contiguous bytes, or nullptr when the thread already has
+  // kMaxBufferBytes waiting (the writer is stalled): then call drop().
+  char* reserve(std::size_t size);
+  // Hands the `size` bytes written at the last reserve() to the writer.
+  // Returns true when the writer should be woken (a large chunk filled up).
+  bool commit(std::size_t size);
+  // Counts events refused for lack of room.
+  void drop(std::uint32_t events);
+  // The thread has ended: the writer frees the buffer after its last drain.
+  void retire() { retired_.store(true, std::memory_order_release); }
+
+  // ---- The writer only ----
+
+  // Passes every committed byte range to `sink(std::string_view)`, in order,
+  // and recycles emptied chunks. Returns the events dropped since the last
+  // drain.
+  template <class Sink>
+  std::uint64_t drain(Sink&& sink);
+  // Whether the thread has ended (checked before the last drain).
+  bool retired() const { return retired_.load(std::memory_order_acquire); }
 
  private:
-  std::atomic<bool> locked_{false};
-};
+  Chunk* next_chunk(std::size_t at_least);
+  void recycle(Chunk* chunk);
+  void prepare_spare();
 
-struct ThreadBuffer {
-  SpinLock lock;
-  std::string bytes;              // encoded records, guarded by lock
-  std::uint32_t records = 0;      // guarded by lock
-  std::uint64_t dropped = 0;      // events refused because the buffer was full; guarded by lock
-  std::uint32_t thread_id = 0;    // Linux tid
-  bool retired = false;           // the thread has exited; guarded by lock
-  std::string spare;              // the writer's side of the swap; writer only
-  std::size_t largest_drain = 0;  // most bytes one drain took lately; writer only
+  // The thread's side.
+  Chunk* tail_;
+  std::size_t used_ = 0;       // bytes of tail_ written (committed or reserved)
+  std::size_t next_size_;      // size of the next new chunk (grows to kMaxChunkBytes)
+  bool wake_pending_ = false;  // a large chunk was finished since the last commit
+  std::uint64_t dropped_ = 0;  // published in dropped_total_
+
+  // The writer's side.
+  Chunk* head_;
+  std::size_t read_ = 0;  // bytes of head_ already passed on
+  std::uint64_t dropped_seen_ = 0;
+  bool active_ = false;  // the thread filled a chunk since the last drain
+
+  // Shared.
+  std::atomic<Chunk*> spare_{nullptr};           // writer puts, thread takes
+  std::atomic<std::size_t> bytes_held_{0};       // all chunks' capacity, spare included
+  std::atomic<std::uint64_t> dropped_total_{0};  // thread stores, writer reads
+  std::atomic<std::size_t> wanted_size_;         // thread's next chunk size, for the spare
+  std::atomic<bool> retired_{false};
 };
 
 class ThreadBuffers {
  public:
-  // A buffer holding more than this refuses further events until drained,
-  // so a stalled writer cannot exhaust the program's memory.
-  static constexpr std::size_t kMaxBufferBytes = 48u << 20;
-  // Above this the writer is woken early.
-  static constexpr std::size_t kWakeWriterBytes = 4u << 20;
-  // What a thread's buffer holds before its first drain.
-  static constexpr std::size_t kInitialBytes = 64u << 10;
-
   // The calling thread's buffer; registers it (and returns is_new = true)
   // the first time.
   ThreadBuffer& current(bool* is_new);
 
-  // Hands each buffer's records to `sink(bytes, records, dropped)` (after
-  // swapping them out under the buffer's lock), and frees buffers of
-  // exited threads.
+  // Drains every buffer into `sink(std::string_view bytes)`, then frees the
+  // buffers of exited threads. Returns the events dropped since the last
+  // call.
   template <class Sink>
-  void drain(Sink&& sink);
+  std::uint64_t drain(Sink&& sink);
 
-  // Called from the thread-exit hook.
-  void retire(ThreadBuffer* buffer);
+  // A thread's waiting bytes beyond which its events are refused, so a
+  // stalled writer cannot exhaust the program's memory.
+  static constexpr std::size_t kMaxBufferBytes = 48u << 20;
+  // A thread's first chunk; each next one is twice as large, up to
+  // kMaxChunkBytes. Finishing a chunk of kWakeWriterBytes or more wakes the
+  // writer early.
+  static constexpr std::size_t kFirstChunkBytes = 64u << 10;
+  static constexpr std::size_t kMaxChunkBytes = 4u << 20;
+  static constexpr std::size_t kWakeWriterBytes = 1u << 20;
 
  private:
-  // Empties the writer's side of a buffer and makes it as large as the
-  // thread's recent drains need, touching its pages here: growing on the
-  // recording thread would mean page faults (and copies) in the program's
-  // allocation calls, a good part of a stream-ordered pair's cost.
-  static void prepare_spare(ThreadBuffer& buffer);
-
   std::mutex registry_mutex_;
   std::vector<ThreadBuffer*> buffers_;
 };
 
+// ---- Implementation details ----
+
+struct Chunk {
+  explicit Chunk(std::size_t bytes) : capacity(bytes), data(new char[bytes]) {}
+  ~Chunk() { delete[] data; }
+  const std::size_t capacity;
+  char* const data;
+  std::atomic<std::size_t> committed{0};  // bytes the writer may read
+  std::atomic<Chunk*> next{nullptr};      // set after the last commit to this chunk
+};
+
 template <class Sink>
-void ThreadBuffers::drain(Sink&& sink) {
-  std::lock_guard<std::mutex> registry_lock(registry_mutex_);
-  for (ThreadBuffer*& buffer : buffers_) {
-    bool free_it = false;
-    std::uint32_t records = 0;
-    std::uint64_t dropped = 0;
-    prepare_spare(*buffer);
-    {
-      std::lock_guard<SpinLock> lock(buffer->lock);
-      buffer->bytes.swap(buffer->spare);
-      records = buffer->records;
-      dropped = buffer->dropped;
-      buffer->records = 0;
-      buffer->dropped = 0;
-      free_it = buffer->retired;
+std::uint64_t ThreadBuffer::drain(Sink&& sink) {
+  for (;;) {
+    Chunk* chunk = head_;
+    Chunk* next = chunk->next.load(std::memory_order_acquire);
+    // Read after `next`: once the thread has moved on, this is final.
+    std::size_t end = chunk->committed.load(std::memory_order_acquire);
+    if (end > read_) {
+      sink(std::string_view(chunk->data + read_, end - read_));
+      read_ = end;
     }
-    buffer->largest_drain =
-        std::max(buffer->largest_drain / 2 + buffer->largest_drain / 4, buffer->spare.size());
-    sink(buffer->spare, records, dropped);
-    if (free_it) {
+    if (!next) break;
+    head_ = next;
+    read_ = 0;
+    active_ = true;
+    recycle(chunk);
+  }
+  prepare_spare();
+  std::uint64_t total = dropped_total_.load(std::memory_order_acquire);
+  std::uint64_t dropped = total - dropped_seen_;
+  dropped_seen_ = total;
+  return dropped;
+}
+
+template <class Sink>
+std::uint64_t ThreadBuffers::drain(Sink&& sink) {
+  std::lock_guard<std::mutex> registry_lock(registry_mutex_);
+  std::uint64_t dropped = 0;
+  for (ThreadBuffer*& buffer : buffers_) {
+    bool last = buffer->retired();  // before draining: nothing can follow
+    dropped += buffer->drain(sink);
+    if (last) {
       delete buffer;
       buffer = nullptr;
     }
   }
-  buffers_.erase(std::remove(buffers_.begin(), buffers_.end(), nullptr), buffers_.end());
+  std::erase(buffers_, nullptr);
+  return dropped;
 }
 
 }  // namespace gpuleak::collector
