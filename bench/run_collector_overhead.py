@@ -37,8 +37,11 @@ def run(argv, env_extra):
 def measure_in_process(pin, pairs, traced, processes):
     """Recording vs callbacks off (and vs empty callbacks), round by round inside each process.
 
-    Each process runs 7 rounds of (callbacks off, empty, recording); the ratio
-    of a round is recording / callbacks off of that same round. As it runs
+    Each process runs 35 short rounds (4,000 async pairs, 100 sync pairs per
+    mode) of callbacks off, empty and recording, in an order that turns each
+    round; the ratio of a round is recording / callbacks off of that same
+    round. Short rounds keep the machine's slow swings (the native pair moves
+    between about 0.65 and 1.2 us) from landing on one mode only. As it runs
     by default ("full"), without native stacks, and with the vDSO's
     CLOCK_MONOTONIC instead of the TSC that "auto" picks where it can.
     """
@@ -49,7 +52,7 @@ def measure_in_process(pin, pairs, traced, processes):
         empty_ratios = {"async": [], "sync": []}
         processes_out = []
         for _ in range(processes):
-            result = run(pin + [pairs, "7", "20000", "500"], dict(traced, GPULEAK_BENCH_IN_PROCESS="1", **extra))
+            result = run(pin + [pairs, "35", "4000", "100"], dict(traced, GPULEAK_BENCH_IN_PROCESS="1", **extra))
             processes_out.append(result)
             for kind in ("async", "sync"):
                 series = result[kind + "_all_us"]

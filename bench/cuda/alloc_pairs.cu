@@ -71,13 +71,15 @@ static void print_list(const char* name, const std::vector<double>& v, bool last
   std::printf("]%s", last ? "" : ", ");
 }
 
-// Rounds of (callbacks off, empty, recording), each mode timed in turn.
+// Rounds of (callbacks off, empty, recording), each mode timed in turn. The
+// order turns by one each round, so no mode always follows the same other.
 static int run_in_process(BenchmarkSwitch set_mode, cudaStream_t stream, int rounds,
                           int async_pairs, int sync_pairs) {
   const char* names[3] = {"callbacks_off", "empty_callbacks", "recording"};
   std::vector<double> a[3], s[3];
   for (int r = 0; r < rounds; ++r) {
-    for (int mode = 0; mode < 3; ++mode) {
+    for (int turn = 0; turn < 3; ++turn) {
+      int mode = (r + turn) % 3;
       if (set_mode(mode) != 0) {
         std::fprintf(stderr, "gpuleak_benchmark_callbacks(%d) failed\n", mode);
         return 2;
