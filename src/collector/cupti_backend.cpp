@@ -316,11 +316,7 @@ void on_context_api(Recorder& recorder, CUpti_CallbackId cbid, const CUpti_Callb
   bool exit = cb->callbackSite == CUPTI_API_EXIT;
   Allocation a;
   if (describe_release(cbid, cb->functionParams, &a)) {
-    if (!exit) {
-      // +1 so that 0 means "no sequence number taken".
-      if (cb->correlationData) *cb->correlationData = recorder.next_seq() + 1;
-      return;
-    }
+    if (!exit) return;  // on_callback took the sequence number
     if (!cb->correlationData || *cb->correlationData == 0) return;
     std::uint64_t seq = *cb->correlationData - 1;
     CUresult result = *static_cast<CUresult*>(cb->functionReturnValue);
@@ -363,13 +359,22 @@ void on_context_api(Recorder& recorder, CUpti_CallbackId cbid, const CUpti_Callb
 [[gnu::hot]] void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId cbid,
                                        const void* data) {
   const auto* cb = static_cast<const CUpti_CallbackData*>(data);
-  // Most entry callbacks (every allocation's) have nothing to do: return
-  // before touching our own state, which the driver's work in between has
-  // usually pushed out of the caches.
-  if (domain != CUPTI_CB_DOMAIN_DRIVER_API ||
-      (cb->callbackSite == CUPTI_API_ENTER && !acts_at_entry(cbid)) ||
-      g_empty_callbacks.load(std::memory_order_relaxed) || t_inside_callback)
-    return;
+  if (domain != CUPTI_CB_DOMAIN_DRIVER_API) return;
+  // Entry callbacks do little or nothing: an allocation's nothing, a
+  // release's only take its sequence number (before the driver can hand the
+  // address to someone else). Both return before touching more of our own
+  // state than that, which the driver's work has pushed out of the caches.
+  if (cb->callbackSite == CUPTI_API_ENTER) {
+    ApiRole role = role_of(cbid);
+    if (role == ApiRole::kAllocate || g_empty_callbacks.load(std::memory_order_relaxed)) return;
+    if (role == ApiRole::kRelease) {
+      Recorder* recorder = Recorder::get();
+      // +1 so that 0 means "no sequence number taken".
+      if (recorder && cb->correlationData) *cb->correlationData = recorder->next_seq() + 1;
+      return;
+    }
+  }
+  if (g_empty_callbacks.load(std::memory_order_relaxed) || t_inside_callback) return;
   Recorder* recorder = Recorder::get();
   if (!recorder) return;
   t_inside_callback = true;

@@ -48,9 +48,9 @@ constexpr DriverApi kApis[] = {
 
 #undef GPULEAK_API
 
-constexpr std::array<bool, CUPTI_DRIVER_TRACE_CBID_SIZE> kActsAtEntry = [] {
-  std::array<bool, CUPTI_DRIVER_TRACE_CBID_SIZE> table{};
-  for (const DriverApi& api : kApis) table[api.cbid] = api.role != ApiRole::kAllocate;
+constexpr std::array<ApiRole, CUPTI_DRIVER_TRACE_CBID_SIZE> kRoles = [] {
+  std::array<ApiRole, CUPTI_DRIVER_TRACE_CBID_SIZE> table{};  // all kNotFollowed
+  for (const DriverApi& api : kApis) table[api.cbid] = api.role;
   return table;
 }();
 
@@ -58,6 +58,8 @@ constexpr std::array<bool, CUPTI_DRIVER_TRACE_CBID_SIZE> kActsAtEntry = [] {
 
 std::span<const DriverApi> followed_driver_apis() { return kApis; }
 
-bool acts_at_entry(std::uint32_t cbid) { return cbid < kActsAtEntry.size() && kActsAtEntry[cbid]; }
+ApiRole role_of(std::uint32_t cbid) {
+  return cbid < kRoles.size() ? kRoles[cbid] : ApiRole::kNotFollowed;
+}
 
 }  // namespace gpuleak::collector

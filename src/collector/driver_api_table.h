@@ -8,9 +8,10 @@
 namespace gpuleak::collector {
 
 enum class ApiRole : std::uint8_t {
-  kAllocate,  // memory comes into existence at API exit
-  kRelease,   // memory goes away (sequence number taken at API entry)
-  kContext,   // context created/destroyed/retained/released
+  kNotFollowed,  // any API the collector does not subscribe to
+  kAllocate,     // memory comes into existence at API exit
+  kRelease,      // memory goes away (sequence number taken at API entry)
+  kContext,      // context created/destroyed/retained/released
 };
 
 struct DriverApi {
@@ -22,9 +23,8 @@ struct DriverApi {
 // Every followed API, in CUPTI callback-id order.
 std::span<const DriverApi> followed_driver_apis();
 
-// Whether the API's entry callback has work (releases take their sequence
-// number there, contexts are destroyed there). Allocations have none: they
-// are recorded at exit.
-bool acts_at_entry(std::uint32_t cbid);
+// The role of the API with this CUPTI callback id. Allocations have nothing
+// to do at entry, releases take their sequence number there.
+ApiRole role_of(std::uint32_t cbid);
 
 }  // namespace gpuleak::collector
