@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# GPU verification, part H: the async-pair overhead again after part G, with
-# the entry callbacks of allocations returning before touching the
-# collector's state, hot functions grouped, no PLT; twice as many processes
-# in-process (12 processes x 35 short rounds) so the median is steadier. Run from the
+# GPU verification, part H: the async-pair overhead of the collector's
+# final hot path (lock-free thread buffers, events encoded by the writer,
+# entry callbacks that return at once), against native and compute-sanitizer
+# in one run, and inside 12 processes of 35 short rounds each. Run from the
 # repository root with dist/ carried; results in $OUT/results-h.tar.gz.
 set -u
 PART=h
