@@ -10,5 +10,5 @@ source "$(dirname "$0")/common.sh"
 timeout 280 python3 bench/run_collector_overhead.py "$D/bench/alloc_pairs" "$D/lib/libgpuleak_collector.so" \
   "$R/collector-overhead.json" 3 \
   --configs native,gpuleak,cupti_empty_callbacks,gpuleak_no_native_stacks,compute_sanitizer \
-  --in-process 12 2>--in-process 8 2>&11 | tee -a "$R/log.txt"
+  --in-process 12 2>&1 | tee -a "$R/log.txt"
 log "collector overhead done"
