@@ -130,8 +130,16 @@ def main():
         result["in_process"] = in_process
     ratio = result["ratio_to_native"]["gpuleak"]
     paired = result["median_of_round_ratios"]["gpuleak"]
+    # Against processes without the collector: the strict reading of the
+    # targets, and the one `meets_targets` gives.
     result["meets_targets"] = max(ratio["async"], paired["async"]) <= 2.0 and \
         max(ratio["sync"], paired["sync"]) <= 1.1
+    if in_process:
+        # Against CUPTI's callbacks switched off in the same process: steadier,
+        # but its baseline carries CUPTI's subscription, which a process
+        # without the collector does not (docs/collector.md, "What it costs").
+        full = in_process["full"]["median_ratio_recording_to_callbacks_off"]
+        result["meets_targets_in_process"] = full["async"] <= 2.0 and full["sync"] <= 1.1
     with open(out_json, "w") as f:
         json.dump(result, f, indent=2)
     if in_process:
@@ -139,7 +147,8 @@ def main():
                           for variant, value in in_process.items()}), flush=True)
     print(json.dumps({"median_us": medians, "ratio_to_native": result["ratio_to_native"],
                       "median_of_round_ratios": result["median_of_round_ratios"],
-                      "meets_targets": result["meets_targets"]}), flush=True)
+                      "meets_targets": result["meets_targets"],
+                      "meets_targets_in_process": result.get("meets_targets_in_process")}), flush=True)
 
 
 if __name__ == "__main__":
