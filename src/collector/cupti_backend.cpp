@@ -398,6 +398,18 @@ void on_context_api(Recorder& recorder, CUpti_CallbackId cbid, const CUpti_Callb
   t_inside_callback = false;
 }
 
+// Switches the callbacks of every followed API on or off. Returns the API
+// that CUPTI refused, or nullptr.
+const DriverApi* enable_followed_callbacks(const CuptiFunctions& cupti,
+                                           CUpti_SubscriberHandle subscriber, bool enable) {
+  for (const DriverApi& api : followed_driver_apis()) {
+    if (cupti.enable_callback(enable ? 1 : 0, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, api.cbid) !=
+        CUPTI_SUCCESS)
+      return &api;
+  }
+  return nullptr;
+}
+
 class CuptiBackend final : public CaptureBackend {
  public:
   const char* name() const override { return "cupti"; }
@@ -432,15 +444,13 @@ class CuptiBackend final : public CaptureBackend {
       }
       return false;
     }
-    for (const DriverApi& api : followed_driver_apis()) {
-      if (cupti.enable_callback(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, api.cbid) !=
-          CUPTI_SUCCESS) {
-        *why = std::string("cannot enable the CUPTI callback for ") + api.name;
-        cupti.unsubscribe(subscriber);
-        return false;
-      }
-      recorder.record_api_name(api.cbid, api.name);
+    if (const DriverApi* failed = enable_followed_callbacks(cupti, subscriber, true)) {
+      *why = std::string("cannot enable the CUPTI callback for ") + failed->name;
+      cupti.unsubscribe(subscriber);
+      return false;
     }
+    for (const DriverApi& api : followed_driver_apis())
+      recorder.record_api_name(api.cbid, api.name);
     say_verbose("following %zu CUDA driver APIs through %s", followed_driver_apis().size(),
                 cupti.path.c_str());
     std::lock_guard<std::mutex> lock(g_subscription_mutex);
@@ -469,12 +479,7 @@ extern "C" __attribute__((visibility("default"))) int gpuleak_benchmark_callback
   try {
     std::lock_guard<std::mutex> lock(g_subscription_mutex);
     if (!g_subscriber || !g_cupti.enable_callback) return -1;
-    std::uint32_t enable = mode == 0 ? 0 : 1;
-    for (const DriverApi& api : followed_driver_apis()) {
-      if (g_cupti.enable_callback(enable, g_subscriber, CUPTI_CB_DOMAIN_DRIVER_API, api.cbid) !=
-          CUPTI_SUCCESS)
-        return -1;
-    }
+    if (enable_followed_callbacks(g_cupti, g_subscriber, mode != 0)) return -1;
     g_empty_callbacks.store(mode == 1);
     return 0;
   } catch (...) {
