@@ -26,6 +26,19 @@ const char* get(const char* in, T& value) {
   return in + sizeof value;
 }
 
+// Reads one record struct at `at` (with `left` bytes after it) and appends
+// its encoding to `out`.
+template <class Event>
+bool translate_event(const char*& at, std::size_t left,
+                     std::size_t (*encode)(const Event&, std::uint8_t*), std::string& out) {
+  Event event;
+  if (left < sizeof event) return false;
+  at = get(at, event);
+  std::uint8_t encoded[trace::kMaxEventBytes];
+  out.append(reinterpret_cast<const char*>(encoded), encode(event, encoded));
+  return true;
+}
+
 }  // namespace
 
 char* write_encoded_item(char* out, std::string_view encoded, std::uint32_t records) {
@@ -47,7 +60,6 @@ char* write_free_item(char* out, const trace::FreeRecord& record) {
 bool translate_items(std::string_view items, std::string& out, std::uint32_t& records) {
   const char* at = items.data();
   const char* end = at + items.size();
-  std::uint8_t encoded[trace::kMaxEventBytes];
   while (at < end) {
     ItemKind kind;
     at = get(at, kind);
@@ -63,22 +75,14 @@ bool translate_items(std::string_view items, std::string& out, std::uint32_t& re
         records += count;
         break;
       }
-      case ItemKind::kAlloc: {
-        trace::AllocRecord record;
-        if (left < sizeof record) return false;
-        at = get(at, record);
-        out.append(reinterpret_cast<const char*>(encoded), trace::encode_alloc(record, encoded));
+      case ItemKind::kAlloc:
+        if (!translate_event<trace::AllocRecord>(at, left, trace::encode_alloc, out)) return false;
         ++records;
         break;
-      }
-      case ItemKind::kFree: {
-        trace::FreeRecord record;
-        if (left < sizeof record) return false;
-        at = get(at, record);
-        out.append(reinterpret_cast<const char*>(encoded), trace::encode_free(record, encoded));
+      case ItemKind::kFree:
+        if (!translate_event<trace::FreeRecord>(at, left, trace::encode_free, out)) return false;
         ++records;
         break;
-      }
       default:
         return false;
     }

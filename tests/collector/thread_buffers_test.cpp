@@ -1,0 +1,91 @@
+// A thread's event buffer (collector/thread_buffers.h): what one thread
+// commits reaches the writer whole and in order while both run at once,
+// across chunk after chunk; a stalled writer makes the thread drop, and
+// count, rather than grow without end.
+#include "collector/thread_buffers.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstring>
+#include <string>
+#include <thread>
+
+namespace gpuleak::collector {
+namespace {
+
+// Item i is (i % 251) + 1 bytes, each byte (i + k) & 0xff.
+std::string item(std::uint32_t i) {
+  std::string bytes(i % 251 + 1, '\0');
+  for (std::size_t k = 0; k < bytes.size(); ++k) bytes[k] = static_cast<char>((i + k) & 0xff);
+  return bytes;
+}
+
+TEST(ThreadBuffer, committed_bytes_reach_a_concurrent_writer_whole_and_in_order) {
+  constexpr std::uint32_t kItems = 400000;  // about 50 MiB, many chunks
+  ThreadBuffer buffer(1);
+  std::atomic<bool> done{false};
+  std::thread producer([&] {
+    for (std::uint32_t i = 0; i < kItems; ++i) {
+      std::string bytes = item(i);
+      char* out = nullptr;
+      while (!(out = buffer.reserve(bytes.size()))) std::this_thread::yield();  // writer behind
+      std::memcpy(out, bytes.data(), bytes.size());
+      buffer.commit(bytes.size());
+    }
+    done.store(true);
+  });
+  std::string expected;
+  for (std::uint32_t i = 0; i < kItems; ++i) expected += item(i);
+  std::string received;
+  std::uint64_t dropped = 0;
+  bool finished = false;
+  while (!finished) {
+    finished = done.load();  // one more drain after the producer is done
+    dropped += buffer.drain([&](std::string_view bytes) { received.append(bytes); });
+  }
+  producer.join();
+  EXPECT_EQ(dropped, 0u);
+  ASSERT_EQ(received.size(), expected.size());
+  EXPECT_TRUE(received == expected);
+}
+
+TEST(ThreadBuffer, without_a_writer_the_thread_drops_and_counts_beyond_the_cap) {
+  ThreadBuffer buffer(1);
+  std::string bytes(4096, 'x');
+  std::uint64_t written = 0, refused = 0;
+  for (int i = 0; i < 20000; ++i) {  // 80 MiB, over the 48 MiB cap
+    char* out = buffer.reserve(bytes.size());
+    if (!out) {
+      buffer.drop(1);
+      ++refused;
+      continue;
+    }
+    std::memcpy(out, bytes.data(), bytes.size());
+    buffer.commit(bytes.size());
+    written += bytes.size();
+  }
+  EXPECT_GT(refused, 0u);
+  EXPECT_LE(written, ThreadBuffers::kMaxBufferBytes);
+  std::uint64_t drained = 0;
+  EXPECT_EQ(buffer.drain([&](std::string_view view) { drained += view.size(); }), refused);
+  EXPECT_EQ(drained, written);
+  // Drained, it takes events again.
+  EXPECT_NE(buffer.reserve(bytes.size()), nullptr);
+}
+
+TEST(ThreadBuffer, a_large_chunk_filling_up_asks_for_the_writer) {
+  ThreadBuffer buffer(1);
+  std::string bytes(1000, 'y');
+  bool woken = false;
+  for (int i = 0; i < 20000 && !woken; ++i) {  // chunks grow to 1 MiB within 2 MiB of data
+    char* out = buffer.reserve(bytes.size());
+    ASSERT_NE(out, nullptr);
+    std::memcpy(out, bytes.data(), bytes.size());
+    woken = buffer.commit(bytes.size());
+  }
+  EXPECT_TRUE(woken);
+}
+
+}  // namespace
+}  // namespace gpuleak::collector
