@@ -310,13 +310,13 @@ void on_context_api(Recorder& recorder, CUpti_CallbackId cbid, const CUpti_Callb
   }
 }
 
-// Inlined into on_callback: one frame fewer for the unwinder to walk.
+// An allocation or release at API exit (on_callback took a release's
+// sequence number at entry). Inlined into on_callback: one frame fewer for
+// the unwinder to walk.
 [[gnu::always_inline]] inline void handle_driver_api(Recorder& recorder, CUpti_CallbackId cbid,
                                                      const CUpti_CallbackData* cb) {
-  bool exit = cb->callbackSite == CUPTI_API_EXIT;
   Allocation a;
   if (describe_release(cbid, cb->functionParams, &a)) {
-    if (!exit) return;  // on_callback took the sequence number
     if (!cb->correlationData || *cb->correlationData == 0) return;
     std::uint64_t seq = *cb->correlationData - 1;
     CUresult result = *static_cast<CUresult*>(cb->functionReturnValue);
@@ -328,7 +328,6 @@ void on_context_api(Recorder& recorder, CUpti_CallbackId cbid, const CUpti_Callb
     recorder.record_free(seq, a.address, a.kind, cbid, device);
     return;
   }
-  if (!exit) return;
   if (describe_allocation(cbid, cb->functionParams, true, &a)) {
     CUresult result = *static_cast<CUresult*>(cb->functionReturnValue);
     int device = a.device == -2 ? g_context_devices.device_of(cb->context) : a.device;
@@ -364,33 +363,23 @@ void on_context_api(Recorder& recorder, CUpti_CallbackId cbid, const CUpti_Callb
   // release's only take its sequence number (before the driver can hand the
   // address to someone else). Both return before touching more of our own
   // state than that, which the driver's work has pushed out of the caches.
-  if (cb->callbackSite == CUPTI_API_ENTER) {
-    ApiRole role = role_of(cbid);
-    if (role == ApiRole::kAllocate || g_empty_callbacks.load(std::memory_order_relaxed)) return;
-    if (role == ApiRole::kRelease) {
-      Recorder* recorder = Recorder::get();
-      // +1 so that 0 means "no sequence number taken".
-      if (recorder && cb->correlationData) *cb->correlationData = recorder->next_seq() + 1;
-      return;
-    }
+  ApiRole role = role_of(cbid);
+  if (cb->callbackSite == CUPTI_API_ENTER && role != ApiRole::kContext) {
+    if (role != ApiRole::kRelease || g_empty_callbacks.load(std::memory_order_relaxed)) return;
+    Recorder* recorder = Recorder::get();
+    // +1 so that 0 means "no sequence number taken".
+    if (recorder && cb->correlationData) *cb->correlationData = recorder->next_seq() + 1;
+    return;
   }
   if (g_empty_callbacks.load(std::memory_order_relaxed) || t_inside_callback) return;
   Recorder* recorder = Recorder::get();
   if (!recorder) return;
   t_inside_callback = true;
   try {
-    switch (cbid) {
-      case CUPTI_DRIVER_TRACE_CBID_cuCtxCreate_v2:
-      case CUPTI_DRIVER_TRACE_CBID_cuCtxCreate_v3:
-      case CUPTI_DRIVER_TRACE_CBID_cuCtxCreate_v4:
-      case CUPTI_DRIVER_TRACE_CBID_cuDevicePrimaryCtxRetain:
-      case CUPTI_DRIVER_TRACE_CBID_cuCtxDestroy_v2:
-      case CUPTI_DRIVER_TRACE_CBID_cuDevicePrimaryCtxRelease_v2:
-        on_context_api(*recorder, cbid, cb);
-        break;
-      default:
-        handle_driver_api(*recorder, cbid, cb);
-        break;
+    if (role == ApiRole::kContext) {
+      on_context_api(*recorder, cbid, cb);
+    } else {
+      handle_driver_api(*recorder, cbid, cb);
     }
   } catch (...) {
     disable_collector("internal error while recording a CUDA call");
