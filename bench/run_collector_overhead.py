@@ -42,12 +42,14 @@ def measure_in_process(pin, pairs, traced, processes):
     round; the ratio of a round is recording / callbacks off of that same
     round. Short rounds keep the machine's slow swings (the native pair moves
     between about 0.65 and 1.2 us) from landing on one mode only. As it runs
-    by default ("full"), without native stacks, and with the vDSO's
-    CLOCK_MONOTONIC instead of the TSC that "auto" picks where it can.
+    by default ("full"), without native stacks, with the vDSO's
+    CLOCK_MONOTONIC instead of the TSC that "auto" picks where it can, and
+    unwinding every stack instead of reusing one unwound at the same place.
     """
     out = {}
     for variant, extra in (("full", {}), ("no_native_stacks", {"GPULEAK_NATIVE_DEPTH": "0"}),
-                           ("precise_clock", {"GPULEAK_CLOCK": "precise"})):
+                           ("precise_clock", {"GPULEAK_CLOCK": "precise"}),
+                           ("no_stack_reuse", {"GPULEAK_REUSE_STACKS": "0"})):
         ratios = {"async": [], "sync": []}
         empty_ratios = {"async": [], "sync": []}
         processes_out = []
@@ -90,6 +92,7 @@ def main():
         # What the parts cost: CUPTI's callbacks alone, and recording without native stacks.
         "cupti_empty_callbacks": ([pairs, "7", "20000", "500"], dict(traced, GPULEAK_EMPTY_CALLBACKS="1")),
         "gpuleak_no_native_stacks": ([pairs, "7", "20000", "500"], dict(traced, GPULEAK_NATIVE_DEPTH="0")),
+        "gpuleak_no_stack_reuse": ([pairs, "7", "20000", "500"], dict(traced, GPULEAK_REUSE_STACKS="0")),
         # The clock: auto picks the TSC where the kernel trusts it, else the
         # coarse clock where a precise read is a system call.
         "gpuleak_precise_clock": ([pairs, "7", "20000", "500"], dict(traced, GPULEAK_CLOCK="precise")),

@@ -32,6 +32,7 @@ Config read_config_from_environment() {
   c.native_depth = number("GPULEAK_NATIVE_DEPTH", c.native_depth, 0, kMaxNativeFrames);
   c.python_stacks = flag("GPULEAK_PYTHON_STACKS", c.python_stacks);
   c.native_with_python = flag("GPULEAK_NATIVE_WITH_PYTHON", c.native_with_python);
+  c.reuse_stacks = flag("GPULEAK_REUSE_STACKS", c.reuse_stacks);
   c.flush_ms = number("GPULEAK_FLUSH_MS", c.flush_ms, 1, 60000);
   if (const char* lib = std::getenv("GPULEAK_CUPTI_LIBRARY"); lib && *lib) c.cupti_library = lib;
   if (const char* clock = std::getenv("GPULEAK_CLOCK"); clock && *clock) c.clock = clock;

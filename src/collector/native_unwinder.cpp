@@ -32,16 +32,20 @@ int find_self(struct dl_phdr_info* info, size_t, void* data) {
 
 }  // namespace
 
-void prepare_native_unwinder() {
+bool g_reuse_stacks = false;
+
+void prepare_native_unwinder(bool reuse_stacks) {
   unw_set_caching_policy(unw_local_addr_space, UNW_CACHE_PER_THREAD);
   dl_iterate_phdr(find_self, reinterpret_cast<void*>(&prepare_native_unwinder));
+  g_reuse_stacks = reuse_stacks;
 }
+
+bool is_collector_frame(std::uintptr_t ip) { return ip >= g_self_low && ip < g_self_high; }
 
 int keep_program_frames(void* const* raw, int count, std::uint64_t* frames, int max_frames) {
   int i = 0;
   while (i < count) {
-    auto ip = reinterpret_cast<std::uintptr_t>(raw[i]);
-    if (ip < g_self_low || ip >= g_self_high) break;
+    if (!is_collector_frame(reinterpret_cast<std::uintptr_t>(raw[i]))) break;
     ++i;
   }
   int out = 0;

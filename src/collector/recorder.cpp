@@ -82,7 +82,7 @@ Recorder* Recorder::start(const Config& config) {
     delete recorder;
     return nullptr;
   }
-  prepare_native_unwinder();
+  prepare_native_unwinder(config.reuse_stacks);
   if (config.python_stacks) load_python_api();
 
   // The writer thread must never take the program's signals.

@@ -627,6 +627,38 @@ TEST(CollectorCupti, driver_calls_become_exact_events_and_the_leaks_their_lines)
   EXPECT_EQ(report.out_of_memory[0].live_bytes, 768u << 10);
 }
 
+// Two callers reach one allocating function at the same stack address, in
+// runs and taking turns: a stack remembered for one must never be reused for
+// the other (remembered_stacks.h), and with reuse switched off the report is
+// the same.
+TEST(CollectorCupti, remembered_stacks_tell_callers_at_the_same_stack_address_apart) {
+  SKIP_WITHOUT_COLLECTOR();
+  for (const char* reuse : {"1", "0"}) {
+    SCOPED_TRACE(std::string("GPULEAK_REUSE_STACKS=") + reuse);
+    ScratchDir dir;
+    ProcessOptions options = cupti_options(dir.path());
+    options.set_env.push_back(std::string("GPULEAK_REUSE_STACKS=") + reuse);
+    ProcessResult run = run_process({kCuptiChild, kCollector, kStandInCupti, "callers"}, options);
+    ASSERT_EQ(run.exit_code, 0) << run.describe();
+    EXPECT_EQ(run.out, "a=42 b=48\n");
+    auto files = traces_in(dir.path());
+    ASSERT_EQ(files.size(), 1u);
+    analysis::ProcessReport report = analysis::analyze_trace_file(files[0], {});
+    std::map<std::string, std::pair<std::uint64_t, std::uint64_t>> by_caller;  // bytes, count
+    for (const auto& group : report.leaks.groups) {
+      std::string caller;
+      for (const auto& frame : group.frames) {
+        if (frame.function.find("caller_a") != std::string::npos) caller += "a";
+        if (frame.function.find("caller_b") != std::string::npos) caller += "b";
+      }
+      by_caller[caller].first += group.bytes;
+      by_caller[caller].second += group.allocations;
+    }
+    using Totals = std::map<std::string, std::pair<std::uint64_t, std::uint64_t>>;
+    EXPECT_EQ(by_caller, (Totals{{"a", {42u * 4096, 42u}}, {"b", {48u * 8192, 48u}}}));
+  }
+}
+
 // A profiler that subscribed first keeps CUPTI; the collector says so once
 // and the program runs untouched, its driver calls answered as before.
 TEST(CollectorCupti, another_cupti_client_first_means_one_line_and_an_untouched_program) {

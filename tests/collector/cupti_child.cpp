@@ -12,6 +12,11 @@
 //       pair; 8 KiB leaked by cuMemAlloc from leak_sync_block()
 //   cupti_child COLLECTOR.so STAND_IN_CUPTI.so events-after-another-client
 //       the same, after subscribing to CUPTI first, as a profiler would
+//   cupti_child COLLECTOR.so STAND_IN_CUPTI.so callers
+//       leaks 4 KiB blocks from caller_a() and 8 KiB blocks from caller_b(),
+//       both through allocate_block(), so that each allocation is made at
+//       the same stack address: runs of one caller, then the two taking
+//       turns (what a remembered stack must tell apart)
 //   cupti_child COLLECTOR.so STAND_IN_CUPTI.so bench PAIRS ROUNDS DEPTH
 //       the CPU counterpart of bench/cuda/alloc_pairs --in-process: each
 //       round times PAIRS stream-ordered alloc/free pairs DEPTH frames deep
@@ -132,6 +137,41 @@ int events() {
   return 0;
 }
 
+// ---- callers -------------------------------------------------------------------
+
+__attribute__((noinline)) void allocate_block(std::uint64_t size) {
+  CUdeviceptr p = 0;
+  check(driver.mem_alloc_async(&p, size, kStream), CUDA_SUCCESS, "cuMemAllocAsync");
+}
+
+// Same code, so same frame size: the driver call happens at the same stack
+// address from either.
+__attribute__((noinline)) void caller_a() {
+  allocate_block(4096);
+  asm volatile("" ::: "memory");  // keep the frame: no tail call
+}
+
+__attribute__((noinline)) void caller_b() {
+  allocate_block(8192);
+  asm volatile("" ::: "memory");
+}
+
+int callers() {
+  int a = 0, b = 0;
+  auto run = [&](int count, bool first_a) {
+    for (int i = 0; i < count; ++i) {
+      if (first_a) caller_a(), ++a;
+      else caller_b(), ++b;
+    }
+  };
+  run(20, true);
+  run(20, false);
+  for (int i = 0; i < 20; ++i) run(1, i % 2 == 0);
+  for (int i = 0; i < 10; ++i) run(1 + i % 5, i % 3 == 0);
+  std::printf("a=%d b=%d\n", a, b);
+  return 0;
+}
+
 // ---- bench -------------------------------------------------------------------
 
 __attribute__((noinline)) double time_pairs(int depth, std::uint64_t pairs) {
@@ -192,13 +232,14 @@ int main(int argc, char** argv) {
   if (argc < 4) {
     std::fprintf(stderr,
                  "usage: cupti_child COLLECTOR.so STAND_IN_CUPTI.so "
-                 "events|events-after-another-client|bench PAIRS ROUNDS DEPTH\n");
+                 "events|events-after-another-client|callers|bench PAIRS ROUNDS DEPTH\n");
     return 2;
   }
   std::string mode = argv[3];
   if (mode == "events-after-another-client") subscribe_as_another_client(argv[2]);
   load(argv[1], argv[2]);
   if (mode == "events" || mode == "events-after-another-client") return events();
+  if (mode == "callers") return callers();
   if (mode == "bench" && argc > 6) {
     return bench(std::strtoull(argv[4], nullptr, 10), std::atoi(argv[5]), std::atoi(argv[6]));
   }
