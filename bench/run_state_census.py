@@ -39,14 +39,20 @@ def main():
               "what": "median microseconds per 1 MiB cudaMallocAsync+cudaFreeAsync pair, one sample per process",
               "samples_us": samples, "states": {}, "seconds": round(time.time() - started, 1)}
     for name, values in samples.items():
-        split = split_by_state(values)
-        if split:
-            fast, slow = split
-            result["states"][name] = {"fast": len(fast), "slow": len(slow),
-                                      "fast_median_us": statistics.median(fast),
-                                      "slow_median_us": statistics.median(slow)}
-        else:
+        threshold = split_by_state(values)
+        if threshold is None:
             result["states"][name] = {"one_state": len(values), "median_us": statistics.median(values)}
+            continue
+        fast = [v for v in values if v < threshold]
+        slow = [v for v in values if v >= threshold]
+        result["states"][name] = {"fast": len(fast), "slow": len(slow),
+                                  "fast_median_us": statistics.median(fast),
+                                  "slow_median_us": statistics.median(slow)}
+    native = result["states"]["native"]
+    for name, state in result["states"].items():
+        if name != "native" and "fast" in state and "fast" in native:
+            state["ratio_to_native"] = {"fast": state["fast_median_us"] / native["fast_median_us"],
+                                        "slow": state["slow_median_us"] / native["slow_median_us"]}
     with open(out_json, "w") as f:
         json.dump(result, f, indent=2)
     print(json.dumps(result["states"]), flush=True)
