@@ -34,6 +34,9 @@ def run(argv, env_extra):
     raise RuntimeError("no result from %s: %s" % (argv, out.stderr[-400:]))
 
 
+MIN_PROCESSES_PER_STATE = 4
+
+
 def split_by_state(values, gap=1.15):
     """Splits one configuration's samples at their widest gap, if it is wide.
 
@@ -188,10 +191,15 @@ def main():
     # targets: like against like when both states were seen, else the raw
     # ratios (which mix states when the two configurations' processes landed
     # in them in different proportions).
+    # A state counts when each configuration has at least MIN_PROCESSES_PER_STATE
+    # processes in it: a median of two is not a measurement.
     by_state = result["ratio_by_state"].get("gpuleak")
-    if by_state:
+    counted = [state for state in ("fast", "slow") if by_state and
+               min(by_state[state]["processes"], by_state[state]["native_processes"]) >= MIN_PROCESSES_PER_STATE]
+    result["states_counted"] = counted
+    if counted:
         result["meets_targets"] = all(by_state[state]["async"]["ratio"] <= 2.0 and
-                                      by_state[state]["sync"]["ratio"] <= 1.1 for state in ("fast", "slow"))
+                                      by_state[state]["sync"]["ratio"] <= 1.1 for state in counted)
     else:
         ratio = result["ratio_to_native"]["gpuleak"]
         paired = result["median_of_round_ratios"]["gpuleak"]
