@@ -22,10 +22,13 @@ pthread_key_t g_memory_key;
 pthread_once_t g_memory_key_once = PTHREAD_ONCE_INIT;
 bool g_memory_key_ok = false;
 
+thread_local bool t_memory_unavailable = false;
+
 void free_thread_memory(void* memory) {
-  // Runs on the exiting thread: a capture made later during its exit (by
-  // another destructor) starts a fresh memory, freed in the next round.
+  // Runs on the exiting thread: captures made later during its exit (by
+  // other destructors) are unwound, without a new memory to leak.
   if (t_remembered_stacks == memory) t_remembered_stacks = nullptr;
+  t_memory_unavailable = true;
   delete static_cast<RememberedStacks*>(memory);
 }
 
@@ -35,6 +38,10 @@ void make_memory_key() { g_memory_key_ok = pthread_key_create(&g_memory_key, fre
 // thread's stack bounds are unknown (nothing is remembered then).
 RememberedStacks* thread_memory() {
   if (t_remembered_stacks) return t_remembered_stacks;
+  // Asking again would read /proc/self/maps on every capture (the main
+  // thread's stack bounds come from there).
+  if (t_memory_unavailable) return nullptr;
+  t_memory_unavailable = true;
   pthread_once(&g_memory_key_once, make_memory_key);
   if (!g_memory_key_ok) return nullptr;
   pthread_attr_t attr;
@@ -53,6 +60,7 @@ RememberedStacks* thread_memory() {
     return nullptr;
   }
   t_remembered_stacks = memory;
+  t_memory_unavailable = false;
   return memory;
 }
 

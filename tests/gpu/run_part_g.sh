@@ -24,9 +24,4 @@ timeout 200 python3 bench/run_collector_overhead.py "$D/bench/alloc_pairs" "$D/l
   --configs native,gpuleak,cupti_empty_callbacks,gpuleak_no_native_stacks,compute_sanitizer \
   --in-process 4 2>&1 | tee -a "$R/log.txt"
 log "collector overhead done"
-timeout 90 python3 tests/gpu/check_cuda_examples.py "$D/gpuleak" "$D/examples" examples/cuda "$R/cuda-examples" 2>&1 | tail -15 | tee -a "$R/log.txt"
-log "examples done"
-timeout 60 env PYTHONPATH="$D/python" python3 -m gpuleak.torch_hook --build 2>&1 | tail -3 | tee -a "$R/log.txt"
-timeout 200 python3 tests/gpu/torch_corpus.py --gpuleak "$D/gpuleak" --out "$R/torch-corpus" 2>&1 | tail -34 | tee -a "$R/log.txt"
-log "corpus done"
-grep -l -E "corrupted|Segmentation fault|Aborted|core dumped|internal error|killed by" "$R"/torch-corpus/logs/*.log 2>/dev/null | tee -a "$R/log.txt"
+check_examples_and_corpus
