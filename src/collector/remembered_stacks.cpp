@@ -3,6 +3,7 @@
 #include <pthread.h>
 
 #include <algorithm>
+#include <atomic>
 #include <new>
 
 #include "collector/native_unwinder.h"
@@ -64,6 +65,19 @@ RememberedStacks* thread_memory() {
   return memory;
 }
 
+// Makes `e` the entry of a place seen once. The count goes first: a capture
+// from a signal handler on this thread then never pairs the new place with
+// the old slots.
+void forget(RememberedStack& e, std::uintptr_t frame_address, std::uintptr_t return_address,
+            int max_frames) {
+  e.count = -1;
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  e.frame_address = frame_address;
+  e.return_address = return_address;
+  e.max_frames = max_frames;
+  e.failed_checks = 0;
+}
+
 }  // namespace
 
 bool should_learn_stack(std::uintptr_t frame_address, std::uintptr_t return_address,
@@ -73,11 +87,7 @@ bool should_learn_stack(std::uintptr_t frame_address, std::uintptr_t return_addr
   RememberedStack& e = memory->entry_for(frame_address, return_address);
   if (e.frame_address != frame_address || e.return_address != return_address ||
       e.max_frames != max_frames) {
-    e.frame_address = frame_address;
-    e.return_address = return_address;
-    e.max_frames = max_frames;
-    e.count = -1;
-    e.failed_checks = 0;
+    forget(e, frame_address, return_address, max_frames);
     return false;
   }
   if (e.count < 0) return true;  // the second time here
@@ -108,11 +118,7 @@ bool should_learn_stack(std::uintptr_t frame_address, std::uintptr_t return_addr
   RememberedStacks* memory = t_remembered_stacks;
   if (!memory) return kept;
   RememberedStack& e = memory->entry_for(frame_address, return_address);
-  e.frame_address = frame_address;
-  e.return_address = return_address;
-  e.max_frames = max_frames;
-  e.failed_checks = 0;
-  e.count = -1;
+  forget(e, frame_address, return_address, max_frames);
   if (kept > kMaxRememberedFrames) return kept;
   // Remembered only when every slot lies in this thread's stack, above the
   // capture, and holds the return address the walk found there (a signal
@@ -125,6 +131,9 @@ bool should_learn_stack(std::uintptr_t frame_address, std::uintptr_t return_addr
       return kept;
     e.slots[i] = slot;
   }
+  // A capture from a signal handler on this thread must not see the count
+  // before the slots.
+  std::atomic_signal_fence(std::memory_order_release);
   e.count = kept;
   return kept;
 }
