@@ -65,12 +65,20 @@ def split_by_state(values, separation=1.3):
     return (fast[-1] + slow[0]) / 2
 
 
+def states_of(values):
+    """A configuration's samples as (fast, slow) lists (split_by_state), or None."""
+    threshold = split_by_state(values)
+    if threshold is None:
+        return None
+    return [v for v in values if v < threshold], [v for v in values if v >= threshold]
+
+
 def ratio_by_state(samples, name):
     """Like against like: each state's median against native's in that state.
 
-    A process's state is read from its async pair (the wider gap); both of
-    its pairs are counted in that state. None unless both configurations
-    have samples in both states.
+    A process's state is read from its async pair (its states lie further
+    apart than the sync pair's); both of its pairs are counted in that state.
+    None unless both configurations have samples in both states.
     """
     def by_state(config):
         threshold = split_by_state(samples[config]["async"])
@@ -141,15 +149,13 @@ def judge(result):
     """
     samples = result["samples_us"]
     in_process = result.get("in_process")
-    # Split by the machine's state (split_by_state): like against like, where
-    # a configuration's samples fell in both states.
     result["ratio_by_state"] = {name: ratio_by_state(samples, name) for name in samples if name != "native"}
     # Against processes without the collector, the strict reading of the
-    # targets: like against like when both states were seen, else the raw
-    # ratios (which mix states when the two configurations' processes landed
-    # in them in different proportions).
-    # A state counts when each configuration has at least MIN_PROCESSES_PER_STATE
-    # processes in it: a median of two is not a measurement.
+    # targets: like against like in each state with at least
+    # MIN_PROCESSES_PER_STATE processes of both configurations (a median of
+    # two is not a measurement), else the raw ratios (which mix states when
+    # the two configurations' processes landed in them in different
+    # proportions).
     by_state = result["ratio_by_state"].get("gpuleak")
     counted = [state for state in ("fast", "slow") if by_state and
                min(by_state[state]["processes"], by_state[state]["native_processes"]) >= MIN_PROCESSES_PER_STATE]
@@ -171,16 +177,6 @@ def judge(result):
 
 
 def main():
-    parser = argparse.ArgumentParser(description="collector overhead on allocate/free pairs")
-    parser.add_argument("pairs")
-    parser.add_argument("collector")
-    parser.add_argument("out_json")
-    parser.add_argument("rounds", nargs="?", type=int, default=3)
-    parser.add_argument("--cpus", default=None, help="taskset CPU list for every run")
-    parser.add_argument("--configs", default=None, help="comma-separated subset (native is always run)")
-    parser.add_argument("--in-process", type=int, default=0, metavar="PROCESSES",
-                        help="also run this many processes that compare callbacks off / empty / "
-                             "recording inside one process (GPULEAK_BENCH_IN_PROCESS=1)")
     if len(sys.argv) == 3 and sys.argv[1] == "--rejudge":
         # Redo the derived figures of a saved result with this script's
         # analysis (the samples are not touched).
@@ -192,6 +188,16 @@ def main():
             json.dump(result, f, indent=2)
         print(json.dumps({"ratio_by_state": result["ratio_by_state"], "meets_targets": result["meets_targets"]}))
         return
+    parser = argparse.ArgumentParser(description="collector overhead on allocate/free pairs")
+    parser.add_argument("pairs")
+    parser.add_argument("collector")
+    parser.add_argument("out_json")
+    parser.add_argument("rounds", nargs="?", type=int, default=3)
+    parser.add_argument("--cpus", default=None, help="taskset CPU list for every run")
+    parser.add_argument("--configs", default=None, help="comma-separated subset (native is always run)")
+    parser.add_argument("--in-process", type=int, default=0, metavar="PROCESSES",
+                        help="also run this many processes that compare callbacks off / empty / "
+                             "recording inside one process (GPULEAK_BENCH_IN_PROCESS=1)")
     options = parser.parse_args()
     pairs, collector, out_json, rounds = options.pairs, options.collector, options.out_json, options.rounds
     trace_dir = tempfile.mkdtemp(prefix="gpuleak-bench-")

@@ -2,11 +2,11 @@
 
 On the H200 machine the native stream-ordered pair runs at about 0.65 us in
 some processes and about 1.2 us in others, fixed for a process's life.
-run_collector_overhead.py compares like with like (async_ratio_by_state);
-this census asks whether loading the collector changes the odds of the slow
-state, which a like-for-like ratio would not show. It starts many short
-processes, the configurations taking turns, and counts each configuration's
-samples on either side of its widest gap (split_by_state).
+run_collector_overhead.py compares like with like (ratio_by_state); this
+census asks whether loading the collector changes the odds of the slow state,
+which a like-for-like ratio would not show. It starts many short processes,
+the configurations taking turns, and counts each configuration's samples in
+either state (states_of).
 
 usage: python3 run_state_census.py ALLOC_PAIRS COLLECTOR OUT_JSON [PROCESSES_PER_CONFIG]
 """
@@ -16,7 +16,7 @@ import sys
 import tempfile
 import time
 
-from run_collector_overhead import run, split_by_state
+from run_collector_overhead import run, states_of
 
 
 def main():
@@ -39,12 +39,11 @@ def main():
               "what": "median microseconds per 1 MiB cudaMallocAsync+cudaFreeAsync pair, one sample per process",
               "samples_us": samples, "states": {}, "seconds": round(time.time() - started, 1)}
     for name, values in samples.items():
-        threshold = split_by_state(values)
-        if threshold is None:
+        states = states_of(values)
+        if states is None:
             result["states"][name] = {"one_state": len(values), "median_us": statistics.median(values)}
             continue
-        fast = [v for v in values if v < threshold]
-        slow = [v for v in values if v >= threshold]
+        fast, slow = states
         result["states"][name] = {"fast": len(fast), "slow": len(slow),
                                   "fast_median_us": statistics.median(fast),
                                   "slow_median_us": statistics.median(slow)}

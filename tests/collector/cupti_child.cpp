@@ -158,9 +158,9 @@ __attribute__((noinline)) void caller_b() {
 
 int callers() {
   int a = 0, b = 0;
-  auto run = [&](int count, bool first_a) {
+  auto run = [&](int count, bool from_a) {
     for (int i = 0; i < count; ++i) {
-      if (first_a) caller_a(), ++a;
+      if (from_a) caller_a(), ++a;
       else caller_b(), ++b;
     }
   };
