@@ -24,4 +24,7 @@ for lib in $(ldd "${binaries[@]}" | awk '/=> \//{print $3}' | sort -u); do
     *) cp -L "$lib" dist/lib/ ;;
   esac
 done
+git rev-parse --short HEAD > dist/COMMIT 2>/dev/null || true
+# Uncommitted changes in the bundle are said, so results name what ran.
+[ -n "$(git status --porcelain --untracked-files=no 2>/dev/null)" ] && sed -i "s/$/+changes/" dist/COMMIT
 du -sh dist

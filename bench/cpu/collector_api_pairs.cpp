@@ -46,8 +46,10 @@ int main(int argc, char** argv) {
   nest(depth, 10000);  // warm up: stack table, unwinder cache
   auto begin = std::chrono::steady_clock::now();
   nest(depth, pairs);
-  double ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - begin).count();
-  std::printf("{\"recording\": %d, \"pairs\": %llu, \"depth\": %d, \"ns_per_pair\": %.1f}\n", recording,
-              static_cast<unsigned long long>(pairs), depth, ns / static_cast<double>(pairs));
+  double ns =
+      std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - begin).count();
+  std::printf("{\"recording\": %d, \"pairs\": %llu, \"depth\": %d, \"ns_per_pair\": %.1f}\n",
+              recording, static_cast<unsigned long long>(pairs), depth,
+              ns / static_cast<double>(pairs));
   return 0;
 }

@@ -16,7 +16,6 @@
 #define Py_BUILD_CORE 1
 #include <Python.h>
 #include <internal/pycore_frame.h>
-
 #include <string.h>
 
 #if PY_VERSION_HEX < 0x030B0000
@@ -46,7 +45,8 @@ int gpuleak_python_frames(void** codes, int* lastis, int max) {
   PyThreadState* tstate = PyGILState_GetThisThreadState();
   if (!tstate) return 0; /* a thread Python does not know (e.g. autograd's) */
   int count = 0;
-  for (_PyInterpreterFrame* frame = current_frame(tstate); frame && count < max; frame = frame->previous) {
+  for (_PyInterpreterFrame* frame = current_frame(tstate); frame && count < max;
+       frame = frame->previous) {
 #if PY_VERSION_HEX >= 0x030C0000 /* FRAME_OWNED_BY_CSTACK is an enum value: no #ifdef */
     if (frame->owner == FRAME_OWNED_BY_CSTACK) continue; /* an entry shim, not Python code */
 #endif

@@ -17,7 +17,8 @@
 
 namespace {
 
-using AllocFn = void (*)(std::uint64_t address, std::uint64_t size, int device, std::uint64_t stream);
+using AllocFn = void (*)(std::uint64_t address, std::uint64_t size, int device,
+                         std::uint64_t stream);
 using FreeFn = void (*)(std::uint64_t address, int device);
 
 template <class F>
@@ -48,7 +49,9 @@ std::uint64_t stream_id(const S& stream) {
 
 // PyTorch's caching allocator never hands out less than, nor other than a
 // multiple of, 512 bytes (kMinBlockSize).
-std::uint64_t round_to_block(std::uint64_t size) { return size == 0 ? 512 : (size + 511) / 512 * 512; }
+std::uint64_t round_to_block(std::uint64_t size) {
+  return size == 0 ? 512 : (size + 511) / 512 * 512;
+}
 
 }  // namespace
 

@@ -47,8 +47,8 @@ bool is_internal_native(const std::string& module, const std::string& function) 
   // python-frame-reader-*.so is gpuleak's own too (python/gpuleak/frame_reader.py).
   if (starts_with_any(base, kPlumbingModules) ||
       starts_with_any(base, {"python-frame-reader-", "libcudart.so", "libpython", "libc10",
-                             "libtorch", "libc.so", "libstdc++", "libnccl", "libcublas",
-                             "libcudnn", "libffi", "_ctypes", "libgcc_s", "libgomp"})) {
+                             "libtorch", "libc.so", "libstdc++", "libnccl", "libcublas", "libcudnn",
+                             "libffi", "_ctypes", "libgcc_s", "libgomp"})) {
     return true;
   }
   if (starts_with(base, "python")) return true;  // the interpreter executable

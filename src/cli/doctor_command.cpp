@@ -1,9 +1,9 @@
 // `gpuleak doctor`: a one-shot diagnosis of who holds GPU memory and why;
 // with --kill-orphans, ends the caller's orphaned GPU holders after asking.
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -46,7 +46,8 @@ bool confirm(const monitor::KillRecord& record) {
                  candidate.target.description.c_str());
   }
   std::string held = bytes > 0 ? " holding " + report::format_bytes(bytes) + " of GPU memory" : "";
-  std::string what = count == 1 ? "this orphaned process" : std::to_string(count) + " orphaned processes";
+  std::string what =
+      count == 1 ? "this orphaned process" : std::to_string(count) + " orphaned processes";
   std::fprintf(stderr, "End %s%s (SIGTERM, then SIGKILL)? [y/N] ", what.c_str(), held.c_str());
   std::fflush(stderr);
   std::string answer;
@@ -120,8 +121,9 @@ int run_doctor(const DoctorFlags& flags) {
 void add_doctor_command(CLI::App& app, CommandAction& action) {
   auto flags = std::make_shared<DoctorFlags>();
   auto* sub = app.add_subcommand(
-      "doctor", "Diagnose who holds GPU memory: orphans, zombies, workers with their own CUDA "
-                "context, other PID namespaces, unaccounted memory");
+      "doctor",
+      "Diagnose who holds GPU memory: orphans, zombies, workers with their own CUDA "
+      "context, other PID namespaces, unaccounted memory");
   sub->add_flag("--json", flags->json, "Print the diagnosis as JSON");
   auto* kill = sub->add_flag("--kill-orphans", flags->kill_orphans,
                              "End orphaned processes that hold the GPU (yours only; asks first)");

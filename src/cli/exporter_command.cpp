@@ -1,9 +1,9 @@
 // `gpuleak exporter`: serves per-GPU and per-process memory metrics with
 // growth slopes and leak flags to Prometheus, on loopback unless told otherwise.
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <pthread.h>
 
+#include <CLI/CLI.hpp>
 #include <csignal>
 #include <cstdio>
 #include <memory>

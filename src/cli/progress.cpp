@@ -43,9 +43,9 @@ void Progress::draw(std::uint64_t done) {
       count += unit_ == Unit::kFiles ? " files" : "";
       break;
   }
-  int percent = total_ > 0 ? static_cast<int>(100.0 * static_cast<double>(done) /
-                                              static_cast<double>(total_))
-                           : -1;
+  int percent =
+      total_ > 0 ? static_cast<int>(100.0 * static_cast<double>(done) / static_cast<double>(total_))
+                 : -1;
   if (percent >= 0) {
     std::fprintf(stderr, "\r\033[K%s: %s (%d%%)", label_.c_str(), count.c_str(), percent);
   } else {

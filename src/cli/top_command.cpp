@@ -1,12 +1,12 @@
 // `gpuleak top`: a live view of GPU memory and host RSS per process, with
 // trends, leak flags and time until full. Redraws in place on a terminal,
 // prints plain blocks in a pipe, one JSON object per sample with --json.
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <poll.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -142,7 +142,8 @@ void add_top_command(CLI::App& app, CommandAction& action) {
       "top", "Live view of GPU memory and host RSS per process, with trends and leak flags");
   sub->add_option("--interval", flags->interval_s, "Seconds between samples (default 1)")
       ->check(CLI::Range(0.05, 3600.0));
-  sub->add_option("--count", flags->count, "Stop after this many samples (default: run until Ctrl-C)");
+  sub->add_option("--count", flags->count,
+                  "Stop after this many samples (default: run until Ctrl-C)");
   sub->add_flag("--json", flags->json, "Print one JSON object per sample instead of the table");
   sub->add_option("--window", flags->window_s,
                   "Seconds of history the trend test looks at (default 300)")

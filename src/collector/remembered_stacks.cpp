@@ -33,7 +33,9 @@ void free_thread_memory(void* memory) {
   delete static_cast<RememberedStacks*>(memory);
 }
 
-void make_memory_key() { g_memory_key_ok = pthread_key_create(&g_memory_key, free_thread_memory) == 0; }
+void make_memory_key() {
+  g_memory_key_ok = pthread_key_create(&g_memory_key, free_thread_memory) == 0;
+}
 
 // This thread's memory, made on first use. Null when it cannot be made or the
 // thread's stack bounds are unknown (nothing is remembered then).

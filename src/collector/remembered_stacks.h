@@ -36,7 +36,7 @@ struct RememberedStack {
   // -1 while the place was seen once (a one-off stack is not worth the slower
   // walk that learns the slots); else the number of slots.
   int count = -1;
-  int max_frames = 0;    // the limit it was captured with
+  int max_frames = 0;     // the limit it was captured with
   int failed_checks = 0;  // in a row: after a few, the stack is learned again
   StackSlot slots[kMaxRememberedFrames];
 };
@@ -84,7 +84,7 @@ bool should_learn_stack(std::uintptr_t frame_address, std::uintptr_t return_addr
 // Unwinds with libunwind's step-by-step cursor, which also gives each frame's
 // stack address, writes up to `max_frames` program frames to `frames` (as
 // capture_native_stack does) and remembers them when every slot checks out.
-int learn_stack(std::uintptr_t frame_address, std::uintptr_t return_address,
-                std::uint64_t* frames, int max_frames);
+int learn_stack(std::uintptr_t frame_address, std::uintptr_t return_address, std::uint64_t* frames,
+                int max_frames);
 
 }  // namespace gpuleak::collector

@@ -41,19 +41,11 @@ bool returns_python_value(std::string_view method) {
 
 // Methods whose result is an integer or boolean tensor: no grad_fn.
 bool returns_tensor_without_graph(std::string_view method) {
-  return one_of(method, {"argmax",      "argmin",
-                         "eq",          "ne",
-                         "lt",          "gt",
-                         "le",          "ge",
-                         "long",        "int",
-                         "bool",        "byte",
-                         "short",       "nonzero",
-                         "isnan",       "isinf",
-                         "isfinite",    "any",
-                         "all",         "argsort",
-                         "eq_",
-                         "logical_not", "logical_and",
-                         "logical_or",  "count_nonzero",
+  return one_of(method, {"argmax", "argmin",      "eq",          "ne",         "lt",
+                         "gt",     "le",          "ge",          "long",       "int",
+                         "bool",   "byte",        "short",       "nonzero",    "isnan",
+                         "isinf",  "isfinite",    "any",         "all",        "argsort",
+                         "eq_",    "logical_not", "logical_and", "logical_or", "count_nonzero",
                          "unique"});
 }
 
@@ -960,8 +952,8 @@ std::uint8_t GraphFlow::eval_call(NodeId call, Env& env) {
         NodeId a = args;
         bool to_cpu = a != kNoNode && tree_.text(a).find("cpu") != std::string_view::npos;
         if (to_cpu) return receiver_bits & kCarriesGraph;
-        return static_cast<std::uint8_t>(receiver_bits |
-                                         (call_targets_cuda_device(file_, call) ? kDeviceTensor : 0));
+        return static_cast<std::uint8_t>(
+            receiver_bits | (call_targets_cuda_device(file_, call) ? kDeviceTensor : 0));
       }
       return static_cast<std::uint8_t>(receiver_bits | kDeviceTensor);
     }

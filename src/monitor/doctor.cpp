@@ -59,9 +59,9 @@ std::set<std::string> devices_used(const ProcessView& view) {
   for (const auto& use : view.gpu) used.insert(fmt::format("gpu{}", use.device_index));
   for (const auto& file : view.info.device_files) {
     std::string name = file.substr(file.find_last_of('/') + 1);
-    bool per_gpu = name.size() > 6 && name.compare(0, 6, "nvidia") == 0 &&
-                   std::all_of(name.begin() + 6, name.end(),
-                               [](char c) { return c >= '0' && c <= '9'; });
+    bool per_gpu =
+        name.size() > 6 && name.compare(0, 6, "nvidia") == 0 &&
+        std::all_of(name.begin() + 6, name.end(), [](char c) { return c >= '0' && c <= '9'; });
     if (per_gpu) used.insert(file);
   }
   return used;
@@ -101,9 +101,9 @@ Finding orphan_finding(const MonitorSample& sample, const ProcessTree& tree,
     if (info && info->holds_device_handles()) holding_children.push_back(child);
   }
   if (!holding_children.empty()) {
-    finding.evidence.push_back(fmt::format(
-        "its children {} also hold the GPU and become orphans when it ends",
-        fmt::join(holding_children, ", ")));
+    finding.evidence.push_back(
+        fmt::format("its children {} also hold the GPU and become orphans when it ends",
+                    fmt::join(holding_children, ", ")));
   }
   finding.cause =
       "Its parent exited without ending it. A CUDA context is released only when the process "
@@ -120,10 +120,11 @@ Finding orphan_finding(const MonitorSample& sample, const ProcessTree& tree,
 Finding zombie_finding(const MonitorSample& sample, const ProcessTree& tree,
                        const ProcessView& view) {
   bool holds = view.gpu_memory_bytes.value_or(0) > 0 || view.info.device_handle_count > 0;
-  Finding finding = process_finding(FindingKind::kZombie,
-                                    holds ? Severity::kAction : Severity::kWarning, view);
-  finding.summary = holds ? fmt::format("PID {} is a zombie still {}", view.pid, memory_phrase(view))
-                          : fmt::format("PID {} is a zombie child of a GPU process", view.pid);
+  Finding finding =
+      process_finding(FindingKind::kZombie, holds ? Severity::kAction : Severity::kWarning, view);
+  finding.summary = holds
+                        ? fmt::format("PID {} is a zombie still {}", view.pid, memory_phrase(view))
+                        : fmt::format("PID {} is a zombie child of a GPU process", view.pid);
   finding.evidence.push_back(fmt::format(
       "PID {} ({}) is in state Z: it exited but its parent {} has not collected its exit status",
       view.pid, view.info.comm, tree.describe(view.info.ppid)));
@@ -162,7 +163,8 @@ Finding worker_finding(const MonitorSample& sample, const ProcessTree& tree,
   finding.severity = dataloader || shares_device ? Severity::kWarning : Severity::kInfo;
   finding.summary = fmt::format("PID {} is a {} with its own CUDA context ({})", view.pid,
                                 view.relation.text, memory_phrase(view));
-  finding.evidence.push_back(fmt::format("{} is a {}", tree.describe(view.pid), view.relation.text));
+  finding.evidence.push_back(
+      fmt::format("{} is a {}", tree.describe(view.pid), view.relation.text));
   if (dataloader) {
     finding.evidence.push_back(
         "its main thread is named pt_data_worker, which PyTorch gives DataLoader workers");
@@ -171,9 +173,9 @@ Finding worker_finding(const MonitorSample& sample, const ProcessTree& tree,
   }
   for (const auto& line : holding_lines(sample, view)) finding.evidence.push_back(line);
   if (shares_device) {
-    finding.evidence.push_back(fmt::format(
-        "its parent {} uses the same GPU, so that GPU carries one context per process",
-        tree.describe(view.relation.of_pid)));
+    finding.evidence.push_back(
+        fmt::format("its parent {} uses the same GPU, so that GPU carries one context per process",
+                    tree.describe(view.relation.of_pid)));
   }
   if (workers_of_owner_holding > 1) {
     std::string total = workers_total_bytes > 0
@@ -205,9 +207,9 @@ Finding worker_finding(const MonitorSample& sample, const ProcessTree& tree,
 Finding namespace_finding(const MonitorSample& sample, const ProcessTree& tree,
                           const ProcessView& view) {
   Finding finding = process_finding(FindingKind::kOtherNamespace, Severity::kWarning, view);
-  finding.summary = fmt::format("PID {} ({}) belongs to another PID namespace", view.pid,
-                                view.gpu_memory_bytes ? format_bytes(*view.gpu_memory_bytes)
-                                                      : std::string("amount unknown"));
+  finding.summary = fmt::format(
+      "PID {} ({}) belongs to another PID namespace", view.pid,
+      view.gpu_memory_bytes ? format_bytes(*view.gpu_memory_bytes) : std::string("amount unknown"));
   for (const auto& line : holding_lines(sample, view)) {
     finding.evidence.push_back("driver PID " + std::to_string(view.pid) + ": " + line);
   }
@@ -217,8 +219,7 @@ Finding namespace_finding(const MonitorSample& sample, const ProcessTree& tree,
         "means",
         tree.describe(view.pid)));
   } else {
-    finding.evidence.push_back(
-        fmt::format("no process {} exists in this PID namespace", view.pid));
+    finding.evidence.push_back(fmt::format("no process {} exists in this PID namespace", view.pid));
   }
   finding.cause =
       "The driver reports process ids as the host sees them. A process in another container, "
@@ -262,9 +263,12 @@ Finding unaccounted_finding(const DeviceView& device, std::uint64_t threshold_by
 
 int severity_rank(Severity severity) {
   switch (severity) {
-    case Severity::kAction: return 0;
-    case Severity::kWarning: return 1;
-    case Severity::kInfo: return 2;
+    case Severity::kAction:
+      return 0;
+    case Severity::kWarning:
+      return 1;
+    case Severity::kInfo:
+      return 2;
   }
   return 3;
 }
@@ -273,20 +277,28 @@ int severity_rank(Severity severity) {
 
 const char* finding_kind_name(FindingKind kind) {
   switch (kind) {
-    case FindingKind::kOrphan: return "orphan";
-    case FindingKind::kZombie: return "zombie";
-    case FindingKind::kWorkerContext: return "worker_context";
-    case FindingKind::kOtherNamespace: return "other_namespace";
-    case FindingKind::kUnaccountedMemory: return "unaccounted_memory";
+    case FindingKind::kOrphan:
+      return "orphan";
+    case FindingKind::kZombie:
+      return "zombie";
+    case FindingKind::kWorkerContext:
+      return "worker_context";
+    case FindingKind::kOtherNamespace:
+      return "other_namespace";
+    case FindingKind::kUnaccountedMemory:
+      return "unaccounted_memory";
   }
   return "unknown";
 }
 
 const char* severity_name(Severity severity) {
   switch (severity) {
-    case Severity::kAction: return "action";
-    case Severity::kWarning: return "warning";
-    case Severity::kInfo: return "info";
+    case Severity::kAction:
+      return "action";
+    case Severity::kWarning:
+      return "warning";
+    case Severity::kInfo:
+      return "info";
   }
   return "info";
 }

@@ -47,15 +47,15 @@ struct Finding {
   int pid = 0;  // 0 when the finding is about a device, not a process
   std::optional<unsigned> device_index;
   std::optional<std::uint64_t> memory_bytes;  // GPU memory involved, when known
-  std::string summary;                // one line: "PID 4711 is an orphan holding 12.0 GiB"
-  std::vector<std::string> evidence;  // what was observed
-  std::string cause;                  // why it happens
-  std::string action;                 // what to do
-  bool can_kill = false;              // a candidate for --kill-orphans
+  std::string summary;                        // one line: "PID 4711 is an orphan holding 12.0 GiB"
+  std::vector<std::string> evidence;          // what was observed
+  std::string cause;                          // why it happens
+  std::string action;                         // what to do
+  bool can_kill = false;                      // a candidate for --kill-orphans
 };
 
 struct DoctorReport {
-  MonitorSample sample;  // the devices and processes looked at
+  MonitorSample sample;           // the devices and processes looked at
   std::vector<Finding> findings;  // most severe first
   // One word per process in `sample.processes` (same order): "orphan",
   // "zombie", "worker", "other-namespace" or "ok".

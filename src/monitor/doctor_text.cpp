@@ -13,9 +13,12 @@ using report::format_bytes;
 
 const char* severity_heading(Severity severity) {
   switch (severity) {
-    case Severity::kAction: return "ACT";
-    case Severity::kWarning: return "WARN";
-    case Severity::kInfo: return "INFO";
+    case Severity::kAction:
+      return "ACT";
+    case Severity::kWarning:
+      return "WARN";
+    case Severity::kInfo:
+      return "INFO";
   }
   return "INFO";
 }
@@ -50,15 +53,15 @@ std::string render_doctor_text(const DoctorReport& report, const KillRecord& kil
       const ProcessView& view = sample.processes[i];
       std::string relation = view.relation.text;
       if (!view.info.container_id.empty()) {
-        relation += (relation.empty() ? "" : ", ") +
-                    std::string("container ") + short_container_id(view.info.container_id);
+        relation += (relation.empty() ? "" : ", ") + std::string("container ") +
+                    short_container_id(view.info.container_id);
       }
       line(fmt::format(
           "{:>8} {:<16} {:<10} {:>10} {:>7}  {:<36} {}", view.pid, report.verdicts[i],
           view.user.substr(0, 10),
           view.gpu_memory_bytes ? format_bytes(*view.gpu_memory_bytes) : std::string("-"),
-          view.visible ? std::to_string(view.info.device_handle_count) : std::string("?"),
-          relation, view.visible ? view.info.command_line() : std::string("(not visible here)")));
+          view.visible ? std::to_string(view.info.device_handle_count) : std::string("?"), relation,
+          view.visible ? view.info.command_line() : std::string("(not visible here)")));
     }
   }
   out += "\n";

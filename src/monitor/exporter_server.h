@@ -68,8 +68,8 @@ class ExporterServer {
   std::thread sampler_thread_;
   std::mutex mutex_;
   std::condition_variable wake_;
-  bool stopping_ = false;              // guarded by mutex_
-  std::atomic<bool> serving_{false};   // run() is inside the HTTP accept loop (or entering it)
+  bool stopping_ = false;             // guarded by mutex_
+  std::atomic<bool> serving_{false};  // run() is inside the HTTP accept loop (or entering it)
   std::string metrics_text_;
   std::string nvml_note_;
 };

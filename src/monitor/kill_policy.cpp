@@ -53,9 +53,9 @@ KillDecision decide_kill(const ProcessInfo& target, bool diagnosed_orphan,
       return refuse(fmt::format("it belongs to {}, not to you", target_user));
     }
     if (!context.all_users) {
-      return refuse(fmt::format(
-          "it belongs to {}; as root, pass --all-users to end other users' processes",
-          target_user));
+      return refuse(
+          fmt::format("it belongs to {}; as root, pass --all-users to end other users' processes",
+                      target_user));
     }
   }
   return KillDecision{true, {}};

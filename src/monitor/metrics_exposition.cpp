@@ -42,7 +42,8 @@ template <typename ValueOf>
 void device_family(ExpositionWriter& out, const DoctorReport& report, const char* name,
                    const char* help, ValueOf value_of) {
   out.family(name, help, MetricType::kGauge);
-  for (const auto& device : report.sample.devices) out.sample(device_labels(device), value_of(device));
+  for (const auto& device : report.sample.devices)
+    out.sample(device_labels(device), value_of(device));
 }
 
 // Writes one per-process-per-GPU family; skips uses whose amount is unknown.

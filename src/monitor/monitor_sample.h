@@ -42,21 +42,21 @@ struct ProcessView {
   OrphanAssessment orphan;
   std::vector<ProcessDeviceView> gpu;
   std::optional<std::uint64_t> gpu_memory_bytes;  // sum over devices, when any is known
-  TrendSummary gpu_trend;   // of the sum; seconds_until_full: earliest device to fill
-  TrendSummary rss_trend;   // host RSS; seconds_until_full: until MemAvailable is used up
-  bool watched = false;     // named with --pid
+  TrendSummary gpu_trend;  // of the sum; seconds_until_full: earliest device to fill
+  TrendSummary rss_trend;  // host RSS; seconds_until_full: until MemAvailable is used up
+  bool watched = false;    // named with --pid
 };
 
 struct MonitorSample {
-  std::size_t index = 0;          // 0 for the first sample
+  std::size_t index = 0;  // 0 for the first sample
   std::int64_t unix_time_ms = 0;
-  double elapsed_s = 0;           // since the first sample
+  double elapsed_s = 0;  // since the first sample
   NvmlStatus nvml;
   std::string device_file_glob;
   std::vector<DeviceView> devices;
   std::vector<ProcessView> processes;  // most GPU memory first
   HostMemory host;
-  std::vector<std::string> notes;      // partial problems, worded for people
+  std::vector<std::string> notes;  // partial problems, worded for people
 };
 
 }  // namespace gpuleak::monitor

@@ -19,7 +19,7 @@
 
 namespace gpuleak::monitor::nvml {
 
-using Return = int;  // nvmlReturn_t
+using Return = int;                   // nvmlReturn_t
 using Device = struct DeviceOpaque*;  // nvmlDevice_t
 
 inline constexpr Return kSuccess = 0;

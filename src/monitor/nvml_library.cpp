@@ -42,9 +42,9 @@ NvmlLibrary::NvmlLibrary() : symbols_(std::make_unique<Symbols>()) {
   if (!open_library() || !resolve_symbols()) return;
   nvml::Return rc = symbols_->init();
   if (rc != nvml::kSuccess) {
-    unavailable_reason_ = fmt::format(
-        "NVML did not start ({}). The NVIDIA driver is not loaded or not usable here.",
-        describe(rc));
+    unavailable_reason_ =
+        fmt::format("NVML did not start ({}). The NVIDIA driver is not loaded or not usable here.",
+                    describe(rc));
     return;
   }
   initialized_ = true;
@@ -80,8 +80,7 @@ bool NvmlLibrary::resolve_symbols() {
   s.init = lookup<nvml::InitFn>(handle_, "nvmlInit_v2");
   s.shutdown = lookup<nvml::ShutdownFn>(handle_, "nvmlShutdown");
   s.error_string = lookup<nvml::ErrorStringFn>(handle_, "nvmlErrorString");
-  s.driver_version =
-      lookup<nvml::SystemGetDriverVersionFn>(handle_, "nvmlSystemGetDriverVersion");
+  s.driver_version = lookup<nvml::SystemGetDriverVersionFn>(handle_, "nvmlSystemGetDriverVersion");
   s.device_count = lookup<nvml::DeviceGetCountFn>(handle_, "nvmlDeviceGetCount_v2");
   s.handle_by_index =
       lookup<nvml::DeviceGetHandleByIndexFn>(handle_, "nvmlDeviceGetHandleByIndex_v2");

@@ -157,7 +157,8 @@ void ProcScanner::read_handles(ProcessInfo& info) const {
   }
   DIR* dir = opendir(fd_dir.c_str());
   if (!dir) {
-    info.handle_scan = (errno == EACCES || errno == EPERM) ? HandleScan::kDenied : HandleScan::kGone;
+    info.handle_scan =
+        (errno == EACCES || errno == EPERM) ? HandleScan::kDenied : HandleScan::kGone;
     return;
   }
   while (const dirent* entry = readdir(dir)) {
@@ -242,8 +243,8 @@ ProcessTable ProcScanner::scan(HandleScope scope, const std::set<int>& watch_pid
     }
     if (!info.kernel_thread) {
       bool young = is_young(info, uptime_s);
-      bool watched_without_files = watch_pids.count(pid) && before &&
-                                   !before->holds_device_handles();
+      bool watched_without_files =
+          watch_pids.count(pid) && before && !before->holds_device_handles();
       if (full || !before || young || watched_without_files) {
         read_handles(info);
       } else {

@@ -54,8 +54,7 @@ class ProcScanner {
     kIncremental,  // new processes and the watched ones only (see above)
   };
 
-  explicit ProcScanner(DeviceFilePattern pattern,
-                       double young_process_s = kYoungProcessSeconds);
+  explicit ProcScanner(DeviceFilePattern pattern, double young_process_s = kYoungProcessSeconds);
 
   // `watch_pids`: processes whose stat line must be current in this scan.
   ProcessTable scan(HandleScope scope, const std::set<int>& watch_pids = {});

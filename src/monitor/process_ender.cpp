@@ -11,8 +11,8 @@
 #include <cstring>
 #include <thread>
 
-#include "monitor/process_info.h"
 #include "monitor/proc_scanner.h"
+#include "monitor/process_info.h"
 
 namespace gpuleak::monitor {
 
@@ -62,8 +62,8 @@ class PinnedProcess {
 
   // 0 or an errno.
   int send(int signal) const {
-    long rc = pidfd_ >= 0 ? syscall(kSysPidfdSendSignal, pidfd_, signal, nullptr, 0)
-                          : kill(pid_, signal);
+    long rc =
+        pidfd_ >= 0 ? syscall(kSysPidfdSendSignal, pidfd_, signal, nullptr, 0) : kill(pid_, signal);
     return rc == 0 ? 0 : errno;
   }
 
@@ -74,8 +74,8 @@ class PinnedProcess {
       if (exited()) return true;
       auto left = deadline - std::chrono::steady_clock::now();
       if (left <= std::chrono::steady_clock::duration::zero()) return false;
-      int wait_ms = static_cast<int>(
-          std::chrono::duration_cast<std::chrono::milliseconds>(left).count()) + 1;
+      int wait_ms =
+          static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(left).count()) + 1;
       if (pidfd_ >= 0) {
         pollfd entry{pidfd_, POLLIN, 0};
         poll(&entry, 1, wait_ms);
@@ -105,12 +105,18 @@ class PinnedProcess {
 
 const char* end_result_name(EndResult result) {
   switch (result) {
-    case EndResult::kEndedBySigterm: return "ended_by_sigterm";
-    case EndResult::kEndedBySigkill: return "ended_by_sigkill";
-    case EndResult::kAlreadyGone: return "already_gone";
-    case EndResult::kReplaced: return "pid_reused";
-    case EndResult::kStillRunning: return "still_running";
-    case EndResult::kFailed: return "failed";
+    case EndResult::kEndedBySigterm:
+      return "ended_by_sigterm";
+    case EndResult::kEndedBySigkill:
+      return "ended_by_sigkill";
+    case EndResult::kAlreadyGone:
+      return "already_gone";
+    case EndResult::kReplaced:
+      return "pid_reused";
+    case EndResult::kStillRunning:
+      return "still_running";
+    case EndResult::kFailed:
+      return "failed";
   }
   return "failed";
 }
@@ -144,8 +150,8 @@ EndOutcome end_process(const EndTarget& target, double grace_s, const EndLog& lo
     if (error == ESRCH) {
       return finish(EndResult::kAlreadyGone, fmt::format("PID {} exited", target.pid));
     }
-    return finish(EndResult::kFailed, fmt::format("could not signal PID {}: {}", target.pid,
-                                                  std::strerror(error)));
+    return finish(EndResult::kFailed,
+                  fmt::format("could not signal PID {}: {}", target.pid, std::strerror(error)));
   }
   if (process.wait_for_exit(grace_s)) {
     return finish(EndResult::kEndedBySigterm,

@@ -49,8 +49,12 @@ bool parse_proc_stat(const std::string& line, long page_size_bytes, ProcessInfo&
   std::string field;
   while (rest >> field && fields.size() < 22) fields.push_back(field);
   if (fields.size() < 22) return false;
-  auto number = [&](int proc_field) { return std::strtoull(fields[proc_field - 3].c_str(), nullptr, 10); };
-  auto signed_number = [&](int proc_field) { return std::strtoll(fields[proc_field - 3].c_str(), nullptr, 10); };
+  auto number = [&](int proc_field) {
+    return std::strtoull(fields[proc_field - 3].c_str(), nullptr, 10);
+  };
+  auto signed_number = [&](int proc_field) {
+    return std::strtoll(fields[proc_field - 3].c_str(), nullptr, 10);
+  };
   out.state = fields[0].empty() ? '?' : fields[0][0];
   out.ppid = static_cast<int>(signed_number(4));
   out.pgid = static_cast<int>(signed_number(5));

@@ -22,8 +22,8 @@ struct ProcessInfo {
   // From /proc/PID/stat, read for every process in every sample.
   int pid = 0;
   int ppid = 0;
-  int pgid = 0;  // process group; a shell job or the process that started the group
-  int sid = 0;   // session
+  int pgid = 0;      // process group; a shell job or the process that started the group
+  int sid = 0;       // session
   char state = '?';  // R, S, D, Z (zombie), T, t, X, I
   std::string comm;  // the kernel's 15-character name; DataLoader workers say "pt_data_worker"
   std::uint64_t start_ticks = 0;  // start time after boot, in clock ticks; pid + this = identity
@@ -34,11 +34,11 @@ struct ProcessInfo {
 
   // Read once per process identity (and again on full rescans).
   bool details_read = false;
-  std::optional<uid_t> uid;  // real uid; empty when status could not be read
-  std::vector<std::string> argv;  // empty for kernel threads, zombies, or when unreadable
-  std::string container_id;  // 64 hex digits from the cgroup path; empty on the host
+  std::optional<uid_t> uid;         // real uid; empty when status could not be read
+  std::vector<std::string> argv;    // empty for kernel threads, zombies, or when unreadable
+  std::string container_id;         // 64 hex digits from the cgroup path; empty on the host
   std::uint64_t pid_namespace = 0;  // inode of /proc/PID/ns/pid; 0 when unreadable
-  int namespace_pid = 0;  // the pid inside its own (innermost) PID namespace; 0 unknown
+  int namespace_pid = 0;            // the pid inside its own (innermost) PID namespace; 0 unknown
 
   // Open GPU device files.
   HandleScan handle_scan = HandleScan::kNotScanned;

@@ -12,9 +12,8 @@ constexpr const char* kDataLoaderThreadName = "pt_data_worker";
 constexpr std::size_t kDescribeCommandChars = 60;
 
 bool any_argument_contains(const ProcessInfo& info, const char* needle) {
-  return std::any_of(info.argv.begin(), info.argv.end(), [&](const std::string& arg) {
-    return arg.find(needle) != std::string::npos;
-  });
+  return std::any_of(info.argv.begin(), info.argv.end(),
+                     [&](const std::string& arg) { return arg.find(needle) != std::string::npos; });
 }
 
 std::string shortened(std::string text, std::size_t limit) {
@@ -27,11 +26,16 @@ std::string shortened(std::string text, std::size_t limit) {
 
 const char* relation_kind_name(RelationKind kind) {
   switch (kind) {
-    case RelationKind::kNone: return "none";
-    case RelationKind::kDataLoaderWorker: return "dataloader_worker";
-    case RelationKind::kMultiprocessingWorker: return "multiprocessing_worker";
-    case RelationKind::kForkedChild: return "forked_child";
-    case RelationKind::kChild: return "child";
+    case RelationKind::kNone:
+      return "none";
+    case RelationKind::kDataLoaderWorker:
+      return "dataloader_worker";
+    case RelationKind::kMultiprocessingWorker:
+      return "multiprocessing_worker";
+    case RelationKind::kForkedChild:
+      return "forked_child";
+    case RelationKind::kChild:
+      return "child";
   }
   return "none";
 }
@@ -143,27 +147,27 @@ OrphanAssessment ProcessTree::assess_orphan(int pid) const {
     // Started straight into init's own group: init (a container's shell) ran it.
     if (info->pgid == parent->pgid) return result;
     result.orphaned = true;
-    result.evidence.push_back(fmt::format(
-        "its parent is {}, the init process that adopts processes whose parent exited",
-        describe(info->ppid)));
+    result.evidence.push_back(
+        fmt::format("its parent is {}, the init process that adopts processes whose parent exited",
+                    describe(info->ppid)));
     result.evidence.push_back(group_words);
     return result;
   }
 
   if (parent->start_ticks > info->start_ticks) {
-    result.evidence.push_back(fmt::format(
-        "its parent {} started after it did, so it was adopted, not created, by it",
-        describe(info->ppid)));
+    result.evidence.push_back(
+        fmt::format("its parent {} started after it did, so it was adopted, not created, by it",
+                    describe(info->ppid)));
   }
   if (parent->sid != info->sid) {
-    result.evidence.push_back(fmt::format(
-        "it is in session {} but its parent {} is in session {}; a child keeps its "
-        "parent's session unless it starts its own",
-        info->sid, describe(info->ppid), parent->sid));
+    result.evidence.push_back(
+        fmt::format("it is in session {} but its parent {} is in session {}; a child keeps its "
+                    "parent's session unless it starts its own",
+                    info->sid, describe(info->ppid), parent->sid));
   }
   if (group_leader_gone && parent->pgid != info->pgid) {
-    result.evidence.push_back(group_words + ", and its current parent " +
-                              describe(info->ppid) + " is in another process group");
+    result.evidence.push_back(group_words + ", and its current parent " + describe(info->ppid) +
+                              " is in another process group");
   }
   result.orphaned = !result.evidence.empty();
   if (result.orphaned) {

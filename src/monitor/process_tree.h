@@ -40,11 +40,11 @@
 namespace gpuleak::monitor {
 
 enum class RelationKind {
-  kNone,                  // no parent we can see, or a plain child of init
-  kDataLoaderWorker,      // PyTorch DataLoader worker
-  kMultiprocessingWorker, // multiprocessing spawn/forkserver child
-  kForkedChild,           // forked copy of its parent (same command line)
-  kChild,                 // any other child
+  kNone,                   // no parent we can see, or a plain child of init
+  kDataLoaderWorker,       // PyTorch DataLoader worker
+  kMultiprocessingWorker,  // multiprocessing spawn/forkserver child
+  kForkedChild,            // forked copy of its parent (same command line)
+  kChild,                  // any other child
 };
 
 struct Relation {

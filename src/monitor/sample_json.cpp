@@ -2,7 +2,6 @@
 
 #include <algorithm>
 
-
 namespace gpuleak::monitor {
 
 namespace {
@@ -19,10 +18,14 @@ json optional_seconds(const std::optional<double>& value) {
 
 const char* handle_scan_name(HandleScan scan) {
   switch (scan) {
-    case HandleScan::kNotScanned: return "not_scanned";
-    case HandleScan::kScanned: return "scanned";
-    case HandleScan::kDenied: return "denied";
-    case HandleScan::kGone: return "gone";
+    case HandleScan::kNotScanned:
+      return "not_scanned";
+    case HandleScan::kScanned:
+      return "scanned";
+    case HandleScan::kDenied:
+      return "denied";
+    case HandleScan::kGone:
+      return "gone";
   }
   return "not_scanned";
 }
@@ -44,7 +47,8 @@ json device_to_json(const DeviceView& view, const SampleJsonOptions& options) {
       {"name", d.name},
       {"memory_total_bytes", d.memory_total_bytes},
       {"memory_used_bytes", d.memory_used_bytes},
-      {"memory_reserved_bytes", d.reserved_reported ? json(d.memory_reserved_bytes) : json(nullptr)},
+      {"memory_reserved_bytes",
+       d.reserved_reported ? json(d.memory_reserved_bytes) : json(nullptr)},
       {"accounted_bytes", view.accounted_bytes},
       {"unaccounted_bytes", view.unaccounted_bytes},
       {"process_count", d.processes.size()},

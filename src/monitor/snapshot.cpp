@@ -43,8 +43,7 @@ SnapshotSource::SnapshotSource(DeviceFilePattern pattern, bool use_nvml)
 
 SnapshotSource::~SnapshotSource() = default;
 
-Snapshot SnapshotSource::take(ProcScanner::HandleScope scope,
-                              const std::set<int>& requested_pids) {
+Snapshot SnapshotSource::take(ProcScanner::HandleScope scope, const std::set<int>& requested_pids) {
   Snapshot snapshot;
   snapshot.own_pid = static_cast<int>(getpid());
   snapshot.nvml = nvml_status_;
@@ -60,9 +59,8 @@ Snapshot SnapshotSource::take(ProcScanner::HandleScope scope,
       for (const auto& process : device.processes) watch_pids.insert(process.pid);
     }
   }
-  snapshot.monotonic_s = std::chrono::duration<double>(
-                             std::chrono::steady_clock::now().time_since_epoch())
-                             .count();
+  snapshot.monotonic_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
   snapshot.unix_time_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                               std::chrono::system_clock::now().time_since_epoch())
                               .count();

@@ -29,7 +29,7 @@ inline constexpr std::size_t kFullHandleScanEvery = 30;
 
 struct NvmlStatus {
   bool available = false;
-  std::string message;         // why not, when unavailable; or a read error
+  std::string message;  // why not, when unavailable; or a read error
   std::string library_path;
   std::string driver_version;
 };
@@ -48,7 +48,7 @@ struct Snapshot {
   ProcessTable table;
   HostMemory host;
   int own_pid = 0;
-  std::string device_file_glob;  // what counted as a GPU device file
+  std::string device_file_glob;    // what counted as a GPU device file
   std::vector<std::string> notes;  // partial problems of the reading itself
 
   // Every pid the driver lists, with its memory per device.

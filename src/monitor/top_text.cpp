@@ -55,8 +55,8 @@ std::string render_top_text(const MonitorSample& sample, const TopTextOptions& o
                    format_duration_seconds(options.interval_s),
                    format_duration_seconds(options.window_s)));
   if (!sample.nvml.available) {
-    line("GPUs: " + (sample.nvml.message.empty() ? std::string("NVML unavailable")
-                                                  : sample.nvml.message));
+    line("GPUs: " +
+         (sample.nvml.message.empty() ? std::string("NVML unavailable") : sample.nvml.message));
   } else if (sample.devices.empty()) {
     line("GPUs: the driver reports none");
   }
@@ -66,7 +66,8 @@ std::string render_top_text(const MonitorSample& sample, const TopTextOptions& o
                      format_bytes(d.memory_used_bytes), format_bytes(d.memory_total_bytes),
                      trend_text(view.used), until_full_text(view.used)));
     if (view.unaccounted_bytes > 0 && !d.processes.empty()) {
-      line(fmt::format("       {} used by no listed process", format_bytes(view.unaccounted_bytes)));
+      line(
+          fmt::format("       {} used by no listed process", format_bytes(view.unaccounted_bytes)));
     }
   }
   out += "\n";
@@ -93,18 +94,18 @@ std::string render_top_text(const MonitorSample& sample, const TopTextOptions& o
       relation = relation.empty() ? "ZOMBIE (not reaped)" : "ZOMBIE, " + relation;
     }
     if (!view.info.container_id.empty()) {
-      relation += (relation.empty() ? "" : ", ") +
-                  std::string("container ") + short_container_id(view.info.container_id);
+      relation += (relation.empty() ? "" : ", ") + std::string("container ") +
+                  short_container_id(view.info.container_id);
     }
     std::string gpu_memory = view.gpu_memory_bytes ? format_bytes(*view.gpu_memory_bytes)
-                             : view.info.device_handle_count > 0 ? "handle" : "-";
-    line(fmt::format("{:>8} {:<10} {:>10} {:<18} {:>10}  {:>10} {:<18} {:>8} {:1}  {:<36} {}",
-                     view.pid, view.user.substr(0, 10), gpu_memory,
-                     view.gpu_memory_bytes ? trend_text(view.gpu_trend) : "",
-                     until_full_text(view.gpu_trend), format_bytes(view.info.rss_bytes),
-                     view.info.is_zombie() ? "" : trend_text(view.rss_trend),
-                     until_full_text(view.rss_trend), view.info.state, relation,
-                     view.info.command_line()));
+                             : view.info.device_handle_count > 0 ? "handle"
+                                                                 : "-";
+    line(fmt::format(
+        "{:>8} {:<10} {:>10} {:<18} {:>10}  {:>10} {:<18} {:>8} {:1}  {:<36} {}", view.pid,
+        view.user.substr(0, 10), gpu_memory,
+        view.gpu_memory_bytes ? trend_text(view.gpu_trend) : "", until_full_text(view.gpu_trend),
+        format_bytes(view.info.rss_bytes), view.info.is_zombie() ? "" : trend_text(view.rss_trend),
+        until_full_text(view.rss_trend), view.info.state, relation, view.info.command_line()));
   }
   for (const auto& note : sample.notes) line("note: " + note);
   return out;

@@ -21,9 +21,9 @@
 namespace gpuleak::monitor {
 
 struct TrendSummary {
-  std::size_t points = 0;         // samples in the window
-  double slope_bytes_per_s = 0;   // Theil–Sen slope over the window
-  bool leak = false;              // the trend test says it keeps growing
+  std::size_t points = 0;        // samples in the window
+  double slope_bytes_per_s = 0;  // Theil–Sen slope over the window
+  bool leak = false;             // the trend test says it keeps growing
   // When leaking and a limit is known: how long until the limit is reached
   // at the current slope.
   std::optional<double> seconds_until_full;

@@ -10,8 +10,6 @@
 // scripts (by SHA-256) and no network access of any kind.
 #include "report/html_report.h"
 
-#include "report/holder_text.h"
-
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -20,6 +18,7 @@
 #include <string_view>
 
 #include "generated/html_report_assets.h"
+#include "report/holder_text.h"
 #include "report/json_report.h"
 #include "report/units.h"
 

@@ -19,9 +19,12 @@ bool is_name_char(char c, bool allow_colon) {
 
 const char* type_word(MetricType type) {
   switch (type) {
-    case MetricType::kGauge: return "gauge";
-    case MetricType::kCounter: return "counter";
-    case MetricType::kUntyped: return "untyped";
+    case MetricType::kGauge:
+      return "gauge";
+    case MetricType::kCounter:
+      return "counter";
+    case MetricType::kUntyped:
+      return "untyped";
   }
   return "untyped";
 }
@@ -50,10 +53,17 @@ std::string escape_label_value(std::string_view value) {
   out.reserve(value.size());
   for (char c : value) {
     switch (c) {
-      case '\\': out += "\\\\"; break;
-      case '"': out += "\\\""; break;
-      case '\n': out += "\\n"; break;
-      default: out += c;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -64,9 +74,14 @@ std::string escape_help_text(std::string_view help) {
   out.reserve(help.size());
   for (char c : help) {
     switch (c) {
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      default: out += c;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      default:
+        out += c;
     }
   }
   return out;

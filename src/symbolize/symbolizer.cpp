@@ -67,8 +67,9 @@ void call_site(Dwarf_Die* cu, Dwarf_Die* inlined, std::string* file, std::uint32
     *line = static_cast<std::uint32_t>(value);
   Dwarf_Files* files = nullptr;
   size_t count = 0;
-  if (dwarf_attr(inlined, DW_AT_call_file, &attribute) && dwarf_formudata(&attribute, &value) == 0 &&
-      dwarf_getsrcfiles(cu, &files, &count) == 0 && value < count) {
+  if (dwarf_attr(inlined, DW_AT_call_file, &attribute) &&
+      dwarf_formudata(&attribute, &value) == 0 && dwarf_getsrcfiles(cu, &files, &count) == 0 &&
+      value < count) {
     if (const char* name = dwarf_filesrc(files, value, nullptr, nullptr)) *file = name;
   }
 }
@@ -113,7 +114,7 @@ void add_inline_chain(Dwfl_Module* module, Dwarf_Addr address, NativeFrame* fram
         // The function the address lies in keeps the ELF symbol's name, as
         // frames without inlining have.
         caller.function = physical && !frame->function.empty() ? frame->function
-                                                                : function_name(functions[i + 1]);
+                                                               : function_name(functions[i + 1]);
         call_site(cu, functions[i], &caller.file, &caller.line);
         callers.push_back(std::move(caller));
       }

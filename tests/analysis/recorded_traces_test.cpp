@@ -3,10 +3,10 @@
 // were made). Symbols are embedded in the traces, so the stacks resolve on a
 // machine without the programs, CUDA or PyTorch.
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <filesystem>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 

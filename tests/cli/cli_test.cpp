@@ -127,8 +127,8 @@ void expect_folded_unless_all_frames(const std::string& trace, const std::string
   ProcessResult plain = run_process({kGpuleak, "report", trace});
   ASSERT_EQ(plain.exit_code, 0) << plain.describe();
   EXPECT_EQ(plain.out.find(hidden), std::string::npos) << plain.out;
-  EXPECT_NE(plain.out.find(shown), std::string::npos)
-      << "the frames below say who allocated:\n" << plain.out;
+  EXPECT_NE(plain.out.find(shown), std::string::npos) << "the frames below say who allocated:\n"
+                                                      << plain.out;
   ProcessResult all = run_process({kGpuleak, "report", "--all-frames", trace});
   ASSERT_EQ(all.exit_code, 0) << all.describe();
   EXPECT_NE(all.out.find(hidden), std::string::npos);
@@ -154,7 +154,8 @@ TEST(ReportTorchExit, memory_live_at_exit_is_no_leak_in_a_pytorch_process) {
   ProcessResult leak =
       run_process({kGpuleak, "report", "--fail-on-leak", traces + "leak_small_tensor_per_step"});
   EXPECT_EQ(leak.exit_code, 1) << leak.describe();
-  ProcessResult json = run_process({kGpuleak, "report", "--json", traces + "control_replay_buffer"});
+  ProcessResult json =
+      run_process({kGpuleak, "report", "--json", traces + "control_replay_buffer"});
   ASSERT_EQ(json.exit_code, 0) << json.describe();
   auto report = nlohmann::json::parse(json.out, nullptr, false);
   ASSERT_FALSE(report.is_discarded());
@@ -170,8 +171,8 @@ TEST(ReportTorchExit, memory_live_at_exit_is_no_leak_in_a_pytorch_process) {
 // top of every tensor allocation's native stack; it once passed for the
 // user's code and hid every other frame.
 TEST(ReportFrames, gpuleaks_allocator_hook_frame_is_never_taken_for_the_users) {
-  expect_folded_unless_all_frames(example_trace("torch/leak_small_tensor_per_step"),
-                                  "torch-hook-", "setWorkspaceForHandle");
+  expect_folded_unless_all_frames(example_trace("torch/leak_small_tensor_per_step"), "torch-hook-",
+                                  "setWorkspaceForHandle");
 }
 
 TEST(ReportDamagedTrace, truncated_mid_block_reports_the_prefix_and_one_line_with_the_offset) {
@@ -417,12 +418,14 @@ TEST_F(GpuleakRun, unanswered_holder_request_delays_the_leak_line_and_is_cleaned
   bool request_seen = false;
   bool live_seen = false;
   options.on_stderr_line = [&](const std::string& line) {
-    if (live_seen || line.rfind("gpuleak: [pid ", 0) != 0 || line.find("] LEAK ") == std::string::npos)
+    if (live_seen || line.rfind("gpuleak: [pid ", 0) != 0 ||
+        line.find("] LEAK ") == std::string::npos)
       return;
     live_seen = true;
     std::error_code ec;
     for (const auto& entry : fs::directory_iterator(traces, ec))
-      if (entry.path().string().find(".holder-request.json") != std::string::npos) request_seen = true;
+      if (entry.path().string().find(".holder-request.json") != std::string::npos)
+        request_seen = true;
     write_text_file(release, "go\n");
   };
   ProcessResult r = run_process(run_argv(traces, {}, {"leak-asked", release}), options);

@@ -1,8 +1,8 @@
 // Sizes of CUDA arrays from their descriptors (collector/array_size.h):
 // figures worked out by hand from each format's layout.
-#include <gtest/gtest.h>
-
 #include "collector/array_size.h"
+
+#include <gtest/gtest.h>
 
 namespace gpuleak::collector {
 namespace {

@@ -160,8 +160,10 @@ int callers() {
   int a = 0, b = 0;
   auto run = [&](int count, bool from_a) {
     for (int i = 0; i < count; ++i) {
-      if (from_a) caller_a(), ++a;
-      else caller_b(), ++b;
+      if (from_a)
+        caller_a(), ++a;
+      else
+        caller_b(), ++b;
     }
   };
   run(20, true);

@@ -19,7 +19,8 @@ TEST(ContainerId, docker_with_cgroupfs_driver_on_cgroup_v1) {
 TEST(ContainerId, kubernetes_with_containerd_takes_the_container_not_the_pod) {
   std::string text =
       "0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod1234abcd_5678_90ef.slice/"
-      "cri-containerd-" + kId + ".scope\n";
+      "cri-containerd-" +
+      kId + ".scope\n";
   EXPECT_EQ(container_id_from_cgroup(text), kId);
 }
 

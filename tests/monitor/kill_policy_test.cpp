@@ -44,8 +44,10 @@ TEST(KillPolicy, never_a_container_init) {
 }
 
 TEST(KillPolicy, never_the_caller_or_its_ancestors) {
-  EXPECT_FALSE(decide_kill(orphan_owned_by(1000, 5000), true, false, caller(1000), "alice").allowed);
-  KillDecision ancestor = decide_kill(orphan_owned_by(1000, 4000), true, false, caller(1000), "alice");
+  EXPECT_FALSE(
+      decide_kill(orphan_owned_by(1000, 5000), true, false, caller(1000), "alice").allowed);
+  KillDecision ancestor =
+      decide_kill(orphan_owned_by(1000, 4000), true, false, caller(1000), "alice");
   EXPECT_FALSE(ancestor.allowed);
   EXPECT_NE(ancestor.reason.find("ancestor"), std::string::npos);
 }
@@ -73,7 +75,8 @@ TEST(KillPolicy, never_a_zombie_or_a_kernel_thread) {
 }
 
 TEST(KillPolicy, other_users_are_refused_to_ordinary_users_even_with_all_users) {
-  KillDecision decision = decide_kill(orphan_owned_by(1001), true, false, caller(1000, true), "bob");
+  KillDecision decision =
+      decide_kill(orphan_owned_by(1001), true, false, caller(1000, true), "bob");
   EXPECT_FALSE(decision.allowed);
   EXPECT_NE(decision.reason.find("bob"), std::string::npos);
 }

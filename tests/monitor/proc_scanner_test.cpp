@@ -108,10 +108,14 @@ TEST(ProcScanner, a_young_holder_that_closes_its_files_is_seen_at_once) {
   });
   char byte = 0;
   ASSERT_EQ(read(ready[0], &byte, 1), 1);
-  EXPECT_EQ(scanner.scan(ProcScanner::HandleScope::kIncremental).find(child.pid())->device_handle_count, 1);
+  EXPECT_EQ(
+      scanner.scan(ProcScanner::HandleScope::kIncremental).find(child.pid())->device_handle_count,
+      1);
   ASSERT_EQ(write(to_child[1], &byte, 1), 1);
   ASSERT_EQ(read(ready[0], &byte, 1), 1);
-  EXPECT_EQ(scanner.scan(ProcScanner::HandleScope::kIncremental).find(child.pid())->device_handle_count, 0);
+  EXPECT_EQ(
+      scanner.scan(ProcScanner::HandleScope::kIncremental).find(child.pid())->device_handle_count,
+      0);
   for (int fd : {to_child[0], to_child[1], ready[0], ready[1]}) close(fd);
 }
 
@@ -135,11 +139,15 @@ TEST(ProcScanner, an_old_holder_that_closes_its_files_is_seen_at_the_next_full_s
   });
   char byte = 0;
   ASSERT_EQ(read(ready[0], &byte, 1), 1);
-  EXPECT_EQ(scanner.scan(ProcScanner::HandleScope::kIncremental).find(child.pid())->device_handle_count, 1);
+  EXPECT_EQ(
+      scanner.scan(ProcScanner::HandleScope::kIncremental).find(child.pid())->device_handle_count,
+      1);
   ASSERT_EQ(write(to_child[1], &byte, 1), 1);
   ASSERT_EQ(read(ready[0], &byte, 1), 1);
   // Cheap samples carry open files over; the full scan sees the change.
-  EXPECT_EQ(scanner.scan(ProcScanner::HandleScope::kIncremental).find(child.pid())->device_handle_count, 1);
+  EXPECT_EQ(
+      scanner.scan(ProcScanner::HandleScope::kIncremental).find(child.pid())->device_handle_count,
+      1);
   EXPECT_EQ(scanner.scan(ProcScanner::HandleScope::kAll).find(child.pid())->device_handle_count, 0);
   for (int fd : {to_child[0], to_child[1], ready[0], ready[1]}) close(fd);
 }
@@ -179,7 +187,8 @@ TEST(ProcScanner, incremental_scans_keep_the_state_of_holders_and_their_children
 
 TEST(ProcScanner, a_proc_mounted_with_hidepid_is_noted_for_ordinary_users_only) {
   const std::string hidden =
-      "22 27 0:21 / /proc rw,nosuid,nodev,noexec,relatime shared:12 - proc proc rw,hidepid=invisible\n";
+      "22 27 0:21 / /proc rw,nosuid,nodev,noexec,relatime shared:12 - proc proc "
+      "rw,hidepid=invisible\n";
   const std::string open = "22 27 0:21 / /proc rw,relatime - proc proc rw\n";
   EXPECT_NE(hidden_processes_note(hidden, false).find("hidepid"), std::string::npos);
   EXPECT_EQ(hidden_processes_note(hidden, true), "");

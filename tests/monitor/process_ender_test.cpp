@@ -85,8 +85,8 @@ TEST(EndProcess, a_process_that_already_exited_is_reported_gone) {
   kill(pid, SIGKILL);
   child->wait();
   std::vector<std::string> log;
-  EndOutcome outcome = end_process({pid, start, "gone"}, 0.2,
-                                   [&](const std::string& line) { log.push_back(line); });
+  EndOutcome outcome =
+      end_process({pid, start, "gone"}, 0.2, [&](const std::string& line) { log.push_back(line); });
   // (kReplaced if the pid was reused in between: either way nothing is sent.)
   EXPECT_TRUE(outcome.result == EndResult::kAlreadyGone || outcome.result == EndResult::kReplaced)
       << outcome.message;

@@ -61,7 +61,8 @@ TEST(OrphanAssessment, a_child_adopted_by_a_subreaper_is_an_orphan) {
     testing::sleep_while_test_runs(test_pid);
   });
   pid_t orphan_pid = 0;
-  ASSERT_EQ(read(channel[0], &orphan_pid, sizeof orphan_pid), static_cast<ssize_t>(sizeof orphan_pid));
+  ASSERT_EQ(read(channel[0], &orphan_pid, sizeof orphan_pid),
+            static_cast<ssize_t>(sizeof orphan_pid));
   close(channel[0]);
   close(channel[1]);
   pid_t new_parent = 0;
@@ -95,7 +96,8 @@ TEST(OrphanAssessment, a_daemon_that_started_its_own_session_is_not_an_orphan) {
     _exit(0);
   });
   pid_t daemon_pid = 0;
-  ASSERT_EQ(read(channel[0], &daemon_pid, sizeof daemon_pid), static_cast<ssize_t>(sizeof daemon_pid));
+  ASSERT_EQ(read(channel[0], &daemon_pid, sizeof daemon_pid),
+            static_cast<ssize_t>(sizeof daemon_pid));
   close(channel[0]);
   close(channel[1]);
   launcher.wait();

@@ -1,9 +1,9 @@
-#include "report/prometheus.h"
-
 #include <gtest/gtest.h>
 
 #include <limits>
 #include <stdexcept>
+
+#include "report/prometheus.h"
 
 namespace gpuleak::report {
 namespace {

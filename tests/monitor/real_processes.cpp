@@ -15,8 +15,8 @@
 #include <stdexcept>
 #include <thread>
 
-#include "monitor/process_info.h"
 #include "monitor/proc_scanner.h"
+#include "monitor/process_info.h"
 
 namespace gpuleak::monitor::testing {
 

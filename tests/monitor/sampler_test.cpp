@@ -122,10 +122,9 @@ TEST(Sampler, a_process_whose_gpu_memory_grows_is_flagged_with_time_until_full) 
   launcher.device_files.clear();
   for (int i = 0; i < 15; ++i) {
     std::uint64_t leaker = 2 * kGiB + static_cast<std::uint64_t>(i) * 64 * kMiB;
-    last = sampler.add(synthetic(i, leaker + kGiB,
-                                 {{100, leaker}, {200, std::uint64_t{kGiB}}},
-                                 {process(100, 50, 1000, kGiB), process(200, 50, 1001, kGiB),
-                                  launcher}));
+    last = sampler.add(
+        synthetic(i, leaker + kGiB, {{100, leaker}, {200, std::uint64_t{kGiB}}},
+                  {process(100, 50, 1000, kGiB), process(200, 50, 1001, kGiB), launcher}));
   }
   ASSERT_EQ(last.processes.size(), 2u);
   const ProcessView& top = last.processes[0];
@@ -157,8 +156,8 @@ TEST(Sampler, a_reused_pid_starts_a_new_series) {
 
 TEST(Sampler, memory_no_listed_process_accounts_for_is_reported) {
   Sampler sampler({});
-  MonitorSample sample = sampler.add(
-      synthetic(0, 10 * kGiB, {{100, 3 * kGiB}}, {process(100, 1, 1000, kGiB)}));
+  MonitorSample sample =
+      sampler.add(synthetic(0, 10 * kGiB, {{100, 3 * kGiB}}, {process(100, 1, 1000, kGiB)}));
   EXPECT_EQ(sample.devices[0].accounted_bytes, 3 * kGiB);
   EXPECT_EQ(sample.devices[0].unaccounted_bytes, 7 * kGiB);
 }

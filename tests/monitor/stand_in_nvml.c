@@ -90,8 +90,7 @@ static void load_state(void) {
       int index = -1;
       struct StandInProcess p = {0, 0, 0};
       if (sscanf(line + 8, "%d %u %lf %lf", &index, &p.pid, &p.bytes, &p.bytes_per_s) >= 3 &&
-          index >= 0 && index < g_device_count &&
-          g_devices[index].process_count < kMaxProcesses) {
+          index >= 0 && index < g_device_count && g_devices[index].process_count < kMaxProcesses) {
         g_devices[index].processes[g_devices[index].process_count++] = p;
       }
     }
@@ -124,11 +123,16 @@ EXPORT nvmlReturn_t nvmlShutdown(void) { return 0; }
 
 EXPORT const char* nvmlErrorString(nvmlReturn_t result) {
   switch (result) {
-    case 0: return "Success";
-    case 9: return "Driver Not Loaded";
-    case 2: return "Invalid Argument";
-    case 7: return "Insufficient Size";
-    default: return "Unknown Error";
+    case 0:
+      return "Success";
+    case 9:
+      return "Driver Not Loaded";
+    case 2:
+      return "Invalid Argument";
+    case 7:
+      return "Insufficient Size";
+    default:
+      return "Unknown Error";
   }
 }
 

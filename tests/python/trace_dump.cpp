@@ -25,22 +25,38 @@ json to_json(const Record& record) {
       [](const auto& r) -> json {
         using R = std::decay_t<decltype(r)>;
         if constexpr (std::is_same_v<R, t::ProcessRecord>) {
-          return {{"type", "process"}, {"pid", r.pid}, {"parent_pid", r.parent_pid},
-                  {"command_line", r.command_line}, {"collector_version", r.collector_version}};
+          return {{"type", "process"},
+                  {"pid", r.pid},
+                  {"parent_pid", r.parent_pid},
+                  {"command_line", r.command_line},
+                  {"collector_version", r.collector_version}};
         } else if constexpr (std::is_same_v<R, t::StepRecord>) {
-          return {{"type", "step"}, {"seq", r.seq}, {"time_ns", r.time_ns}, {"step", r.step},
+          return {{"type", "step"},
+                  {"seq", r.seq},
+                  {"time_ns", r.time_ns},
+                  {"step", r.step},
                   {"source", static_cast<int>(r.source)}};
         } else if constexpr (std::is_same_v<R, t::SampleRecord>) {
-          return {{"type", "sample"}, {"seq", r.seq}, {"time_ns", r.time_ns},
-                  {"metric", static_cast<int>(r.metric)}, {"device", r.device}, {"value", r.value}};
+          return {{"type", "sample"},     {"seq", r.seq},
+                  {"time_ns", r.time_ns}, {"metric", static_cast<int>(r.metric)},
+                  {"device", r.device},   {"value", r.value}};
         } else if constexpr (std::is_same_v<R, t::AnnotationRecord>) {
-          return {{"type", "annotation"}, {"seq", r.seq}, {"time_ns", r.time_ns}, {"key", r.key},
+          return {{"type", "annotation"},
+                  {"seq", r.seq},
+                  {"time_ns", r.time_ns},
+                  {"key", r.key},
                   {"value", r.value}};
         } else if constexpr (std::is_same_v<R, t::AllocRecord>) {
-          return {{"type", "alloc"}, {"seq", r.seq}, {"address", r.address}, {"size", r.size},
-                  {"kind", static_cast<int>(r.kind)}, {"stack_id", r.stack_id}};
+          return {{"type", "alloc"},
+                  {"seq", r.seq},
+                  {"address", r.address},
+                  {"size", r.size},
+                  {"kind", static_cast<int>(r.kind)},
+                  {"stack_id", r.stack_id}};
         } else if constexpr (std::is_same_v<R, t::FreeRecord>) {
-          return {{"type", "free"}, {"seq", r.seq}, {"address", r.address},
+          return {{"type", "free"},
+                  {"seq", r.seq},
+                  {"address", r.address},
                   {"kind", static_cast<int>(r.kind)}};
         } else if constexpr (std::is_same_v<R, t::ExitRecord>) {
           return {{"type", "exit"}, {"seq", r.seq}};

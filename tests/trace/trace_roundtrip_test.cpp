@@ -56,7 +56,11 @@ TEST(TraceRoundTrip, extreme_field_values_and_every_enum_value_read_back_identic
   r.push_back(StackRecord{1, {0}, {}});
   r.push_back(StackRecord{2, {}, {{0, 0}}});
   r.push_back(SymbolRecord{kU64, odd, long_text, kU32, ""});
-  r.push_back(SymbolRecord{1, "inlined", "a.h", 3, "/lib/x.so",
+  r.push_back(SymbolRecord{1,
+                           "inlined",
+                           "a.h",
+                           3,
+                           "/lib/x.so",
                            {{"outer", "b.cpp", kU32}, {odd, "", 0}, {"", long_text, 1}}});
   for (int k = 1; k <= 9; ++k) {
     auto kind = static_cast<MemoryKind>(k);

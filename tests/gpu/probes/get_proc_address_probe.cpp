@@ -44,7 +44,8 @@ void CUPTIAPI on_callback(void*, CUpti_CallbackDomain, CUpti_CallbackId cbid, co
   }
   if (!symbol) return;
   std::lock_guard<std::mutex> lock(g_mutex);
-  ++g_symbols[std::string(symbol) + (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM ? " (ptds)" : "")];
+  ++g_symbols[std::string(symbol) +
+              (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM ? " (ptds)" : "")];
 }
 
 void report() {
