@@ -30,8 +30,16 @@ int gpuleak_is_recording(void);
  * Returns 1 if recording. Idempotent. */
 int gpuleak_start_recording(void);
 
-/* A training step ended. `source`: 1 optimizer hook, 2 explicit, 3 time window. */
+/* A training step ended. `source`: 1 optimizer hook, 2 explicit, 4 a
+ * DataLoader batch (trace::StepSource); anything else counts as explicit. */
 void gpuleak_mark_step(uint64_t step, int source);
+
+/* The same for one of several clocks of a source (two DataLoaders are two
+ * clocks, numbered by the caller from 1; an `iteration_clock` annotation may
+ * describe them). `pacing` is 1 when this clock is the one that marks the
+ * program's iterations now (the in-process growth index counts only those
+ * ticks), 0 when a more trusted clock ticks in the same iterations. */
+void gpuleak_mark_clock_step(uint64_t step, int source, uint32_t clock, int pacing);
 
 /* A measurement; `metric` is a trace::Metric value, `device` -1 if none. */
 void gpuleak_record_sample(int metric, int device, uint64_t value);

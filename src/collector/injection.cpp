@@ -99,10 +99,28 @@ void guarded(F&& f) {
 }
 }  // namespace
 
+namespace {
+// Sources a program may report; the analysis derives the others.
+bool reportable_step_source(int source) {
+  return source >= static_cast<int>(StepSource::kOptimizerHook) &&
+         source <= static_cast<int>(StepSource::kDataLoader) &&
+         source != static_cast<int>(StepSource::kTimeWindow);
+}
+}  // namespace
+
 extern "C" __attribute__((visibility("default"))) void gpuleak_mark_step(uint64_t step,
                                                                          int source) {
-  if (source < 1 || source > 3) source = static_cast<int>(StepSource::kExplicit);
-  guarded([&](Recorder& r) { r.record_step(step, static_cast<StepSource>(source)); });
+  gpuleak_mark_clock_step(step, source, 0, 1);
+}
+
+extern "C" __attribute__((visibility("default"))) void gpuleak_mark_clock_step(uint64_t step,
+                                                                               int source,
+                                                                               uint32_t clock,
+                                                                               int pacing) {
+  if (!reportable_step_source(source)) source = static_cast<int>(StepSource::kExplicit);
+  guarded([&](Recorder& r) {
+    r.record_step(step, static_cast<StepSource>(source), clock, pacing != 0);
+  });
 }
 
 extern "C" __attribute__((visibility("default"))) void gpuleak_record_sample(int metric, int device,

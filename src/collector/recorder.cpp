@@ -244,10 +244,13 @@ void Recorder::record_alloc_failed(std::uint64_t size, trace::MemoryKind kind, s
   append_encoded(buffer, definitions, definition_count + 1);
 }
 
-void Recorder::record_step(std::uint64_t step, trace::StepSource source) {
-  index_live_allocations_.store(true, std::memory_order_relaxed);
-  live_index_.on_boundary();
-  append_record(trace::StepRecord{next_seq(), now_ns(), step, source});
+void Recorder::record_step(std::uint64_t step, trace::StepSource source, std::uint32_t clock,
+                           bool pacing) {
+  if (pacing) {
+    index_live_allocations_.store(true, std::memory_order_relaxed);
+    live_index_.on_boundary();
+  }
+  append_record(trace::StepRecord{next_seq(), now_ns(), step, source, clock});
 }
 
 void Recorder::record_sample(trace::Metric metric, std::int32_t device, std::uint64_t value) {

@@ -60,7 +60,10 @@ class Recorder {
   // A failed allocation (usually out of memory), with its stack.
   void record_alloc_failed(std::uint64_t size, trace::MemoryKind kind, std::uint32_t api,
                            std::int32_t device, std::uint32_t result);
-  void record_step(std::uint64_t step, trace::StepSource source);
+  // `pacing`: this tick is the one the in-process growth index counts (of
+  // several clocks ticking in one iteration, only the most trusted one).
+  void record_step(std::uint64_t step, trace::StepSource source, std::uint32_t clock = 0,
+                   bool pacing = true);
   void record_sample(trace::Metric metric, std::int32_t device, std::uint64_t value);
   void record_annotation(const std::string& key, const std::string& value);
   void record_context(trace::ContextAction action, std::uint64_t context, std::int32_t device);

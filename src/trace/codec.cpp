@@ -58,6 +58,7 @@ void fields(V& v, AllocFailedRecord& r) {
 template <class V>
 void fields(V& v, StepRecord& r) {
   v(r.seq), v(r.time_ns), v(r.step), v(r.source);
+  v.optional_tail(r.clock);
 }
 template <class V>
 void fields(V& v, SampleRecord& r) {
@@ -151,6 +152,10 @@ class RawBodyWriter {
   template <class E>
   requires std::is_enum_v<E>
   void operator()(E v) { cursor_ = varint::put(cursor_, static_cast<std::uint64_t>(v)); }
+  template <class F>
+  void optional_tail(const F& field) {
+    (*this)(field);
+  }
   std::uint8_t* cursor() const { return cursor_; }
 
  private:

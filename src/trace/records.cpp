@@ -67,6 +67,10 @@ const char* step_source_name(StepSource source) {
       return "explicit";
     case StepSource::kTimeWindow:
       return "time-window";
+    case StepSource::kDataLoader:
+      return "dataloader";
+    case StepSource::kAllocationPeriod:
+      return "allocation-period";
   }
   return "unknown";
 }

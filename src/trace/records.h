@@ -59,6 +59,10 @@ enum class StepSource : std::uint8_t {
   kOptimizerHook = 1,  // torch.optim global step post-hook
   kExplicit = 2,       // gpuleak.step() called by the program
   kTimeWindow = 3,     // fallback: fixed time windows
+  kDataLoader = 4,     // a torch DataLoader iterator handed out a batch
+  // Found by the analysis in the allocation stream itself (a loop body that
+  // repeats); never written into a trace.
+  kAllocationPeriod = 5,
 };
 
 // What a sample measures. Stored as u8; values are stable.
@@ -231,6 +235,10 @@ struct StepRecord {
   std::uint64_t time_ns = 0;
   std::uint64_t step = 0;
   StepSource source = StepSource::kExplicit;
+  // Which clock of that source ticked: two DataLoaders are two clocks (a
+  // `clock` annotation may describe it). Appended in format 1.2: 0 in
+  // traces written before it, and for sources with one clock.
+  std::uint32_t clock = 0;
   bool operator==(const StepRecord&) const = default;
 };
 
