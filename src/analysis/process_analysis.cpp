@@ -1,5 +1,7 @@
 #include "analysis/process_analysis.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <nlohmann/json.hpp>
 #include <unordered_map>
@@ -76,7 +78,7 @@ const char* where_name(Where where) {
 }
 
 ProcessAnalysis::ProcessAnalysis(AnalysisOptions options)
-    : options_(std::move(options)), growth_(options_.growth) {}
+    : options_(std::move(options)), finder_(options_.iterations) {}
 
 void ProcessAnalysis::set_trace_error(const std::string& message, std::uint64_t offset) {
   trace_error_ = message;
@@ -85,54 +87,95 @@ void ProcessAnalysis::set_trace_error(const std::string& message, std::uint64_t 
 
 void ProcessAnalysis::consume(const trace::Record& record) {
   std::uint64_t seq = 0;
-  if (trace::record_seq(record, &seq)) {
-    std::uint64_t time_ns = std::visit(
-        [](const auto& r) -> std::uint64_t {
-          if constexpr (requires { r.time_ns; }) return r.time_ns;
-          return 0;
+  if (!trace::record_seq(record, &seq)) {
+    // Definitions name what events refer to; they are needed at once (the
+    // iteration finder reads stacks), and their order does not matter.
+    std::visit(
+        [this](const auto& r) {
+          using T = std::decay_t<decltype(r)>;
+          if constexpr (std::is_same_v<T, trace::ProcessRecord>) {
+            process_ = r;
+            first_time_ns_ = r.start_monotonic_ns;
+            next_window_ns_ =
+                first_time_ns_ + static_cast<std::uint64_t>(options_.time_window_s * 1e9);
+          } else if constexpr (std::is_same_v<T, trace::StackRecord> ||
+                               std::is_same_v<T, trace::PythonCodeRecord> ||
+                               std::is_same_v<T, trace::ModuleRecord> ||
+                               std::is_same_v<T, trace::SymbolRecord> ||
+                               std::is_same_v<T, trace::ApiNameRecord> ||
+                               std::is_same_v<T, trace::ThreadRecord>) {
+            catalog_.add(r);
+          }
         },
         record);
-    if (time_ns > last_time_ns_) last_time_ns_ = time_ns;
-    // Programs that report no steps get time windows. Empty windows in a
-    // long silence are skipped (a damaged time could otherwise ask for
-    // billions of them), and the window arithmetic must not wrap around.
-    if (!real_steps_ && first_time_ns_ != 0 && !std::holds_alternative<trace::StepRecord>(record)) {
-      auto window_ns = static_cast<std::uint64_t>(options_.time_window_s * 1e9);
-      if (window_ns > 0 && time_ns >= next_window_ns_) {
-        constexpr std::uint64_t kMaxWindowsPerGap = 1000;
-        std::uint64_t missed = (time_ns - next_window_ns_) / window_ns;
-        if (missed > kMaxWindowsPerGap) next_window_ns_ += (missed - kMaxWindowsPerGap) * window_ns;
-        while (time_ns >= next_window_ns_ && next_window_ns_ <= UINT64_MAX - window_ns) {
-          add_boundary(growth_.boundaries(), next_window_ns_);
-          next_window_ns_ += window_ns;
-        }
-        if (next_window_ns_ > UINT64_MAX - window_ns) next_window_ns_ = UINT64_MAX;
-      }
+    return;
+  }
+  if (!options_.find_loops) {
+    apply(record);
+    return;
+  }
+  // Events go through the iteration finder, which hands them back in the
+  // same order with the boundaries of the loops it found between them.
+  finder_.push(record, catalog_);
+  drain_finder();
+}
+
+void ProcessAnalysis::finish() {
+  if (finished_) return;
+  finished_ = true;
+  finder_.finish(catalog_);
+  drain_finder();
+}
+
+void ProcessAnalysis::drain_finder() {
+  FinderItem item;
+  while (finder_.pop(item)) {
+    if (item.is_boundary) {
+      on_tick({trace::StepSource::kAllocationPeriod, item.loop_id}, item.iteration, item.time_ns);
+    } else {
+      apply(item.record);
     }
   }
+}
+
+void ProcessAnalysis::advance_time_windows(std::uint64_t time_ns) {
+  // Programs with no other clock get time windows. Empty windows in a long
+  // silence are skipped (a damaged time could otherwise ask for billions of
+  // them), and the window arithmetic must not wrap around.
+  if (real_steps_ || first_time_ns_ == 0) return;
+  auto window_ns = static_cast<std::uint64_t>(options_.time_window_s * 1e9);
+  if (window_ns == 0 || time_ns < next_window_ns_) return;
+  constexpr std::uint64_t kMaxWindowsPerGap = 1000;
+  std::uint64_t missed = (time_ns - next_window_ns_) / window_ns;
+  if (missed > kMaxWindowsPerGap) next_window_ns_ += (missed - kMaxWindowsPerGap) * window_ns;
+  Phase* windows = phase_for({trace::StepSource::kTimeWindow, 0});
+  while (time_ns >= next_window_ns_ && next_window_ns_ <= UINT64_MAX - window_ns) {
+    if (windows != nullptr) add_boundary(*windows, windows->growth.boundaries(), next_window_ns_);
+    next_window_ns_ += window_ns;
+  }
+  if (next_window_ns_ > UINT64_MAX - window_ns) next_window_ns_ = UINT64_MAX;
+}
+
+void ProcessAnalysis::apply(const trace::Record& record) {
+  std::uint64_t time_ns = std::visit(
+      [](const auto& r) -> std::uint64_t {
+        if constexpr (requires { r.time_ns; }) return r.time_ns;
+        return 0;
+      },
+      record);
+  if (time_ns > last_time_ns_) last_time_ns_ = time_ns;
+  if (!std::holds_alternative<trace::StepRecord>(record)) advance_time_windows(time_ns);
 
   std::visit(
       [this](const auto& r) {
         using T = std::decay_t<decltype(r)>;
-        if constexpr (std::is_same_v<T, trace::ProcessRecord>) {
-          process_ = r;
-          first_time_ns_ = r.start_monotonic_ns;
-          next_window_ns_ =
-              first_time_ns_ + static_cast<std::uint64_t>(options_.time_window_s * 1e9);
-        } else if constexpr (std::is_same_v<T, trace::StackRecord> ||
-                             std::is_same_v<T, trace::PythonCodeRecord> ||
-                             std::is_same_v<T, trace::ModuleRecord> ||
-                             std::is_same_v<T, trace::SymbolRecord> ||
-                             std::is_same_v<T, trace::ApiNameRecord> ||
-                             std::is_same_v<T, trace::ThreadRecord>) {
-          catalog_.add(r);
-        } else if constexpr (std::is_same_v<T, trace::AllocRecord>) {
+        if constexpr (std::is_same_v<T, trace::AllocRecord>) {
           ++allocations_;
-          live_.add(r, growth_.boundaries());
+          live_.add(r, boundaries_);
           if (tracked_for_growth(r.kind)) {
             LiveAllocation a{r.seq, r.time_ns, r.address,  r.size,      r.kind,
-                             r.api, r.device,  r.stack_id, r.thread_id, growth_.boundaries()};
-            growth_.on_alloc(a);
+                             r.api, r.device,  r.stack_id, r.thread_id, boundaries_};
+            for (auto& phase : phases_) phase->growth.on_alloc(a);
           }
           peak_live_bytes_ =
               std::max(peak_live_bytes_, live_.device_bytes() + live_.tensor_bytes());
@@ -143,7 +186,7 @@ void ProcessAnalysis::consume(const trace::Record& record) {
           if (!removed) {
             ++unmatched_frees_;
           } else if (tracked_for_growth(removed->kind)) {
-            growth_.on_free(*removed);
+            for (auto& phase : phases_) phase->growth.on_free(*removed);
           }
         } else if constexpr (std::is_same_v<T, trace::AllocFailedRecord>) {
           RawOutOfMemory oom;
@@ -162,7 +205,7 @@ void ProcessAnalysis::consume(const trace::Record& record) {
           if (oom.top_stacks.size() > 5) oom.top_stacks.resize(5);
           out_of_memory_.push_back(std::move(oom));
         } else if constexpr (std::is_same_v<T, trace::StepRecord>) {
-          on_step(r.step, r.time_ns, r.source);
+          on_tick({r.source, r.clock}, r.step, r.time_ns);
         } else if constexpr (std::is_same_v<T, trace::SampleRecord>) {
           switch (r.metric) {
             case trace::Metric::kHostRssBytes:
@@ -192,50 +235,63 @@ void ProcessAnalysis::consume(const trace::Record& record) {
       record);
 }
 
-void ProcessAnalysis::on_step(std::uint64_t step_number, std::uint64_t time_ns,
-                              trace::StepSource source) {
-  if (!real_steps_) {
-    // Real steps replace the time windows used so far.
-    real_steps_ = true;
-    growth_.reset_boundaries();
-    rss_at_boundary_.clear();
-    reserved_at_boundary_.clear();
-    detected_at_.clear();
-    detection_order_.clear();
-    latest_trend_.clear();
-    timeline_ = Timeline{};
+ProcessAnalysis::Phase* ProcessAnalysis::phase_for(ClockKey clock) {
+  std::string label = clock.source == trace::StepSource::kTimeWindow ? std::string() : label_;
+  for (auto& phase : phases_) {
+    if (phase->clock == clock && phase->label == label) return phase.get();
   }
-  step_source_ = source;
-  add_boundary(step_number, time_ns);
+  if (phases_.size() >= options_.max_phases) return nullptr;
+  auto phase = std::make_unique<Phase>(options_.growth);
+  phase->label = label;
+  phase->clock = clock;
+  // A phase that begins late starts from what is live now.
+  live_.for_each([&](const LiveAllocation& a) {
+    if (tracked_for_growth(a.kind)) phase->growth.on_alloc(a);
+  });
+  phases_.push_back(std::move(phase));
+  return phases_.back().get();
 }
 
-void ProcessAnalysis::add_boundary(std::uint64_t step_number, std::uint64_t time_ns) {
-  growth_.on_boundary(step_number, time_ns);
-  rss_at_boundary_.push_back(static_cast<double>(host_rss_.value_or(0)));
-  reserved_at_boundary_.push_back(static_cast<double>(pool_reserved_.value_or(0)));
-  timeline_.step.push_back(step_number);
-  timeline_.time_s.push_back(
-      time_ns > first_time_ns_ ? static_cast<double>(time_ns - first_time_ns_) / 1e9 : 0);
-  timeline_.live_tensor_bytes.push_back(live_.tensor_bytes());
-  timeline_.live_device_bytes.push_back(live_.device_bytes());
-  timeline_.pool_reserved_bytes.push_back(pool_reserved_);
-  timeline_.device_used_bytes.push_back(device_used_);
-  timeline_.host_rss_bytes.push_back(host_rss_);
-  std::uint64_t n = growth_.boundaries();
+void ProcessAnalysis::on_tick(ClockKey clock, std::uint64_t step_number, std::uint64_t time_ns) {
+  if (!arbiter_.on_tick(clock, time_ns)) return;  // a better clock paces the program now
+  Phase* phase = phase_for(clock);
+  if (phase == nullptr) {
+    ++untracked_ticks_;
+    return;
+  }
+  real_steps_ = true;  // no more time windows
+  add_boundary(*phase, step_number, time_ns);
+}
+
+void ProcessAnalysis::add_boundary(Phase& phase, std::uint64_t step_number, std::uint64_t time_ns) {
+  ++boundaries_;
+  phase.growth.on_boundary(step_number, time_ns);
+  phase.rss_at_boundary.push_back(static_cast<double>(host_rss_.value_or(0)));
+  phase.reserved_at_boundary.push_back(static_cast<double>(pool_reserved_.value_or(0)));
+  Timeline& t = phase.timeline;
+  t.step.push_back(step_number);
+  t.time_s.push_back(time_ns > first_time_ns_ ? static_cast<double>(time_ns - first_time_ns_) / 1e9
+                                              : 0);
+  t.live_tensor_bytes.push_back(live_.tensor_bytes());
+  t.live_device_bytes.push_back(live_.device_bytes());
+  t.pool_reserved_bytes.push_back(pool_reserved_);
+  t.device_used_bytes.push_back(device_used_);
+  t.host_rss_bytes.push_back(host_rss_);
+  std::uint64_t n = phase.growth.boundaries();
   // The statistics are O(window^2): evaluate every boundary early on (a
   // verdict should come as soon as it is justified), then every fifth.
-  if (n <= 300 || n % 5 == 0) evaluate();
+  if (n <= 300 || n % 5 == 0) evaluate(phase);
 }
 
-void ProcessAnalysis::evaluate() {
-  for (const SiteTrend& trend : growth_.growing_sites()) {
+void ProcessAnalysis::evaluate(Phase& phase) {
+  for (const SiteTrend& trend : phase.growth.growing_sites()) {
     if (!is_tensor_kind(trend.kind) && catalog_.origin(trend.site_id) == kCachingAllocator) {
       continue;  // a segment of PyTorch's cache: reserved memory, not a leak of its own
     }
-    if (detected_at_.emplace(trend.site_id, growth_.boundaries() - 1).second) {
-      detection_order_.push_back(trend.site_id);
+    if (phase.detected_at.emplace(trend.site_id, phase.growth.boundaries() - 1).second) {
+      phase.detection_order.push_back(trend.site_id);
     }
-    latest_trend_[trend.site_id] = trend;
+    phase.latest_trend[trend.site_id] = trend;
   }
 }
 
@@ -250,6 +306,32 @@ void ProcessAnalysis::on_annotation(const trace::AnnotationRecord& record) {
   }
   if (record.key == "distributed") {
     distributed_ = record.value;
+    return;
+  }
+  if (record.key == "phase") {
+    // {"name": "eval", "event": "begin" | "end"} from gpuleak.phase().
+    nlohmann::json phase = nlohmann::json::parse(record.value, nullptr, false);
+    if (!phase.is_object()) return;
+    std::string event = text_field(phase, "event");
+    if (event == "begin") label_ = text_field(phase, "name").substr(0, 200);
+    if (event == "end") label_.clear();
+    return;
+  }
+  if (record.key == "iteration_clock") {
+    // {"source": 4, "clock": 1, "description": "batches of ..."}: what a
+    // numbered clock of a source is.
+    nlohmann::json clock = nlohmann::json::parse(record.value, nullptr, false);
+    if (!clock.is_object()) return;
+    auto source = clock.find("source");
+    auto id = clock.find("clock");
+    if (source == clock.end() || !source->is_number_unsigned() || id == clock.end() ||
+        !id->is_number_unsigned() || source->get<std::uint64_t>() > 0xff ||
+        id->get<std::uint64_t>() > UINT32_MAX)
+      return;
+    if (clock_descriptions_.size() >= 1000) return;
+    ClockKey key{static_cast<trace::StepSource>(source->get<std::uint64_t>()),
+                 static_cast<std::uint32_t>(id->get<std::uint64_t>())};
+    clock_descriptions_[key] = text_field(clock, "description").substr(0, 200);
     return;
   }
   if (record.key != "holder") return;
@@ -292,10 +374,12 @@ std::optional<HolderFinding> ProcessAnalysis::holder(std::uint32_t site_id) cons
 
 std::vector<std::uint32_t> ProcessAnalysis::detected_sites() const {
   std::vector<std::uint32_t> out;
-  for (std::uint32_t site : detection_order_) {
-    auto h = holders_.find(site);
-    if (h != holders_.end() && h->second.bounded) continue;
-    out.push_back(site);
+  for (const auto& phase : phases_) {
+    for (std::uint32_t site : phase->detection_order) {
+      auto h = holders_.find(site);
+      if (h != holders_.end() && h->second.bounded) continue;
+      if (std::find(out.begin(), out.end(), site) == out.end()) out.push_back(site);
+    }
   }
   return out;
 }
@@ -303,7 +387,7 @@ std::vector<std::uint32_t> ProcessAnalysis::detected_sites() const {
 std::vector<std::pair<std::uint64_t, std::uint64_t>> ProcessAnalysis::recent_allocations(
     std::uint32_t site_id, std::size_t limit) const {
   std::vector<LiveAllocation> matching;
-  std::uint64_t since = growth_.options().warmup_steps;
+  std::uint64_t since = options_.growth.warmup_steps;
   live_.for_each([&](const LiveAllocation& a) {
     if (a.stack_id == site_id && a.step_index >= since) matching.push_back(a);
   });
@@ -315,14 +399,14 @@ std::vector<std::pair<std::uint64_t, std::uint64_t>> ProcessAnalysis::recent_all
   return out;
 }
 
-SiteGrowth ProcessAnalysis::describe_site(const SiteTrend& trend) {
+SiteGrowth ProcessAnalysis::describe_site(const Phase& phase, const SiteTrend& trend) {
   SiteGrowth s;
   s.site_id = trend.site_id;
   s.rate_bytes_per_step = trend.bytes_per_step;
   s.allocations_per_step = trend.allocations_per_step;
   s.live_bytes = trend.live_bytes;
   s.live_allocations = trend.live_allocations;
-  const auto& steps = growth_.step_numbers();
+  const auto& steps = phase.growth.step_numbers();
   s.first_growing_step =
       trend.first_growing_index < steps.size() ? steps[trend.first_growing_index] : 0;
   s.kind = trend.kind;
@@ -334,17 +418,80 @@ SiteGrowth ProcessAnalysis::describe_site(const SiteTrend& trend) {
   return s;
 }
 
-GrowthReport ProcessAnalysis::growth_report() {
+std::string ProcessAnalysis::phase_name(const Phase& phase) {
+  std::string name;
+  auto described = clock_descriptions_.find(phase.clock);
+  switch (phase.clock.source) {
+    case trace::StepSource::kExplicit:
+      name = "gpuleak.step() calls";
+      break;
+    case trace::StepSource::kOptimizerHook:
+      name = "optimizer steps";
+      break;
+    case trace::StepSource::kDataLoader:
+      name = described != clock_descriptions_.end() && !described->second.empty()
+                 ? described->second
+                 : "batches of a DataLoader";
+      break;
+    case trace::StepSource::kAllocationPeriod: {
+      name = "iterations of a loop";
+      if (auto frame = finder_.loop_frame(phase.clock.clock, catalog_)) {
+        // A C++ function's name without its parameter list.
+        std::string function = frame->function.substr(0, frame->function.find('('));
+        name = "iterations of the loop in " + (function.empty() ? "?" : function);
+        if (!frame->file.empty()) {
+          std::string file = frame->file.substr(frame->file.find_last_of('/') + 1);
+          name += " (" + file + (frame->line ? ":" + std::to_string(frame->line) : "") + ")";
+        }
+      }
+      break;
+    }
+    case trace::StepSource::kTimeWindow:
+      name = fmt::format("{:g}-second time windows", options_.time_window_s);
+      break;
+    default:
+      name = "steps of an unknown source";
+  }
+  return phase.label.empty() ? name : phase.label + ": " + name;
+}
+
+std::string ProcessAnalysis::phase_reason(const Phase& phase) {
+  switch (phase.clock.source) {
+    case trace::StepSource::kExplicit:
+      return "the program marks its iterations with gpuleak.step()";
+    case trace::StepSource::kOptimizerHook:
+      return "one step per optimizer.step() (torch.optim's step hooks; with several "
+             "optimizers, the first that steps)";
+    case trace::StepSource::kDataLoader:
+      return "one step per batch the DataLoader hands out, where no optimizer steps";
+    case trace::StepSource::kAllocationPeriod: {
+      const FoundLoop* loop = finder_.loop(phase.clock.clock);
+      if (loop == nullptr) return "a loop found in the allocations";
+      return fmt::format(
+          "the program marks no steps here, and its allocations repeat: the same places "
+          "every ~{:.0f} allocations ({:.0f} % alike from one time round to the next)",
+          loop->mean_piece_events, 100 * loop->similarity);
+    }
+    case trace::StepSource::kTimeWindow:
+      return "the program marks no steps and no loop was found in its allocations";
+    default:
+      return "";
+  }
+}
+
+GrowthReport ProcessAnalysis::phase_report(const Phase& phase) {
   GrowthReport g;
-  const auto& steps = growth_.step_numbers();
+  const GrowthTracker& growth = phase.growth;
+  const auto& steps = growth.step_numbers();
   g.steps = steps.size();
-  g.step_source =
-      trace::step_source_name(real_steps_ ? step_source_ : trace::StepSource::kTimeWindow);
-  g.warmup_steps = growth_.options().warmup_steps;
+  g.step_source = trace::step_source_name(phase.clock.source);
+  g.phase = phase_name(phase);
+  g.step_source_reason = phase_reason(phase);
+  g.warmup_steps = growth.options().warmup_steps;
 
   std::vector<SiteGrowth> leaking, bounded;
-  for (std::uint32_t site : detection_order_) {
-    SiteGrowth s = describe_site(latest_trend_[site]);
+  for (std::uint32_t site : phase.detection_order) {
+    SiteGrowth s = describe_site(phase, phase.latest_trend.at(site));
     (s.bounded ? bounded : leaking).push_back(std::move(s));
   }
   std::sort(leaking.begin(), leaking.end(), [](const auto& a, const auto& b) {
@@ -353,12 +500,12 @@ GrowthReport ProcessAnalysis::growth_report() {
 
   if (!leaking.empty()) {
     g.verdict = Verdict::kLeak;
-  } else if (growth_.past_minimum()) {
+  } else if (growth.past_minimum()) {
     g.verdict = Verdict::kNoLeak;
   }
 
   // Step duration after warm-up, for rates in time.
-  const auto& times = growth_.boundary_times_ns();
+  const auto& times = growth.boundary_times_ns();
   std::vector<double> durations;
   for (std::size_t i = std::max<std::size_t>(1, g.warmup_steps); i < times.size(); ++i) {
     if (times[i] > times[i - 1])
@@ -366,9 +513,9 @@ GrowthReport ProcessAnalysis::growth_report() {
   }
   double seconds_per_step = median(durations);
 
-  if (auto rss = growth_.series_trend(rss_at_boundary_))
+  if (auto rss = growth.series_trend(phase.rss_at_boundary))
     g.host_rss_bytes_per_step = rss->bytes_per_step;
-  if (auto reserved = growth_.series_trend(reserved_at_boundary_)) {
+  if (auto reserved = growth.series_trend(phase.reserved_at_boundary)) {
     g.pool_reserved_bytes_per_step = reserved->bytes_per_step;
   }
   if (device_total_) g.device_total_bytes = *device_total_;
@@ -387,7 +534,7 @@ GrowthReport ProcessAnalysis::growth_report() {
     std::uint64_t first_detection = UINT64_MAX;
     std::uint64_t first_growing = UINT64_MAX;
     for (const SiteGrowth& s : leaking) {
-      first_detection = std::min(first_detection, detected_at_[s.site_id]);
+      first_detection = std::min(first_detection, phase.detected_at.at(s.site_id));
       first_growing = std::min(first_growing, s.first_growing_step);
     }
     if (first_detection < steps.size()) g.verdict_step = steps[first_detection];
@@ -466,6 +613,78 @@ GrowthReport ProcessAnalysis::growth_report() {
   return g;
 }
 
+GrowthReport ProcessAnalysis::growth_report() { return growth_report_of_phases(nullptr); }
+
+GrowthReport ProcessAnalysis::growth_report_of_phases(const Phase** primary_phase) {
+  std::vector<GrowthReport> reports;
+  std::vector<const Phase*> order;
+  for (const auto& phase : phases_) {
+    reports.push_back(phase_report(*phase));
+    order.push_back(phase.get());
+  }
+  // The phase the report is about: a leaking one (the fastest), else one
+  // that reached a verdict, else the one with the most iterations; time
+  // windows only when nothing else ticked.
+  auto rank = [&](std::size_t i) {
+    const GrowthReport& r = reports[i];
+    int verdict = r.verdict == Verdict::kLeak ? 2 : r.verdict == Verdict::kNoLeak ? 1 : 0;
+    bool windows = is_time_windows(*order[i]);
+    // Between phases with the same verdict, the program's own word first.
+    int trust = -trust_rank(order[i]->clock.source);
+    return std::make_tuple(!windows, verdict, verdict == 2 ? r.rate_bytes_per_step : 0.0, trust,
+                           r.steps);
+  };
+  std::optional<std::size_t> primary;
+  for (std::size_t i = 0; i < reports.size(); ++i) {
+    if (!primary || rank(i) > rank(*primary)) primary = i;
+  }
+  GrowthReport g;
+  if (primary_phase != nullptr) *primary_phase = primary ? order[*primary] : nullptr;
+  if (primary) {
+    g = reports[*primary];
+  } else {
+    g.step_source = trace::step_source_name(trace::StepSource::kTimeWindow);
+    g.warmup_steps = options_.growth.warmup_steps;
+  }
+  bool other_than_windows =
+      std::any_of(order.begin(), order.end(), [&](const Phase* p) { return !is_time_windows(*p); });
+  for (std::size_t i = 0; i < reports.size(); ++i) {
+    // Time windows before the first iteration (start-up) say nothing once
+    // the program's iterations are known.
+    if (other_than_windows && is_time_windows(*order[i])) continue;
+    PhaseSummary p;
+    p.name = reports[i].phase;
+    p.label = order[i]->label;
+    p.step_source = reports[i].step_source;
+    p.steps = reports[i].steps;
+    p.verdict = reports[i].verdict;
+    p.rate_bytes_per_step = reports[i].rate_bytes_per_step;
+    p.verdict_step = reports[i].verdict_step;
+    p.primary = primary && i == *primary;
+    g.phases.push_back(std::move(p));
+  }
+  g.undecided_reason = undecided_reason(g);
+  return g;
+}
+
+std::string ProcessAnalysis::undecided_reason(const GrowthReport& primary) {
+  if (primary.verdict != Verdict::kNotYet) return "";
+  double seconds = last_time_ns_ > first_time_ns_
+                       ? static_cast<double>(last_time_ns_ - first_time_ns_) / 1e9
+                       : 0;
+  std::uint64_t needed = options_.growth.warmup_steps + options_.growth.min_steps;
+  if (primary.step_source == trace::step_source_name(trace::StepSource::kTimeWindow)) {
+    return fmt::format(
+        "no repeating loop was found in {:.1f} s of the program ({} allocations), and it "
+        "marks no steps; mark each iteration with gpuleak.step() (a verdict needs {} "
+        "iterations)",
+        seconds, allocations_, needed);
+  }
+  return fmt::format("only {} {} so far; a verdict needs {} ({} warm-up)", primary.steps,
+                     primary.phase.empty() ? "steps" : primary.phase, needed,
+                     options_.growth.warmup_steps);
+}
+
 LeakGroup ProcessAnalysis::make_group(std::uint32_t stack_id) {
   LeakGroup g;
   g.stack_ids.push_back(stack_id);
@@ -513,6 +732,7 @@ std::vector<LeakGroup> ProcessAnalysis::group_live(std::size_t limit) {
 }
 
 ProcessReport ProcessAnalysis::build_report(const std::string& trace_path) {
+  finish();
   ProcessReport r;
   r.trace_path = trace_path;
   r.process = process_;
@@ -523,18 +743,29 @@ ProcessReport ProcessAnalysis::build_report(const std::string& trace_path) {
   r.clock_json = clock_;
   r.distributed_json = distributed_;
   std::map<std::string, OriginShare> origins;
-  growth_.for_each_site_at_last_boundary(
-      [&](std::uint32_t site, MemoryKind kind, std::uint64_t bytes) {
-        if (!occupies_device(kind) && kind != MemoryKind::kTorchBlock) return;
-        if (kind == MemoryKind::kTorchBlock) return;  // inside the cache's segments, counted there
-        std::string origin =
-            is_tensor_kind(kind) ? "PyTorch tensors (one driver call each)" : catalog_.origin(site);
-        if (origin.empty()) origin = "other code calling the CUDA driver";
-        OriginShare& share = origins[origin];
-        share.origin = origin;
-        share.bytes += bytes;
-        share.tensors = is_tensor_kind(kind);
-      });
+  const Phase* primary = nullptr;
+  r.growth = growth_report_of_phases(&primary);
+  auto add_origin = [&](std::uint32_t site, MemoryKind kind, std::uint64_t bytes) {
+    if (!occupies_device(kind) && kind != MemoryKind::kTorchBlock) return;
+    if (kind == MemoryKind::kTorchBlock) return;  // inside the cache's segments, counted there
+    std::string origin =
+        is_tensor_kind(kind) ? "PyTorch tensors (one driver call each)" : catalog_.origin(site);
+    if (origin.empty()) origin = "other code calling the CUDA driver";
+    OriginShare& share = origins[origin];
+    share.origin = origin;
+    share.bytes += bytes;
+    share.tensors = is_tensor_kind(kind);
+  };
+  if (primary != nullptr) {
+    primary->growth.for_each_site_at_last_boundary(add_origin);
+  } else {
+    // No boundary at all: what is live now.
+    std::map<std::pair<std::uint32_t, MemoryKind>, std::uint64_t> live_by_site;
+    live_.for_each([&](const LiveAllocation& a) {
+      if (tracked_for_growth(a.kind)) live_by_site[{a.stack_id, a.kind}] += a.size;
+    });
+    for (const auto& [key, bytes] : live_by_site) add_origin(key.first, key.second, bytes);
+  }
   for (auto& [name, share] : origins) r.device_memory_by_origin.push_back(share);
   std::sort(r.device_memory_by_origin.begin(), r.device_memory_by_origin.end(),
             [](const OriginShare& a, const OriginShare& b) { return a.bytes > b.bytes; });
@@ -589,8 +820,7 @@ ProcessReport ProcessAnalysis::build_report(const std::string& trace_path) {
     r.out_of_memory.push_back(std::move(e));
   }
 
-  r.growth = growth_report();
-  r.timeline = timeline_;
+  if (primary != nullptr) r.timeline = primary->timeline;
   return r;
 }
 

@@ -5,20 +5,27 @@
 // The same object serves `gpuleak report` (a finished trace) and
 // `gpuleak run` (a trace still being written: verdicts while the job runs).
 //
-// Step boundaries are the program's StepRecords; a program that reports
-// none gets time windows (`time_window_s`) instead, until a real step
-// appears, which then replaces the windows.
+// Iterations come from several clocks (clock_arbiter.h): the program's
+// StepRecords (gpuleak.step(), optimizer steps, DataLoader batches) and the
+// loops the analysis finds in the allocation stream (iteration_finder.h);
+// a program where nothing repeats gets time windows (`time_window_s`). Each
+// clock's ticks, inside each phase the program names (gpuleak.phase()), make
+// a *phase* with its own series and verdict, so a leak during evaluation is
+// judged over evaluation batches, not mixed with training steps.
 //
 // Not thread-safe.
 #pragma once
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "analysis/clock_arbiter.h"
 #include "analysis/growth_tracker.h"
+#include "analysis/iteration_finder.h"
 #include "analysis/live_set.h"
 #include "analysis/report_model.h"
 #include "analysis/stack_catalog.h"
@@ -31,6 +38,13 @@ struct AnalysisOptions {
   GrowthOptions growth;
   double time_window_s = 1.0;
   Suppressions suppressions;
+  IterationFinderOptions iterations;
+  // Find loops in the allocation stream (off: only the program's marks and
+  // time windows, as before).
+  bool find_loops = true;
+  // At most this many phases get series of their own; ticks of further
+  // clocks are counted, not tracked.
+  std::size_t max_phases = 12;
 };
 
 // What the Python package found holding a growing site's memory.
@@ -47,6 +61,9 @@ class ProcessAnalysis {
   explicit ProcessAnalysis(AnalysisOptions options = {});
 
   void consume(const trace::Record& record);
+  // The trace has ended: decide the iterations still held (build_report
+  // calls it too). Live analyses never call it.
+  void finish();
   // Called when the trace ended early; the report says so.
   void set_trace_error(const std::string& message, std::uint64_t offset);
 
@@ -64,22 +81,60 @@ class ProcessAnalysis {
 
   StackCatalog& catalog() { return catalog_; }
   const trace::ProcessRecord& process() const { return process_; }
-  std::uint64_t boundaries() const { return growth_.boundaries(); }
+  // Boundaries of every phase together.
+  std::uint64_t boundaries() const { return boundaries_; }
 
  private:
-  void on_step(std::uint64_t step_number, std::uint64_t time_ns, trace::StepSource source);
-  void add_boundary(std::uint64_t step_number, std::uint64_t time_ns);
-  void evaluate();
+  // One clock's ticks inside one named phase of the program, with the
+  // series and detections of its own growth tracker.
+  struct Phase {
+    std::string label;  // the program's phase name (gpuleak.phase()), or ""
+    ClockKey clock;
+    GrowthTracker growth;
+    std::vector<double> rss_at_boundary, reserved_at_boundary;
+    // First boundary index at which each site was found growing, and its
+    // latest trend.
+    std::map<std::uint32_t, std::uint64_t> detected_at;
+    std::vector<std::uint32_t> detection_order;
+    std::map<std::uint32_t, SiteTrend> latest_trend;
+    Timeline timeline;
+    explicit Phase(const GrowthOptions& options) : growth(options) {}
+  };
+
+  void apply(const trace::Record& record);
+  void drain_finder();
+  void advance_time_windows(std::uint64_t time_ns);
+  void on_tick(ClockKey clock, std::uint64_t step_number, std::uint64_t time_ns);
+  Phase* phase_for(ClockKey clock);
+  void add_boundary(Phase& phase, std::uint64_t step_number, std::uint64_t time_ns);
+  void evaluate(Phase& phase);
   void on_annotation(const trace::AnnotationRecord& record);
   LeakGroup make_group(std::uint32_t stack_id);
   std::vector<LeakGroup> group_live(std::size_t limit);
-  SiteGrowth describe_site(const SiteTrend& trend);
+  SiteGrowth describe_site(const Phase& phase, const SiteTrend& trend);
+  GrowthReport phase_report(const Phase& phase);
+  // The growth report of the primary phase, with every phase summarised;
+  // `primary_phase` (if given) receives that phase, or null.
+  GrowthReport growth_report_of_phases(const Phase** primary_phase);
+  std::string phase_name(const Phase& phase);
+  std::string phase_reason(const Phase& phase);
+  std::string undecided_reason(const GrowthReport& primary);
+  bool is_time_windows(const Phase& phase) const {
+    return phase.clock.source == trace::StepSource::kTimeWindow;
+  }
 
   AnalysisOptions options_;
   trace::ProcessRecord process_;
   StackCatalog catalog_;
   LiveSet live_;
-  GrowthTracker growth_;
+  IterationFinder finder_;
+  ClockArbiter arbiter_;
+  std::vector<std::unique_ptr<Phase>> phases_;
+  std::string label_;  // the program's current phase name
+  std::map<ClockKey, std::string> clock_descriptions_;
+  std::uint64_t boundaries_ = 0;
+  std::uint64_t untracked_ticks_ = 0;  // ticks of clocks beyond max_phases
+  bool finished_ = false;
 
   bool exited_ = false;
   std::string trace_error_;
@@ -91,20 +146,13 @@ class ProcessAnalysis {
   std::uint64_t peak_live_bytes_ = 0;
   std::uint64_t first_time_ns_ = 0, last_time_ns_ = 0;
 
-  // Step boundaries.
+  // Time windows, until some other clock ticks.
   bool real_steps_ = false;
-  trace::StepSource step_source_ = trace::StepSource::kTimeWindow;
   std::uint64_t next_window_ns_ = 0;
 
-  // Latest samples, and their values at each boundary.
+  // Latest samples.
   std::optional<std::uint64_t> host_rss_, device_used_, device_total_, pool_reserved_;
-  std::vector<double> rss_at_boundary_, reserved_at_boundary_;
 
-  // Detection: first boundary index at which each site was found growing,
-  // and its latest trend.
-  std::map<std::uint32_t, std::uint64_t> detected_at_;
-  std::vector<std::uint32_t> detection_order_;
-  std::map<std::uint32_t, SiteTrend> latest_trend_;
   std::map<std::uint32_t, HolderFinding> holders_;
 
   struct RawOutOfMemory {
@@ -113,7 +161,6 @@ class ProcessAnalysis {
     std::vector<std::pair<std::uint32_t, std::pair<std::uint64_t, std::uint64_t>>> top_stacks;
   };
   std::vector<RawOutOfMemory> out_of_memory_;
-  Timeline timeline_;
 };
 
 }  // namespace gpuleak::analysis

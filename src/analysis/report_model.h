@@ -113,10 +113,29 @@ const char* verdict_name(Verdict verdict);  // "NOT YET", "NO LEAK", "LEAK"
 enum class Where { kNone, kGpu, kHost, kBoth };
 const char* where_name(Where where);  // "none", "gpu", "host", "both"
 
+// One phase of the program: the iterations of one clock (optimizer steps,
+// a DataLoader's batches, a loop found in the allocations) inside one phase
+// the program named, judged on their own.
+struct PhaseSummary {
+  std::string name;   // "iterations of the loop in evaluate (eval.py:70)"
+  std::string label;  // the program's name for it (gpuleak.phase()), or ""
+  std::string step_source;
+  std::uint64_t steps = 0;
+  Verdict verdict = Verdict::kNotYet;
+  double rate_bytes_per_step = 0;
+  std::optional<std::uint64_t> verdict_step;
+  bool primary = false;  // the phase the rest of the growth report is about
+};
+
 struct GrowthReport {
   Verdict verdict = Verdict::kNotYet;
   std::uint64_t steps = 0;
-  std::string step_source;  // "optimizer-hook", "explicit", "time-window"
+  // "explicit", "optimizer-hook", "dataloader", "allocation-period", "time-window"
+  std::string step_source;
+  std::string phase;                 // the phase's name (PhaseSummary::name)
+  std::string step_source_reason;    // why these are the iterations, in words
+  std::string undecided_reason;      // NOT YET: why, and what would help
+  std::vector<PhaseSummary> phases;  // every phase, the primary one included
   std::uint64_t warmup_steps = 0;
   double rate_bytes_per_step = 0;
   double rate_bytes_per_second = 0;

@@ -294,11 +294,27 @@ TEST(GrowthVerdict, time_to_full_comes_from_the_device_samples) {
   EXPECT_NEAR(*run.growth.seconds_to_full, expected, 0.5);
 }
 
-TEST(GrowthVerdict, programs_without_steps_use_time_windows) {
+TEST(GrowthVerdict, a_serving_loop_of_one_statement_counts_its_requests) {
   SyntheticTrace t;
   auto leak = t.python_site("/work/serve.py", 7, "handle");
   for (int i = 0; i < 600; ++i) {  // 60 s of requests, one leaked buffer per 100 ms
     t.alloc(leak, 64 << 10);
+    t.advance_ms(100);
+  }
+  Outcome run = analyze(t);
+  EXPECT_EQ(run.growth.step_source, "allocation-period");
+  EXPECT_EQ(run.growth.steps, 600u);
+  EXPECT_EQ(run.growth.verdict, Verdict::kLeak);
+  EXPECT_NEAR(run.growth.rate_bytes_per_step, 64 << 10, 1);
+}
+
+TEST(GrowthVerdict, programs_where_nothing_repeats_use_time_windows) {
+  SyntheticTrace t;
+  std::vector<std::uint32_t> sites;
+  for (int i = 0; i < 40; ++i) sites.push_back(t.python_site("/work/serve.py", 10 + i, "handle"));
+  std::mt19937 rng(17);
+  for (int i = 0; i < 600; ++i) {  // 60 s of requests down random code paths, all kept
+    t.alloc(sites[rng() % sites.size()], 64 << 10);
     t.advance_ms(100);
   }
   Outcome run = analyze(t);

@@ -11,6 +11,8 @@
 #include <vector>
 
 #include "analysis/trace_loader.h"
+#include "trace/event_sequencer.h"
+#include "trace/trace_reader.h"
 
 namespace gpuleak::analysis {
 namespace {
@@ -124,6 +126,58 @@ TEST(RecordedTraces, four_kibibytes_a_step_is_found_within_fifty_steps_after_war
   EXPECT_LE(*r.growth.verdict_step - r.growth.warmup_steps, 50u);
   ASSERT_FALSE(r.growth.sites.empty());
   EXPECT_EQ(r.growth.sites[0].site.label(), "leak_small_tensor_per_step.py:50");
+}
+
+// The same traces as if the programs had marked no steps at all (their
+// step records dropped): the loop is found in the allocations themselves.
+ProcessReport report_without_step_marks(const std::string& name) {
+  std::string path;
+  for (const auto& entry : fs::directory_iterator(kExamples + "/" + name)) {
+    if (entry.path().extension() == ".trace") path = entry.path().string();
+  }
+  ProcessAnalysis analysis;
+  trace::TraceReader reader(path);
+  trace::EventSequencer sequencer;
+  trace::Record record;
+  auto consume = [&](const trace::Record& r) {
+    if (!std::holds_alternative<trace::StepRecord>(r)) analysis.consume(r);
+  };
+  while (reader.next(record) == trace::TraceReader::Status::kRecord) {
+    sequencer.push(std::move(record));
+    while (sequencer.pop(record)) consume(record);
+  }
+  sequencer.finish();
+  while (sequencer.pop(record)) consume(record);
+  return analysis.build_report(path);
+}
+
+TEST(RecordedTraces, evaluation_loop_without_step_marks_is_found_from_its_allocations) {
+  ProcessReport r = report_without_step_marks("torch/leak_eval_total_loss");
+  EXPECT_EQ(r.growth.verdict, Verdict::kLeak) << r.growth.undecided_reason;
+  EXPECT_EQ(r.growth.step_source, "allocation-period");
+  EXPECT_NE(r.growth.phase.find("evaluate"), std::string::npos) << r.growth.phase;
+  EXPECT_GE(r.growth.steps, 115u);  // 120 evaluation batches
+  EXPECT_LE(r.growth.steps, 121u);
+  ASSERT_TRUE(r.growth.verdict_step.has_value());
+  EXPECT_LE(*r.growth.verdict_step - r.growth.warmup_steps, 50u);
+  EXPECT_EQ(r.growth.cause, "autograd-graph-kept-alive");
+}
+
+TEST(RecordedTraces, training_loop_without_step_marks_is_found_from_its_allocations) {
+  ProcessReport r = report_without_step_marks("torch/leak_small_tensor_per_step");
+  EXPECT_EQ(r.growth.verdict, Verdict::kLeak) << r.growth.undecided_reason;
+  EXPECT_EQ(r.growth.step_source, "allocation-period");
+  EXPECT_NEAR(r.growth.rate_bytes_per_step, 4096, 1);
+  ASSERT_TRUE(r.growth.verdict_step.has_value());
+  EXPECT_LE(*r.growth.verdict_step - r.growth.warmup_steps, 50u);
+  ASSERT_FALSE(r.growth.sites.empty());
+  EXPECT_EQ(r.growth.sites[0].site.label(), "leak_small_tensor_per_step.py:50");
+}
+
+TEST(RecordedTraces, bounded_replay_buffer_without_step_marks_is_still_no_leak) {
+  ProcessReport r = report_without_step_marks("torch/control_replay_buffer");
+  EXPECT_NE(r.growth.verdict, Verdict::kLeak) << r.growth.phase;
+  EXPECT_EQ(r.growth.step_source, "allocation-period");
 }
 
 TEST(RecordedTraces, replay_buffer_that_plateaus_is_bounded_not_a_leak) {

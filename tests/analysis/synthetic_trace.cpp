@@ -29,6 +29,35 @@ std::uint32_t SyntheticTrace::native_site(const std::string& module_path) {
   return stack;
 }
 
+std::uint32_t SyntheticTrace::python_stack(const std::vector<PyFrame>& outermost_first) {
+  trace::StackRecord stack;
+  stack.stack_id = next_stack_++;
+  for (auto f = outermost_first.rbegin(); f != outermost_first.rend(); ++f) {
+    auto [it, inserted] = codes_.try_emplace({f->file, f->function}, next_code_);
+    if (inserted) {
+      ++next_code_;
+      records_.push_back(
+          trace::PythonCodeRecord{it->second, f->file, f->function, f->line > 3 ? f->line - 3 : 1});
+    }
+    stack.python.push_back({it->second, f->line});
+  }
+  records_.push_back(stack);
+  return stack.stack_id;
+}
+
+std::uint32_t SyntheticTrace::native_stack(const std::vector<std::uint64_t>& outermost_first) {
+  trace::StackRecord stack;
+  stack.stack_id = next_stack_++;
+  stack.native.assign(outermost_first.rbegin(), outermost_first.rend());
+  records_.push_back(stack);
+  return stack.stack_id;
+}
+
+void SyntheticTrace::step_from(trace::StepSource source, std::uint64_t step_number,
+                               std::uint32_t clock) {
+  records_.push_back(trace::StepRecord{next_seq(), time_ns_, step_number, source, clock});
+}
+
 std::uint64_t SyntheticTrace::alloc(std::uint32_t stack, std::uint64_t size,
                                     trace::MemoryKind kind) {
   std::uint64_t address = next_address_;
@@ -41,6 +70,7 @@ std::uint64_t SyntheticTrace::alloc(std::uint32_t stack, std::uint64_t size,
   r.kind = kind;
   r.device = 0;
   r.stack_id = stack;
+  r.thread_id = thread_id_;
   records_.push_back(r);
   return address;
 }
@@ -52,6 +82,7 @@ void SyntheticTrace::free(std::uint64_t address, trace::MemoryKind kind) {
   r.address = address;
   r.kind = kind;
   r.device = 0;
+  r.thread_id = thread_id_;
   records_.push_back(r);
 }
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,22 @@ class SyntheticTrace {
                             const std::string& function);
   // A native stack whose frames lie inside a module at `module_path`.
   std::uint32_t native_site(const std::string& module_path);
+
+  // A Python call stack, outermost frame first, each "file:line in function"
+  // (one code object per file and function, shared across stacks).
+  struct PyFrame {
+    std::string file;
+    std::uint32_t line;
+    std::string function;
+  };
+  std::uint32_t python_stack(const std::vector<PyFrame>& outermost_first);
+  // A native-only stack of return addresses, outermost first.
+  std::uint32_t native_stack(const std::vector<std::uint64_t>& outermost_first);
+
+  // Allocations and frees are made by this thread from now on.
+  void set_thread(std::uint32_t thread_id) { thread_id_ = thread_id; }
+  // A step of another source (the default one is the optimizer hook).
+  void step_from(trace::StepSource source, std::uint64_t step_number, std::uint32_t clock = 0);
 
   std::uint64_t alloc(std::uint32_t stack, std::uint64_t size,
                       trace::MemoryKind kind = trace::MemoryKind::kTorchBlock);
@@ -44,6 +61,8 @@ class SyntheticTrace {
   std::uint32_t next_stack_ = 1;
   std::uint32_t next_code_ = 1;
   std::uint64_t next_module_base_ = 0x500000000000;
+  std::uint32_t thread_id_ = 1;
+  std::map<std::pair<std::string, std::string>, std::uint32_t> codes_;
 };
 
 }  // namespace gpuleak::analysis::testing

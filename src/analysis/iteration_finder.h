@@ -1,0 +1,190 @@
+// Finds a program's loop iterations in its own allocation stream, without
+// any mark from the program: what serves evaluation and inference loops,
+// custom optimizers, JAX, CuPy and CUDA C++ programs alike.
+//
+// The idea. A loop body makes the same calls each time round, so the places
+// its allocations come from repeat. Looked at through the call stack, a loop
+// in function F shows as the lines of F that the allocations pass through:
+// at the depth of F's frame, the keys (the call path down to that frame and
+// its line) cycle once per iteration, while deeper frames (inside the model,
+// inside a layer) only say what one statement did. So for each thread the
+// finder looks at the stack depths from the outermost inwards and takes the
+// shallowest at which a key repeats whole (repetition.h): that is the
+// outermost loop that goes round often enough, and its anchor key marks
+// where each iteration starts. At a depth, consecutive events under the
+// same call of one statement (one `model(x)`) fold into one key, so the
+// layers of a model never look like iterations of the loop that calls it;
+// an allocation made by the statement itself (a leaf) never folds, so a
+// loop whose body is one allocating line still shows its iterations.
+//
+// The finder is a delay line in front of the analysis: records go in with
+// push() in trace order and come out of pop() in the same order, with the
+// boundaries that fall before them, once they are decided. While it follows
+// a loop, a record is held only until the loop's next iteration begins; while
+// it searches (at the start, or after a loop ended), records are held until a
+// loop is found, so boundaries are placed from the loop's first iteration,
+// or until `max_held_records`, when the oldest are let through without
+// boundaries. A loop has ended when its anchor has not come back for
+// `lost_after_pieces` times its usual length; when a loop seen before comes
+// back, its iterations go on counting under the same id, so a training loop
+// interrupted by validation passes is one loop, the validation loop another.
+//
+// Not thread-safe. Needs the stack definitions (StackCatalog) of the records
+// it is given before it is given them, as traces have them.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "analysis/repetition.h"
+#include "analysis/stack_catalog.h"
+#include "trace/records.h"
+
+namespace gpuleak::analysis {
+
+struct IterationFinderOptions {
+  RepetitionOptions repetition;
+  // Records held while searching, at most; beyond, the oldest go on without
+  // boundaries.
+  std::size_t max_held_records = 1 << 17;
+  // A search looks at this many of a thread's latest allocations at most.
+  std::size_t search_window_events = 16384;
+  // Searches start once a thread made this many allocations, and are
+  // repeated each time the held allocations grew by half.
+  std::size_t min_search_events = 24;
+  double lost_after_pieces = 8;
+  std::size_t max_depth = 64;
+};
+
+// A loop the finder found: one of the program's clocks.
+struct FoundLoop {
+  std::uint32_t id = 0;  // 1, 2, ... in order of discovery
+  std::uint32_t thread_id = 0;
+  std::size_t depth = 0;  // stack depth (outermost frame 0) of the loop's statements
+  std::uint64_t anchor_key = 0;
+  bool anchor_is_leaf = false;
+  std::uint32_t anchor_stack = 0;  // a stack whose key is the anchor (to name the loop)
+  std::uint64_t iterations = 0;    // boundaries placed so far (one before each time round)
+  double mean_piece_events = 0;    // the thread's allocations per iteration
+  double similarity = 0;           // how alike its iterations were when it was found
+  bool retired = false;            // a loop inside another one, found first and dropped
+};
+
+// What pop() hands out: a record, or a boundary that comes before the next one.
+struct FinderItem {
+  bool is_boundary = false;
+  trace::Record record;         // when !is_boundary
+  std::uint32_t loop_id = 0;    // when is_boundary
+  std::uint64_t iteration = 0;  // boundaries of this loop before this one
+  std::uint64_t time_ns = 0;
+};
+
+class IterationFinder {
+ public:
+  explicit IterationFinder(IterationFinderOptions options = {});
+
+  // An event record (definitions go to the catalog, not here). The catalog
+  // is the one the records' stacks are defined in (the same each call).
+  void push(trace::Record record, const StackCatalog& catalog);
+  // The end of the trace: decide what is held.
+  void finish(const StackCatalog& catalog);
+  bool pop(FinderItem& item);
+
+  const std::vector<FoundLoop>& loops() const { return loops_; }
+  const FoundLoop* loop(std::uint32_t id) const;
+  bool searching() const { return following_ == 0; }
+  std::uint64_t allocations_seen() const { return allocations_seen_; }
+  // The frame of the loop's statements (the anchor stack at the loop's depth),
+  // for naming it: "evaluate" at eval.py:70. Empty when the stack is unknown.
+  std::optional<Frame> loop_frame(std::uint32_t loop_id, StackCatalog& catalog) const;
+
+ private:
+  struct Held {
+    trace::Record record;
+    bool boundary_before = false;
+    std::uint32_t loop_id = 0;
+    std::uint64_t iteration = 0;
+  };
+  struct Path {
+    std::vector<std::uint64_t> prefix_hashes;  // outermost first
+    std::uint64_t leaf_key = 0;
+  };
+  const Path& path_of(std::uint32_t stack_id);
+  std::uint64_t key_at(std::uint32_t stack_id, std::size_t depth);
+
+  // A loop found in one thread's allocations: at which depth, its anchor,
+  // and where (indices into the stacks searched) it first and last came.
+  struct Candidate {
+    std::size_t depth = 0;
+    std::uint64_t anchor = 0;
+    std::size_t first = 0, last = 0, occurrences = 0;
+    double similarity = 0;
+  };
+  // The shallowest depth (below `below_depth`) at which a thread's
+  // allocations, given by their stacks in order, repeat.
+  std::optional<Candidate> search_thread(const std::vector<std::uint32_t>& stacks,
+                                         std::size_t below_depth, bool require_ongoing);
+  FoundLoop loop_of(std::uint32_t thread, const std::vector<std::uint32_t>& stacks,
+                    const Candidate& candidate) const;
+
+  // `returning`: a known loop other than the followed one whose anchor this is.
+  void on_alloc_following(const trace::AllocRecord& alloc, const FoundLoop* returning);
+  // Follows a loop seen before again, from the last held record on.
+  void resume(std::uint32_t id);
+  void maybe_search(bool at_end);
+  // Searches the held allocations; on success places boundaries in held_ and
+  // starts following the loop found.
+  bool search(bool require_ongoing, std::size_t held_end);
+  // Places a loop's boundaries in held_[0, held_end), lets through what is
+  // decided, and follows it when held_end is the end.
+  void follow(std::uint32_t id, std::size_t held_end);
+  // Moves to a loop at a shallower depth than the one followed, if the
+  // recent allocations show one.
+  void recheck_shallower(const FoundLoop& loop);
+  // Probation: whether a depth above the loop moves between statements but
+  // too rarely yet to tell if it repeats; whether a loop above it shows now
+  // (then it takes over); letting the held records through when it ends.
+  bool shallower_undecided(const FoundLoop& loop);
+  bool probation_found_shallower(FoundLoop& loop);
+  void end_probation(FoundLoop& loop);
+  std::vector<std::uint32_t> held_stacks(std::uint32_t thread) const;
+  std::uint32_t adopt(const FoundLoop& candidate);
+  void place_boundaries(FoundLoop& loop, std::size_t begin, std::size_t end);
+  void release_until(std::size_t held_index);
+  void trim_held();
+  const FoundLoop* known_anchor(const trace::AllocRecord& alloc);
+
+  const StackCatalog* catalog_ = nullptr;  // the latest push()'s
+  IterationFinderOptions options_;
+  std::unordered_map<std::uint32_t, Path> paths_;
+  Path unknown_path_;  // the path of a stack not defined yet (not cached)
+  std::vector<FoundLoop> loops_;
+  std::uint32_t following_ = 0;  // id of the loop followed, 0 while searching
+
+  std::deque<Held> held_;
+  std::deque<FinderItem> ready_;
+  std::size_t held_allocations_ = 0;
+  std::size_t next_search_at_ = 0;
+  std::uint64_t allocations_seen_ = 0;
+
+  // Following: the loop thread's key at the loop depth before this event,
+  // and its allocations since the anchor last came.
+  std::uint64_t previous_key_ = 0;
+  std::size_t since_anchor_ = 0;
+  std::uint64_t next_recheck_ = 0;      // iterations of the followed loop at the next recheck
+  std::size_t next_nested_search_ = 0;  // since_anchor_ at the next search inside an iteration
+  bool probation_ = false;  // the followed loop's boundaries are held back (see follow())
+  std::uint64_t probation_since_ns_ = 0;
+  std::uint64_t probation_iterations_ = 0;
+  std::uint64_t next_probation_check_ = 0;
+  // The latest allocations of every thread (thread, stack), for rechecks.
+  std::deque<std::pair<std::uint32_t, std::uint32_t>> recent_;
+  // Known loops' previous keys per thread (for recognising a loop's return).
+  std::unordered_map<std::uint64_t, std::uint64_t> previous_key_by_loop_;
+};
+
+}  // namespace gpuleak::analysis
