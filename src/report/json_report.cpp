@@ -111,9 +111,24 @@ json to_json(const analysis::ProcessReport& r) {
                      {"site", site_json(s.site)},
                      {"frames", frames_json(s.frames)}});
   }
+  json phases = json::array();
+  for (const auto& p : g.phases) {
+    phases.push_back({{"name", p.name},
+                      {"label", p.label.empty() ? json(nullptr) : json(p.label)},
+                      {"step_source", p.step_source},
+                      {"steps", p.steps},
+                      {"verdict", analysis::verdict_name(p.verdict)},
+                      {"rate_bytes_per_step", p.rate_bytes_per_step},
+                      {"verdict_step", optional_json(p.verdict_step)},
+                      {"primary", p.primary}});
+  }
   json growth = {{"verdict", analysis::verdict_name(g.verdict)},
                  {"steps", g.steps},
                  {"step_source", g.step_source},
+                 {"phase", g.phase},
+                 {"step_source_reason", g.step_source_reason},
+                 {"undecided_reason", g.undecided_reason},
+                 {"phases", phases},
                  {"warmup_steps", g.warmup_steps},
                  {"rate_bytes_per_step", g.rate_bytes_per_step},
                  {"rate_bytes_per_second", g.rate_bytes_per_second},

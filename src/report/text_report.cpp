@@ -80,23 +80,47 @@ std::string process_title(const ProcessReport& r) {
   return fmt::format("process {} ({})", r.process.pid, command);
 }
 
+void write_phases(std::ostream& out, const analysis::GrowthReport& g) {
+  if (g.phases.size() < 2) return;
+  out << "  Phases (each judged on its own iterations):\n";
+  for (const analysis::PhaseSummary& p : g.phases) {
+    std::string noun = iteration_noun(p.step_source);
+    std::string verdict = analysis::verdict_name(p.verdict);
+    if (p.verdict == analysis::Verdict::kLeak) {
+      verdict += " " + format_rate(p.rate_bytes_per_step, noun);
+    }
+    out << fmt::format("    {}{}: {}, {}\n", p.primary ? "* " : "  ", p.name,
+                       plural(p.steps, noun, noun + "s"), verdict);
+  }
+}
+
 void write_growth(std::ostream& out, const ProcessReport& r) {
   const analysis::GrowthReport& g = r.growth;
-  if (g.steps == 0) return;
-  out << fmt::format("\n  Steps: {} ({}), first {} ignored as warm-up\n", g.steps, g.step_source,
-                     g.warmup_steps);
+  if (g.steps == 0) {
+    if (!g.undecided_reason.empty()) out << "\n  Verdict: NOT YET (" << g.undecided_reason << ")\n";
+    return;
+  }
+  std::string noun = iteration_noun(g.step_source);
+  out << fmt::format("\n  Iterations: {} {}, first {} ignored as warm-up\n", g.steps,
+                     g.phase.empty() ? g.step_source : g.phase, g.warmup_steps);
+  if (!g.step_source_reason.empty()) {
+    out << fmt::format("    ({}: {})\n", g.step_source, g.step_source_reason);
+  }
+  write_phases(out, g);
   switch (g.verdict) {
     case analysis::Verdict::kNotYet:
-      out << "  Verdict: NOT YET (too few steps after warm-up to decide)\n";
+      out << "  Verdict: NOT YET ("
+          << (g.undecided_reason.empty() ? "too few iterations after warm-up to decide"
+                                         : g.undecided_reason)
+          << ")\n";
       break;
     case analysis::Verdict::kNoLeak:
       out << "  Verdict: NO LEAK (no allocation site keeps growing)\n";
       break;
     case analysis::Verdict::kLeak: {
-      out << fmt::format("  Verdict: LEAK {} since step {}",
-                         format_rate(g.rate_bytes_per_step, "step"),
-                         g.first_growing_step.value_or(0));
-      if (g.verdict_step) out << fmt::format(" (found at step {})", *g.verdict_step);
+      out << fmt::format("  Verdict: LEAK {} since {} {}", format_rate(g.rate_bytes_per_step, noun),
+                         noun, g.first_growing_step.value_or(0));
+      if (g.verdict_step) out << fmt::format(" (found at {} {})", noun, *g.verdict_step);
       if (g.rate_bytes_per_second > 0)
         out << fmt::format(", {}", format_rate(g.rate_bytes_per_second, "s"));
       out << '\n';
@@ -122,9 +146,9 @@ void write_growth(std::ostream& out, const ProcessReport& r) {
   if (!g.note.empty()) out << "  Note: " << g.note << '\n';
   for (const analysis::SiteGrowth& s : g.sites) {
     out << fmt::format(
-        "\n  {} {} ({} allocations/step, {} live now{}){}\n",
-        s.bounded ? "Bounded growth" : "Growing", format_rate(s.rate_bytes_per_step, "step"),
-        fmt::format("{:.1f}", s.allocations_per_step), format_bytes(s.live_bytes),
+        "\n  {} {} ({} allocations/{}, {} live now{}){}\n",
+        s.bounded ? "Bounded growth" : "Growing", format_rate(s.rate_bytes_per_step, noun),
+        fmt::format("{:.1f}", s.allocations_per_step), noun, format_bytes(s.live_bytes),
         s.origin.empty() ? "" : ", " + s.origin, s.tensor_level ? "" : " [not a tensor]");
     TextOptions frames;
     write_frames(out, s.frames, frames, "    ");
@@ -134,10 +158,18 @@ void write_growth(std::ostream& out, const ProcessReport& r) {
 
 }  // namespace
 
+std::string iteration_noun(const std::string& step_source) {
+  if (step_source == "dataloader") return "batch";
+  if (step_source == "allocation-period") return "iteration";
+  if (step_source == "time-window") return "window";
+  return "step";
+}
+
 std::string live_leak_message(const analysis::GrowthReport& g) {
-  std::string message =
-      fmt::format("LEAK {} since step {}", format_rate(g.rate_bytes_per_step, "step"),
-                  g.first_growing_step.value_or(0));
+  std::string noun = iteration_noun(g.step_source);
+  std::string message = fmt::format("LEAK {} since {} {}", format_rate(g.rate_bytes_per_step, noun),
+                                    noun, g.first_growing_step.value_or(0));
+  if (!g.phase.empty() && g.step_source != "optimizer-hook") message += " (" + g.phase + ")";
   if (!g.sites.empty()) {
     const auto& site = g.sites.front().site;
     message += " from " + site.label();
