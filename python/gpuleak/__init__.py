@@ -6,17 +6,20 @@ this small public API; every function is a cheap no-op when the program does
 not run under `gpuleak run`, and none ever raises.
 """
 
-__all__ = ["step", "annotate", "is_recording"]
+__all__ = ["step", "phase", "begin_phase", "end_phase", "annotate", "is_recording"]
 
 
 _explicit_step = None  # the clock's bound method, looked up once
+_phases = []  # names of the phases begun and not ended, innermost last
 
 
 def step():
-    """Marks the end of a training step.
+    """Marks the end of an iteration (a training step, an evaluation batch).
 
-    Once called, explicit steps replace the steps gpuleak derives from
-    optimizer.step(). Call it once per iteration, where the iteration ends.
+    Where the program calls it, its calls are the iterations gpuleak counts;
+    elsewhere (a call once per epoch, say) optimizer steps, DataLoader
+    batches and the loops gpuleak finds by itself still count. Call it once
+    per iteration, where the iteration ends.
     """
     global _explicit_step
     try:
@@ -29,6 +32,57 @@ def step():
         from gpuleak._notice import say_once
 
         say_once("step", "gpuleak.step() failed (%s)" % error)
+
+
+class phase:
+    """Names a part of the run: `with gpuleak.phase("eval"): ...`.
+
+    The iterations inside it (whatever marks them) are judged on their own
+    and reported under this name, so a leak during evaluation is not mixed
+    with training steps. Phases may nest; the innermost one names the
+    iterations. Also usable as a decorator.
+    """
+
+    def __init__(self, name):
+        self.name = str(name)
+
+    def __enter__(self):
+        begin_phase(self.name)
+        return self
+
+    def __exit__(self, *exc_info):
+        end_phase()
+        return False
+
+    def __call__(self, function):
+        import functools
+
+        @functools.wraps(function)
+        def wrapper(*args, **kwargs):
+            with phase(self.name):
+                return function(*args, **kwargs)
+
+        return wrapper
+
+
+def begin_phase(name):
+    """Begins the phase `name` (for callback APIs: Lightning's on_validation_start)."""
+    _phases.append(str(name))
+    _mark_phase(str(name), "begin")
+
+
+def end_phase():
+    """Ends the innermost phase begun; the one around it (if any) goes on."""
+    if not _phases:
+        return
+    ended = _phases.pop()
+    _mark_phase(ended, "end")
+    if _phases:
+        _mark_phase(_phases[-1], "begin")
+
+
+def _mark_phase(name, event):
+    annotate("phase", {"name": name, "event": event})
 
 
 def annotate(key, value):

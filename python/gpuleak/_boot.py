@@ -8,6 +8,8 @@ When torch is imported (right after torch/__init__.py has run):
   * the global optimizer step hooks mark step boundaries (_steps.py);
     torch < 2.0 has no global hooks: Optimizer._optimizer_step_code, which
     torch's step wrapper calls after every step(), is wrapped instead;
+  * every batch a DataLoader iterator hands out ticks that DataLoader's
+    clock (one clock per dataset; evaluation loops mostly have no optimizer);
   * a CUDA lazy-init callback (torch.cuda._lazy_call) runs once CUDA is up:
     it attaches the allocator trace tracker when GPULEAK_TORCH_MODE is
     `hook` or `user`, writes the `torch_tracking` annotation in every mode,
@@ -101,6 +103,7 @@ def on_torch_imported(torch):
         register_frame_reader(build_if_missing=True)
         clock = _runtime.clock()
         register_step_hooks(torch, clock)
+        register_dataloader_clock(clock)
         lazy_call = getattr(getattr(torch, "cuda", None), "_lazy_call", None)
         if lazy_call is None:
             say_once("cuda-hook", "torch %s has no torch.cuda._lazy_call; no allocator hook "
@@ -165,6 +168,56 @@ def register_step_hooks(torch, clock):
 
     _optimizer_step_code.__wrapped__ = after_step
     optimizer_class._optimizer_step_code = _optimizer_step_code
+
+
+def register_dataloader_clock(clock):
+    """Wraps DataLoader iterators' __next__ so each batch handed out ticks a clock.
+
+    One wrapper call per batch (about a microsecond); the clock is numbered
+    per dataset and described once in the trace (`iteration_clock`).
+    """
+    try:
+        from torch.utils.data import dataloader
+    except Exception as error:
+        say_once("dataloader-clock", "DataLoader batches are not counted (%s)" % error)
+        return
+    base = getattr(dataloader, "_BaseDataLoaderIter", None)
+    original = getattr(base, "__next__", None) if base is not None else None
+    if original is None or getattr(original, "__gpuleak_wrapped__", False):
+        return
+    from gpuleak import _collector
+
+    numbers = {}  # id(dataset) -> clock number
+
+    def clock_of(iterator):
+        dataset = getattr(iterator, "_dataset", None)
+        key = id(dataset)
+        number = numbers.get(key)
+        if number is None:
+            number = len(numbers) + 1
+            numbers[key] = number
+            name = type(dataset).__name__ if dataset is not None else "a dataset"
+            try:
+                import json
+
+                clock.collector.annotate("iteration_clock", json.dumps({
+                    "source": _collector.STEP_FROM_DATALOADER, "clock": number,
+                    "description": "batches of the DataLoader over %s" % name}))
+            except Exception:
+                pass
+        return number
+
+    def __next__(self):
+        batch = original(self)
+        try:
+            clock.dataloader_batch(clock_of(self))
+        except Exception as error:
+            say_once("dataloader-clock", "counting DataLoader batches failed (%s)" % error)
+        return batch
+
+    __next__.__wrapped__ = original
+    __next__.__gpuleak_wrapped__ = True
+    base.__next__ = __next__
 
 
 def allocator_backend(torch):

@@ -24,6 +24,7 @@ METRIC_TORCH_RESERVED_BYTES = 7
 # Step sources of gpuleak_mark_step (trace::StepSource).
 STEP_FROM_OPTIMIZER_HOOK = 1
 STEP_FROM_EXPLICIT_CALL = 2
+STEP_FROM_DATALOADER = 4
 
 
 class Collector:
@@ -44,6 +45,11 @@ class Collector:
         self.is_recording = entry("gpuleak_is_recording", [], i32)
         self.start_recording = entry("gpuleak_start_recording", [], i32)
         self.mark_step = entry("gpuleak_mark_step", [u64, i32])
+        try:  # collectors before clocks had one clock per source
+            self.mark_clock_step = entry("gpuleak_mark_clock_step",
+                                         [u64, i32, ctypes.c_uint32, i32])
+        except AttributeError:
+            self.mark_clock_step = lambda step, source, clock, pacing: self.mark_step(step, source)
         self.record_sample = entry("gpuleak_record_sample", [i32, i32, u64])
         self._annotate = entry("gpuleak_annotate", [text, text])
         self.flush = entry("gpuleak_flush", [])

@@ -1,9 +1,17 @@
 """Step boundaries: when a training step ended, and what happens then.
 
-A step ends when an optimizer finishes `step()` (torch's global optimizer
-step hooks) or when the program calls `gpuleak.step()`. At each boundary the
-clock marks the step in the trace, takes memory samples (rate-limited, see
-_memory_samples.py) and looks for a holder request (one stat call).
+The program's clocks, each ticking once per iteration of some loop:
+`gpuleak.step()` calls, optimizer steps (torch's global optimizer step
+hooks) and DataLoader batches (one clock per dataset). Every tick is marked
+in the trace with its source and clock; the analysis decides which clock's
+ticks are the iterations of each part of the run (src/analysis/
+clock_arbiter.h), and finds loops without any of them in the allocations.
+
+In the process, a tick *paces* unless a more trusted clock (explicit >
+optimizer > DataLoader) ticked since this clock's last tick: only pacing
+ticks take memory samples (rate-limited, see _memory_samples.py), look for a
+holder request (one stat call) and advance the collector's growth index, so
+a DataLoader beside an optimizer does not double them.
 
 Which optimizer steps count, so a step is one training iteration:
   * steps are counted on one optimizer, the pacer: the first that stepped.
@@ -14,8 +22,9 @@ Which optimizer steps count, so a step is one training iteration:
   * a step() nested inside another optimizer's step() (Lookahead-style
     wrappers) does not count separately; torch >= 2.0 only, where the
     pre-hook shows which step is outermost;
-  * once the program calls gpuleak.step(), explicit steps win: optimizer
-    steps are no longer marked.
+  * gpuleak.step() does not turn optimizer steps off: both are marked, and
+    where both tick, explicit steps pace (a call once per epoch leaves the
+    optimizer's steps pacing between).
 
 Everything here runs inside the program's training loop: it is cheap, takes
 no lock, and never raises into the caller (a failing part turns itself off
@@ -28,12 +37,20 @@ from gpuleak import _collector
 from gpuleak._notice import say_once
 
 
+# In-process trust of the sources (0 most trusted), as in clock_arbiter.h.
+_RANK = {_collector.STEP_FROM_EXPLICIT_CALL: 0, _collector.STEP_FROM_OPTIMIZER_HOOK: 1,
+         _collector.STEP_FROM_DATALOADER: 2}
+
+
 class StepClock:
     def __init__(self, collector):
         self.collector = collector
-        self._mark = collector.mark_step if collector is not None else None
-        self.step = 0
-        self.explicit = False
+        self._mark = collector.mark_clock_step if collector is not None else None
+        self.step = 0                # pacing ticks so far
+        self._counts = {}            # (source, clock) -> ticks so far
+        self._last_tick = {}         # (source, clock) -> tick order of its latest tick
+        self._order = 0
+        self._optimizer_off = False  # its hook failed once
         self.sampler = None          # set once CUDA is initialized
         self.holder_requests = None  # set when GPULEAK_HOLDER_REQUESTS=1
         self._pacer = None           # weakref (or a callable returning it) to the pacer
@@ -51,7 +68,7 @@ class StepClock:
 
     def on_optimizer_step_finished(self, optimizer, args=None, kwargs=None):
         try:
-            if self.explicit:
+            if self._optimizer_off:
                 self._outermost = None
                 return
             key = id(optimizer)
@@ -67,7 +84,7 @@ class StepClock:
         except Exception as error:
             say_once("optimizer-hook", "the optimizer step hook failed (%s); "
                      "steps are not marked from optimizers any more" % error)
-            self.explicit = True
+            self._optimizer_off = True
 
     def _is_pacer(self, optimizer, key):
         pacer = self._pacer() if self._pacer is not None else None
@@ -92,16 +109,34 @@ class StepClock:
     # ---- gpuleak.step() -------------------------------------------------------
 
     def explicit_step(self):
-        self.explicit = True
         self.boundary(_collector.STEP_FROM_EXPLICIT_CALL)
+
+    # ---- DataLoader batches ---------------------------------------------------
+
+    def dataloader_batch(self, clock):
+        self.boundary(_collector.STEP_FROM_DATALOADER, clock)
 
     # ---- the boundary ---------------------------------------------------------
 
-    def boundary(self, source):
+    def boundary(self, source, clock=0):
         if self._mark is None:
             return
+        key = (source, clock)
+        count = self._counts.get(key, 0) + 1
+        self._counts[key] = count
+        self._order += 1
+        previous = self._last_tick.get(key, 0)
+        rank = _RANK.get(source, 3)
+        pacing = True
+        for (other_source, _), order in self._last_tick.items():
+            if _RANK.get(other_source, 3) < rank and order > previous:
+                pacing = False
+                break
+        self._last_tick[key] = self._order
+        self._mark(count, source, clock, 1 if pacing else 0)
+        if not pacing:
+            return
         self.step += 1
-        self._mark(self.step, source)
         sampler = self.sampler
         if sampler is not None:
             try:

@@ -6,13 +6,19 @@ from gpuleak._steps import StepClock
 
 
 class FakeCollector:
-    """Stands in for the ctypes collector: records what the clock marks."""
+    """Stands in for the ctypes collector: records what the clock marks.
+
+    `marked` holds the pacing ticks as (step, source); `all_ticks` every tick
+    as (step, source, clock, pacing)."""
 
     def __init__(self):
         self.marked = []
+        self.all_ticks = []
 
-    def mark_step(self, step, source):
-        self.marked.append((step, source))
+    def mark_clock_step(self, step, source, clock, pacing):
+        self.all_ticks.append((step, source, clock, pacing))
+        if pacing:
+            self.marked.append((step, source))
 
 
 class Optimizer:
@@ -119,7 +125,7 @@ def test_step_that_raised_does_not_stop_step_marking():
     assert len(collector.marked) == 4
 
 
-def test_explicit_steps_win_over_optimizer_steps():
+def test_explicit_steps_pace_where_they_tick_and_optimizer_steps_are_still_marked():
     collector = FakeCollector()
     clock = StepClock(collector)
     adam = Optimizer()
@@ -128,7 +134,40 @@ def test_explicit_steps_win_over_optimizer_steps():
     for _ in range(3):
         optimizer_step(clock, adam)
         clock.explicit_step()
-    assert collector.marked == [(1, 1), (2, 1), (3, 1), (4, 2), (5, 2), (6, 2)]
+    # Every tick reaches the trace; once gpuleak.step() ticks between two
+    # optimizer steps, the explicit steps are the ones that pace.
+    assert [(s, src) for s, src, _, _ in collector.all_ticks] == [
+        (1, 1), (2, 1), (3, 1), (1, 2), (4, 1), (2, 2), (5, 1), (3, 2)]
+    assert collector.marked == [(1, 1), (2, 1), (3, 1), (1, 2), (2, 2), (3, 2)]
+
+
+def test_explicit_step_once_per_epoch_does_not_stop_optimizer_steps():
+    collector = FakeCollector()
+    clock = StepClock(collector)
+    adam = Optimizer()
+    for epoch in range(3):
+        for _ in range(10):
+            optimizer_step(clock, adam)
+        clock.explicit_step()
+    optimizer_steps = [t for t in collector.all_ticks if t[1] == 1]
+    assert len(optimizer_steps) == 30
+    # only the first optimizer step after each epoch mark does not pace
+    assert sum(1 for t in optimizer_steps if t[3]) == 30 - 2
+
+
+def test_dataloader_batches_pace_only_where_no_optimizer_steps():
+    collector = FakeCollector()
+    clock = StepClock(collector)
+    adam = Optimizer()
+    for _ in range(5):  # training: a batch, then the optimizer's step
+        clock.dataloader_batch(1)
+        optimizer_step(clock, adam)
+    for _ in range(4):  # evaluation: batches of another loader only
+        clock.dataloader_batch(2)
+    training = [t for t in collector.all_ticks if t[1] == 4 and t[2] == 1]
+    evaluation = [t for t in collector.all_ticks if t[1] == 4 and t[2] == 2]
+    assert [t[3] for t in training] == [1, 0, 0, 0, 0]  # only before the first step
+    assert [t[3] for t in evaluation] == [0, 1, 1, 1]  # an optimizer step came before the first
 
 
 def test_clock_without_collector_does_nothing():
@@ -202,7 +241,7 @@ def test_two_optimizers_in_a_real_loop_mark_one_step_per_iteration(run_traced):
     assert [s["step"] for s in run.steps()] == list(range(1, 7))
 
 
-def test_explicit_gpuleak_step_replaces_optimizer_steps(run_traced):
+def test_explicit_gpuleak_step_and_optimizer_steps_are_both_marked(run_traced):
     program = TRAIN.format(
         optimizers="import gpuleak\nopt = torch.optim.SGD(model.parameters(), lr=0.01)",
         iterations=4,
@@ -213,10 +252,59 @@ def test_explicit_gpuleak_step_replaces_optimizer_steps(run_traced):
              "    assert gpuleak.is_recording()")
     run = run_traced(program)
     assert run.returncode == 0, run.stderr
-    steps = run.steps()
-    # 3 optimizer steps before the first explicit call, then explicit steps only
-    assert [(s["step"], s["source"]) for s in steps] == [
-        (1, 1), (2, 1), (3, 1), (4, 2), (5, 2), (6, 2), (7, 2)]
+    steps = [(s["step"], s["source"]) for s in run.steps()]
+    # gpuleak.step() no longer turns optimizer steps off: the analysis decides
+    # which clock's ticks are the iterations (explicit ones, where they tick).
+    expected = []
+    for i in range(4):
+        expected += [(3 * i + 1, 1), (3 * i + 2, 1), (3 * i + 3, 1), (i + 1, 2)]
+    assert steps == expected
+
+
+def test_dataloader_batches_tick_a_clock_per_dataset(run_traced):
+    run = run_traced("""
+import torch
+from torch.utils.data import DataLoader, TensorDataset
+train = DataLoader(TensorDataset(torch.randn(12, 4)), batch_size=4)
+val = DataLoader(TensorDataset(torch.randn(8, 4), torch.zeros(8)), batch_size=2)
+for _ in range(2):
+    for (x,) in train:
+        pass
+for x, y in val:
+    pass
+print("loaders done")
+leave_traced_program()
+""")
+    assert run.returncode == 0, run.stderr
+    assert "loaders done" in run.stdout
+    ticks = [(s["source"], s["clock"], s["step"]) for s in run.steps()]
+    assert ticks == [(4, 1, n) for n in range(1, 7)] + [(4, 2, n) for n in range(1, 5)]
+    clocks = run.annotations("iteration_clock")
+    assert [(c["source"], c["clock"]) for c in clocks] == [(4, 1), (4, 2)]
+    assert all("TensorDataset" in c["description"] for c in clocks)
+    assert run.gpuleak_lines() == []
+
+
+def test_phases_named_by_the_program_are_marked_in_order(run_traced):
+    run = run_traced("""
+import gpuleak
+with gpuleak.phase("eval"):
+    with gpuleak.phase("eval/detail"):
+        pass
+gpuleak.begin_phase("train")
+gpuleak.end_phase()
+gpuleak.end_phase()  # nothing begun: no mark, no error
+@gpuleak.phase("decorated")
+def f():
+    return 7
+assert f() == 7
+leave_traced_program()
+""")
+    assert run.returncode == 0, run.stderr
+    marks = [(p["name"], p["event"]) for p in run.annotations("phase")]
+    assert marks == [("eval", "begin"), ("eval/detail", "begin"), ("eval/detail", "end"),
+                     ("eval", "begin"), ("eval", "end"), ("train", "begin"), ("train", "end"),
+                     ("decorated", "begin"), ("decorated", "end")]
 
 
 def test_annotate_records_json_in_the_trace(run_traced):

@@ -35,7 +35,8 @@ json to_json(const Record& record) {
                   {"seq", r.seq},
                   {"time_ns", r.time_ns},
                   {"step", r.step},
-                  {"source", static_cast<int>(r.source)}};
+                  {"source", static_cast<int>(r.source)},
+                  {"clock", r.clock}};
         } else if constexpr (std::is_same_v<R, t::SampleRecord>) {
           return {{"type", "sample"},     {"seq", r.seq},
                   {"time_ns", r.time_ns}, {"metric", static_cast<int>(r.metric)},
