@@ -26,7 +26,8 @@ Each step's Hessian-vector product also walks the graphs of all earlier steps, s
 the run goes on (a symptom of the same leak).
 
 Iteration: one training step (forward, backward(create_graph=True), HutchinsonSGD.step()).
-Leak: about 1.5 MB per step (the backward graph's saved tensors of each step; estimate, depends on the kernels).
+Leak: about 5 MB per step (each step's double-backward graph; measured on the CPU as peak RSS growth over
+steps 3..9: 4.9 MB; the GPU's kernels save a similar set).
 Fix: call zero_grad() with p.grad = None (or torch.autograd.grad instead of backward) and decorate step() with @torch.no_grad().
 """
 import argparse
@@ -55,7 +56,7 @@ def parse_args():
 class HutchinsonSGD:
     """SGD preconditioned by a running Hutchinson estimate of the Hessian diagonal."""
 
-    def __init__(self, params, lr=0.05, beta=0.95, eps=1e-4):
+    def __init__(self, params, lr=0.05, beta=0.95, eps=0.1):
         self.params = list(params)
         self.lr, self.beta, self.eps = lr, beta, eps
         self.state = {p: {"hessian": torch.zeros_like(p)} for p in self.params}

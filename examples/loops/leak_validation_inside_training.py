@@ -20,7 +20,8 @@ grad_fn) to `validation_history`. The growth comes in a step every 10
 training iterations, from the validation phase only.
 
 Iteration: one training step (a validation of 2 batches runs after every 10th).
-Leak: about 8 MB per validation (the validation batches' saved activations), ~0.8 MB per training step on average (estimate).
+Leak: about 12 MB per validation (the validation batches' saved activations), ~1.2 MB per training step on
+average (measured on the CPU as peak RSS growth over steps 10..50: 1.20 MB).
 Fix: run validation under torch.no_grad() and keep psnr.item().
 """
 import argparse
