@@ -27,7 +27,8 @@ records per case:
 
 A gated leak passes when it gets LEAK within --max-iterations-to-verdict (50)
 iterations after warm-up; a control passes when it never gets LEAK (final
-verdict and verdict_step). Cases with "gate": false (a leak no driver-level
+verdict and verdict_step) -- whether it reached NO LEAK or stayed NOT YET is
+recorded (verdict_matches) and counted in the totals. Cases with "gate": false (a leak no driver-level
 tool can see) are run, recorded and printed, but do not count. The traces of
 every case stay in <out>/<case>/ (the GPU suite drops those over 1 MiB).
 
@@ -227,7 +228,10 @@ def score_case(case, report, report_error, limit):
     }
     record["got"] = got
     checks = record["checks"]
-    checks["verdict"] = got["verdict"] == case["expected"]["verdict"]
+    # A control passes when it never gets LEAK (the rule); whether it reached NO LEAK or
+    # stayed NOT YET is recorded in verdict_matches and counted in the totals.
+    record["verdict_matches"] = got["verdict"] == case["expected"]["verdict"]
+    checks["verdict"] = record["verdict_matches"] if is_leak else None
     checks["within_limit"] = (got["verdict"] == "LEAK" and iterations_to_verdict is not None
                               and iterations_to_verdict <= limit) if is_leak else None
     checks["control_no_leak"] = (got["verdict"] != "LEAK" and verdict_step is None) if not is_leak else None
@@ -238,7 +242,7 @@ def score_case(case, report, report_error, limit):
 
 
 def applies(check, is_leak):
-    return check == "verdict" or (check == "within_limit") == is_leak
+    return check in ("verdict", "within_limit") if is_leak else check == "control_no_leak"
 
 
 # ---------------------------------------------------------------------------
@@ -367,6 +371,8 @@ def totals(records, started, args):
             "controls": len(controls),
             "controls_with_leak": [r["case"] for r in controls if got(r, "verdict") == "LEAK"
                                    or got(r, "verdict_step") is not None],
+            "controls_with_no_leak_verdict": sum(1 for r in controls if got(r, "verdict") == "NO LEAK"),
+            "controls_without_verdict": [r["case"] for r in controls if got(r, "verdict") not in ("LEAK", "NO LEAK")],
             "step_sources": sorted({str(got(r, "step_source")) for r in records}),
             "verdicts": {v: sum(1 for r in records if str(got(r, "verdict")) == v)
                          for v in sorted({str(got(r, "verdict")) for r in records})},
@@ -401,11 +407,11 @@ def print_table(records, summary, plain, out=sys.stdout):
             "-" if got.get("iterations_per_step") is None else got["iterations_per_step"],
             got.get("site_match") or "-", r["wall_s"], result[:60]))
     out.write("\n%d/%d gated cases pass; leaks with LEAK %d/%d, within %d iterations %d/%d; controls with LEAK: %s;"
-              " step sources: %s; %.0f s\n" % (
+              " controls with NO LEAK %d/%d; step sources: %s; %.0f s\n" % (
                   summary["passed"], summary["gated_cases"], summary["leaks_with_leak_verdict"], summary["leaks"],
                   summary["max_iterations_to_verdict"], summary["leaks_within_limit"], summary["leaks"],
-                  ", ".join(summary["controls_with_leak"]) or "none", ", ".join(summary["step_sources"]),
-                  summary["wall_s"]))
+                  ", ".join(summary["controls_with_leak"]) or "none", summary["controls_with_no_leak_verdict"],
+                  summary["controls"], ", ".join(summary["step_sources"]), summary["wall_s"]))
 
 
 def parse_args(argv):

@@ -61,6 +61,7 @@ for case in scored.get("cases", []):
     got = case.get("got") or {}
     rows.append({"case": case["case"], "kind": case["kind"], "gate": case["gate"], "pass": case["pass"],
                  "expected": case["expected"]["verdict"], "verdict": got.get("verdict"),
+                 "verdict_matches": case.get("verdict_matches"),
                  "step_source": got.get("step_source"), "steps": got.get("steps"),
                  "iterations": case["iterations"], "iterations_to_verdict": got.get("iterations_to_verdict"),
                  "site_match": got.get("site_match"), "wall_s": case["wall_s"], "error": case.get("error")})
