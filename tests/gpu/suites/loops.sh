@@ -15,10 +15,11 @@
 # 5. writes $R/summary.json: both runs' totals, one line per case, the commands.
 loops_bin=$R/bin
 mkdir -p "$loops_bin"
-log "loops: nvcc"
+nvcc_path=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
+log "loops: $nvcc_path"
 for source in examples/loops/*.cu; do
   name=$(basename "$source" .cu)
-  timeout 120 nvcc -g -O1 -std=c++17 -arch=sm_90 -o "$loops_bin/$name" "$source" -lcuda \
+  timeout 120 "$nvcc_path" -g -O1 -std=c++17 -arch=sm_90 -o "$loops_bin/$name" "$source" -lcuda \
     > "$R/nvcc-$name.log" 2>&1 &
 done
 wait
