@@ -6,8 +6,9 @@ Sources:
       "allocate[s] exactly what is needed on demand, and deallocate[s] memory that is no longer needed")
   https://github.com/google-deepmind/PGMax/issues/8  (a loop whose GPU memory seemed to grow; the first
       advice: set XLA_PYTHON_CLIENT_ALLOCATOR=platform and look again)
-  https://github.com/jax-ml/jax/issues/3892  ("Memory leak when calling jax script in python": nvidia-smi
-      shows the preallocated pool, not what the program holds)
+  https://github.com/jax-ml/jax/issues/3892  ("Memory leak when calling jax script in python": a loop that
+      calls a JAX training function runs out of memory after a few calls; the reporter knows the GPU memory
+      allocation note but does not want to change preallocation)
 
 What was reported: under JAX's default allocator nvidia-smi shows most of the
 GPU in use from the first step, and users suspect leaks; the documented way to

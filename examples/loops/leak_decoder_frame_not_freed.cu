@@ -6,8 +6,6 @@
 //       the program, Cuda memory continues to increase until there is not enough memory"; the fix
 //       adds the missing `cuMemFree(nv12Frame);` next to `cuMemFree(dpFrame);` in
 //       videoDecoder_decode)
-//   https://github.com/CVCUDA/CV-CUDA/issues/258  (a decode loop over the packets of a video whose
-//       memory grows with every frame)
 //
 // What was reported: a Python binding of NVDEC decodes an RTSP stream packet
 // by packet; for each decoded frame it allocates a device buffer for the NV12

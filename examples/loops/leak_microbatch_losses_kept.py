@@ -6,7 +6,6 @@ Sources:
       microbatch's losses dict entry holds a live grad_fn chain back to that microbatch's backward context
       (ctx.context in the Function), which references CUDA tensors (stage input/output pairs)"; "memory grew
       ~164 MiB per microbatch"; "The RL team needs 4K+ microbatches per step")
-  https://discuss.pytorch.org/t/cuda-out-of-memory-after-more-than-8000-iterators/27253
 
 What was reported: a training schedule runs forward and backward of each
 micro-batch inside a custom autograd Function (fused, depth-first) and keeps
