@@ -87,10 +87,10 @@ void write_phases(std::ostream& out, const analysis::GrowthReport& g) {
     std::string noun = iteration_noun(p.step_source);
     std::string verdict = analysis::verdict_name(p.verdict);
     if (p.verdict == analysis::Verdict::kLeak) {
-      verdict += " " + format_rate(p.rate_bytes_per_step, noun);
+      verdict += " " + format_rate(p.rate_bytes_per_step, noun.c_str());
     }
     out << fmt::format("    {}{}: {}, {}\n", p.primary ? "* " : "  ", p.name,
-                       plural(p.steps, noun, noun + "s"), verdict);
+                       plural(p.steps, noun.c_str(), (noun + "s").c_str()), verdict);
   }
 }
 
@@ -118,7 +118,7 @@ void write_growth(std::ostream& out, const ProcessReport& r) {
       out << "  Verdict: NO LEAK (no allocation site keeps growing)\n";
       break;
     case analysis::Verdict::kLeak: {
-      out << fmt::format("  Verdict: LEAK {} since {} {}", format_rate(g.rate_bytes_per_step, noun),
+      out << fmt::format("  Verdict: LEAK {} since {} {}", format_rate(g.rate_bytes_per_step, noun.c_str()),
                          noun, g.first_growing_step.value_or(0));
       if (g.verdict_step) out << fmt::format(" (found at {} {})", noun, *g.verdict_step);
       if (g.rate_bytes_per_second > 0)
@@ -147,7 +147,7 @@ void write_growth(std::ostream& out, const ProcessReport& r) {
   for (const analysis::SiteGrowth& s : g.sites) {
     out << fmt::format(
         "\n  {} {} ({} allocations/{}, {} live now{}){}\n",
-        s.bounded ? "Bounded growth" : "Growing", format_rate(s.rate_bytes_per_step, noun),
+        s.bounded ? "Bounded growth" : "Growing", format_rate(s.rate_bytes_per_step, noun.c_str()),
         fmt::format("{:.1f}", s.allocations_per_step), noun, format_bytes(s.live_bytes),
         s.origin.empty() ? "" : ", " + s.origin, s.tensor_level ? "" : " [not a tensor]");
     TextOptions frames;
@@ -167,7 +167,7 @@ std::string iteration_noun(const std::string& step_source) {
 
 std::string live_leak_message(const analysis::GrowthReport& g) {
   std::string noun = iteration_noun(g.step_source);
-  std::string message = fmt::format("LEAK {} since {} {}", format_rate(g.rate_bytes_per_step, noun),
+  std::string message = fmt::format("LEAK {} since {} {}", format_rate(g.rate_bytes_per_step, noun.c_str()),
                                     noun, g.first_growing_step.value_or(0));
   if (!g.phase.empty() && g.step_source != "optimizer-hook") message += " (" + g.phase + ")";
   if (!g.sites.empty()) {

@@ -89,7 +89,7 @@ class FakeCollector:
     def annotate(self, key, value):
         self.annotations.append((key, value))
 
-    def mark_step(self, step, source):
+    def mark_clock_step(self, step, source, clock, pacing):
         self.marked.append((step, source))
 
     def record_sample(self, metric, device, value):
