@@ -6,6 +6,9 @@ namespace gpuleak::analysis {
 
 namespace {
 
+// A loop found inside one long iteration of another must fill this much of it.
+constexpr double kNestedCover = 0.5;
+
 std::uint64_t mix(std::uint64_t seed, std::uint64_t value) {
   std::uint64_t h = seed ^ (value + 0x9e3779b97f4a7c15ull + (seed << 6) + (seed >> 2));
   h ^= h >> 31;
@@ -34,6 +37,10 @@ std::uint64_t time_of(const trace::Record& record) {
 }
 
 }  // namespace
+
+bool FoundLoop::runs_on(std::uint32_t thread) const {
+  return std::find(threads.begin(), threads.end(), thread) != threads.end();
+}
 
 IterationFinder::IterationFinder(IterationFinderOptions options)
     : options_(options), next_search_at_(options.min_search_events) {}
@@ -114,17 +121,21 @@ void IterationFinder::resume(std::uint32_t id) {
   release_until(held_.size() - 1);
   ready_.push_back(FinderItem{true, {}, id, back.iterations++, time_of(held_.back().record)});
   following_ = id;
-  previous_key_ = back.anchor_key;
+  previous_key_.clear();
+  if (const trace::AllocRecord* a = as_alloc(held_.back().record)) {
+    previous_key_[a->thread_id] = back.anchor_key;
+  }
   since_anchor_ = 0;
+  since_anchor_all_ = 0;
   next_nested_search_ = 0;
 }
 
 const FoundLoop* IterationFinder::known_anchor(const trace::AllocRecord& alloc) {
   const FoundLoop* found = nullptr;
   for (const FoundLoop& loop : loops_) {
-    if (loop.id == following_ || loop.retired || loop.thread_id != alloc.thread_id) continue;
+    if (loop.id == following_ || loop.retired || !loop.runs_on(alloc.thread_id)) continue;
     std::uint64_t key = key_at(alloc.stack_id, loop.depth);
-    std::uint64_t& previous = previous_key_by_loop_[loop.id];
+    std::uint64_t& previous = previous_key_by_loop_[{loop.id, alloc.thread_id}];
     bool anchor = key == loop.anchor_key && (loop.anchor_is_leaf || previous != key);
     previous = key;
     if (anchor && found == nullptr) found = &loop;
@@ -135,10 +146,19 @@ const FoundLoop* IterationFinder::known_anchor(const trace::AllocRecord& alloc) 
 void IterationFinder::on_alloc_following(const trace::AllocRecord& alloc,
                                          const FoundLoop* returning) {
   FoundLoop& loop = loops_[following_ - 1];
-  if (alloc.thread_id != loop.thread_id) return;
+  ++since_anchor_all_;
+  if (!loop.runs_on(alloc.thread_id)) {
+    // The loop's threads went quiet while others work: it has ended.
+    if (static_cast<double>(since_anchor_all_) >
+        std::max(256.0, options_.lost_after_pieces * loop.mean_piece_all_events)) {
+      lose_loop();
+    }
+    return;
+  }
   std::uint64_t key = key_at(alloc.stack_id, loop.depth);
-  bool anchor = key == loop.anchor_key && (loop.anchor_is_leaf || previous_key_ != key);
-  previous_key_ = key;
+  std::uint64_t& previous_key = previous_key_[alloc.thread_id];
+  bool anchor = key == loop.anchor_key && (loop.anchor_is_leaf || previous_key != key);
+  previous_key = key;
   double overdue_after = std::max(2.0 * static_cast<double>(options_.repetition.min_occurrences),
                                   2.0 * loop.mean_piece_events);
   if (anchor) {
@@ -147,7 +167,7 @@ void IterationFinder::on_alloc_following(const trace::AllocRecord& alloc,
       // validation pass); its iterations are still held.
       std::uint32_t outer = following_;
       following_ = 0;
-      search(/*require_ongoing=*/false, held_.size() - 1);
+      search(/*require_ongoing=*/false, held_.size() - 1, kNestedCover);
       following_ = outer;
     }
     if (probation_) {
@@ -157,7 +177,10 @@ void IterationFinder::on_alloc_following(const trace::AllocRecord& alloc,
       h.iteration = loop.iterations++;
       ++probation_iterations_;
       loop.mean_piece_events = 0.9 * loop.mean_piece_events + 0.1 * (since_anchor_ + 1.0);
+      loop.mean_piece_all_events =
+          0.9 * loop.mean_piece_all_events + 0.1 * static_cast<double>(since_anchor_all_);
       since_anchor_ = 0;
+      since_anchor_all_ = 0;
       if (probation_iterations_ >= next_probation_check_) {
         next_probation_check_ *= 2;
         if (probation_found_shallower(loop)) return;
@@ -176,7 +199,10 @@ void IterationFinder::on_alloc_following(const trace::AllocRecord& alloc,
     ready_.push_back(
         FinderItem{true, {}, loop.id, loop.iterations++, time_of(held_.front().record)});
     loop.mean_piece_events = 0.9 * loop.mean_piece_events + 0.1 * (since_anchor_ + 1.0);
+    loop.mean_piece_all_events =
+        0.9 * loop.mean_piece_all_events + 0.1 * static_cast<double>(since_anchor_all_);
     since_anchor_ = 0;
+    since_anchor_all_ = 0;
     next_nested_search_ = 0;
     if (loop.depth > 0 && loop.iterations >= next_recheck_) {
       next_recheck_ = loop.iterations + std::min<std::uint64_t>(loop.iterations, 1024);
@@ -199,18 +225,21 @@ void IterationFinder::on_alloc_following(const trace::AllocRecord& alloc,
           std::max<std::size_t>(since_anchor_ / 4, options_.repetition.min_occurrences);
       std::uint32_t outer = following_;
       following_ = 0;
-      if (search(/*require_ongoing=*/true, held_.size()) && following_ != outer) return;
+      if (search(/*require_ongoing=*/true, held_.size(), kNestedCover) && following_ != outer)
+        return;
       following_ = outer;
     }
   }
   double lost_after = std::max(64.0, options_.lost_after_pieces * loop.mean_piece_events);
-  if (static_cast<double>(since_anchor_) > lost_after) {
-    // The loop has ended (or the program is in another one): search again,
-    // from the last iteration's start, which is still held.
-    following_ = 0;
-    probation_ = false;
-    next_search_at_ = held_allocations_ + options_.min_search_events;
-  }
+  if (static_cast<double>(since_anchor_) > lost_after) lose_loop();
+}
+
+void IterationFinder::lose_loop() {
+  // The loop has ended (or the program is in another one): search again,
+  // from the last iteration's start, which is still held.
+  following_ = 0;
+  probation_ = false;
+  next_search_at_ = held_allocations_ + options_.min_search_events;
 }
 
 void IterationFinder::maybe_search(bool at_end) {
@@ -231,9 +260,12 @@ std::optional<IterationFinder::Candidate> IterationFinder::search_thread(
   }
   std::size_t depths =
       std::min({std::max<std::size_t>(max_length, 1), options_.max_depth, below_depth});
+  // Stacks deeper than max_depth: their allocating frames are compared too.
+  bool leaf_pass = max_length > options_.max_depth && below_depth > max_length;
   std::vector<std::uint64_t> keys;
   std::vector<std::size_t> origin;  // index into `stacks` of each key
-  for (std::size_t depth = 0; depth < depths; ++depth) {
+  for (std::size_t pass = 0; pass < depths + (leaf_pass ? 1 : 0); ++pass) {
+    std::size_t depth = pass < depths ? pass : max_length;  // the leaf pass: every key a leaf
     keys.clear();
     origin.clear();
     for (std::size_t e = 0; e < stacks.size(); ++e) {
@@ -261,6 +293,7 @@ FoundLoop IterationFinder::loop_of(std::uint32_t thread, const std::vector<std::
                                    const Candidate& c) const {
   FoundLoop loop;
   loop.thread_id = thread;
+  loop.threads = {thread};
   loop.depth = c.depth;
   loop.anchor_key = c.anchor;
   loop.anchor_is_leaf = (c.anchor & kLeafBit) != 0;
@@ -271,7 +304,7 @@ FoundLoop IterationFinder::loop_of(std::uint32_t thread, const std::vector<std::
   return loop;
 }
 
-bool IterationFinder::search(bool require_ongoing, std::size_t held_end) {
+bool IterationFinder::search(bool require_ongoing, std::size_t held_end, double min_cover) {
   // Each thread's allocations in the held records, latest window only.
   std::unordered_map<std::uint32_t, std::vector<std::uint32_t>> by_thread;
   for (std::size_t i = 0; i < held_end; ++i) {
@@ -297,6 +330,11 @@ bool IterationFinder::search(bool require_ongoing, std::size_t held_end) {
       python_thread_undecided |= python;
       continue;
     }
+    // Inside one long iteration, only a loop that fills most of it counts
+    // (a validation pass), not a short one that happened in it.
+    if (static_cast<double>(found->last - found->first + 1) <
+        min_cover * static_cast<double>(stacks.size()))
+      continue;
     // The loop that covers most of the thread's work wins; Python frames
     // name the user's loop, native ones (other threads) rarely do.
     double score = static_cast<double>(found->last - found->first + 1) * (python ? 2.0 : 1.0);
@@ -313,6 +351,20 @@ bool IterationFinder::search(bool require_ongoing, std::size_t held_end) {
   bool patient = require_ongoing && held_end == held_.size() &&
                  held_allocations_ < options_.search_window_events / 2;
   if (!best_python && python_thread_undecided && patient) return false;
+  // The same loop may run on several threads (request handlers): each
+  // thread that goes round it often enough counts its iterations too.
+  best->threads = {best->thread_id};
+  for (const auto& [thread, stacks] : by_thread) {
+    if (thread == best->thread_id) continue;
+    std::size_t occurrences = 0;
+    std::uint64_t previous = 0;
+    for (std::uint32_t stack : stacks) {
+      std::uint64_t key = key_at(stack, best->depth);
+      if (key == best->anchor_key && (best->anchor_is_leaf || previous != key)) ++occurrences;
+      previous = key;
+    }
+    if (occurrences >= options_.repetition.min_occurrences) best->threads.push_back(thread);
+  }
   follow(adopt(*best), held_end);
   return true;
 }
@@ -346,14 +398,26 @@ void IterationFinder::follow(std::uint32_t id, std::size_t held_end) {
     // The loop thread's key at the loop depth before the next event, and
     // its allocations since the last anchor.
     since_anchor_ = 0;
-    previous_key_ = 0;
-    for (std::size_t i = last_anchor; i < held_.size(); ++i) {
+    since_anchor_all_ = 0;
+    previous_key_.clear();
+    std::size_t first_anchor = SIZE_MAX, all_between = 0, anchors = 0;
+    for (std::size_t i = 0; i < held_.size(); ++i) {
+      if (held_[i].boundary_before && held_[i].loop_id == id) {
+        if (first_anchor == SIZE_MAX) first_anchor = i;
+        if (i < last_anchor) ++anchors;
+      }
       if (const trace::AllocRecord* a = as_alloc(held_[i].record)) {
-        if (a->thread_id != loop.thread_id) continue;
-        previous_key_ = key_at(a->stack_id, loop.depth);
-        if (i != last_anchor) ++since_anchor_;
+        if (first_anchor != SIZE_MAX && i < last_anchor) ++all_between;
+        if (i > last_anchor) ++since_anchor_all_;
+        if (!loop.runs_on(a->thread_id)) continue;
+        previous_key_[a->thread_id] = key_at(a->stack_id, loop.depth);
+        if (i > last_anchor) ++since_anchor_;
       }
     }
+    // Allocations of every thread per iteration (the autograd engine's too).
+    loop.mean_piece_all_events =
+        anchors > 0 ? static_cast<double>(all_between) / static_cast<double>(anchors)
+                    : loop.mean_piece_events;
   }
   if (following_ == id && probation_) return;  // nothing is let through yet
   release_until(last_anchor);
@@ -415,7 +479,9 @@ bool IterationFinder::probation_found_shallower(FoundLoop& loop) {
   loop.retired = true;
   loop.iterations = 0;
   probation_ = false;
-  follow(adopt(loop_of(loop.thread_id, stacks, *found)), held_.size());
+  FoundLoop outer = loop_of(loop.thread_id, stacks, *found);
+  outer.threads = loop.threads;
+  follow(adopt(outer), held_.size());
   return true;
 }
 
@@ -429,7 +495,9 @@ void IterationFinder::recheck_shallower(const FoundLoop& loop) {
   }
   auto found = search_thread(stacks, loop.depth, /*require_ongoing=*/true);
   if (!found) return;
-  std::uint32_t id = adopt(loop_of(loop.thread_id, stacks, *found));
+  FoundLoop candidate = loop_of(loop.thread_id, stacks, *found);
+  candidate.threads = loop.threads;
+  std::uint32_t id = adopt(candidate);
   FoundLoop& shallower = loops_[id - 1];
   place_boundaries(shallower, 0, held_.size());
   std::size_t last_anchor = 0;
@@ -456,7 +524,8 @@ void IterationFinder::recheck_shallower(const FoundLoop& loop) {
     }
   }
   following_ = id;
-  previous_key_ = previous;
+  previous_key_.clear();
+  previous_key_[loop.thread_id] = previous;
   since_anchor_ = since;
   next_recheck_ =
       std::max<std::uint64_t>(shallower.iterations * 2, 2 * options_.repetition.min_occurrences);
@@ -465,9 +534,13 @@ void IterationFinder::recheck_shallower(const FoundLoop& loop) {
 
 std::uint32_t IterationFinder::adopt(const FoundLoop& candidate) {
   for (FoundLoop& known : loops_) {
-    if (known.thread_id == candidate.thread_id && known.depth == candidate.depth &&
+    if (known.runs_on(candidate.thread_id) && known.depth == candidate.depth &&
         known.anchor_key == candidate.anchor_key) {
       known.mean_piece_events = candidate.mean_piece_events;
+      known.retired = false;
+      for (std::uint32_t thread : candidate.threads) {
+        if (!known.runs_on(thread)) known.threads.push_back(thread);
+      }
       return known.id;
     }
   }
@@ -479,15 +552,14 @@ std::uint32_t IterationFinder::adopt(const FoundLoop& candidate) {
 }
 
 void IterationFinder::place_boundaries(FoundLoop& loop, std::size_t begin, std::size_t end) {
-  std::uint64_t previous = 0;
-  bool first = true;
+  std::unordered_map<std::uint32_t, std::uint64_t> previous;  // per thread
   for (std::size_t i = begin; i < end; ++i) {
     const trace::AllocRecord* a = as_alloc(held_[i].record);
-    if (a == nullptr || a->thread_id != loop.thread_id) continue;
+    if (a == nullptr || !loop.runs_on(a->thread_id)) continue;
     std::uint64_t key = key_at(a->stack_id, loop.depth);
-    bool anchor = key == loop.anchor_key && (loop.anchor_is_leaf || first || previous != key);
-    previous = key;
-    first = false;
+    auto [last, first] = previous.try_emplace(a->thread_id, key);
+    bool anchor = key == loop.anchor_key && (loop.anchor_is_leaf || first || last->second != key);
+    last->second = key;
     if (!anchor) continue;
     // A boundary before every time round, the first too: it ends what came
     // before the loop (setup), as the warm-up's first boundary does.
@@ -523,6 +595,14 @@ void IterationFinder::finish(const StackCatalog& catalog) {
   catalog_ = &catalog;
   if (following_ != 0 && probation_) probation_found_shallower(loops_[following_ - 1]);
   probation_ = false;
+  // A loop that ended before the trace did: what came after it may be
+  // another loop.
+  if (following_ != 0 &&
+      static_cast<double>(since_anchor_all_) >
+          std::max(2.0 * static_cast<double>(options_.repetition.min_occurrences),
+                   2.0 * loops_[following_ - 1].mean_piece_all_events)) {
+    following_ = 0;
+  }
   if (following_ == 0 && held_allocations_ > 0) search(/*require_ongoing=*/false, held_.size());
   release_until(held_.size());
 }

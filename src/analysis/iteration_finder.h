@@ -35,6 +35,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -62,16 +63,19 @@ struct IterationFinderOptions {
 
 // A loop the finder found: one of the program's clocks.
 struct FoundLoop {
-  std::uint32_t id = 0;  // 1, 2, ... in order of discovery
-  std::uint32_t thread_id = 0;
-  std::size_t depth = 0;  // stack depth (outermost frame 0) of the loop's statements
+  std::uint32_t id = 0;                // 1, 2, ... in order of discovery
+  std::uint32_t thread_id = 0;         // the thread it was found on
+  std::vector<std::uint32_t> threads;  // every thread that runs it (request handlers)
+  std::size_t depth = 0;               // stack depth (outermost frame 0) of the loop's statements
   std::uint64_t anchor_key = 0;
   bool anchor_is_leaf = false;
-  std::uint32_t anchor_stack = 0;  // a stack whose key is the anchor (to name the loop)
-  std::uint64_t iterations = 0;    // boundaries placed so far (one before each time round)
-  double mean_piece_events = 0;    // the thread's allocations per iteration
-  double similarity = 0;           // how alike its iterations were when it was found
-  bool retired = false;            // a loop inside another one, found first and dropped
+  std::uint32_t anchor_stack = 0;    // a stack whose key is the anchor (to name the loop)
+  std::uint64_t iterations = 0;      // boundaries placed so far (one before each time round)
+  double mean_piece_events = 0;      // its threads' allocations per iteration
+  double mean_piece_all_events = 0;  // every thread's allocations per iteration
+  double similarity = 0;             // how alike its iterations were when it was found
+  bool retired = false;              // a loop inside another one, found first and dropped
+  bool runs_on(std::uint32_t thread) const;
 };
 
 // What pop() hands out: a record, or a boundary that comes before the next one.
@@ -135,10 +139,14 @@ class IterationFinder {
   void on_alloc_following(const trace::AllocRecord& alloc, const FoundLoop* returning);
   // Follows a loop seen before again, from the last held record on.
   void resume(std::uint32_t id);
+  // The followed loop has ended: search again.
+  void lose_loop();
   void maybe_search(bool at_end);
   // Searches the held allocations; on success places boundaries in held_ and
   // starts following the loop found.
-  bool search(bool require_ongoing, std::size_t held_end);
+  // `min_cover`: the fraction of a thread's held allocations the loop must
+  // span (inside one long iteration of another loop: most of it).
+  bool search(bool require_ongoing, std::size_t held_end, double min_cover = 0);
   // Places a loop's boundaries in held_[0, held_end), lets through what is
   // decided, and follows it when held_end is the end.
   void follow(std::uint32_t id, std::size_t held_end);
@@ -173,8 +181,9 @@ class IterationFinder {
 
   // Following: the loop thread's key at the loop depth before this event,
   // and its allocations since the anchor last came.
-  std::uint64_t previous_key_ = 0;
-  std::size_t since_anchor_ = 0;
+  std::unordered_map<std::uint32_t, std::uint64_t> previous_key_;  // per thread
+  std::size_t since_anchor_ = 0;        // the loop's threads' allocations since its anchor came
+  std::size_t since_anchor_all_ = 0;    // every thread's
   std::uint64_t next_recheck_ = 0;      // iterations of the followed loop at the next recheck
   std::size_t next_nested_search_ = 0;  // since_anchor_ at the next search inside an iteration
   bool probation_ = false;  // the followed loop's boundaries are held back (see follow())
@@ -184,7 +193,7 @@ class IterationFinder {
   // The latest allocations of every thread (thread, stack), for rechecks.
   std::deque<std::pair<std::uint32_t, std::uint32_t>> recent_;
   // Known loops' previous keys per thread (for recognising a loop's return).
-  std::unordered_map<std::uint64_t, std::uint64_t> previous_key_by_loop_;
+  std::map<std::pair<std::uint32_t, std::uint32_t>, std::uint64_t> previous_key_by_loop_;
 };
 
 }  // namespace gpuleak::analysis

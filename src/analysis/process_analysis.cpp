@@ -650,8 +650,10 @@ GrowthReport ProcessAnalysis::growth_report_of_phases(const Phase** primary_phas
       std::any_of(order.begin(), order.end(), [&](const Phase* p) { return !is_time_windows(*p); });
   for (std::size_t i = 0; i < reports.size(); ++i) {
     // Time windows before the first iteration (start-up) say nothing once
-    // the program's iterations are known.
+    // the program's iterations are known, nor do phases that never got past
+    // their warm-up (a loop that went round a few times during set-up).
     if (other_than_windows && is_time_windows(*order[i])) continue;
+    if (reports[i].steps <= options_.growth.warmup_steps && !(primary && i == *primary)) continue;
     PhaseSummary p;
     p.name = reports[i].phase;
     p.label = order[i]->label;
