@@ -238,7 +238,7 @@ class GraphWalk:
         node = grad_fn(gradient) if gradient is not None else None
         if node is None:
             return False
-        seen = {id(node)}
+        seen = {id(node): node}  # the objects too: a wrapper freed early would free its id
         pending = [node]
         while pending and len(seen) <= _CYCLE_NODES_PER_LEAF:
             node = pending.pop()
@@ -256,6 +256,6 @@ class GraphWalk:
             for entry in following:
                 child = entry[0]
                 if child is not None and id(child) not in seen:
-                    seen.add(id(child))
+                    seen[id(child)] = child
                     pending.append(child)
         return False

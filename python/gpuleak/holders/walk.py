@@ -265,9 +265,11 @@ class Walk(HeapScan, GraphWalk, ReferrerClimb, Naming):
             facts.add("buffer")
         if self.holds_cuda_graphs(holder_obj):
             facts.add("cuda-graph")
-        element_text = self.element_text(climb, id(elements[0]), holder_key)
-        if element_text:
-            holder["element"] = element_text
+        for element in elements[:CLIMB_SAMPLE_PER_SITE]:
+            element_text = self.element_text(climb, id(element), holder_key)
+            if element_text:
+                holder["element"] = element_text
+                break
         kept_at = self.keeping_statement(chain, holder_obj, holder)
         if kept_at is not None:
             holder["kept_at"] = kept_at
