@@ -32,18 +32,11 @@ TEST(HolderText, the_live_message_survives_a_malformed_holder) {
   EXPECT_NE(live_leak_message(g).find("held by ?"), std::string::npos);
 }
 
-constexpr const char *kKeptTotalLoss = R"({"holder":{"type":"Tensor","name":"total_loss",
-    "owner":"local of evaluate (/job/eval.py:60)",
-                     "kept_at" : {
-  "file" : "/job/eval.py",
-           "line" : 72,
-           "kind" : "augmented-assignment",
-                    "statement" : "total_loss += loss  # running sum",
-                                  "function" : "evaluate"
-}
-}
-, "graph_tensors_per_element" : 56
-})";
+constexpr const char* kKeptTotalLoss = R"json({"holder": {"type": "Tensor", "name": "total_loss",
+    "owner": "local of evaluate (/job/eval.py:60)",
+    "kept_at": {"file": "/job/eval.py", "line": 72, "kind": "augmented-assignment",
+                "statement": "total_loss += loss  # running sum", "function": "evaluate"}},
+    "graph_tensors_per_element": 56})json";
 
 TEST(HolderText, kept_at_names_file_line_statement_variable_and_owner_without_the_comment) {
   EXPECT_EQ(kept_at_text(kKeptTotalLoss),
@@ -51,12 +44,10 @@ TEST(HolderText, kept_at_names_file_line_statement_variable_and_owner_without_th
 }
 
 TEST(HolderText, kept_at_of_an_exception_traceback_names_the_container_where_it_lives) {
-  EXPECT_EQ(kept_at_text(R"({"holder":{"type":"list","name":"failures",
-      "owner":"exception traceback","held_in":"local of train (/job/t.py:40)",
-      "kept_at":{
-    "file" : "/job/t.py", "line" : 49, "statement" : "failures.append(sys.exc_info())"}
-}
-})"),
+  EXPECT_EQ(kept_at_text(R"json({"holder": {"type": "list", "name": "failures",
+      "owner": "exception traceback", "held_in": "local of train (/job/t.py:40)",
+      "kept_at": {"file": "/job/t.py", "line": 49,
+                  "statement": "failures.append(sys.exc_info())"}}})json"),
             "t.py:49  failures.append(sys.exc_info())  (failures, local of train)");
 }
 
