@@ -8,6 +8,7 @@ runs once per distinct type.
 """
 
 import bisect
+import gc
 import itertools
 import sys
 import types
@@ -107,7 +108,6 @@ class HeapScan:
 
     def scan_heap(self):
         """Every live tensor; on the way, the hooks registered on modules and the optimizers."""
-        import gc
         torch = self.torch
         tensor_type = torch.Tensor
         module_type = getattr(getattr(torch, "nn", None), "Module", None) or ()

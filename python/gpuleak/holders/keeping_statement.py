@@ -340,8 +340,8 @@ class KeepingStatements:
                 "function": getattr(function, "__qualname__", code.co_name), "in_loop": False,
                 "statement": self.sources.line_text(code.co_filename, line)}
 
-    def leaf_names(self, function_name):
-        """Names assigned a tensor made with requires_grad=True in a program function."""
+    def leaf_names(self):
+        """Names assigned a tensor made with requires_grad=True anywhere in the program's files."""
         names = []
         for path in self.user_files:
             tree = self.sources.tree(path)

@@ -10,6 +10,7 @@ a list of closures or of bound methods is found as the list it is.
 
 import collections
 import functools
+import gc
 import sys
 import types
 
@@ -82,7 +83,6 @@ class ReferrerClimb:
                 break
             targets = self.own(tuple(expandable))
             target_ids = {id(obj) for obj in expandable}
-            import gc
             referrers = self.own(gc.get_referrers(*targets))
             next_frontier = self.own([])
             for referrer in referrers:

@@ -19,7 +19,7 @@ import types
 from gpuleak.holders.diagnosis import cause_and_fix
 from gpuleak.holders.graph_walk import (GraphWalk, grad_fn, is_scalar, median,
                                         plain_tensor_methods)
-from gpuleak.holders.heap_scan import HeapScan, Ranges
+from gpuleak.holders.heap_scan import HeapScan, Ranges, storage_range
 from gpuleak.holders.keeping_statement import KeepingStatements, is_library_file
 from gpuleak.holders.naming import Naming
 from gpuleak.holders.object_reads import LRU_CACHE_TYPE, is_a, members
@@ -112,7 +112,6 @@ class Walk(HeapScan, GraphWalk, ReferrerClimb, Naming):
                 continue
             spans = self.saved_tensor_ranges(grad_fn(tensor.grad), [2000])
             for candidate in (tensor, tensor.grad):
-                from gpuleak.holders.heap_scan import storage_range
                 span = storage_range(candidate)
                 if span is not None:
                     spans.append(span)
@@ -346,7 +345,7 @@ class Walk(HeapScan, GraphWalk, ReferrerClimb, Naming):
             pass
         names = []
         try:
-            names = self.statements.leaf_names(kept_at["function"] if kept_at else None)
+            names = self.statements.leaf_names()
         except Exception:
             pass
         name = names[0] if len(names) == 1 else "leaf tensor"
