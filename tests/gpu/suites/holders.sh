@@ -4,9 +4,9 @@
 # Then the engine-thread case once more, short, keeping its trace in
 # $R/trace/ to be committed as examples/traces/torch/holder_tensor_hook_gradients/.
 timeout 60 env PYTHONPATH="$D/python" python3 -m gpuleak.torch_hook --build 2>&1 | tail -2
-timeout 170 python3 tests/gpu/holder_corpus.py --gpuleak "$D/gpuleak" --out "$R" --jobs 6 --timeout 110 2>&1 | tail -24
+timeout 170 python3 tests/gpu/holder_corpus.py --gpuleak "$D/gpuleak" --out "$R" --jobs 6 --timeout 100 2>&1 | tail -24
 mkdir -p "$R/trace"
-timeout 60 "$D/gpuleak" run -o "$R/trace" -- python3 examples/torch/holders/holder_tensor_hook_gradients.py --steps 40 > "$R/trace/run.txt" 2>&1
+timeout 45 "$D/gpuleak" run -o "$R/trace" -- python3 examples/torch/holders/holder_tensor_hook_gradients.py --steps 40 > "$R/trace/run.txt" 2>&1
 ls -la "$R/trace" | tail -4
 python3 - "$R" <<'PY'
 import json, os, sys
