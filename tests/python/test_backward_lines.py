@@ -55,16 +55,19 @@ lend = _traced_collector.gpuleak_lend_python_stack
 lend.argtypes = [ctypes.c_int]
 
 def run_backward(address):
-    return engine.run_engine_thread(_os.environ["GPULEAK_COLLECTOR"].encode(), ctypes.c_uint64(address))  # BACKWARD
+    return engine.run_engine_thread(_os.environ["GPULEAK_COLLECTOR"].encode(), ctypes.c_uint64(address))
 
-def loss_backward():
-    lend(1)
+def backward(address):  # what _backward_lines wraps around torch's engine call
+    lend(1)  # LEND
     try:
-        assert run_backward(0x3000) == 0
+        assert run_backward(address) == 0
     finally:
         lend(0)
 
-loss_backward()
+def train():
+    backward(0x3000)  # BACKWARD
+
+train()
 assert run_backward(0x4000) == 0  # no loan: native frames only
 leave_traced_program()
 '''
@@ -98,10 +101,13 @@ def test_an_allocation_on_a_thread_without_python_is_blamed_on_the_lending_line(
     assert len(groups) == 2, groups
     lent = [g for g in groups if any(f["language"] == "python" for f in g["frames"])]
     assert len(lent) == 1, groups
-    assert lent[0]["site"]["function"] == "run_backward"
-    assert lent[0]["site"]["source_line"].endswith("# BACKWARD")
-    functions = [f["function"] for f in lent[0]["frames"] if f["language"] == "python"]
-    assert "loss_backward" in functions
+    # The lender's frames as they were when it lent: innermost the lending
+    # line (in gpuleak's wrapper, an internal frame), then the program's call.
+    assert lent[0]["site"]["function"] == "backward"
+    assert lent[0]["site"]["source_line"].endswith("# LEND")
+    python = [f for f in lent[0]["frames"] if f["language"] == "python"]
+    assert [f["function"] for f in python][:2] == ["backward", "train"]
+    assert "run_backward" not in [f["function"] for f in python]  # the engine thread ran no Python
     other = [g for g in groups if g is not lent[0]][0]
     assert all(f["language"] == "native" for f in other["frames"])
 
