@@ -43,7 +43,7 @@ import holder_labels  # noqa: E402
 
 TORCH_PYTHON = os.environ.get("GPULEAK_TORCH_PYTHON", "/usr/bin/python3")
 BASE_STEP, ASK_STEP, STEPS = 2, 10, 11
-CHILD_TIMEOUT_S = 400
+CHILD_TIMEOUT_S = 1200  # holder_lru_cache_positional.py alone needs minutes on a loaded 2-core machine
 NOT_ASKED = {"holder_cuda_graph_per_length.py", "holder_predictions_concatenated.py"}
 # torch 1.13 (Debian's) saves the batch in the mean's backward too, so both
 # buffers keep it there; torch 2.x saves only sizes for mean (the label).
