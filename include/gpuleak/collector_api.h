@@ -73,6 +73,13 @@ void gpuleak_set_python_frame_reader(void* frames, void* line, void* code_info);
 int gpuleak_take_growth_candidates(uint32_t* site_ids, uint32_t* allocation_counts,
                                    uint64_t* allocations, int max_sites, int max_allocations);
 
+/* lend = 1 as a backward pass begins, 0 as it ends (called with the GIL
+ * held, through the registered frame reader): while lent, allocations on
+ * threads that run no Python code (autograd's engine threads) carry the
+ * lending thread's Python frames, so they are blamed on the line that
+ * called backward(). Nested calls only count; the outermost lends. */
+void gpuleak_lend_python_stack(int lend);
+
 /* Writes everything recorded so far to the trace file now. */
 void gpuleak_flush(void);
 

@@ -257,6 +257,9 @@ def on_cuda_initialized(torch, collector, clock):
         distributed = distributed_role(os.environ)
         if distributed:
             collector.annotate("distributed", json.dumps(distributed))
+        from gpuleak._backward_lines import lend_stacks_during_backward
+
+        lend_stacks_during_backward(torch, collector)
         from gpuleak._memory_samples import MemorySampler
 
         clock.sampler = MemorySampler(torch, collector, tracking["mode"] == "cudaMallocAsync")

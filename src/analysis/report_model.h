@@ -51,6 +51,7 @@ struct Site {
   std::string file;
   std::uint32_t line = 0;
   std::string source_line;    // the text of that line, when the file is readable here
+  std::string backward_node;  // the autograd node whose backward made it ("AddmmBackward0"), or ""
   std::string label() const;  // "train.py:42" or "function" or "?"
 };
 

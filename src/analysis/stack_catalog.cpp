@@ -86,6 +86,18 @@ std::string read_source_line(const std::string& file, std::uint32_t line) {
   return {};
 }
 
+std::string backward_node_of(const std::string& function) {
+  // "torch::autograd::generated::AddmmBackward0::apply(...)" -> "AddmmBackward0"
+  auto apply = function.find("::apply(");
+  if (apply == std::string::npos) apply = function.size();
+  std::string scope = function.substr(0, apply);
+  auto colon = scope.rfind("::");
+  std::string name = colon == std::string::npos ? scope : scope.substr(colon + 2);
+  auto backward = name.find("Backward");
+  if (backward == std::string::npos || backward == 0 || apply == function.size()) return {};
+  return name;
+}
+
 Site choose_site(const std::vector<Frame>& frames) {
   Site site;
   const Frame* pick = nullptr;
@@ -95,9 +107,11 @@ Site choose_site(const std::vector<Frame>& frames) {
       break;
     }
   }
+  // Never a frame of gpuleak's own plumbing (the allocator hook, CUPTI, the
+  // collector): the innermost other frame with a file, then with a name.
   if (!pick) {
     for (const Frame& f : frames) {
-      if (!f.file.empty()) {
+      if (!f.plumbing && !f.file.empty()) {
         pick = &f;
         break;
       }
@@ -105,7 +119,7 @@ Site choose_site(const std::vector<Frame>& frames) {
   }
   if (!pick) {
     for (const Frame& f : frames) {
-      if (!f.function.empty()) {
+      if (!f.plumbing && !f.function.empty()) {
         pick = &f;
         break;
       }
@@ -116,6 +130,13 @@ Site choose_site(const std::vector<Frame>& frames) {
     site.file = pick->file;
     site.line = pick->line;
     site.source_line = read_source_line(pick->file, pick->line);
+  }
+  for (const Frame& f : frames) {
+    if (f.language != Frame::Language::kNative) break;
+    if (std::string node = backward_node_of(f.function); !node.empty()) {
+      site.backward_node = node;
+      break;
+    }
   }
   return site;
 }

@@ -55,8 +55,12 @@ class StackCatalog {
 };
 
 // Picks the frame to blame: the innermost non-internal frame with a file,
-// else the innermost frame with a file, else the innermost with a name.
+// else the innermost frame with a file, else the innermost with a name --
+// never one of gpuleak's plumbing frames. Also names the autograd node
+// whose backward made the allocation, when a native frame is one.
 Site choose_site(const std::vector<Frame>& frames);
+// "AddmmBackward0" for "torch::autograd::generated::AddmmBackward0::apply(...)", else "".
+std::string backward_node_of(const std::string& function);
 // True for frames inside CUDA, CUPTI, the collector, the Python interpreter,
 // the standard library, PyTorch's own code, or gpuleak's Python package.
 bool is_internal_native(const std::string& module, const std::string& function);

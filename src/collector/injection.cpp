@@ -10,6 +10,7 @@
 #include "collector/capture_backend.h"
 #include "collector/config.h"
 #include "collector/diagnostics.h"
+#include "collector/lent_python_stack.h"
 #include "collector/python_frames.h"
 #include "collector/recorder.h"
 #include "gpuleak/collector_api.h"
@@ -162,6 +163,18 @@ extern "C" __attribute__((visibility("default"))) void gpuleak_set_python_frame_
     set_python_frame_reader(reader);
   } catch (...) {
     disable_collector("internal error while registering the Python frame reader");
+  }
+}
+
+extern "C" __attribute__((visibility("default"))) void gpuleak_lend_python_stack(int lend) {
+  try {
+    if (lend) {
+      lend_python_stack(python_frame_reader());
+    } else {
+      end_python_stack_loan();
+    }
+  } catch (...) {
+    disable_collector("internal error while lending a Python stack");
   }
 }
 

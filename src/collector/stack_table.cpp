@@ -2,6 +2,7 @@
 
 #include <vector>
 
+#include "collector/lent_python_stack.h"
 #include "collector/native_unwinder.h"
 #include "collector/python_frames.h"
 #include "trace/codec.h"
@@ -120,6 +121,10 @@ bool StackTable::native_frames_wanted(bool with_native) const {
              (python_frames == 0 || with_native || config_.native_with_python)) {
     native_frames = capture_native_stack(own, config_.native_depth);
   }
+  // A thread without Python frames (autograd's engine thread) borrows those
+  // of the thread whose backward() it runs (lent_python_stack.h).
+  if (python_frames == 0 && reader)
+    python_frames = borrow_python_stack(codes, positions, kMaxPython);
   if (python_frames == 0 && native_frames == 0) return 0;
 
   std::uint64_t hash = hash_frames(native, native_frames);

@@ -303,7 +303,7 @@ class PageWriter {
         std::string text = format_rate(g.rate_bytes_per_step, "step");
         if (g.rate_bytes_per_second > 0)
           text += " (" + format_rate(g.rate_bytes_per_second, "s") + ")";
-        text += fmt::format(", growing since step {}", g.first_growing_step.value_or(0));
+        text += ", growing " + growth_start_text(g.first_growing_step.value_or(0), g.warmup_steps);
         if (g.verdict_step) text += fmt::format(", found at step {}", *g.verdict_step);
         out_ << escape(text);
         break;
@@ -324,6 +324,9 @@ class PageWriter {
                   g.step_source.empty() ? "unknown source" : g.step_source, g.warmup_steps))
            << "</p>\n";
     }
+    if (std::string kept = kept_at_text(g.holder_json); !kept.empty())
+      out_ << "<p><span class=\"gl-label\">Kept at:</span> <code>" << escape(kept)
+           << "</code></p>\n";
     if (g.verdict == Verdict::kLeak && g.seconds_to_full) {
       out_ << "<p><span class=\"gl-label\">Time to full:</span> "
            << escape(fmt::format("the device is full in ~{} at this rate (of {})",

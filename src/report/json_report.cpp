@@ -32,6 +32,7 @@ json site_json(const analysis::Site& s) {
           {"file", s.file},
           {"line", s.line},
           {"source_line", s.source_line},
+          {"backward_node", s.backward_node},
           {"label", s.label()}};
 }
 

@@ -118,8 +118,8 @@ void write_growth(std::ostream& out, const ProcessReport& r) {
       out << "  Verdict: NO LEAK (no allocation site keeps growing)\n";
       break;
     case analysis::Verdict::kLeak: {
-      out << fmt::format("  Verdict: LEAK {} since {} {}", format_rate(g.rate_bytes_per_step, noun.c_str()),
-                         noun, g.first_growing_step.value_or(0));
+      out << fmt::format("  Verdict: LEAK {} {}", format_rate(g.rate_bytes_per_step, noun.c_str()),
+                         growth_start_text(g.first_growing_step.value_or(0), g.warmup_steps, noun));
       if (g.verdict_step) out << fmt::format(" (found at {} {})", noun, *g.verdict_step);
       if (g.rate_bytes_per_second > 0)
         out << fmt::format(", {}", format_rate(g.rate_bytes_per_second, "s"));
@@ -131,6 +131,9 @@ void write_growth(std::ostream& out, const ProcessReport& r) {
       }
       break;
     }
+  }
+  if (std::string kept = kept_at_text(g.holder_json); !kept.empty()) {
+    out << "  Kept at: " << kept << '\n';
   }
   if (!g.cause.empty()) out << "  Cause: " << g.cause << ": " << g.cause_text << '\n';
   if (std::string holder = holder_text(g.holder_json); !holder.empty()) {
@@ -153,6 +156,8 @@ void write_growth(std::ostream& out, const ProcessReport& r) {
     TextOptions frames;
     write_frames(out, s.frames, frames, "    ");
     if (!s.site.source_line.empty()) out << "    > " << s.site.source_line << '\n';
+    if (!s.site.backward_node.empty())
+      out << "    (allocated by the backward pass, in " << s.site.backward_node << ")\n";
   }
 }
 
@@ -167,18 +172,30 @@ std::string iteration_noun(const std::string& step_source) {
 
 std::string live_leak_message(const analysis::GrowthReport& g) {
   std::string noun = iteration_noun(g.step_source);
-  std::string message = fmt::format("LEAK {} since {} {}", format_rate(g.rate_bytes_per_step, noun.c_str()),
-                                    noun, g.first_growing_step.value_or(0));
+  std::string message =
+      fmt::format("LEAK {} {}", format_rate(g.rate_bytes_per_step, noun.c_str()),
+                  growth_start_text(g.first_growing_step.value_or(0), g.warmup_steps, noun));
   if (!g.phase.empty() && g.step_source != "optimizer-hook") message += " (" + g.phase + ")";
+  std::string allocated;
   if (!g.sites.empty()) {
     const auto& site = g.sites.front().site;
-    message += " from " + site.label();
-    if (!site.source_line.empty()) message += " `" + site.source_line + "`";
+    allocated = site.label();
+    if (!site.source_line.empty()) allocated += " `" + site.source_line + "`";
+    if (!site.backward_node.empty()) allocated += " (backward pass, " + site.backward_node + ")";
   }
-  if (std::string holder = holder_text(g.holder_json); !holder.empty()) {
-    message += "; held by " + holder;
-  } else if (!g.cause.empty()) {
-    message += "; " + g.cause;
+  // The statement to change comes first; the allocation second.
+  if (std::string kept = kept_at_text(g.holder_json); !kept.empty()) {
+    message += ": kept at " + kept;
+    if (!allocated.empty()) message += " -- allocated at " + allocated;
+    if (std::string holder = holder_text(g.holder_json); !holder.empty())
+      message += "; held by " + holder;
+  } else {
+    if (!allocated.empty()) message += " from " + allocated;
+    if (std::string holder = holder_text(g.holder_json); !holder.empty()) {
+      message += "; held by " + holder;
+    } else if (!g.cause.empty()) {
+      message += "; " + g.cause;
+    }
   }
   if (g.seconds_to_full)
     message += "; device full in ~" + format_duration_seconds(*g.seconds_to_full) + " at this rate";

@@ -53,9 +53,14 @@ def test_request_is_answered_at_the_next_step_boundary(run_traced):
     assert site["site_id"] == 17
     assert site["matched_addresses"] == 6
     assert site["kind"] == "tensor" and site["element_has_grad_fn"] is True
+    kept_at = site["holder"].pop("kept_at")
     assert site["holder"] == {"type": "list", "name": "losses", "owner": "module __main__",
                               "path": "__main__.losses", "length": 6, "bounded": False,
                               "maxlen": None}
+    # The keeping statement, read from the program's own file in the process.
+    assert kept_at["statement"].startswith("losses.append(loss)")
+    assert kept_at["kind"] == "append" and kept_at["in_loop"] is True
+    assert kept_at["file"].endswith("program.py")
     assert site["fix"].startswith("append loss.item() (a Python float) instead of the loss tensor")
     # the answer belongs to the step that saw the request: after step 6, before step 7
     records = run.records()

@@ -1,0 +1,390 @@
+"""The keeping statement: which line of the program stores into the holder.
+
+The walk knows the holder (a list `failures`, local of `train` in
+/job/train.py:30; the attribute `_pending` of class LivePreview; the hook
+dict of a Conv2d; ...). This module reads the source of the place that owns
+it with Python's own `ast` and names the statement that stores into it:
+`failures.append(...)`, `self.sum += val * n`, `cache[key] = out`,
+`preds = torch.cat((preds, logits))`, `self.graphs[length] = ...`, a hook
+registration, the `@lru_cache` decorator, or the `backward(create_graph=True)`
+call of an autograd cycle. Where several statements store into it, the one
+inside a loop wins, then one that makes it grow (append, +=, item
+assignment) over a plain assignment; initialisations (`x = []`, `x = None`,
+`self.total = 0`) never count.
+
+It runs inside the traced program (in the walk's forked copy), where the
+source files are the program's own and readable; reports never open source
+files, so what it finds travels in the holder annotation (statement text
+included). Files of PyTorch, the standard library and gpuleak itself are
+never searched: a store there (Adam's own `state[p] = ...`) is not a line the
+user can change, so attribute holders of library classes are searched for in
+the program's own files instead.
+"""
+
+import ast
+import os
+import sys
+
+_GROWING_CALLS = {"append": "append", "extend": "extend", "insert": "append",
+                  "appendleft": "append", "extendleft": "extend", "add": "append",
+                  "update": "extend", "setdefault": "item-assignment"}
+_HOOK_REGISTRATIONS = {
+    "_forward_hooks": ("register_forward_hook",),
+    "_forward_pre_hooks": ("register_forward_pre_hook",),
+    "_backward_hooks": ("register_full_backward_hook", "register_backward_hook"),
+    "_backward_pre_hooks": ("register_full_backward_pre_hook",),
+    "_state_dict_hooks": ("register_state_dict_hook", "_register_state_dict_hook"),
+}
+_EMPTY_CALLS = {"list", "dict", "set", "tuple", "deque", "defaultdict", "OrderedDict", "Counter"}
+_MAX_SOURCE_BYTES = 4 << 20
+_STATEMENT_CHARS = 160
+
+
+def is_library_file(path):
+    """Files that are not the program's own: the standard library, site/dist-packages, gpuleak."""
+    if not path or path.startswith("<"):
+        return True
+    if "/site-packages/" in path or "/dist-packages/" in path:
+        return True
+    package_dir = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    if path.startswith(package_dir):
+        return True
+    lib = path.find("/lib/python3")
+    return lib >= 0
+
+
+class Store:
+    """One statement that stores into the holder."""
+
+    def __init__(self, path, node, kind, function, in_loop):
+        self.path = path
+        self.line = node.lineno
+        self.kind = kind
+        self.function = function
+        self.in_loop = in_loop
+
+    def rank(self):
+        growing = self.kind != "assignment"
+        return (self.in_loop, growing, self.line)
+
+    def as_answer(self, sources):
+        return {"file": self.path, "line": self.line, "kind": self.kind,
+                "function": self.function, "in_loop": self.in_loop,
+                "statement": sources.line_text(self.path, self.line)}
+
+
+class SourceIndex:
+    """Parsed source files, each read once per walk."""
+
+    def __init__(self):
+        self.trees = {}
+        self.lines = {}
+
+    def tree(self, path):
+        if path in self.trees:
+            return self.trees[path]
+        tree = None
+        try:
+            if os.path.getsize(path) <= _MAX_SOURCE_BYTES:
+                with open(path, "rb") as handle:
+                    data = handle.read()
+                tree = ast.parse(data, filename=path)
+                self.lines[path] = data.decode("utf-8", "replace").splitlines()
+        except (OSError, SyntaxError, ValueError):
+            tree = None
+        self.trees[path] = tree
+        return tree
+
+    def line_text(self, path, line):
+        lines = self.lines.get(path) or []
+        if 0 < line <= len(lines):
+            text = lines[line - 1].strip()
+            return text if len(text) <= _STATEMENT_CHARS else text[:_STATEMENT_CHARS - 3] + "..."
+        return ""
+
+
+def expression_text(node):
+    try:
+        return ast.unparse(node)
+    except Exception:
+        return ""
+
+
+def _is_initialisation(value):
+    """`[]`, `{}`, `None`, `0`, `list()`, `defaultdict(list)`, `[0] * 900`: a fresh, empty start."""
+    if isinstance(value, (ast.List, ast.Dict, ast.Set, ast.Tuple)):
+        return all(_is_initialisation(e) for e in getattr(value, "elts", [])) and \
+            not getattr(value, "keys", None)
+    if isinstance(value, ast.Constant):
+        return True
+    if isinstance(value, ast.Call):
+        name = value.func.attr if isinstance(value.func, ast.Attribute) else \
+            getattr(value.func, "id", "")
+        return name in _EMPTY_CALLS and not value.args[1:]
+    if isinstance(value, ast.BinOp) and isinstance(value.op, ast.Mult):
+        return _is_initialisation(value.left) or _is_initialisation(value.right)
+    return False
+
+
+def _mentions(node, text):
+    return any(expression_text(sub) == text for sub in ast.walk(node) if isinstance(sub, (ast.Name, ast.Attribute)))
+
+
+class _StoreFinder(ast.NodeVisitor):
+    """Statements storing into expressions that `matches(text)` accepts."""
+
+    def __init__(self, path, matches, prefix=""):
+        self.path = path
+        self.matches = matches
+        self.found = []
+        self.scope = [prefix] if prefix else []
+        self.loops = 0
+
+    def function_name(self):
+        return ".".join(self.scope) or "<module>"
+
+    def visit_FunctionDef(self, node):
+        self.scope.append(node.name)
+        loops, self.loops = self.loops, 0
+        self.generic_visit(node)
+        self.loops = loops
+        self.scope.pop()
+
+    visit_AsyncFunctionDef = visit_FunctionDef
+
+    def visit_ClassDef(self, node):
+        self.scope.append(node.name)
+        self.generic_visit(node)
+        self.scope.pop()
+
+    def visit_Lambda(self, node):
+        self.generic_visit(node)
+
+    def loop(self, node):
+        self.loops += 1
+        self.generic_visit(node)
+        self.loops -= 1
+
+    visit_For = visit_While = visit_AsyncFor = loop
+
+    def comprehension(self, node):
+        self.loops += 1
+        self.generic_visit(node)
+        self.loops -= 1
+
+    visit_ListComp = visit_SetComp = visit_DictComp = visit_GeneratorExp = comprehension
+
+    def add(self, node, kind):
+        self.found.append(Store(self.path, node, kind, self.function_name(), self.loops > 0))
+
+    def visit_Call(self, node):
+        func = node.func
+        if isinstance(func, ast.Attribute) and func.attr in _GROWING_CALLS and \
+                self.matches(expression_text(func.value)):
+            self.add(node, _GROWING_CALLS[func.attr])
+        self.generic_visit(node)
+
+    def visit_AugAssign(self, node):
+        if self.matches(expression_text(node.target)):
+            self.add(node, "augmented-assignment")
+        self.generic_visit(node)
+
+    def visit_Assign(self, node):
+        for target in node.targets:
+            for single in (target.elts if isinstance(target, ast.Tuple) else [target]):
+                self.assigned(node, single, node.value)
+        self.generic_visit(node)
+
+    def visit_AnnAssign(self, node):
+        if node.value is not None:
+            self.assigned(node, node.target, node.value)
+        self.generic_visit(node)
+
+    def assigned(self, node, target, value):
+        if isinstance(target, ast.Subscript) and self.matches(expression_text(target.value)):
+            self.add(node, "item-assignment")
+            return
+        text = expression_text(target)
+        if not self.matches(text):
+            if isinstance(target, ast.Attribute) and self.matches(expression_text(target.value)):
+                self.add(node, "attribute-assignment")
+            return
+        if _mentions(value, text):
+            self.add(node, "self-assignment")
+        elif not _is_initialisation(value):
+            self.add(node, "assignment")
+
+
+def _scope_node(tree, first_line, name):
+    """The function or class definition that starts at first_line (decorators included)."""
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and \
+                node.name == name:
+            starts = min([node.lineno] + [d.lineno for d in node.decorator_list])
+            if first_line in (starts, node.lineno):
+                return node
+    return None
+
+
+def _class_node(tree, qualname):
+    parts = [p for p in qualname.split(".") if p != "<locals>"]
+    candidates = [n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.name == parts[-1]]
+    return candidates[0] if candidates else None
+
+
+def best(stores):
+    if not stores:
+        return None
+    return max(stores, key=Store.rank)
+
+
+class KeepingStatements:
+    """Finds keeping statements for the holders of one walk."""
+
+    def __init__(self, user_files):
+        self.sources = SourceIndex()
+        self.user_files = [f for f in dict.fromkeys(user_files) if f and not is_library_file(f)]
+
+    def answer(self, store):
+        return store.as_answer(self.sources) if store is not None else None
+
+    def search(self, path, node, matches, prefix=""):
+        finder = _StoreFinder(path, matches, prefix)
+        finder.visit(node)
+        return finder.found
+
+    def in_function(self, code, name):
+        """Stores into local `name` of the function whose code object is `code`."""
+        path = code.co_filename
+        tree = self.sources.tree(path) if not is_library_file(path) else None
+        if tree is None:
+            return None
+        node = _scope_node(tree, code.co_firstlineno, code.co_name)
+        if node is None:
+            return None
+        qualname = getattr(code, "co_qualname", code.co_name)
+        prefix = qualname.rsplit(".", 1)[0] if "." in qualname else ""
+        return self.answer(best(self.search(path, node, _name_matcher(name), prefix)))
+
+    def in_module(self, module_name, name):
+        """Stores into global `name` anywhere in the module's file."""
+        module = sys.modules.get(module_name)
+        path = getattr(module, "__file__", None) if module is not None else None
+        tree = self.sources.tree(path) if path and not is_library_file(path) else None
+        if tree is None:
+            return None
+        return self.answer(best(self.search(path, tree, _name_matcher(name))))
+
+    def for_attribute(self, cls, attribute):
+        """Stores into `<anything>.attribute` in the class's own source, else in the program's files."""
+        stores = []
+        module = sys.modules.get(getattr(cls, "__module__", ""), None)
+        path = getattr(module, "__file__", None)
+        if path and not is_library_file(path):
+            tree = self.sources.tree(path)
+            node = _class_node(tree, cls.__qualname__) if tree is not None else None
+            if node is not None:
+                stores = self.search(path, node, _attribute_matcher(attribute))
+        if not stores:
+            for path in self.user_files:
+                tree = self.sources.tree(path)
+                if tree is not None:
+                    stores.extend(self.search(path, tree, _attribute_matcher(attribute)))
+        return self.answer(best(stores))
+
+    def in_closure(self, function, name):
+        """Stores into the free variable `name` of a closure: in the closure, then in its maker."""
+        code = function.__code__
+        found = self.in_function(code, name)
+        if found is not None and found["kind"] != "assignment":
+            return found
+        qualname = getattr(function, "__qualname__", "")
+        path = code.co_filename
+        tree = self.sources.tree(path) if not is_library_file(path) else None
+        if tree is None or ".<locals>." not in qualname:
+            return found
+        maker_name = qualname.split(".<locals>.")[-2].split(".")[-1]
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == maker_name:
+                stores = self.search(path, node, _name_matcher(name))
+                if stores:
+                    return self.answer(best(stores))
+        return found
+
+    def calls(self, method_names, keyword=None):
+        """Calls `<x>.<one of method_names>(...)` in the program's files (with keyword=True if given)."""
+        stores = []
+        for path in self.user_files:
+            tree = self.sources.tree(path)
+            if tree is None:
+                continue
+            finder = _CallFinder(path, method_names, keyword)
+            finder.visit(tree)
+            stores.extend(finder.found)
+        return self.answer(best(stores))
+
+    def hook_registration(self, attribute):
+        return self.calls(_HOOK_REGISTRATIONS.get(attribute, ("register_forward_hook",)))
+
+    def backward_with_create_graph(self):
+        return self.calls(("backward",), keyword="create_graph")
+
+    def decorator(self, function):
+        """The line of the lru_cache decorator (the function's first line when decorated)."""
+        code = getattr(function, "__code__", None)
+        if code is None or is_library_file(code.co_filename):
+            return None
+        self.sources.tree(code.co_filename)
+        line = code.co_firstlineno
+        return {"file": code.co_filename, "line": line, "kind": "lru-cache",
+                "function": getattr(function, "__qualname__", code.co_name), "in_loop": False,
+                "statement": self.sources.line_text(code.co_filename, line)}
+
+    def leaf_names(self):
+        """Names assigned a tensor made with requires_grad=True anywhere in the program's files."""
+        names = []
+        for path in self.user_files:
+            tree = self.sources.tree(path)
+            if tree is None:
+                continue
+            for node in ast.walk(tree):
+                if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and \
+                        any(k.arg == "requires_grad" and _truthy(k.value) for k in node.value.keywords):
+                    names.extend(expression_text(t) for t in node.targets if isinstance(t, ast.Name))
+        return list(dict.fromkeys(names))
+
+
+class _CallFinder(_StoreFinder):
+    def __init__(self, path, method_names, keyword):
+        super().__init__(path, lambda text: False)
+        self.method_names = method_names
+        self.keyword = keyword
+
+    def visit_Call(self, node):
+        func = node.func
+        if isinstance(func, ast.Attribute) and func.attr in self.method_names and (
+                self.keyword is None or
+                any(k.arg == self.keyword and _truthy(k.value) for k in node.keywords)):
+            self.add(node, "backward-create-graph" if self.keyword else "hook-registration")
+        self.generic_visit(node)
+
+
+def _truthy(value):
+    return not (isinstance(value, ast.Constant) and not value.value)
+
+
+def _name_matcher(name):
+    base = name.split("[", 1)[0].split(".", 1)[0]
+    full = name
+
+    def matches(text):
+        return text == full or text == base
+    return matches
+
+
+def _attribute_matcher(attribute):
+    suffix = "." + attribute.split("[", 1)[0]
+
+    def matches(text):
+        return text.endswith(suffix)
+    return matches

@@ -1,0 +1,90 @@
+// Sites of allocations made by autograd's backward pass, on traces recorded
+// by the real collector on an NVIDIA H200 (examples/traces). The engine
+// thread that runs a CUDA backward pass runs no Python code, so its stacks
+// hold only native frames: the site must still never be one of gpuleak's own
+// frames (the allocator hook), and it must name the backward node. With the
+// Python stack lent by the thread that called backward() (a trace recorded
+// by tests/gpu/suites/holders.sh, holder_tensor_hook_gradients), the site is
+// the program's own line.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "analysis/stack_catalog.h"
+#include "analysis/trace_loader.h"
+
+namespace gpuleak::analysis {
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::string kExamples = GPULEAK_TEST_EXAMPLE_TRACES;
+
+std::vector<ProcessReport> reports_in(const std::string& folder) {
+  std::vector<ProcessReport> out;
+  if (!fs::is_directory(folder)) return out;
+  std::vector<std::string> paths;
+  for (const auto& entry : fs::directory_iterator(folder)) {
+    if (entry.path().extension() == ".trace") paths.push_back(entry.path().string());
+  }
+  std::sort(paths.begin(), paths.end());
+  for (const auto& path : paths) out.push_back(analyze_trace_file(path, {}));
+  return out;
+}
+
+bool is_gpuleak_frame(const Site& site) {
+  return site.file.find("torch_allocator_hook") != std::string::npos ||
+         site.function.find("gpuleak") != std::string::npos;
+}
+
+TEST(BackwardSites, backward_node_is_named_from_the_generated_apply_frame) {
+  EXPECT_EQ(backward_node_of("torch::autograd::generated::AddmmBackward0::apply(std::vector<at::"
+                             "Tensor, std::allocator<at::Tensor> >&&)"),
+            "AddmmBackward0");
+  EXPECT_EQ(backward_node_of("torch::autograd::Engine::thread_main(std::shared_ptr<GraphTask>)"),
+            "");
+  EXPECT_EQ(backward_node_of("at::native::addmm_out_cuda(...)"), "");
+}
+
+TEST(BackwardSites,
+     no_site_of_a_recorded_training_run_is_a_gpuleak_frame_and_backward_ones_say_so) {
+  // A training loop: its gradients are allocated on autograd's engine thread
+  // and stay live at exit.
+  auto reports = reports_in(kExamples + "/torch/leak_small_tensor_per_step");
+  ASSERT_FALSE(reports.empty());
+  std::size_t backward_groups = 0;
+  for (const ProcessReport& r : reports) {
+    for (const LeakGroup& g : r.leaks.groups) {
+      EXPECT_FALSE(is_gpuleak_frame(g.site)) << g.site.label() << " " << g.site.function;
+      if (!g.site.backward_node.empty()) ++backward_groups;
+    }
+    for (const SiteGrowth& s : r.growth.sites) EXPECT_FALSE(is_gpuleak_frame(s.site));
+  }
+  EXPECT_GT(backward_groups, 0u);
+}
+
+TEST(BackwardSites, a_lent_python_stack_blames_the_program_line_of_a_backward_allocation) {
+  std::string folder = kExamples + "/torch/holder_tensor_hook_gradients";
+  auto reports = reports_in(folder);
+  if (reports.empty()) {
+    GTEST_SKIP() << folder << " is not recorded yet (tests/gpu/suites/holders.sh keeps it)";
+  }
+  bool found = false;
+  for (const ProcessReport& r : reports) {
+    for (const SiteGrowth& s : r.growth.sites) {
+      EXPECT_FALSE(is_gpuleak_frame(s.site));
+      if (!s.site.backward_node.empty()) {
+        EXPECT_NE(s.site.file.find("holder_tensor_hook_gradients.py"), std::string::npos)
+            << s.site.label() << " " << s.site.function;
+        found = true;
+      }
+    }
+  }
+  EXPECT_TRUE(found) << "no growing site was made by the backward pass";
+}
+
+}  // namespace
+}  // namespace gpuleak::analysis

@@ -1,0 +1,165 @@
+"""The keeping statement: the holder found at run time joined with the source
+of its owner, on real files (a module written to a temporary folder and
+imported, as a program's own file is).
+
+Each function of the module below builds one leak the way programs do and
+asks the holder walk about the kept tensors' addresses, from inside the
+running function (as a step boundary does); the line marked `# KEPT` is the
+statement the answer must name.
+"""
+import importlib.util
+import os
+import sys
+import textwrap
+
+import pytest
+import torch
+
+from gpuleak import holders
+
+MODULE_SOURCE = textwrap.dedent('''
+    import functools
+    import torch
+
+    def addresses(tensors):
+        return [[t.untyped_storage().data_ptr() if hasattr(t, "untyped_storage") else
+                 t.storage().data_ptr(), max(1, t.numel() * t.element_size())] for t in tensors]
+
+    def ask(pairs):
+        request = {"request_id": 1, "sites": [{"site_id": 1, "addresses": pairs}]}
+        return holders.answer_request(request, 10.0)["sites"][0]
+
+    def extend_in_loop():
+        kept = []
+        kept.extend([])
+        for _ in range(4):
+            kept.extend(torch.randn(3, 8).unbind(0))  # KEPT extend
+        return ask(addresses(kept))
+
+    def the_store_inside_the_loop_wins():
+        outputs = [torch.zeros(4)]
+        outputs.append(torch.ones(4))
+        for _ in range(3):
+            outputs.append(torch.randn(4))  # KEPT in-loop
+        return ask(addresses(outputs))
+
+    def initialisations_do_not_count():
+        history = None
+        history = []
+        for step in range(4):
+            history += [torch.randn(16)]  # KEPT augmented
+        return ask(addresses(history))
+
+    def concatenation_reassigns_itself():
+        preds = None
+        for _ in range(4):
+            logits = torch.randn(8, 4)
+            preds = logits if preds is None else torch.cat((preds, logits))  # KEPT self-assignment
+        pairs = addresses([preds])
+        logits = None
+        return ask(pairs)
+
+    class Cache:
+        def __init__(self):
+            self.by_key = {}
+
+        def put(self, key, value):
+            self.by_key[key] = value  # KEPT item-assignment
+
+    def attribute_item_assignment_in_a_method():
+        cache = Cache()
+        for key in range(4):
+            cache.put(key, torch.randn(8))
+        return ask(addresses(cache.by_key.values()))
+
+    def closure_variable_filled_in_the_closure():
+        def make():
+            store = []
+            def add(t):
+                store.append(t)  # KEPT closure
+            return add
+        add = make()
+        for _ in range(3):
+            add(torch.randn(8))
+        return ask(addresses(add.__closure__[0].cell_contents))
+
+    @functools.lru_cache(maxsize=None)  # KEPT lru
+    def table(n):
+        return torch.randn(n)
+
+    def lru_cache_decorator():
+        return ask(addresses([table(n) for n in (5, 6, 7)]))
+
+    def hook_registered_per_call():
+        conv = torch.nn.Linear(4, 4)
+        for _ in range(3):
+            mask = torch.rand(4)
+            conv.register_forward_hook(lambda m, i, o, mask=mask: o * mask)  # KEPT hook
+        pairs = addresses([h.__defaults__[0] for h in conv._forward_hooks.values()])
+        mask = None
+        return ask(pairs)
+
+    def create_graph_cycle():
+        for _ in range(3):
+            x = torch.randn(64, requires_grad=True)
+            y = x.tanh()
+            y.backward(torch.ones_like(y), create_graph=True)  # KEPT create-graph
+        import gc
+        del x, y
+        pairs = addresses([t for t in gc.get_objects() if isinstance(t, torch.Tensor) and t.is_leaf
+                           and t.requires_grad and t.grad is not None and t.grad.grad_fn is not None])
+        return ask(pairs)
+''')
+
+CASES = {
+    "extend_in_loop": ("extend", "kept", "extend"),
+    "the_store_inside_the_loop_wins": ("in-loop", "outputs", "append"),
+    "initialisations_do_not_count": ("augmented", "history", "augmented-assignment"),
+    "concatenation_reassigns_itself": ("self-assignment", "preds", "self-assignment"),
+    "attribute_item_assignment_in_a_method": ("item-assignment", "by_key", "item-assignment"),
+    "closure_variable_filled_in_the_closure": ("closure", "store", "append"),
+    "lru_cache_decorator": ("lru", "table", "lru-cache"),
+    "hook_registered_per_call": ("hook", "_forward_hooks", "hook-registration"),
+    "create_graph_cycle": ("create-graph", "x", "backward-create-graph"),
+}
+
+
+@pytest.fixture(scope="module")
+def program(tmp_path_factory):
+    path = tmp_path_factory.mktemp("program") / "train_job.py"
+    path.write_text(MODULE_SOURCE)
+    spec = importlib.util.spec_from_file_location("train_job", str(path))
+    module = importlib.util.module_from_spec(spec)
+    module.holders = holders
+    sys.modules["train_job"] = module
+    spec.loader.exec_module(module)
+    lines = {}
+    for number, text in enumerate(MODULE_SOURCE.splitlines(), start=1):
+        if "# KEPT " in text:
+            lines[text.split("# KEPT ")[1].strip()] = number
+    yield module, str(path), lines
+    del sys.modules["train_job"]
+
+
+@pytest.mark.parametrize("function", sorted(CASES))
+def test_the_keeping_statement_is_the_marked_line(program, function):
+    module, path, lines = program
+    marker, name, kind = CASES[function]
+    site = getattr(module, function)()
+    holder = site["holder"]
+    assert holder is not None, site
+    assert holder["name"] == name, holder
+    kept = holder["kept_at"]
+    assert os.path.samefile(kept["file"], path)
+    assert kept["line"] == lines[marker], (kept, lines[marker])
+    assert kept["kind"] == kind
+    assert "# KEPT" in kept["statement"]  # the text travels with the answer
+
+
+def test_library_files_are_never_searched():
+    from gpuleak.holders.keeping_statement import is_library_file
+
+    assert is_library_file(torch.__file__)
+    assert is_library_file(os.__file__)
+    assert is_library_file(holders.__file__)
+    assert not is_library_file("/home/me/job/train.py")
