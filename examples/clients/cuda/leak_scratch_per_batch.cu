@@ -18,14 +18,14 @@
 #include <cstdio>
 #include <cstdlib>
 
-#define CHECK(call)                                                                          \
-  do {                                                                                       \
-    cudaError_t status_ = (call);                                                            \
-    if (status_ != cudaSuccess) {                                                            \
-      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call,                     \
-                   cudaGetErrorString(status_));                                             \
-      std::exit(2);                                                                          \
-    }                                                                                        \
+#define CHECK(call)                                                      \
+  do {                                                                   \
+    cudaError_t status_ = (call);                                        \
+    if (status_ != cudaSuccess) {                                        \
+      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, \
+                   cudaGetErrorString(status_));                         \
+      std::exit(2);                                                      \
+    }                                                                    \
   } while (0)
 
 __global__ void fill_and_sum(float* data, int n, int batch, float* sum) {
@@ -54,8 +54,9 @@ int main(int argc, char** argv) {
   for (int batch = 1; batch <= batches; ++batch) {
     auto started = std::chrono::steady_clock::now();
     float sum = process_batch(batch, d_sum);
-    double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() -
-                                                          started).count();
+    double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started)
+            .count();
     std::printf("CLIENT_STEP {\"step\": %d, \"loss\": %.1f, \"step_ms\": %.3f}\n", batch, sum, ms);
     std::fflush(stdout);
   }
