@@ -43,17 +43,29 @@ def run(argv, env_extra):
 MIN_PROCESSES_PER_STATE = 4
 
 
-def backend_used(pairs, env_extra):
-    """The capture backend a configuration starts (from its verbose start-up line), or why none."""
-    env = dict(os.environ, **env_extra, GPULEAK_VERBOSE="1")
+def backend_used(pairs, env_extra, gpuleak):
+    """What a configuration records: the capture backend its start-up line names (or why
+    none) and, read back with `gpuleak report`, how many of the run's 1000 async and 10
+    sync allocations reached the trace (a backend that is blind would time nothing)."""
+    trace_dir = tempfile.mkdtemp(prefix="gpuleak-bench-check-")
+    env = dict(os.environ, **env_extra, GPULEAK_VERBOSE="1", GPULEAK_TRACE_DIR=trace_dir)
     out = subprocess.run([pairs, "1", "1000", "10"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                          text=True, env=env, timeout=120)
+    seen = {"backend": "unknown", "allocations": None}
     for line in out.stderr.splitlines():
         if "capture backend: " in line:
-            return line.split("capture backend: ", 1)[1].split(" ", 1)[0]
+            seen["backend"] = line.split("capture backend: ", 1)[1].split(" ", 1)[0]
         if "collector disabled" in line:
-            return "disabled: " + line.split(": ", 2)[-1][:200]
-    return "unknown"
+            seen["backend"] = "disabled: " + line.split(": ", 2)[-1][:200]
+    if gpuleak and os.path.exists(gpuleak):
+        report = subprocess.run([gpuleak, "report", "--json", trace_dir], stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, timeout=120)
+        try:
+            processes = json.loads(report.stdout)["processes"]
+            seen["allocations"] = sum((p.get("events") or {}).get("allocations", 0) for p in processes)
+        except (ValueError, KeyError, TypeError):
+            seen["allocations"] = None
+    return seen
 
 
 def split_by_state(values, separation=1.3):
@@ -266,10 +278,12 @@ def main():
         wanted = set(options.configs.split(",")) | {"native"}
         configs = {name: value for name, value in configs.items() if name in wanted}
     pin = ["taskset", "-c", options.cpus] if options.cpus else []
+    # The CLI beside the collector's lib/ folder (the bundle's layout), to read traces back.
+    gpuleak_cli = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(collector))), "gpuleak")
     backends_seen = {}
     for name in ("gpuleak", "gpuleak_interposer"):
         if name in configs:
-            backends_seen[name] = backend_used(pairs, configs[name][1])
+            backends_seen[name] = backend_used(pairs, configs[name][1], gpuleak_cli)
     samples = {name: {"async": [], "sync": []} for name in configs}
     started = time.time()
     for r in range(rounds):
@@ -302,8 +316,9 @@ def main():
     if in_process:
         result["in_process"] = in_process
     judge(result)
-    if backends_seen.get("gpuleak_interposer") not in (None, "interposer"):
-        result["meets_interposer_target"] = False
+    seen = backends_seen.get("gpuleak_interposer")
+    if seen is not None and (seen["backend"] != "interposer" or (seen["allocations"] or 0) < 1000):
+        result["meets_interposer_target"] = False  # it timed a backend that did not record
     with open(out_json, "w") as f:
         json.dump(result, f, indent=2)
     if in_process:

@@ -11,11 +11,20 @@ import sys
 from gpuleak._notice import say_once
 
 
+def _register_frame_reader():
+    """Python stacks for driver calls made with the GIL released (JAX's dispatch, CuPy's
+    kernels' workspaces), as for torch (_boot.register_frame_reader)."""
+    from gpuleak import _boot
+
+    _boot.register_frame_reader(build_if_missing=True)
+
+
 def _set_up_cupy(module):
     from gpuleak import _collector, cupy_arrays
 
     collector = _collector.load()
     if collector is not None:
+        _register_frame_reader()
         cupy_arrays.install(module, collector)
 
 
@@ -24,6 +33,7 @@ def _set_up_jax(module):
 
     collector = _collector.load()
     if collector is not None:
+        _register_frame_reader()
         jax_arrays.install(module, collector)
 
 

@@ -16,6 +16,15 @@ Every hook is a cheap no-op outside `gpuleak run`, and none raises.
 """
 
 import gpuleak
+from gpuleak._notice import say_once
+
+
+def _call(name, *args):
+    """gpuleak.<name>(*args); a failure is said once and never reaches the training loop."""
+    try:
+        getattr(gpuleak, name)(*args)
+    except Exception as error:
+        say_once("callback-" + name, "gpuleak.%s() failed in the %s (%s)" % (name, __name__, error))
 
 # Lightning's loop names, as the phases they become.
 PHASES = {"sanity_check": "sanity-check", "validation": "validation", "test": "test",
@@ -32,12 +41,12 @@ def make_callback_class(callback_base):
 
         def _begin(self, loop):
             self._open.append(loop)
-            gpuleak.begin_phase(PHASES[loop])
+            _call("begin_phase", PHASES[loop])
 
         def _end(self, loop):
             if self._open and self._open[-1] == loop:
                 self._open.pop()
-                gpuleak.end_phase()
+                _call("end_phase")
 
         # The sanity check runs validation batches inside its own phase.
         def on_sanity_check_start(self, trainer, pl_module):
@@ -54,7 +63,7 @@ def make_callback_class(callback_base):
 
         def on_validation_batch_end(self, trainer, pl_module, outputs, batch, batch_idx,
                                     dataloader_idx=0):
-            gpuleak.step()
+            _call("step")
 
         def on_test_start(self, trainer, pl_module):
             self._begin("test")
@@ -64,7 +73,7 @@ def make_callback_class(callback_base):
 
         def on_test_batch_end(self, trainer, pl_module, outputs, batch, batch_idx,
                               dataloader_idx=0):
-            gpuleak.step()
+            _call("step")
 
         def on_predict_start(self, trainer, pl_module):
             self._begin("predict")
@@ -74,7 +83,7 @@ def make_callback_class(callback_base):
 
         def on_predict_batch_end(self, trainer, pl_module, outputs, batch, batch_idx,
                                  dataloader_idx=0):
-            gpuleak.step()
+            _call("step")
 
         def on_exception(self, trainer, pl_module, exception):
             while self._open:

@@ -16,6 +16,15 @@ no-op outside `gpuleak run`, and none raises.
 """
 
 import gpuleak
+from gpuleak._notice import say_once
+
+
+def _call(name, *args):
+    """gpuleak.<name>(*args); a failure is said once and never reaches the training loop."""
+    try:
+        getattr(gpuleak, name)(*args)
+    except Exception as error:
+        say_once("callback-" + name, "gpuleak.%s() failed in the %s (%s)" % (name, __name__, error))
 
 PHASE = "evaluation"
 
@@ -31,13 +40,13 @@ def make_callback_class(callback_base):
         def on_prediction_step(self, args, state, control, **kwargs):
             if not self._in_phase:
                 self._in_phase = True
-                gpuleak.begin_phase(PHASE)
-            gpuleak.step()
+                _call("begin_phase", PHASE)
+            _call("step")
 
         def _end(self):
             if self._in_phase:
                 self._in_phase = False
-                gpuleak.end_phase()
+                _call("end_phase")
 
         def on_evaluate(self, args, state, control, **kwargs):
             self._end()

@@ -63,6 +63,11 @@ F interposer_function(const char* name) {
 
 const GpuleakDriverHooks kHooks = {sizeof(GpuleakDriverHooks), before_call, after_call};
 
+// For the benchmarks only: hooks that return at once.
+std::uint64_t before_nothing(std::uint32_t, const void*) { return 0; }
+void after_nothing(std::uint32_t, const void*, int, std::uint64_t) {}
+const GpuleakDriverHooks kEmptyHooks = {sizeof(GpuleakDriverHooks), before_nothing, after_nothing};
+
 class InterposerBackend final : public CaptureBackend {
  public:
   const char* name() const override { return "interposer"; }
@@ -104,3 +109,16 @@ InterposerPresence interposer_presence() {
 }
 
 }  // namespace gpuleak::collector
+
+// For the CPU benchmark (tests/collector/driver_child.cpp bench) only, as
+// gpuleak_benchmark_callbacks is for CUPTI: the interposer's wrappers with
+// no collector attached (0), with hooks that return at once (1), and
+// recording (2). Calls made in modes 0 and 1 are not in the trace. Returns 0,
+// or -1 without the interposer.
+extern "C" __attribute__((visibility("default"))) int gpuleak_benchmark_interposer(int mode) {
+  using namespace gpuleak::collector;
+  auto attach = interposer_function<AttachFunction>("gpuleak_interposer_attach");
+  if (!attach) return -1;
+  const GpuleakDriverHooks* hooks = mode == 0 ? nullptr : mode == 1 ? &kEmptyHooks : &kHooks;
+  return attach(hooks) ? 0 : -1;
+}

@@ -19,6 +19,12 @@
 //       leak_linked_block(). With another-cupti-client, a profiler has
 //       subscribed to the stand-in CUPTI first and must keep receiving its
 //       callbacks; prints "profiler callbacks N".
+//   driver_child bench PAIRS ROUNDS DEPTH
+//       the CPU counterpart of the pair benchmark for the interposer: each
+//       round times PAIRS stream-ordered pairs DEPTH frames deep calling the
+//       stand-in driver directly (native), through the interposer's wrappers
+//       with no collector attached, with hooks that return at once, and
+//       recording; prints JSON (compare cupti_child bench)
 //   driver_child rtld-next
 //       dlsym(RTLD_NEXT, "cuMemAlloc_v2") from this program: the next
 //       definition after the program, i.e. the interposer's wrapper, and
@@ -27,10 +33,14 @@
 #include <cupti.h>
 #include <dlfcn.h>
 
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "collector/stand_in_cupti.h"
 
@@ -100,8 +110,8 @@ __attribute__((noinline)) void leak_async_blocks() {
 
 __attribute__((noinline)) void leak_linked_block() {
   CUdeviceptr p = 0;
-  check(cuMemAllocAsync(&p, 8192, kStream), CUDA_SUCCESS,
-        "linked cuMemAllocAsync");  // MARK: linked leak
+  CUresult result = cuMemAllocAsync(&p, 8192, kStream);  // MARK: linked leak
+  check(result, CUDA_SUCCESS, "linked cuMemAllocAsync");
 }
 
 int profiler_callbacks = 0;
@@ -159,6 +169,71 @@ int events(const char* stand_in_cupti) {
   return 0;
 }
 
+__attribute__((noinline)) double time_pairs(int depth, std::uint64_t pairs, AllocAsync alloc,
+                                            FreeAsync release) {
+  if (depth > 0) {
+    double ns = time_pairs(depth - 1, pairs, alloc, release);
+    asm volatile("" ::: "memory");  // keep the frame: no tail call
+    return ns;
+  }
+  auto begin = std::chrono::steady_clock::now();
+  for (std::uint64_t i = 0; i < pairs; ++i) {
+    CUdeviceptr p = 0;
+    alloc(&p, 1 << 20, kStream);
+    release(p, kStream);
+  }
+  return std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - begin)
+             .count() /
+         static_cast<double>(pairs);
+}
+
+int bench(std::uint64_t pairs, int rounds, int depth) {
+  load_like_the_runtime();
+  check(table.init(0), CUDA_SUCCESS, "cuInit");
+  CUcontext context = nullptr;
+  check(table.retain(&context, 0), CUDA_SUCCESS, "cuDevicePrimaryCtxRetain");
+  void* self = ::dlopen("libcuda.so.1", RTLD_NOLOAD | RTLD_LAZY);
+  auto entry = reinterpret_cast<void* (*)(const char*)>(
+      self ? ::dlsym(self, "stand_in_driver_entry") : nullptr);
+  // The collector the stand-in's cuInit loaded (CUDA_INJECTION64_PATH, not global).
+  const char* injection = std::getenv("CUDA_INJECTION64_PATH");
+  void* collector = injection ? ::dlopen(injection, RTLD_NOLOAD | RTLD_LAZY) : nullptr;
+  auto benchmark = reinterpret_cast<int (*)(int)>(
+      collector ? ::dlsym(collector, "gpuleak_benchmark_interposer") : nullptr);
+  if (!entry || !benchmark) {
+    std::fprintf(stderr, "driver_child: no stand-in entry table or no collector benchmark hook\n");
+    return 4;
+  }
+  auto native_alloc = reinterpret_cast<AllocAsync>(entry("cuMemAllocAsync"));
+  auto native_free = reinterpret_cast<FreeAsync>(entry("cuMemFreeAsync"));
+  const char* names[] = {"native", "interposer_detached", "interposer_empty_hooks", "gpuleak"};
+  std::vector<double> ns[4], ratio[4];
+  for (int round = -1; round < rounds; ++round) {  // round -1 warms up
+    double round_ns[4];
+    for (int mode = 0; mode < 4; ++mode) {
+      if (benchmark(mode == 0 ? 0 : mode - 1) != 0) return 4;
+      round_ns[mode] = mode == 0 ? time_pairs(depth, pairs, native_alloc, native_free)
+                                 : time_pairs(depth, pairs, table.alloc_async, table.free_async);
+      if (round >= 0) ns[mode].push_back(round_ns[mode]);
+    }
+    if (round < 0) continue;
+    for (int mode = 0; mode < 4; ++mode) ratio[mode].push_back(round_ns[mode] / round_ns[0]);
+  }
+  benchmark(2);
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  std::printf("{\"pairs_per_round\": %llu, \"rounds\": %d, \"depth\": %d, \"configs\": {",
+              static_cast<unsigned long long>(pairs), rounds, depth);
+  for (int mode = 0; mode < 4; ++mode) {
+    std::printf("%s\"%s\": {\"median_ns_per_pair\": %.1f, \"median_ratio_to_native\": %.3f}",
+                mode ? ", " : "", names[mode], median(ns[mode]), median(ratio[mode]));
+  }
+  std::printf("}}\n");
+  return 0;
+}
+
 int rtld_next() {
   void* next_alloc = ::dlsym(RTLD_NEXT, "cuMemAlloc_v2");
   void* interposer = ::dlopen("libgpuleak_interposer.so", RTLD_NOLOAD | RTLD_LAZY);
@@ -186,6 +261,8 @@ int main(int argc, char** argv) {
   if (mode == "events") return events(nullptr);
   if (mode == "events-another-cupti-client" && argc > 2) return events(argv[2]);
   if (mode == "rtld-next") return rtld_next();
+  if (mode == "bench" && argc > 4)
+    return bench(std::strtoull(argv[2], nullptr, 10), std::atoi(argv[3]), std::atoi(argv[4]));
   std::fprintf(stderr, "usage: driver_child events|events-another-cupti-client CUPTI|rtld-next\n");
   return 2;
 }

@@ -190,6 +190,7 @@ def judge_process(report, label, script_file, client):
     got = record["got"]
     checks["found"] = True
     checks["collector_on"] = not got["collector_disabled"]
+    checks["recorded_allocations"] = bool(got["allocations"])
     checks["verdict"] = got["verdict"] == label["verdict"]
     if client in OPTIMIZER_CLIENTS:
         # Their optimizers are torch optimizers: torch's step hooks must mark the steps.
@@ -223,6 +224,10 @@ def case_argv(case, programs, scratch, steps=None):
 
 def case_env(case):
     env = dict(os.environ)
+    # Six cases share one GPU: JAX's default preallocation (75% of the device)
+    # would starve the others, so it preallocates a quarter -- still one block
+    # the driver sees, with every array hidden inside it.
+    env.setdefault("XLA_PYTHON_CLIENT_MEM_FRACTION", "0.25")
     env.update(case.get("env") or {})
     env["PYTHONUNBUFFERED"] = "1"
     return env
@@ -321,6 +326,20 @@ def timing_run(case, args):
     return out
 
 
+def package_versions():
+    """Installed versions of the clients, read from package metadata (nothing imported)."""
+    from importlib import metadata
+
+    versions = {"python": sys.version.split()[0]}
+    for name in ("torch", "lightning", "pytorch-lightning", "transformers", "accelerate", "jax",
+                 "jaxlib", "cupy-cuda13x", "cupy-cuda12x"):
+        try:
+            versions[name] = metadata.version(name)
+        except Exception:
+            pass
+    return versions
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--gpuleak", required=True)
@@ -403,6 +422,7 @@ def main():
 
     summary = {
         "schema": SCHEMA,
+        "versions": package_versions(),
         "commit": open(os.path.join(os.path.dirname(args.gpuleak), "COMMIT")).read().strip()
         if os.path.exists(os.path.join(os.path.dirname(args.gpuleak), "COMMIT")) else None,
         "what": "each case of examples/clients/clients.json under `gpuleak run`: per labelled process "

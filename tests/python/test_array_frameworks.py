@@ -109,7 +109,7 @@ def package_path(root):
 
 
 def test_cupy_arrays_are_recorded_with_the_line_that_made_them(run_traced, tmp_path):
-    stand_ins = tmp_path / "stand-ins"
+    stand_ins = tmp_path / "site-packages"  # where CuPy and JAX are installed
     write_package(stand_ins, STAND_IN_CUPY)
     run = run_traced('''
 import cupy
@@ -134,7 +134,7 @@ leave_traced_program()
     assert tracking[-1]["hidden_allocations"] is False
 
     # The report names the program's line, not the hook's or the pool's.
-    report = subprocess.run([os.path.join(build_dir(), "gpuleak"), "report", "--json", "-",
+    report = subprocess.run([os.path.join(build_dir(), "gpuleak"), "report", "--json",
                              run.trace_dir], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, timeout=120)
     assert report.returncode == 0, report.stderr
@@ -147,7 +147,7 @@ leave_traced_program()
 
 
 def test_jax_preallocation_is_said_with_the_settings_that_show_arrays(run_traced, tmp_path):
-    stand_ins = tmp_path / "stand-ins"
+    stand_ins = tmp_path / "site-packages"  # where CuPy and JAX are installed
     write_package(stand_ins, STAND_IN_JAX)
     run = run_traced('''
 import time
@@ -172,7 +172,7 @@ leave_traced_program()
 
 
 def test_jax_platform_allocator_hides_nothing(run_traced, tmp_path):
-    stand_ins = tmp_path / "stand-ins"
+    stand_ins = tmp_path / "site-packages"  # where CuPy and JAX are installed
     write_package(stand_ins, STAND_IN_JAX)
     run = run_traced('''
 import jax
@@ -196,7 +196,7 @@ def test_jax_allocator_modes_follow_its_documented_settings():
 
 
 def test_a_failing_hook_says_so_once_and_the_program_goes_on(run_traced, tmp_path):
-    stand_ins = tmp_path / "stand-ins"
+    stand_ins = tmp_path / "site-packages"  # where CuPy and JAX are installed
     files = dict(STAND_IN_CUPY)
     files["cupy/cuda/__init__.py"] += '''
 _malloc = Pool.malloc

@@ -12,6 +12,14 @@ from conftest import BOOT_DIR, PACKAGE_DIR
 
 import os
 
+import pytest
+
+import gpuleak
+
+needs_phases = pytest.mark.skipif(
+    not hasattr(gpuleak, "begin_phase"),
+    reason="gpuleak.begin_phase/end_phase (the lead's phase API) are not in this tree yet")
+
 STAND_IN_LIGHTNING = {
     "lightning/__init__.py": "",
     "lightning/pytorch/__init__.py": "class Callback:\n    pass\n",
@@ -32,6 +40,7 @@ def phases(run):
     return [(p["name"], p["event"]) for p in run.annotations("phase")]
 
 
+@needs_phases
 def test_lightning_loops_become_phases_and_their_batches_steps(run_traced, tmp_path):
     write_package(tmp_path / "stand-ins", STAND_IN_LIGHTNING)
     run = run_traced('''
@@ -67,6 +76,7 @@ leave_traced_program()
     assert len(run.steps()) == 6, "one step per validation and test batch"
 
 
+@needs_phases
 def test_trainer_evaluation_becomes_a_phase_of_prediction_steps(run_traced, tmp_path):
     write_package(tmp_path / "stand-ins", STAND_IN_TRANSFORMERS)
     run = run_traced('''
@@ -88,6 +98,7 @@ leave_traced_program()
     assert len(run.steps()) == 8
 
 
+@needs_phases
 def test_the_callbacks_are_no_ops_outside_gpuleak_run(tmp_path):
     import subprocess
     import sys
