@@ -106,6 +106,10 @@ def watch():
         if missing and not any(isinstance(f, ArrayFrameworkWatcher) for f in sys.meta_path):
             watcher = ArrayFrameworkWatcher()
             watcher.pending = set(missing)
-            sys.meta_path.insert(0, watcher)
+            # Ahead of the finders that would find cupy or jax; behind torch's
+            # watcher, which stays first.
+            at = next((i + 1 for i, f in enumerate(sys.meta_path)
+                       if type(f).__name__ == "TorchImportWatcher"), 0)
+            sys.meta_path.insert(at, watcher)
     except Exception as error:
         say_once("array-frameworks", "CuPy/JAX tracking could not start (%s)" % error)
