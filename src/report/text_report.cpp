@@ -20,7 +20,7 @@ std::string base_name(const std::string& path) {
   return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
-std::string plural(std::uint64_t n, const char* one, const char* many) {
+std::string plural(std::uint64_t n, const std::string& one, const std::string& many) {
   return fmt::format("{} {}", n, n == 1 ? one : many);
 }
 
