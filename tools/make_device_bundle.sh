@@ -11,6 +11,8 @@ mkdir -p dist/lib dist/examples dist/bench
 # The CLI's own debug info is large and not needed there (the examples keep theirs).
 [ -f "$build/gpuleak" ] && cp "$build/gpuleak" dist/ && strip --strip-debug dist/gpuleak
 cp "$build/libgpuleak_collector.so" dist/lib/
+cp "$build/libgpuleak_interposer.so" dist/lib/ 2>/dev/null || true
+mkdir -p dist/examples/clients && cp "$build"/examples/clients/* dist/examples/clients/ 2>/dev/null || true
 cp "$build"/examples/* dist/examples/ 2>/dev/null || true
 cp "$build"/bench/alloc_pairs dist/bench/ 2>/dev/null || true
 cp -r python dist/python

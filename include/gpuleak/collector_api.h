@@ -53,6 +53,14 @@ void gpuleak_annotate(const char* key, const char* value);
 void gpuleak_record_torch_alloc(uint64_t address, uint64_t size, int device, uint64_t stream);
 void gpuleak_record_torch_free(uint64_t address, int device);
 
+/* Array blocks of another framework's memory pool, recorded like PyTorch's
+ * blocks (tensor-level, the calling thread's Python stack): `framework` 1 is
+ * CuPy (its MemoryHook, python/gpuleak/cupy_arrays.py), 2 is JAX
+ * (python/gpuleak/jax_arrays.py); any other value is ignored. */
+void gpuleak_record_array_alloc(uint64_t address, uint64_t size, int device, uint64_t stream,
+                                int framework);
+void gpuleak_record_array_free(uint64_t address, int device, int framework);
+
 /* Registers functions that read the calling thread's Python frames without
  * the GIL (python/gpuleak/python_frame_reader.c, compiled for the running
  * Python). With them, allocations get Python stacks even on threads that

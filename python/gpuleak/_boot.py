@@ -32,6 +32,9 @@ def install():
             sys.meta_path.insert(0, TorchImportWatcher())
     except Exception as error:
         say_once("boot", "could not start (%s); the program runs without gpuleak" % error)
+    from gpuleak import _array_frameworks
+
+    _array_frameworks.watch()  # CuPy's and JAX's arrays, when imported
 
 
 class TorchImportWatcher:

@@ -53,6 +53,11 @@ class Collector:
         self.record_sample = entry("gpuleak_record_sample", [i32, i32, u64])
         self._annotate = entry("gpuleak_annotate", [text, text])
         self.flush = entry("gpuleak_flush", [])
+        try:  # older collectors have no array events
+            self.record_array_alloc = entry("gpuleak_record_array_alloc", [u64, u64, i32, u64, i32])
+            self.record_array_free = entry("gpuleak_record_array_free", [u64, i32, i32])
+        except AttributeError:
+            self.record_array_alloc = self.record_array_free = lambda *args: None
         try:  # older collectors have no growth candidates
             self._take_candidates = entry(
                 "gpuleak_take_growth_candidates",

@@ -334,6 +334,20 @@ void ProcessAnalysis::on_annotation(const trace::AnnotationRecord& record) {
     clock_descriptions_[key] = text_field(clock, "description").substr(0, 200);
     return;
   }
+  if (record.key == "capture_backend") {
+    capture_backend_ = record.value;
+    return;
+  }
+  if (record.key == "framework_tracking") {
+    framework_tracking_ = record.value;
+    return;
+  }
+  if (record.key == "collector_disabled") {
+    nlohmann::json value = nlohmann::json::parse(record.value, nullptr, false);
+    collector_disabled_ = value.is_object() ? text_field(value, "reason") : record.value;
+    if (collector_disabled_.empty()) collector_disabled_ = "unknown reason";
+    return;
+  }
   if (record.key != "holder") return;
   nlohmann::json answer = nlohmann::json::parse(record.value, nullptr, false);
   if (answer.is_discarded() || !answer.contains("sites") || !answer["sites"].is_array()) return;
@@ -744,6 +758,9 @@ ProcessReport ProcessAnalysis::build_report(const std::string& trace_path) {
   r.torch_tracking_json = torch_tracking_;
   r.clock_json = clock_;
   r.distributed_json = distributed_;
+  r.capture_backend_json = capture_backend_;
+  r.framework_tracking_json = framework_tracking_;
+  r.collector_disabled = collector_disabled_;
   std::map<std::string, OriginShare> origins;
   const Phase* primary = nullptr;
   r.growth = growth_report_of_phases(&primary);

@@ -142,6 +142,9 @@ class ProcessAnalysis {
   std::string torch_tracking_;
   std::string clock_;  // the collector's `clock` annotation (JSON)
   std::string distributed_;
+  std::string capture_backend_;     // the collector's capture_backend annotation (JSON)
+  std::string framework_tracking_;  // a framework's array tracking (CuPy, JAX), JSON
+  std::string collector_disabled_;  // why the collector turned itself off, if it did
   std::uint64_t allocations_ = 0, frees_ = 0, unmatched_frees_ = 0, lost_ = 0;
   std::uint64_t peak_live_bytes_ = 0;
   std::uint64_t first_time_ns_ = 0, last_time_ns_ = 0;

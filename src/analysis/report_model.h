@@ -181,9 +181,12 @@ struct ProcessReport {
   bool exited = false;      // an ExitRecord was seen
   std::string trace_error;  // empty, or why reading stopped early
   std::uint64_t trace_error_offset = 0;
-  std::string torch_tracking_json;  // the torch_tracking annotation, if any
-  std::string clock_json;           // the clock annotation: which clock timed the events
-  std::string distributed_json;     // rank and world size, when the process is one rank of a job
+  std::string torch_tracking_json;   // the torch_tracking annotation, if any
+  std::string clock_json;            // the clock annotation: which clock timed the events
+  std::string distributed_json;      // rank and world size, when the process is one rank of a job
+  std::string capture_backend_json;  // which capture backend recorded driver calls, and why
+  std::string framework_tracking_json;  // array tracking of CuPy or JAX, if any
+  std::string collector_disabled;       // why the collector turned itself off; empty if it did not
   std::vector<OriginShare> device_memory_by_origin;
   std::uint64_t allocations = 0;
   std::uint64_t frees = 0;
@@ -198,11 +201,12 @@ struct ProcessReport {
 };
 
 // Whether memory still allocated at exit is a leak by itself. Not in a
-// process whose tensors gpuleak tracked (PyTorch): PyTorch keeps its cache,
+// process whose tensors or arrays gpuleak tracked (PyTorch, CuPy, JAX): their
+// pools keep freed blocks, and PyTorch keeps its cache,
 // cuBLAS's workspaces and every tensor still referenced until the process
 // ends, so there only a LEAK verdict says that memory leaks.
 inline bool exit_memory_counts_as_leak(const ProcessReport& r) {
-  return r.torch_tracking_json.empty();
+  return r.torch_tracking_json.empty() && r.framework_tracking_json.empty();
 }
 
 }  // namespace gpuleak::analysis

@@ -34,9 +34,14 @@ bool starts_with_any(const std::string& s, std::initializer_list<const char*> pr
 
 // The modules between an allocation and the collector: CUPTI and the driver
 // above a driver API call, gpuleak's own allocator hook (torch-hook-*.so,
-// built at run time) above PyTorch's allocator.
-const std::initializer_list<const char*> kPlumbingModules = {
-    "libgpuleak_collector.so", "libcupti.so", "libcuda.so", "libunwind", "torch-hook-"};
+// built at run time) above PyTorch's allocator, the driver interposer
+// (libgpuleak_interposer.so) above a wrapped driver call.
+const std::initializer_list<const char*> kPlumbingModules = {"libgpuleak_collector.so",
+                                                             "libgpuleak_interposer.so",
+                                                             "libcupti.so",
+                                                             "libcuda.so",
+                                                             "libunwind",
+                                                             "torch-hook-"};
 
 bool is_plumbing_module(const std::string& module) {
   return starts_with_any(basename_of(module), kPlumbingModules);
@@ -62,6 +67,15 @@ bool is_internal_python(const std::string& filename) {
   if (filename.empty() || filename[0] == '<') return true;  // <frozen ...>, <string>
   if (contains(filename, "/site-packages/torch/") || contains(filename, "/dist-packages/torch/"))
     return true;
+  // Frameworks the user's code calls into: the line to blame is the user's
+  // call, not the framework's allocation (docs/client-matrix.md). Code that
+  // torch.compile generated lives in torchinductor's cache folder.
+  for (const char* package :
+       {"lightning/", "pytorch_lightning/", "lightning_fabric/", "transformers/", "accelerate/",
+        "cupy/", "cupyx/", "cupy_backends/", "jax/", "jaxlib/", "flax/", "optax/", "triton/"}) {
+    if (contains(filename, (std::string("-packages/") + package).c_str())) return true;
+  }
+  if (contains(filename, "/torchinductor_")) return true;
   if (contains(filename, "/gpuleak/") && contains(filename, "/python/")) return true;
   // The standard library: .../lib/python3.X/... outside site-packages.
   auto lib = filename.find("/lib/python3");

@@ -28,6 +28,10 @@ InstallLayout locate_install() {
   }
   if (const char* c = std::getenv("GPULEAK_COLLECTOR"); c && *c) layout.collector = c;
   if (const char* p = std::getenv("GPULEAK_PYTHON_DIR"); p && *p) layout.python_dir = p;
+  if (!layout.collector.empty()) {
+    fs::path interposer = fs::path(layout.collector).parent_path() / "libgpuleak_interposer.so";
+    if (fs::exists(interposer, ec)) layout.interposer = interposer.string();
+  }
   return layout;
 }
 

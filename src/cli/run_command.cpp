@@ -33,6 +33,7 @@ struct RunArguments {
   std::string output_dir;
   ReportFlags flags;
   std::string torch_mode = "auto";
+  std::string backend = "auto";
   bool fail_on_leak = false;
   bool quiet = false;
   bool live = true;
@@ -183,6 +184,14 @@ int run_program(const RunArguments& args) {
   env.set("CUDA_INJECTION64_PATH", layout.collector);
   env.set("GPULEAK_COLLECTOR", layout.collector);
   env.set("GPULEAK_TRACE_DIR", dir);
+  // The driver interposer goes first in LD_PRELOAD so that every entry point
+  // the program gets from the driver is wrapped; the collector then records
+  // without CUPTI (capture_backend.h) and profilers keep CUPTI for themselves.
+  if (!layout.interposer.empty() && args.backend != "cupti") {
+    std::string preload = env.get("LD_PRELOAD");
+    env.set("LD_PRELOAD", preload.empty() ? layout.interposer : layout.interposer + ":" + preload);
+  }
+  if (args.backend != "auto") env.set("GPULEAK_BACKEND", args.backend);
   if (!layout.python_dir.empty()) {
     env.prepend_path("PYTHONPATH", layout.python_dir);
     env.prepend_path("PYTHONPATH", layout.python_dir + "/boot");
@@ -258,6 +267,12 @@ void add_run_command(CLI::App& app, CommandAction& action) {
                    "(cudaMallocAsync backend), off")
       ->capture_default_str()
       ->check(CLI::IsMember({"auto", "hook", "async", "off"}));
+  command
+      ->add_option("--backend", args->backend,
+                   "Where driver calls are captured: auto (the preloaded interposer, CUPTI where "
+                   "the interposer cannot see every call), interposer, cupti")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "interposer", "cupti"}));
   command->add_option("program", args->program, "The program and its arguments, after --")
       ->required();
   command->callback([&action, args] { action = [args] { return run_program(*args); }; });

@@ -35,6 +35,8 @@ Config read_config_from_environment() {
   c.reuse_stacks = flag("GPULEAK_REUSE_STACKS", c.reuse_stacks);
   c.flush_ms = number("GPULEAK_FLUSH_MS", c.flush_ms, 1, 60000);
   if (const char* lib = std::getenv("GPULEAK_CUPTI_LIBRARY"); lib && *lib) c.cupti_library = lib;
+  if (const char* backend = std::getenv("GPULEAK_BACKEND"); backend && *backend)
+    c.backend = backend;
   if (const char* clock = std::getenv("GPULEAK_CLOCK"); clock && *clock) c.clock = clock;
   c.verbose = flag("GPULEAK_VERBOSE", false);
   c.disabled = flag("GPULEAK_DISABLE", false);

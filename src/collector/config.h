@@ -14,12 +14,13 @@ struct Config {
   bool python_stacks = true;  // GPULEAK_PYTHON_STACKS
   bool native_with_python =
       false;  // GPULEAK_NATIVE_WITH_PYTHON: native frames too when Python frames exist
-  bool reuse_stacks = true;    // GPULEAK_REUSE_STACKS: reuse a stack unwound at the same place
-  int flush_ms = 100;          // GPULEAK_FLUSH_MS: the longest data waits before it is written
-  std::string cupti_library;   // GPULEAK_CUPTI_LIBRARY: explicit libcupti path
-  std::string clock = "auto";  // GPULEAK_CLOCK: auto, precise or coarse (collector/clock.h)
-  bool verbose = false;        // GPULEAK_VERBOSE
-  bool disabled = false;       // GPULEAK_DISABLE
+  bool reuse_stacks = true;      // GPULEAK_REUSE_STACKS: reuse a stack unwound at the same place
+  int flush_ms = 100;            // GPULEAK_FLUSH_MS: the longest data waits before it is written
+  std::string cupti_library;     // GPULEAK_CUPTI_LIBRARY: explicit libcupti path
+  std::string backend = "auto";  // GPULEAK_BACKEND: auto, cupti or interposer (capture_backend.h)
+  std::string clock = "auto";    // GPULEAK_CLOCK: auto, precise or coarse (collector/clock.h)
+  bool verbose = false;          // GPULEAK_VERBOSE
+  bool disabled = false;         // GPULEAK_DISABLE
 };
 
 Config read_config_from_environment();

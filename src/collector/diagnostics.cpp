@@ -11,6 +11,7 @@ namespace gpuleak::collector {
 namespace {
 std::atomic<bool> g_disabled{false};
 std::atomic<bool> g_verbose{false};
+std::atomic<void (*)(const char*)> g_disable_listener{nullptr};
 
 void vsay(const char* format, va_list args) {
   // One write() per message so lines from several processes do not interleave.
@@ -50,6 +51,11 @@ void disable_collector(const char* format, ...) {
   va_end(args);
   say("collector disabled in process %d: %s; the program continues without GPU memory tracking",
       static_cast<int>(::getpid()), reason);
+  if (auto listener = g_disable_listener.load()) listener(reason);
+}
+
+void set_disable_listener(void (*listener)(const char* reason)) {
+  g_disable_listener.store(listener);
 }
 
 bool collector_disabled() { return g_disabled.load(std::memory_order_relaxed); }

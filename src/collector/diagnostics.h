@@ -16,4 +16,10 @@ void set_verbose(bool verbose);
 void disable_collector(const char* format, ...) __attribute__((format(printf, 1, 2)));
 bool collector_disabled();
 
+// Called once, with the reason, right after the collector disabled itself
+// (injection.cpp records it in the trace so the report can say so). Runs on
+// the thread that disabled it, possibly inside the recorder's writer: it
+// must not flush or block.
+void set_disable_listener(void (*listener)(const char* reason));
+
 }  // namespace gpuleak::collector

@@ -5,7 +5,9 @@
 // Every entry point catches everything: nothing may escape into the
 // program that loaded us.
 #include <algorithm>
+#include <atomic>
 #include <mutex>
+#include <string>
 
 #include "collector/capture_backend.h"
 #include "collector/config.h"
@@ -21,6 +23,12 @@ namespace {
 // API ids of events that do not come from the CUDA driver.
 constexpr std::uint32_t kApiTorchAlloc = 0x10001;
 constexpr std::uint32_t kApiTorchFree = 0x10002;
+// Arrays of other frameworks' pools (gpuleak_record_array_alloc): framework
+// f's allocation is kApiArrayBase + 2f, its free the id after.
+constexpr std::uint32_t kApiArrayBase = 0x10010;
+constexpr int kArrayFrameworks = 2;  // 1 CuPy, 2 JAX
+const char* const kArrayApiNames[kArrayFrameworks][2] = {
+    {"cupy.memory_pool.malloc", "cupy.memory_pool.free"}, {"jax.array", "jax.array_deleted"}};
 
 std::once_flag g_config_once;
 Config g_config;
@@ -33,18 +41,166 @@ const Config& config() {
   return g_config;
 }
 
+std::string json_text(const std::string& text);
+
+// The recorder that started, kept to note in its trace that the collector
+// turned itself off (Recorder::get() answers nothing once it has).
+std::atomic<Recorder*> g_started_recorder{nullptr};
+
+void note_disabled_in_trace(const char* reason) {
+  try {
+    if (Recorder* r = g_started_recorder.load())
+      r->record_annotation("collector_disabled", "{\"reason\": " + json_text(reason) + "}");
+  } catch (...) {
+  }
+}
+
 Recorder* start_recorder() {
   const Config& c = config();
   if (c.disabled) return nullptr;
   Recorder* recorder = Recorder::start(c);
   if (recorder) {
+    g_started_recorder.store(recorder);
+    set_disable_listener(note_disabled_in_trace);
     static std::once_flag names_once;
     std::call_once(names_once, [recorder] {
       recorder->record_api_name(kApiTorchAlloc, "torch.caching_allocator.alloc");
       recorder->record_api_name(kApiTorchFree, "torch.caching_allocator.free_requested");
+      for (int f = 1; f <= kArrayFrameworks; ++f) {
+        recorder->record_api_name(kApiArrayBase + 2 * f, kArrayApiNames[f - 1][0]);
+        recorder->record_api_name(kApiArrayBase + 2 * f + 1, kArrayApiNames[f - 1][1]);
+      }
     });
   }
   return recorder;
+}
+
+// ---- starting the capture backend, once per process ----------------------
+//
+// The driver calls InitializeInjection during cuInit. A second call in the
+// same process -- the driver initializing again, another thread's cuInit
+// racing the first, or a call made from inside the first start (CUPTI or
+// a library it loads re-entering cuInit) -- must never start a second
+// subscription: CUPTI would refuse it, naming gpuleak as the holder, and the
+// collector would have turned itself off. It returns at once instead and is
+// noted in the trace (capture_backend's start_requests).
+
+std::mutex g_capture_mutex;
+bool g_capture_decided = false;    // guarded by g_capture_mutex
+std::string g_capture_annotation;  // guarded: the capture_backend annotation's fields
+int g_capture_requests = 0;        // guarded
+thread_local bool t_starting_capture = false;
+
+std::string json_text(const std::string& text) {
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (static_cast<unsigned char>(c) < 0x20) continue;
+    out += c;
+  }
+  return out + "\"";
+}
+
+std::atomic<int> g_reentrant_requests{0};
+
+// The capture_backend annotation: which backend, why, and how often a start
+// was asked for (1 is the usual; more says the driver or a library called
+// InitializeInjection again).
+void annotate_capture(Recorder& recorder) {
+  recorder.record_annotation(
+      "capture_backend",
+      "{" + g_capture_annotation + ", \"start_requests\": " + std::to_string(g_capture_requests) +
+          ", \"reentrant_start_requests\": " + std::to_string(g_reentrant_requests.load()) + "}");
+}
+
+// Starts `backend`; on success keeps it for the life of the process.
+StartResult try_backend(std::unique_ptr<CaptureBackend> backend, Recorder& recorder,
+                        std::string* why) {
+  StartResult result = backend->start(recorder, why);
+  if (result == StartResult::kStarted) backend.release();  // lives as long as the process
+  return result;
+}
+
+void choose_and_start(Recorder& recorder) {
+  const std::string& wanted = config().backend;
+  InterposerPresence interposer = interposer_presence();
+  std::string why, cupti_why;
+  auto started = [&](const char* name, const std::string& reason) {
+    g_capture_annotation = "\"name\": \"" + std::string(name) +
+                           "\", \"reason\": " + json_text(reason) +
+                           ", \"interposer_loaded\": " + (interposer.loaded ? "true" : "false") +
+                           ", \"interposer_loaded_before_driver\": " +
+                           (interposer.loaded_before_driver ? "true" : "false");
+    say_verbose("capture backend: %s (%s)", name, reason.c_str());
+  };
+  if (wanted == "interposer") {
+    if (try_backend(make_interposer_backend(), recorder, &why) == StartResult::kStarted) {
+      started("interposer", "GPULEAK_BACKEND=interposer");
+      return;
+    }
+    disable_collector("%s", why.c_str());
+    return;
+  }
+  if (wanted != "cupti" && wanted != "auto") {
+    disable_collector("GPULEAK_BACKEND=%s is not one of auto, cupti, interposer", wanted.c_str());
+    return;
+  }
+  // auto: the interposer when it saw every entry point the program got (it
+  // is cheaper and leaves CUPTI to profilers); CUPTI otherwise, since it
+  // sees calls however they were reached.
+  if (wanted == "auto" && interposer.loaded && interposer.loaded_before_driver) {
+    if (try_backend(make_interposer_backend(), recorder, &why) == StartResult::kStarted) {
+      started("interposer", "preloaded before the CUDA driver: every entry point goes through it");
+      return;
+    }
+  }
+  StartResult cupti = try_backend(make_cupti_backend(), recorder, &cupti_why);
+  if (cupti == StartResult::kStarted) {
+    started("cupti", wanted == "cupti" ? "GPULEAK_BACKEND=cupti"
+                     : interposer.loaded
+                         ? "the interposer was loaded after the CUDA driver and may miss calls"
+                         : "no interposer preloaded");
+    return;
+  }
+  if (wanted == "auto" && cupti == StartResult::kHeldByAnotherClient && interposer.loaded) {
+    if (try_backend(make_interposer_backend(), recorder, &why) == StartResult::kStarted) {
+      started("interposer", cupti_why);
+      return;
+    }
+  }
+  disable_collector("%s", cupti_why.c_str());
+}
+
+void start_capture() {
+  if (t_starting_capture) {
+    // Re-entered from inside the start below, on this thread: that start
+    // finishes the job. (Taking the mutex here would deadlock.)
+    say_verbose("InitializeInjection re-entered while the capture backend starts; ignored");
+    g_reentrant_requests.fetch_add(1);
+    return;
+  }
+  std::lock_guard<std::mutex> lock(g_capture_mutex);
+  ++g_capture_requests;
+  Recorder* recorder = start_recorder();
+  if (!recorder) return;
+  if (g_capture_decided) {
+    say_verbose(
+        "InitializeInjection called again (request %d); the capture backend already "
+        "started",
+        g_capture_requests);
+    if (!g_capture_annotation.empty()) annotate_capture(*recorder);
+    return;
+  }
+  g_capture_decided = true;
+  t_starting_capture = true;
+  try {
+    choose_and_start(*recorder);
+  } catch (...) {
+    t_starting_capture = false;
+    throw;
+  }
+  t_starting_capture = false;
+  if (!g_capture_annotation.empty()) annotate_capture(*recorder);
 }
 
 }  // namespace
@@ -57,15 +213,7 @@ using gpuleak::trace::StepSource;
 
 extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) {
   try {
-    Recorder* recorder = start_recorder();
-    if (!recorder) return 1;
-    std::string why;
-    auto backend = make_cupti_backend();
-    if (!backend->start(*recorder, &why)) {
-      disable_collector("%s", why.c_str());
-      return 1;
-    }
-    backend.release();  // lives as long as the process
+    start_capture();
   } catch (...) {
     disable_collector("unexpected error during start-up");
   }
@@ -150,6 +298,26 @@ extern "C" __attribute__((visibility("default"))) void gpuleak_record_torch_free
                                                                                  int device) {
   guarded([&](Recorder& r) {
     r.record_free(r.next_seq(), address, MemoryKind::kTorchBlock, kApiTorchFree, device);
+  });
+}
+
+extern "C" __attribute__((visibility("default"))) void gpuleak_record_array_alloc(
+    uint64_t address, uint64_t size, int device, uint64_t stream, int framework) {
+  if (framework < 1 || framework > kArrayFrameworks) return;
+  guarded([&](Recorder& r) {
+    r.record_alloc(address, size, MemoryKind::kTorchBlock,
+                   kApiArrayBase + 2 * static_cast<std::uint32_t>(framework), device, stream,
+                   /*with_native=*/false);
+  });
+}
+
+extern "C" __attribute__((visibility("default"))) void gpuleak_record_array_free(uint64_t address,
+                                                                                 int device,
+                                                                                 int framework) {
+  if (framework < 1 || framework > kArrayFrameworks) return;
+  guarded([&](Recorder& r) {
+    r.record_free(r.next_seq(), address, MemoryKind::kTorchBlock,
+                  kApiArrayBase + 2 * static_cast<std::uint32_t>(framework) + 1, device);
   });
 }
 

@@ -20,7 +20,7 @@ std::string base_name(const std::string& path) {
   return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
-std::string plural(std::uint64_t n, const char* one, const char* many) {
+std::string plural(std::uint64_t n, const std::string& one, const std::string& many) {
   return fmt::format("{} {}", n, n == 1 ? one : many);
 }
 
@@ -203,6 +203,33 @@ std::string live_leak_message(const analysis::GrowthReport& g) {
   return message;
 }
 
+namespace {
+
+// How driver calls were captured, and anything that hid allocations.
+void write_capture_facts(std::ostream& out, const ProcessReport& r) {
+  if (!r.collector_disabled.empty()) {
+    out << "  The collector turned itself off (" << r.collector_disabled
+        << "): nothing after that was recorded, so this report cannot call the run clean\n";
+  }
+  auto backend = nlohmann::json::parse(r.capture_backend_json, nullptr, false);
+  if (backend.is_object() && backend.contains("name") && backend["name"].is_string()) {
+    std::string reason = backend.value("reason", std::string());
+    out << "  Driver calls captured by: " << backend["name"].get<std::string>()
+        << (reason.empty() ? "" : " (" + reason + ")") << '\n';
+  }
+  auto framework = nlohmann::json::parse(r.framework_tracking_json, nullptr, false);
+  if (framework.is_object() && framework.value("hidden_allocations", false)) {
+    out << "  " << framework.value("framework", std::string("The framework"))
+        << " allocates from a pool it reserved at start, so its arrays are invisible to the "
+           "driver";
+    std::string how = framework.value("how_to_see", std::string());
+    if (!how.empty()) out << "; to see each array, run with " << how;
+    out << '\n';
+  }
+}
+
+}  // namespace
+
 void write_text_report(std::ostream& out, const std::vector<ProcessReport>& reports,
                        const TextOptions& options) {
   for (std::size_t i = 0; i < reports.size(); ++i) {
@@ -218,6 +245,7 @@ void write_text_report(std::ostream& out, const std::vector<ProcessReport>& repo
     }
     if (r.lost_events)
       out << fmt::format("  {} events were dropped by the collector\n", r.lost_events);
+    write_capture_facts(out, r);
 
     for (const auto& oom : r.out_of_memory) {
       out << fmt::format("\n  OUT OF MEMORY at {:.2f} s: {} of {} failed{} (CUDA error {})\n",
@@ -235,6 +263,11 @@ void write_text_report(std::ostream& out, const std::vector<ProcessReport>& repo
     write_growth(out, r);
 
     const analysis::LeakSummary& leaks = r.leaks;
+    if (leaks.allocations == 0 && !r.collector_disabled.empty()) {
+      out << "\n  No verdict on what was allocated at exit: the collector was off for part of "
+             "the run.\n";
+      continue;
+    }
     if (leaks.allocations == 0) {
       out << "\n  No leaks: every allocation was freed before the process ended";
       if (leaks.suppressed_allocations) {

@@ -16,5 +16,8 @@ std::string format_signed_bytes(double bytes);
 std::string format_duration_seconds(double seconds);
 // A byte rate with its unit of time: "38.0 MiB/step", "1.2 MiB/s".
 std::string format_rate(double bytes_per_unit, const char* unit);
+inline std::string format_rate(double bytes_per_unit, const std::string& unit) {
+  return format_rate(bytes_per_unit, unit.c_str());
+}
 
 }  // namespace gpuleak::report

@@ -358,6 +358,32 @@ void expect_no_driver_message(const std::vector<std::string>& program) {
   EXPECT_NE(ours[0].find("no NVIDIA driver"), std::string::npos) << ours[0];
 }
 
+// gpuleak run puts the driver interposer (beside the collector) first in the
+// program's LD_PRELOAD, ahead of what the user preloads; --backend cupti
+// leaves LD_PRELOAD alone and names the backend for the collector.
+TEST(RunBackend, the_interposer_goes_first_in_ld_preload_unless_the_backend_is_cupti) {
+  if (!collector_built()) GTEST_SKIP() << "no collector built here";
+  fs::path interposer = fs::path(kGpuleak).parent_path() / "libgpuleak_interposer.so";
+  if (!fs::exists(interposer)) GTEST_SKIP() << "no interposer built here";
+  auto environment_of = [](std::vector<std::string> flags) {
+    ScratchDir dir;
+    std::vector<std::string> argv = {kGpuleak, "run", "-q", "-o", dir.file("traces")};
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    argv.insert(argv.end(), {"--", "/bin/sh", "-c",
+                             "echo \"preload=$LD_PRELOAD backend=${GPULEAK_BACKEND:-unset}\""});
+    ProcessOptions options;
+    options.set_env = {"LD_PRELOAD=/users/own.so"};
+    options.unset_env = {"GPULEAK_BACKEND"};
+    ProcessResult r = run_process(argv, options);
+    return r.out;
+  };
+  std::string canonical = fs::canonical(interposer).string();
+  EXPECT_EQ(environment_of({}), "preload=" + canonical + ":/users/own.so backend=unset\n");
+  EXPECT_EQ(environment_of({"--backend", "interposer"}),
+            "preload=" + canonical + ":/users/own.so backend=interposer\n");
+  EXPECT_EQ(environment_of({"--backend", "cupti"}), "preload=/users/own.so backend=cupti\n");
+}
+
 TEST(RunErrors, program_on_a_machine_without_an_nvidia_driver_gives_the_no_driver_line) {
   if (driver_present()) GTEST_SKIP() << "this machine has an NVIDIA driver (libcuda.so.1)";
   if (!collector_built()) GTEST_SKIP() << "no collector built here: gpuleak run refuses first";

@@ -12,6 +12,11 @@
 //       pair; 8 KiB leaked by cuMemAlloc from leak_sync_block()
 //   cupti_child COLLECTOR.so STAND_IN_CUPTI.so events-after-another-client
 //       the same, after subscribing to CUPTI first, as a profiler would
+//   cupti_child COLLECTOR.so STAND_IN_CUPTI.so events-initialized-twice
+//       the same, after InitializeInjection ran twice (the driver or a
+//       library initializing again)
+//   cupti_child COLLECTOR.so STAND_IN_CUPTI.so events-initialized-concurrently
+//       the same, after 8 threads called InitializeInjection at once
 //   cupti_child COLLECTOR.so STAND_IN_CUPTI.so callers
 //       leaks 4 KiB blocks from caller_a() and 8 KiB blocks from caller_b(),
 //       both through allocate_block(), so that each allocation is made at
@@ -32,6 +37,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "collector/stand_in_cupti.h"
@@ -78,12 +84,17 @@ void subscribe_as_another_client(const char* stand_in_path) {
   if (subscribe(&handle, other_client_callback, nullptr) != CUPTI_SUCCESS) std::exit(92);
 }
 
-void load(const char* collector_path, const char* stand_in_path) {
+void load(const char* collector_path, const char* stand_in_path, int initializations, int threads) {
   void* collector = open_library(collector_path);
   int (*initialize)() = nullptr;
   find(collector, initialize, "InitializeInjection");
   find(collector, benchmark_callbacks, "gpuleak_benchmark_callbacks");
-  initialize();
+  if (threads > 1) {
+    std::vector<std::thread> racing;
+    for (int i = 0; i < threads; ++i) racing.emplace_back([initialize] { initialize(); });
+    for (auto& t : racing) t.join();
+  }
+  for (int i = 0; i < initializations; ++i) initialize();
   // The collector loaded the stand-in by this path: the same copy, so its
   // callbacks reach the collector's subscription.
   void* cupti = open_library(stand_in_path);
@@ -239,8 +250,13 @@ int main(int argc, char** argv) {
   }
   std::string mode = argv[3];
   if (mode == "events-after-another-client") subscribe_as_another_client(argv[2]);
-  load(argv[1], argv[2]);
-  if (mode == "events" || mode == "events-after-another-client") return events();
+  int initializations = mode == "events-initialized-twice" ? 2 : 1;
+  int threads = mode == "events-initialized-concurrently" ? 8 : 1;
+  if (threads > 1) initializations = 0;
+  load(argv[1], argv[2], initializations, threads);
+  if (mode == "events" || mode == "events-after-another-client" ||
+      mode == "events-initialized-twice" || mode == "events-initialized-concurrently")
+    return events();
   if (mode == "callers") return callers();
   if (mode == "bench" && argc > 6) {
     return bench(std::strtoull(argv[4], nullptr, 10), std::atoi(argv[5]), std::atoi(argv[6]));

@@ -18,7 +18,9 @@
 #include "stand_in_cupti.h"
 
 #include <cupti.h>
+#include <dlfcn.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -32,6 +34,7 @@
 
 static CUpti_CallbackFunc g_callback;
 static void* g_userdata;
+static char g_subscriber_name[64];
 static unsigned char g_enabled[CUPTI_DRIVER_TRACE_CBID_SIZE];
 static uint32_t g_correlation_id;
 
@@ -44,13 +47,43 @@ static struct Block g_blocks[MAX_BLOCKS];
 static int g_block_count;
 static CUdeviceptr g_next_address = 0x7f0000000000ull;
 
-EXPORT CUptiResult cuptiSubscribe(CUpti_SubscriberHandle* subscriber, CUpti_CallbackFunc callback,
-                                  void* userdata) {
+/* STAND_IN_CUPTI_REENTER=<collector path>: while subscribing, call that
+   collector's InitializeInjection again on this thread, as a library that
+   re-enters cuInit from inside a CUPTI call would. */
+static void reenter_injection_if_asked(void) {
+  const char* collector = getenv("STAND_IN_CUPTI_REENTER");
+  if (!collector || !*collector) return;
+  void* library = dlopen(collector, RTLD_NOLOAD | RTLD_LAZY);
+  int (*initialize)(void) = library ? (int (*)(void))dlsym(library, "InitializeInjection") : NULL;
+  if (initialize) initialize();
+}
+
+static CUptiResult subscribe(CUpti_SubscriberHandle* subscriber, CUpti_CallbackFunc callback,
+                             void* userdata, const char* name) {
+  reenter_injection_if_asked();
   if (g_callback) return CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED;
   g_callback = callback;
   g_userdata = userdata;
+  snprintf(g_subscriber_name, sizeof g_subscriber_name, "CUPTI for %s", name ? name : "unknown");
   *subscriber = (CUpti_SubscriberHandle)&g_callback;
   return CUPTI_SUCCESS;
+}
+
+EXPORT CUptiResult cuptiSubscribe(CUpti_SubscriberHandle* subscriber, CUpti_CallbackFunc callback,
+                                  void* userdata) {
+  return subscribe(subscriber, callback, userdata, NULL);
+}
+
+/* As CUDA 13's: a refused subscriber learns the holder's name. */
+EXPORT CUptiResult cuptiSubscribe_v2(CUpti_SubscriberHandle* subscriber,
+                                     CUpti_CallbackFunc callback, void* userdata,
+                                     CUpti_SubscriberParams* params) {
+  CUptiResult result =
+      subscribe(subscriber, callback, userdata, params ? params->subscriberName : NULL);
+  if (result == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED && params &&
+      params->oldSubscriberName && params->oldSubscriberSize)
+    snprintf(params->oldSubscriberName, params->oldSubscriberSize, "%s", g_subscriber_name);
+  return result;
 }
 
 EXPORT CUptiResult cuptiUnsubscribe(CUpti_SubscriberHandle subscriber) {

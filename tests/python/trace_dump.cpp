@@ -53,12 +53,16 @@ json to_json(const Record& record) {
                   {"address", r.address},
                   {"size", r.size},
                   {"kind", static_cast<int>(r.kind)},
+                  {"api", r.api},
                   {"stack_id", r.stack_id}};
         } else if constexpr (std::is_same_v<R, t::FreeRecord>) {
           return {{"type", "free"},
                   {"seq", r.seq},
                   {"address", r.address},
-                  {"kind", static_cast<int>(r.kind)}};
+                  {"kind", static_cast<int>(r.kind)},
+                  {"api", r.api}};
+        } else if constexpr (std::is_same_v<R, t::ApiNameRecord>) {
+          return {{"type", "api_name"}, {"id", r.api}, {"name", r.name}};
         } else if constexpr (std::is_same_v<R, t::ExitRecord>) {
           return {{"type", "exit"}, {"seq", r.seq}};
         } else if constexpr (std::is_same_v<R, t::LostRecord>) {

@@ -1,0 +1,115 @@
+"""Sets up CuPy and JAX tracking when the program imports them (cupy_arrays.py, jax_arrays.py).
+
+Like _boot.TorchImportWatcher: a meta path finder that finds nothing itself,
+wraps the loader of `cupy` or `jax` and runs the set-up right after that
+package's own module code. A program that imports neither pays one string
+comparison per import.
+"""
+
+import sys
+
+from gpuleak._notice import say_once
+
+
+def _register_frame_reader():
+    """Python stacks for driver calls made with the GIL released (JAX's dispatch, CuPy's
+    kernels' workspaces), as for torch (_boot.register_frame_reader)."""
+    from gpuleak import _boot
+
+    _boot.register_frame_reader(build_if_missing=True)
+
+
+def _set_up_cupy(module):
+    from gpuleak import _collector, cupy_arrays
+
+    collector = _collector.load()
+    if collector is not None:
+        _register_frame_reader()
+        cupy_arrays.install(module, collector)
+
+
+def _set_up_jax(module):
+    from gpuleak import _collector, jax_arrays
+
+    collector = _collector.load()
+    if collector is not None:
+        _register_frame_reader()
+        jax_arrays.install(module, collector)
+
+
+SET_UP = {"cupy": _set_up_cupy, "jax": _set_up_jax}
+
+
+class ArrayFrameworkWatcher:
+    def __init__(self):
+        self.finding = False
+        self.pending = set(SET_UP)
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname not in self.pending or self.finding:
+            return None
+        self.finding = True
+        try:
+            spec = None
+            for finder in list(sys.meta_path):
+                if finder is self or not hasattr(finder, "find_spec"):
+                    continue
+                spec = finder.find_spec(fullname, path, target)
+                if spec is not None:
+                    break
+        finally:
+            self.finding = False
+        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+            return spec
+        self.pending.discard(fullname)
+        self.watch(fullname, spec.loader)
+        if not self.pending:
+            try:
+                sys.meta_path.remove(self)
+            except ValueError:
+                pass
+        return spec
+
+    def watch(self, name, loader):
+        run_module_code = loader.exec_module
+
+        def exec_module(module):
+            try:
+                del loader.exec_module
+            except AttributeError:
+                pass
+            run_module_code(module)
+            try:
+                SET_UP[name](module)
+            except Exception as error:
+                say_once("set-up-" + name, "setting up %s tracking failed (%s)" % (name, error))
+
+        try:
+            loader.exec_module = exec_module
+        except (AttributeError, TypeError):
+            say_once("watch-" + name, "cannot watch the import of %s" % name)
+
+    def invalidate_caches(self):
+        pass
+
+
+def watch():
+    """Installs the watcher (or sets up what is already imported). Never raises."""
+    try:
+        missing = []
+        for name, set_up in SET_UP.items():
+            module = sys.modules.get(name)
+            if module is not None:
+                set_up(module)
+            else:
+                missing.append(name)
+        if missing and not any(isinstance(f, ArrayFrameworkWatcher) for f in sys.meta_path):
+            watcher = ArrayFrameworkWatcher()
+            watcher.pending = set(missing)
+            # Ahead of the finders that would find cupy or jax; behind torch's
+            # watcher, which stays first.
+            at = next((i + 1 for i, f in enumerate(sys.meta_path)
+                       if type(f).__name__ == "TorchImportWatcher"), 0)
+            sys.meta_path.insert(at, watcher)
+    except Exception as error:
+        say_once("array-frameworks", "CuPy/JAX tracking could not start (%s)" % error)

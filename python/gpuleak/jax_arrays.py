@@ -1,0 +1,102 @@
+"""JAX: what its allocator hides, said in the trace, and its pool's usage sampled.
+
+JAX (XLA) preallocates a large share of the device at start
+(XLA_PYTHON_CLIENT_PREALLOCATE, on by default) and hands arrays out of that
+block itself, so the driver sees one allocation and nothing inside it. With
+XLA_PYTHON_CLIENT_ALLOCATOR=platform every buffer is a driver allocation
+(and XLA_PYTHON_CLIENT_PREALLOCATE=false alone makes the pool grow on
+demand, still in large chunks). Without patching JAX, this module
+
+  * writes a `framework_tracking` annotation saying which of these applies;
+    when arrays are hidden the report says so and names the settings that
+    show them (docs/client-matrix.md);
+  * samples the device's allocator statistics (Device.memory_stats():
+    bytes_in_use, bytes_reserved/bytes_limit) from a daemon thread, as pool
+    used/reserved bytes (trace metrics 5/4), so growth inside the
+    preallocated block shows over time.
+
+Array-level stacks for JAX (jax.profiler.device_memory_profile keeps each live
+buffer's traceback) are not recorded yet. `install` never raises.
+"""
+
+import json
+import os
+import threading
+import time
+
+from gpuleak import _collector
+from gpuleak._notice import say_once
+
+HOW_TO_SEE = "XLA_PYTHON_CLIENT_PREALLOCATE=false XLA_PYTHON_CLIENT_ALLOCATOR=platform"
+
+
+def allocator_mode(environ):
+    """(mode, hidden): how JAX's GPU allocator was configured, from its documented settings."""
+    allocator = environ.get("XLA_PYTHON_CLIENT_ALLOCATOR", "").strip().lower()
+    if allocator == "platform":
+        return "platform", False
+    preallocate = environ.get("XLA_PYTHON_CLIENT_PREALLOCATE", "").strip().lower()
+    if preallocate in ("false", "0", "no"):
+        return "pool-on-demand", True
+    return "preallocated-pool", True
+
+
+def tracking_annotation(environ):
+    mode, hidden = allocator_mode(environ)
+    value = {"framework": "JAX", "mode": mode, "hidden_allocations": hidden}
+    if hidden:
+        value["how_to_see"] = HOW_TO_SEE
+    fraction = environ.get("XLA_PYTHON_CLIENT_MEM_FRACTION")
+    if fraction:
+        value["mem_fraction"] = fraction
+    return value
+
+
+class PoolSampler(threading.Thread):
+    """Reads memory_stats() of the first GPU every interval_s and records it."""
+
+    def __init__(self, jax, collector, interval_s):
+        super().__init__(name="gpuleak-jax-pool", daemon=True)
+        self.jax, self.collector, self.interval_s = jax, collector, interval_s
+
+    def run(self):
+        device = None
+        while True:
+            time.sleep(self.interval_s)
+            try:
+                if device is None:
+                    gpus = [d for d in self.jax.devices() if d.platform == "gpu"]
+                    if not gpus:
+                        return
+                    device = gpus[0]
+                stats = device.memory_stats() or {}
+                used = stats.get("bytes_in_use")
+                reserved = stats.get("bytes_reserved") or stats.get("bytes_limit")
+                index = getattr(device, "id", 0)
+                if used is not None:
+                    self.collector.record_sample(_collector.METRIC_POOL_USED_BYTES, index, int(used))
+                if reserved is not None:
+                    self.collector.record_sample(_collector.METRIC_POOL_RESERVED_BYTES, index,
+                                                 int(reserved))
+            except Exception as error:
+                say_once("jax-pool", "sampling JAX's memory pool failed (%s)" % error)
+                return
+
+
+_installed = False
+
+
+def install(jax, collector, environ=None):
+    """Annotates the allocator mode and starts the pool sampler, once."""
+    global _installed
+    if _installed:
+        return
+    _installed = True
+    try:
+        environ = os.environ if environ is None else environ
+        collector.annotate("framework_tracking", json.dumps(tracking_annotation(environ)))
+        interval_ms = float(environ.get("GPULEAK_DEVICE_SAMPLE_MS", "500"))
+        if interval_ms > 0:
+            PoolSampler(jax, collector, interval_ms / 1000.0).start()
+    except Exception as error:
+        say_once("jax-setup", "JAX tracking is off (%s)" % error)

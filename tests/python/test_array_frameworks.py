@@ -1,0 +1,218 @@
+"""CuPy and JAX tracking (cupy_arrays.py, jax_arrays.py, _array_frameworks.py), through stand-ins.
+
+Neither CuPy nor JAX runs here (no GPU): each test writes a small stand-in
+package with the API the adapter uses -- CuPy's per-thread MemoryHook that a
+memory pool calls for every block it hands out and takes back, JAX's
+devices() with memory_stats() -- and runs a real traced child that imports
+it the way a program would. The trace must then hold what the adapter
+recorded; the GPU suite `clients` runs the real libraries.
+"""
+
+import json
+import os
+import subprocess
+
+from conftest import BOOT_DIR, PACKAGE_DIR, build_dir
+
+STAND_IN_CUPY = {
+    "cupy/__init__.py": '''
+from cupy import cuda
+from cupy.cuda import memory_hook
+__version__ = "stand-in"
+
+class ndarray:
+    def __init__(self, nbytes):
+        self.nbytes = nbytes
+        self.ptr = cuda.POOL.malloc(nbytes)
+    def __del__(self):
+        cuda.POOL.free(self.ptr, self.nbytes)
+
+def empty(nbytes):
+    return ndarray(nbytes)
+''',
+    "cupy/cuda/__init__.py": '''
+from cupy.cuda import memory_hook
+from cupy.cuda.memory_hook import MemoryHook
+
+class Pool:
+    """Hands out 512-byte-rounded blocks and keeps freed ones, as CuPy's pool does."""
+    def __init__(self):
+        self.next, self.free_blocks = 0x7a0000000000, {}
+    def malloc(self, size):
+        rounded = (size + 511) // 512 * 512
+        blocks = self.free_blocks.setdefault(rounded, [])
+        ptr = blocks.pop() if blocks else self.take(rounded)
+        for hook in memory_hook.hooks():
+            hook.malloc_postprocess(device_id=0, size=size, mem_size=rounded, mem_ptr=ptr, pmem_id=1)
+        return ptr
+    def take(self, rounded):
+        ptr, self.next = self.next, self.next + rounded
+        return ptr
+    def free(self, ptr, size):
+        rounded = (size + 511) // 512 * 512
+        self.free_blocks.setdefault(rounded, []).append(ptr)
+        for hook in memory_hook.hooks():
+            hook.free_postprocess(device_id=0, mem_size=rounded, mem_ptr=ptr, pmem_id=1)
+
+POOL = Pool()
+''',
+    "cupy/cuda/memory_hook.py": '''
+import threading
+_local = threading.local()
+
+def hooks():
+    return list(getattr(_local, "hooks", {}).values())
+
+class MemoryHook:
+    name = "MemoryHook"
+    def __enter__(self):
+        if not hasattr(_local, "hooks"):
+            _local.hooks = {}
+        _local.hooks[self.name] = self
+        return self
+    def __exit__(self, *exc):
+        _local.hooks.pop(self.name, None)
+    def malloc_postprocess(self, **kwargs):
+        pass
+    def free_postprocess(self, **kwargs):
+        pass
+''',
+}
+
+STAND_IN_JAX = {
+    "jax/__init__.py": '''
+class Device:
+    platform, id = "gpu", 0
+    def __init__(self):
+        self.in_use = 1 << 20
+    def memory_stats(self):
+        self.in_use += 4096
+        return {"bytes_in_use": self.in_use, "bytes_limit": 64 << 30}
+
+_device = Device()
+
+def devices():
+    return [_device]
+''',
+}
+
+
+def write_package(root, files):
+    for relative, text in files.items():
+        path = root / relative
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+
+
+def package_path(root):
+    return os.pathsep.join([BOOT_DIR, PACKAGE_DIR, str(root)])
+
+
+def test_cupy_arrays_are_recorded_with_the_line_that_made_them(run_traced, tmp_path):
+    stand_ins = tmp_path / "site-packages"  # where CuPy and JAX are installed
+    write_package(stand_ins, STAND_IN_CUPY)
+    run = run_traced('''
+import cupy
+
+kept = []
+for step in range(6):
+    scratch = cupy.empty(3000)
+    kept.append(cupy.empty(1 << 16))  # the kept line
+    del scratch
+leave_traced_program()
+''', {"PYTHONPATH": package_path(stand_ins)})
+    assert run.returncode == 0, run.stderr
+    assert run.gpuleak_lines() == []
+    records = run.records()
+    names = {r["id"]: r["name"] for r in records if r["type"] == "api_name"}
+    allocs = [r for r in records if r["type"] == "alloc" and names.get(r["api"]) == "cupy.memory_pool.malloc"]
+    frees = [r for r in records if r["type"] == "free" and names.get(r["api"]) == "cupy.memory_pool.free"]
+    assert sorted(a["size"] for a in allocs) == [3072] * 6 + [65536] * 6
+    assert len(frees) == 6, "each scratch block went back to the pool"
+    tracking = run.annotations("framework_tracking")
+    assert tracking and tracking[-1]["framework"] == "CuPy"
+    assert tracking[-1]["hidden_allocations"] is False
+
+    # The report names the program's line, not the hook's or the pool's.
+    report = subprocess.run([os.path.join(build_dir(), "gpuleak"), "report", "--json",
+                             run.trace_dir], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, timeout=120)
+    assert report.returncode == 0, report.stderr
+    process = json.loads(report.stdout)["processes"][0]
+    groups = process["leaks"]["groups"]
+    kept_line = next(i for i, line in enumerate(open(tmp_path / "program.py"), 1)
+                     if "# the kept line" in line)
+    assert any(g["site"]["line"] == kept_line and g["allocations"] == 6 for g in groups), groups
+    assert process["framework_tracking"]["framework"] == "CuPy"
+
+
+def test_jax_preallocation_is_said_with_the_settings_that_show_arrays(run_traced, tmp_path):
+    stand_ins = tmp_path / "site-packages"  # where CuPy and JAX are installed
+    write_package(stand_ins, STAND_IN_JAX)
+    run = run_traced('''
+import time
+import jax
+time.sleep(0.3)
+leave_traced_program()
+''', {"PYTHONPATH": package_path(stand_ins), "GPULEAK_DEVICE_SAMPLE_MS": "20"})
+    assert run.returncode == 0, run.stderr
+    tracking = run.annotations("framework_tracking")
+    assert tracking == [{"framework": "JAX", "mode": "preallocated-pool", "hidden_allocations": True,
+                         "how_to_see": "XLA_PYTHON_CLIENT_PREALLOCATE=false "
+                                       "XLA_PYTHON_CLIENT_ALLOCATOR=platform"}]
+    used = [r for r in run.records() if r["type"] == "sample" and r["metric"] == 5]
+    assert len(used) >= 3, "the pool's bytes in use are sampled"
+    assert [u["value"] for u in used] == sorted(u["value"] for u in used)
+
+    report = subprocess.run([os.path.join(build_dir(), "gpuleak"), "report", run.trace_dir],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=120)
+    assert report.returncode == 0, report.stderr
+    assert "JAX allocates from a pool it reserved at start" in report.stdout + report.stderr
+    assert "XLA_PYTHON_CLIENT_ALLOCATOR=platform" in report.stdout + report.stderr
+
+
+def test_jax_platform_allocator_hides_nothing(run_traced, tmp_path):
+    stand_ins = tmp_path / "site-packages"  # where CuPy and JAX are installed
+    write_package(stand_ins, STAND_IN_JAX)
+    run = run_traced('''
+import jax
+leave_traced_program()
+''', {"PYTHONPATH": package_path(stand_ins), "XLA_PYTHON_CLIENT_ALLOCATOR": "platform",
+      "GPULEAK_DEVICE_SAMPLE_MS": "0"})
+    assert run.returncode == 0, run.stderr
+    assert run.annotations("framework_tracking") == [
+        {"framework": "JAX", "mode": "platform", "hidden_allocations": False}]
+
+
+def test_jax_allocator_modes_follow_its_documented_settings():
+    from gpuleak import jax_arrays
+
+    assert jax_arrays.allocator_mode({}) == ("preallocated-pool", True)
+    assert jax_arrays.allocator_mode({"XLA_PYTHON_CLIENT_PREALLOCATE": "false"}) == \
+        ("pool-on-demand", True)
+    assert jax_arrays.allocator_mode({"XLA_PYTHON_CLIENT_ALLOCATOR": "platform",
+                                      "XLA_PYTHON_CLIENT_PREALLOCATE": "true"}) == ("platform", False)
+    assert jax_arrays.tracking_annotation({"XLA_PYTHON_CLIENT_MEM_FRACTION": ".5"})["mem_fraction"] == ".5"
+
+
+def test_a_failing_hook_says_so_once_and_the_program_goes_on(run_traced, tmp_path):
+    stand_ins = tmp_path / "site-packages"  # where CuPy and JAX are installed
+    files = dict(STAND_IN_CUPY)
+    files["cupy/cuda/__init__.py"] += '''
+_malloc = Pool.malloc
+def malloc_without_mem_ptr(self, size):
+    for hook in memory_hook.hooks():
+        hook.malloc_postprocess(device_id=0, size=size)
+    return 0
+Pool.malloc = malloc_without_mem_ptr
+'''
+    write_package(stand_ins, files)
+    run = run_traced('''
+import cupy
+arrays = [cupy.empty(100) for _ in range(3)]
+print("still running")
+leave_traced_program()
+''', {"PYTHONPATH": package_path(stand_ins)})
+    assert run.returncode == 0, run.stderr
+    assert "still running" in run.stdout
+    assert len([l for l in run.gpuleak_lines() if "CuPy array tracking failed" in l]) == 1
