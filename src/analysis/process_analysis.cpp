@@ -13,6 +13,7 @@ using trace::MemoryKind;
 namespace {
 
 constexpr const char* kCachingAllocator = "PyTorch caching allocator";
+constexpr const char* kCupyPool = "CuPy memory pool";
 
 // Fields of annotation JSON written by the traced process: a wrong type is
 // treated as missing (the trace is input, and input may be damaged).
@@ -171,6 +172,7 @@ void ProcessAnalysis::apply(const trace::Record& record) {
         using T = std::decay_t<decltype(r)>;
         if constexpr (std::is_same_v<T, trace::AllocRecord>) {
           ++allocations_;
+          if (r.kind == MemoryKind::kTorchBlock) pool_blocks_seen_ = true;
           live_.add(r, boundaries_);
           if (tracked_for_growth(r.kind)) {
             LiveAllocation a{r.seq, r.time_ns, r.address,  r.size,      r.kind,
@@ -235,6 +237,13 @@ void ProcessAnalysis::apply(const trace::Record& record) {
       record);
 }
 
+bool ProcessAnalysis::is_pool_segment(std::uint32_t site_id) {
+  std::string origin = catalog_.origin(site_id);
+  // CuPy's segments are only set aside when its arrays are tracked one by
+  // one; otherwise the segments are all that shows a CuPy leak.
+  return origin == kCachingAllocator || (origin == kCupyPool && pool_blocks_seen_);
+}
+
 ProcessAnalysis::Phase* ProcessAnalysis::phase_for(ClockKey clock) {
   std::string label = clock.source == trace::StepSource::kTimeWindow ? std::string() : label_;
   for (auto& phase : phases_) {
@@ -285,8 +294,8 @@ void ProcessAnalysis::add_boundary(Phase& phase, std::uint64_t step_number, std:
 
 void ProcessAnalysis::evaluate(Phase& phase) {
   for (const SiteTrend& trend : phase.growth.growing_sites()) {
-    if (!is_tensor_kind(trend.kind) && catalog_.origin(trend.site_id) == kCachingAllocator) {
-      continue;  // a segment of PyTorch's cache: reserved memory, not a leak of its own
+    if (!is_tensor_kind(trend.kind) && is_pool_segment(trend.site_id)) {
+      continue;  // a segment of PyTorch's or CuPy's cache: reserved memory, not a leak of its own
     }
     if (phase.detected_at.emplace(trend.site_id, phase.growth.boundaries() - 1).second) {
       phase.detection_order.push_back(trend.site_id);
@@ -802,6 +811,10 @@ ProcessReport ProcessAnalysis::build_report(const std::string& trace_path) {
     if (!is_tensor_kind(g.kind) && origin == kCachingAllocator) {
       g.suppressed = true;
       g.suppressed_by = "cached by PyTorch's caching allocator (released when the process exits)";
+    } else if (!is_tensor_kind(g.kind) && origin == kCupyPool && pool_blocks_seen_) {
+      g.suppressed = true;
+      g.suppressed_by =
+          "cached by CuPy's memory pool (free_all_blocks() or the process's exit releases it)";
     } else if (auto rule = options_.suppressions.match(g)) {
       g.suppressed = true;
       g.suppressed_by = *rule;

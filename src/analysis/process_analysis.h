@@ -119,6 +119,8 @@ class ProcessAnalysis {
   std::string phase_name(const Phase& phase);
   std::string phase_reason(const Phase& phase);
   std::string undecided_reason(const GrowthReport& primary);
+  // A segment a framework's pool asked the driver for (reserved memory).
+  bool is_pool_segment(std::uint32_t site_id);
   bool is_time_windows(const Phase& phase) const {
     return phase.clock.source == trace::StepSource::kTimeWindow;
   }
@@ -135,6 +137,7 @@ class ProcessAnalysis {
   std::uint64_t boundaries_ = 0;
   std::uint64_t untracked_ticks_ = 0;  // ticks of clocks beyond max_phases
   bool finished_ = false;
+  bool pool_blocks_seen_ = false;  // a framework's pool blocks are tracked one by one
 
   bool exited_ = false;
   std::string trace_error_;

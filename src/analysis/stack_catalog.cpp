@@ -242,6 +242,12 @@ std::string StackCatalog::origin(std::uint32_t stack_id) {
     if (starts_with(base, "libnccl")) return "NCCL";
     if (starts_with(base, "libcublas")) return "cuBLAS";
     if (starts_with(base, "libcudnn")) return "cuDNN";
+    // CuPy's pool: cupy/cuda/memory (SingleDeviceMemoryPool) asking cudaMalloc for a segment.
+    if (f.file.find("cupy/cuda/memory") != std::string::npos ||
+        f.module.find("cupy/cuda/memory") != std::string::npos ||
+        f.function.find("SingleDeviceMemoryPool") != std::string::npos) {
+      return "CuPy memory pool";
+    }
   }
   return {};
 }

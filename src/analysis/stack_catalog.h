@@ -36,7 +36,8 @@ class StackCatalog {
   std::string thread_name(std::uint32_t thread_id) const;
 
   // Where a driver allocation comes from, judged by the libraries on its
-  // native stack: "PyTorch caching allocator", "NCCL", "cuBLAS", "cuDNN", or "".
+  // native stack: "PyTorch caching allocator", "CuPy memory pool", "NCCL",
+  // "cuBLAS", "cuDNN", or "".
   std::string origin(std::uint32_t stack_id);
 
   // Every native address of every stack (to embed symbols after a run).

@@ -313,7 +313,33 @@ def last_line(path):
         return None
 
 
+def rescore_case(args, case):
+    """The record for a case from traces recorded earlier: `gpuleak report --json` on them."""
+    traces = sorted(os.path.join(args.rescore, case["id"], name)
+                    for name in os.listdir(os.path.join(args.rescore, case["id"])) if name.endswith(".trace"))
+    case_dir = os.path.join(args.out, case["id"])
+    os.makedirs(case_dir, exist_ok=True)
+    report_path = os.path.join(case_dir, "report.json")
+    command = [args.gpuleak, "report", "--json"] + traces
+    started = time.monotonic()
+    try:
+        with open(report_path, "wb") as out:
+            rc = subprocess.run(command, stdout=out, stderr=subprocess.DEVNULL, timeout=args.timeout).returncode
+    except subprocess.TimeoutExpired:
+        rc = None
+    report, error = load_report(report_path)
+    record = score_case(case, report, error, args.max_iterations_to_verdict)
+    record.update({"case": case["id"], "program": case["program"], "kind": case["kind"],
+                   "framework": case["framework"], "covers": case["covers"], "gate": case.get("gate", True),
+                   "iteration": case["iteration"], "iterations": case["iterations"], "env": case.get("env", {}),
+                   "command": command, "exit_status": rc, "timed_out": rc is None,
+                   "wall_s": round(time.monotonic() - started, 2), "program_output": None, "log": None})
+    return record
+
+
 def run_case(args, case):
+    if args.rescore:
+        return rescore_case(args, case)
     case_dir = os.path.join(args.out, case["id"])
     if os.path.isdir(case_dir):
         shutil.rmtree(case_dir)  # gpuleak refuses a folder with traces of an earlier run
@@ -430,6 +456,10 @@ def parse_args(argv):
     parser.add_argument("--max-iterations-to-verdict", type=float, default=50,
                         help="a leak must be found within this many iterations after warm-up (default 50)")
     parser.add_argument("--plain", action="store_true", help="run the programs without gpuleak (exit 0 and time)")
+    parser.add_argument("--rescore", metavar="TRACES",
+                        help="run no program: judge the traces recorded earlier under TRACES/<case id>/ "
+                             "with `<gpuleak> report --json` (the current analysis on H200 traces, "
+                             "no GPU needed); only the cases with a folder there")
     args = parser.parse_args(argv)
     if not args.plain and not args.gpuleak:
         parser.error("--gpuleak is required (or --plain)")
@@ -455,7 +485,10 @@ def main(argv=None):
             return 2
         cases = [c for c in cases if c["id"] in args.only]
     skipped = []
-    if not args.cuda_bin:
+    if args.rescore:
+        args.rescore = os.path.abspath(args.rescore)
+        cases = [c for c in cases if os.path.isdir(os.path.join(args.rescore, c["id"]))]
+    elif not args.cuda_bin:
         skipped = [c["id"] for c in cases if c["program"].endswith(".cu")]
         cases = [c for c in cases if not c["program"].endswith(".cu")]
     os.makedirs(os.path.join(args.out, "logs"), exist_ok=True)
@@ -470,7 +503,7 @@ def main(argv=None):
         summary["not_finished"] = [c["id"] for c in cases if c["id"] not in records]
         result = {"schema": SCHEMA, "complete": complete,
                   "command": [sys.executable, os.path.relpath(os.path.abspath(__file__), REPO)] + argv,
-                  "mode": "plain" if args.plain else "gpuleak", "corpus": os.path.relpath(args.corpus, REPO),
+                  "mode": "plain" if args.plain else "rescore" if args.rescore else "gpuleak", "corpus": os.path.relpath(args.corpus, REPO),
                   "totals": summary, "cases": ordered}
         path = os.path.join(args.out, "loops-corpus.json")
         with open(path + ".tmp", "w", encoding="utf-8") as handle:

@@ -13,7 +13,10 @@ What it checks:
   itself and exits 0; the JAX and CuPy programs compile; the .cu programs compile where nvcc is;
 - tests/gpu/loops_corpus.py, the GPU scorer, run against a stand-in `gpuleak` that writes reports
   (right, late, wrong, missing, malformed, or never): pass and fail per case, iterations counted in
-  the program's iterations, a hung case's process group killed, the results file complete.
+  the program's iterations, a hung case's process group killed, the results file complete;
+- the real `gpuleak report` on traces of the corpus recorded on the H200 (examples/traces/loops/,
+  recorded by tests/gpu/suites/loops.sh): every one gets its labelled verdict, a leak within 50 of
+  the program's iterations after warm-up, from iterations found in the allocations themselves.
 """
 import ast
 import concurrent.futures
@@ -334,3 +337,29 @@ def test_scorer_plain_mode_runs_programs_without_gpuleak(tmp_path):
     # Without a GPU the program says so and exits 1; the scorer records that as a failure.
     assert record["pass"] == (record["exit_status"] == 0)
     assert results["totals"]["passed"] == int(record["pass"]) and done.returncode == (0 if record["pass"] else 1)
+
+
+# --- the real analysis on traces recorded on the H200 ----------------------------
+
+RECORDED = os.path.join(REPO, "examples", "traces", "loops")
+
+
+def test_recorded_h200_traces_get_their_labelled_verdicts_from_loops_found_in_the_allocations(tmp_path):
+    gpuleak = os.path.join(os.environ.get("GPULEAK_BUILD_DIR", os.path.join(REPO, "build")), "gpuleak")
+    recorded = sorted(os.listdir(RECORDED))
+    assert len(recorded) >= 4
+    run = subprocess.run([sys.executable, SCORER, "--gpuleak", gpuleak, "--rescore", RECORDED,
+                          "--out", str(tmp_path), "--jobs", "2", "--timeout", "120"],
+                         capture_output=True, text=True, timeout=600)
+    with open(tmp_path / "loops-corpus.json", encoding="utf-8") as handle:
+        results = json.load(handle)
+    cases = {r["case"]: r for r in results["cases"]}
+    assert sorted(cases) == recorded
+    for name, record in cases.items():
+        assert record["pass"], (name, record["got"], record["error"], run.stdout[-2000:])
+        assert record["got"]["step_source"] == "allocation-period", (name, record["got"])
+    kinds = {record["kind"] for record in cases.values()}
+    frameworks = {record["framework"] for record in cases.values()}
+    assert kinds == {"leak", "control"}
+    assert {"pytorch", "jax", "cupy", "cuda-runtime"} <= frameworks, frameworks
+    assert run.returncode == 0, run.stdout[-2000:]
