@@ -331,9 +331,13 @@ void Recorder::write_pending() {
   if (!translated) {
     disable_collector("internal error: a thread's event buffer did not hold whole events");
     state_.store(kStopped);
+    writer_.reset();
   } else if (failed) {
     disable_collector("%s", error.c_str());
     state_.store(kStopped);
+    // Nothing more may be written: a later, smaller block would land where
+    // the writer marked the trace as cut, and hide that events were lost.
+    writer_.reset();
   }
 }
 

@@ -70,7 +70,7 @@ struct HttpEndpoint::Connection {
   std::size_t sent = 0;  // of out_head + out_body
   bool writing = false;
   bool close_after = false;
-  bool peer_closed = false;  // the client shut its side: answer, then close
+  bool peer_closed = false;         // the client shut its side: answer, then close
   Clock::time_point waiting_since;  // when it began to wait for a request (eviction order)
   Clock::time_point deadline;
 };
@@ -199,7 +199,7 @@ void HttpEndpoint::handle_request(Connection& c, std::size_t head_end) {
             std::make_shared<const std::string>("bad request\n"), false, true);
     return;
   }
-  std::string_view method = request_line.substr(0, first_space);
+  std::string method(request_line.substr(0, first_space));
   std::string path(request_line.substr(first_space + 1, second_space - first_space - 1));
   std::string_view version = request_line.substr(second_space + 1);
   bool http10 = version == "HTTP/1.0";
@@ -225,6 +225,7 @@ void HttpEndpoint::handle_request(Connection& c, std::size_t head_end) {
       if (equals_ignoring_case(value, "keep-alive")) keep_alive = true;
     }
   }
+  // The views into c.in end here.
   c.in.erase(0, head_end + 4);
   bool head_only = method == "HEAD";
   if (method != "GET" && !head_only) {

@@ -16,6 +16,7 @@
 #include <set>
 #include <sstream>
 
+#include "analysis/process_verdict.h"
 #include "analysis/trace_loader.h"
 #include "cli/process_runner.h"
 #include "trace/event_sequencer.h"
@@ -247,6 +248,30 @@ TEST(CollectorStress, dropped_events_are_listed_by_sequence_number_and_nothing_e
   EXPECT_TRUE(report.damage.empty()) << report.damage.front();
   EXPECT_EQ(report.lost_events, lost);
   EXPECT_EQ(report.lost_ranged_seqs, f.declared_skipped);
+}
+
+// A trace that cannot grow (here the file size limit of `ulimit -f`; a full
+// disk fails the same write): the program runs to its end and is not killed
+// by SIGXFSZ, the collector says once that it stopped, writes nothing more,
+// and the trace reads as cut where it stopped, never as a whole one.
+TEST(CollectorDisabled, a_trace_that_cannot_grow_stops_recording_and_reads_as_cut) {
+  SKIP_WITHOUT_COLLECTOR();
+  ScratchDir dir;
+  ProcessResult run =
+      run_process({"/bin/sh", "-c", "ulimit -f 8; exec \"$0\" \"$1\" stress", kChild, kCollector},
+                  collector_options(dir.path()));
+  ASSERT_EQ(run.signal, 0) << run.describe();
+  ASSERT_EQ(run.exit_code, 0) << run.describe();
+  EXPECT_EQ(run.out, "planted 36 blocks, 147456 bytes\n");
+  EXPECT_NE(run.err.find("file size limit"), std::string::npos) << run.err;
+  EXPECT_EQ(run.err_lines().size(), 1u) << run.err;
+  auto files = traces_in(dir.path());
+  ASSERT_EQ(files.size(), 1u);
+  TraceContents c = read_trace(files[0]);
+  EXPECT_NE(c.error.find("the collector could not write more"), std::string::npos)
+      << "the trace must read as cut: " << c.error;
+  analysis::ProcessReport report = analysis::analyze_trace_file(files[0], {});
+  EXPECT_FALSE(analysis::judge_process(report).complete());
 }
 
 // ---- Killed ------------------------------------------------------------------
