@@ -79,7 +79,9 @@ const char* where_name(Where where) {
 }
 
 ProcessAnalysis::ProcessAnalysis(AnalysisOptions options)
-    : options_(std::move(options)), finder_(options_.iterations) {}
+    : options_(std::move(options)), finder_(options_.iterations) {
+  catalog_.set_source_lookup(options_.source_lookup);
+}
 
 void ProcessAnalysis::set_trace_error(const std::string& message, std::uint64_t offset) {
   trace_error_ = message;
@@ -103,6 +105,7 @@ void ProcessAnalysis::consume(const trace::Record& record) {
                                std::is_same_v<T, trace::PythonCodeRecord> ||
                                std::is_same_v<T, trace::ModuleRecord> ||
                                std::is_same_v<T, trace::SymbolRecord> ||
+                               std::is_same_v<T, trace::SourceLineRecord> ||
                                std::is_same_v<T, trace::ApiNameRecord> ||
                                std::is_same_v<T, trace::ThreadRecord>) {
             catalog_.add(r);
@@ -764,6 +767,7 @@ ProcessReport ProcessAnalysis::build_report(const std::string& trace_path) {
   r.exited = exited_;
   r.trace_error = trace_error_;
   r.trace_error_offset = trace_error_offset_;
+  r.damage = damage_;
   r.torch_tracking_json = torch_tracking_;
   r.clock_json = clock_;
   r.distributed_json = distributed_;
@@ -801,6 +805,8 @@ ProcessReport ProcessAnalysis::build_report(const std::string& trace_path) {
   r.frees = frees_;
   r.unmatched_frees = unmatched_frees_;
   r.lost_events = lost_;
+  r.lost_ranged_seqs = lost_ranged_seqs_;
+  r.lost_counted_seqs = lost_counted_seqs_;
   r.peak_live_bytes = peak_live_bytes_;
   r.duration_s = last_time_ns_ > first_time_ns_
                      ? static_cast<double>(last_time_ns_ - first_time_ns_) / 1e9

@@ -45,6 +45,7 @@ struct AnalysisOptions {
   // At most this many phases get series of their own; ticks of further
   // clocks are counted, not tracked.
   std::size_t max_phases = 12;
+  SourceLookup source_lookup;  // where source text may come from (analysis/source_lines.h)
 };
 
 // What the Python package found holding a growing site's memory.
@@ -66,6 +67,14 @@ class ProcessAnalysis {
   void finish();
   // Called when the trace ended early; the report says so.
   void set_trace_error(const std::string& message, std::uint64_t offset);
+  // What is wrong with a trace that still read (trace/trace_damage.h); the
+  // report says so, and its verdict is not a clean one.
+  void set_damage(std::vector<std::string> damage) { damage_ = std::move(damage); }
+  // How many lost sequence numbers the lost records listed, or only counted.
+  void set_lost_seqs(std::uint64_t ranged, std::uint64_t counted) {
+    lost_ranged_seqs_ = ranged;
+    lost_counted_seqs_ = counted;
+  }
 
   // Sites found growing so far that are not known to be bounded, in order of
   // detection (for live messages).
@@ -142,6 +151,8 @@ class ProcessAnalysis {
   bool exited_ = false;
   std::string trace_error_;
   std::uint64_t trace_error_offset_ = 0;
+  std::vector<std::string> damage_;
+  std::uint64_t lost_ranged_seqs_ = 0, lost_counted_seqs_ = 0;
   std::string torch_tracking_;
   std::string clock_;  // the collector's `clock` annotation (JSON)
   std::string distributed_;

@@ -28,6 +28,8 @@ struct Frame {
   // the collector's, CUPTI's and the driver's own, above the API the program
   // called (which the report names anyway). Never worth showing by default.
   bool plumbing = false;
+  // The text of file:line, when known (analysis/source_lines.h says from where).
+  std::string source_line;
 };
 
 // Whether a report folds this frame away unless all frames are asked for:
@@ -50,7 +52,7 @@ struct Site {
   std::string function;
   std::string file;
   std::uint32_t line = 0;
-  std::string source_line;    // the text of that line, when the file is readable here
+  std::string source_line;    // the text of that line, when known (analysis/source_lines.h)
   std::string backward_node;  // the autograd node whose backward made it ("AddmmBackward0"), or ""
   std::string label() const;  // "train.py:42" or "function" or "?"
 };
@@ -181,6 +183,7 @@ struct ProcessReport {
   bool exited = false;      // an ExitRecord was seen
   std::string trace_error;  // empty, or why reading stopped early
   std::uint64_t trace_error_offset = 0;
+  std::vector<std::string> damage;   // what is wrong with the part that was read, one sentence each
   std::string torch_tracking_json;   // the torch_tracking annotation, if any
   std::string clock_json;            // the clock annotation: which clock timed the events
   std::string distributed_json;      // rank and world size, when the process is one rank of a job
@@ -192,12 +195,23 @@ struct ProcessReport {
   std::uint64_t frees = 0;
   std::uint64_t unmatched_frees = 0;
   std::uint64_t lost_events = 0;
+  // Sequence numbers of lost events: listed by the collector's lost records
+  // (skipped without waiting), or only counted (collectors before ranges).
+  std::uint64_t lost_ranged_seqs = 0;
+  std::uint64_t lost_counted_seqs = 0;
   std::uint64_t peak_live_bytes = 0;
   double duration_s = 0;
   LeakSummary leaks;
   std::vector<OutOfMemoryEvent> out_of_memory;
   GrowthReport growth;
   Timeline timeline;
+};
+
+// A trace that gave no report at all (it could not be opened, is not a
+// trace, or holds no records); the other traces are still reported.
+struct UnusableTrace {
+  std::string trace_path;
+  std::string error;  // "<path>: <why>", as printed after "gpuleak: "
 };
 
 // Whether memory still allocated at exit is a leak by itself. Not in a

@@ -1,7 +1,6 @@
 #include "analysis/stack_catalog.h"
 
 #include <algorithm>
-#include <fstream>
 #include <initializer_list>
 
 namespace gpuleak::analysis {
@@ -83,23 +82,6 @@ bool is_internal_python(const std::string& filename) {
   return false;
 }
 
-std::string read_source_line(const std::string& file, std::uint32_t line) {
-  if (file.empty() || line == 0) return {};
-  std::ifstream in(file);
-  std::string text;
-  for (std::uint32_t i = 1; i <= line && std::getline(in, text); ++i) {
-    if (i == line) {
-      auto begin = text.find_first_not_of(" \t");
-      auto end = text.find_last_not_of(" \t\r");
-      if (begin == std::string::npos) return {};
-      text = text.substr(begin, end - begin + 1);
-      if (text.size() > 160) text = text.substr(0, 157) + "...";
-      return text;
-    }
-  }
-  return {};
-}
-
 std::string backward_node_of(const std::string& function) {
   // "torch::autograd::generated::AddmmBackward0::apply(...)" -> "AddmmBackward0"
   auto apply = function.find("::apply(");
@@ -143,7 +125,7 @@ Site choose_site(const std::vector<Frame>& frames) {
     site.function = pick->function;
     site.file = pick->file;
     site.line = pick->line;
-    site.source_line = read_source_line(pick->file, pick->line);
+    site.source_line = pick->source_line;
   }
   for (const Frame& f : frames) {
     if (f.language != Frame::Language::kNative) break;
@@ -169,6 +151,33 @@ void StackCatalog::add(const trace::SymbolRecord& symbol) {
 void StackCatalog::add(const trace::ApiNameRecord& api) { api_names_[api.api] = api.name; }
 void StackCatalog::add(const trace::ThreadRecord& thread) {
   thread_names_[thread.thread_id] = thread.name;
+}
+void StackCatalog::add(const trace::SourceLineRecord& line) {
+  source_lines_[{line.file, line.line}] = line.text;
+  frame_cache_.clear();
+}
+void StackCatalog::set_source_lookup(SourceLookup lookup) {
+  source_lookup_ = std::move(lookup);
+  frame_cache_.clear();
+}
+
+std::string StackCatalog::source_text(const std::string& file, std::uint32_t line) {
+  if (file.empty() || line == 0) return {};
+  auto key = std::make_pair(file, line);
+  if (auto it = source_lines_.find(key); it != source_lines_.end()) return it->second;
+  if (source_lookup_.mode == SourceLookup::Mode::kEmbeddedOnly) return {};
+  std::string path = file;
+  if (source_lookup_.mode == SourceLookup::Mode::kCheckout) {
+    auto found = find_in_checkout(source_lookup_.root, file);
+    path = found ? *found : std::string();
+  }
+  std::string text;
+  if (!path.empty()) {
+    auto lines = read_source_lines(path, {line});
+    if (auto it = lines.find(line); it != lines.end()) text = it->second;
+  }
+  source_lines_[key] = text;  // remembered also when not found: each file:line is tried once
+  return text;
 }
 
 const trace::StackRecord* StackCatalog::stack(std::uint32_t stack_id) const {
@@ -205,6 +214,7 @@ std::vector<Frame> StackCatalog::frames(std::uint32_t stack_id) {
       leading = leading && is_plumbing_module(n.module);
       f.plumbing = leading;
       f.inlined = !n.inlined_into.empty();
+      f.source_line = source_text(f.file, f.line);
       out.push_back(f);
       // Each function the code was inlined into is a frame of its own, at
       // the line of the inlined call, with the same return address.
@@ -215,6 +225,7 @@ std::vector<Frame> StackCatalog::frames(std::uint32_t stack_id) {
         caller.line = n.inlined_into[i].line;
         caller.inlined = i + 1 < n.inlined_into.size();
         caller.internal = is_internal_native(n.module, caller.function);
+        caller.source_line = source_text(caller.file, caller.line);
         out.push_back(std::move(caller));
       }
     }
@@ -227,6 +238,7 @@ std::vector<Frame> StackCatalog::frames(std::uint32_t stack_id) {
       }
       f.line = p.line;
       f.internal = is_internal_python(f.file);
+      f.source_line = source_text(f.file, f.line);
       out.push_back(std::move(f));
     }
   }
@@ -250,6 +262,13 @@ std::string StackCatalog::origin(std::uint32_t stack_id) {
     }
   }
   return {};
+}
+
+std::vector<std::uint32_t> StackCatalog::stack_ids() const {
+  std::vector<std::uint32_t> out;
+  for (const auto& [id, s] : stacks_) out.push_back(id);
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 std::vector<std::uint64_t> StackCatalog::native_addresses() const {

@@ -1,6 +1,7 @@
 // The definitions a trace carries (stacks, Python code objects, loaded
-// modules, API and thread names, embedded symbols) and how to turn a stack
-// id into frames a person can read.
+// modules, API and thread names, embedded symbols and source lines) and how
+// to turn a stack id into frames a person can read. Source text comes only
+// from where the SourceLookup allows (analysis/source_lines.h).
 //
 // Frames are innermost first. A stack with both kinds holds native frames
 // (from the allocation down to the Python interpreter) followed by the
@@ -16,6 +17,7 @@
 #include <vector>
 
 #include "analysis/report_model.h"
+#include "analysis/source_lines.h"
 #include "symbolize/symbolizer.h"
 #include "trace/records.h"
 
@@ -29,6 +31,8 @@ class StackCatalog {
   void add(const trace::SymbolRecord& symbol);
   void add(const trace::ApiNameRecord& api);
   void add(const trace::ThreadRecord& thread);
+  void add(const trace::SourceLineRecord& line);
+  void set_source_lookup(SourceLookup lookup);
 
   const trace::StackRecord* stack(std::uint32_t stack_id) const;
   std::vector<Frame> frames(std::uint32_t stack_id);
@@ -42,6 +46,7 @@ class StackCatalog {
 
   // Every native address of every stack (to embed symbols after a run).
   std::vector<std::uint64_t> native_addresses() const;
+  std::vector<std::uint32_t> stack_ids() const;
   symbolize::Symbolizer& symbolizer() { return symbolizer_; }
   const std::vector<trace::ModuleRecord>& modules() const { return modules_; }
 
@@ -53,6 +58,10 @@ class StackCatalog {
   std::vector<trace::ModuleRecord> modules_;
   std::unordered_map<std::uint32_t, std::vector<Frame>> frame_cache_;
   symbolize::Symbolizer symbolizer_;
+  SourceLookup source_lookup_;
+  // Source text by (file, line): embedded, or read (found or not) once.
+  std::map<std::pair<std::string, std::uint32_t>, std::string> source_lines_;
+  std::string source_text(const std::string& file, std::uint32_t line);
 };
 
 // Picks the frame to blame: the innermost non-internal frame with a file,
@@ -66,7 +75,5 @@ std::string backward_node_of(const std::string& function);
 // the standard library, PyTorch's own code, or gpuleak's Python package.
 bool is_internal_native(const std::string& module, const std::string& function);
 bool is_internal_python(const std::string& filename);
-// Reads line `line` of `file` (trimmed), or "" when unreadable.
-std::string read_source_line(const std::string& file, std::uint32_t line);
 
 }  // namespace gpuleak::analysis

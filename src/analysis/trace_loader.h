@@ -19,9 +19,16 @@ using ProgressCallback = std::function<void(std::uint64_t bytes_done, std::uint6
 ProcessReport analyze_trace_file(const std::string& path, const AnalysisOptions& options,
                                  const ProgressCallback& progress = {});
 
-// Symbolizes every native address of the trace on this machine and appends
-// the results as SymbolRecords, so the trace reads the same elsewhere.
-// Returns the number of symbols written; on failure, false with `error`.
+// Symbolizes every native address of the trace on this machine, reads the
+// source line of every stack's site from this machine's files (through the
+// guarded reader of analysis/source_lines.h), and appends both as one block
+// of SymbolRecords and SourceLineRecords, so the trace reads the same
+// elsewhere and reports never open the files it names. Returns the number
+// of records written; on failure (a write error, a full disk), false with
+// `error`.
 bool embed_symbols(const std::string& path, std::size_t* written, std::string* error);
+
+// At most this many source lines are captured per trace.
+inline constexpr std::size_t kMaxSourceLinesEmbedded = 100000;
 
 }  // namespace gpuleak::analysis

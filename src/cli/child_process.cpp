@@ -86,6 +86,7 @@ std::optional<int> ChildProcess::poll() {
   int status = 0;
   pid_t done = ::waitpid(pid_, &status, WNOHANG);
   if (done == pid_) {
+    exited_ = WIFEXITED(status);
     if (WIFEXITED(status))
       status_ = WEXITSTATUS(status);
     else if (WIFSIGNALED(status))

@@ -24,10 +24,14 @@ class ChildProcess {
   // Non-blocking; returns the exit status once the program has ended:
   // its exit code, or 128 + signal number when a signal ended it.
   std::optional<int> poll();
+  // Whether the program ended by exiting (so its atexit handlers ran), not
+  // by a signal. Meaningful once poll() returned a status.
+  bool exited() const { return exited_; }
 
  private:
   pid_t pid_ = -1;
   std::optional<int> status_;
+  bool exited_ = false;
 };
 
 // Reports how the program ended, for people ("killed by SIGKILL").

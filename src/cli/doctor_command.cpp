@@ -4,7 +4,10 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <cerrno>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -17,6 +20,7 @@
 #include "monitor/kill_plan.h"
 #include "monitor/sampler.h"
 #include "monitor/snapshot.h"
+#include "report/json_text.h"
 #include "report/units.h"
 
 namespace gpuleak::cli {
@@ -59,8 +63,20 @@ int run_doctor(const DoctorFlags& flags) {
   if (flags.all_users && getuid() != 0) {
     throw UsageError("--all-users needs root; without it you can end only your own processes");
   }
-  monitor::SnapshotSource source(
-      monitor::DeviceFilePattern::from_flag_or_environment(flags.device_files), !flags.no_nvml);
+  // Which processes hold the GPU decides which ones --kill-orphans may end:
+  // for that, only the documented default or the explicit flag counts.
+  monitor::DeviceFilePattern pattern = monitor::DeviceFilePattern::from_flag_or_environment(
+      flags.device_files, /*environment_allowed=*/!flags.kill_orphans);
+  const char* from_environment = std::getenv(monitor::kDeviceFileGlobEnv);
+  if (flags.kill_orphans && flags.device_files.empty() && from_environment && *from_environment) {
+    std::fprintf(stderr,
+                 "gpuleak doctor: %s is not used to choose processes to end; with --kill-orphans "
+                 "only --device-files changes the GPU device files (default %s)\n",
+                 monitor::kDeviceFileGlobEnv, monitor::kDefaultDeviceFileGlob);
+  }
+  if (std::string notice = pattern.change_notice(); !notice.empty())
+    std::fprintf(stderr, "gpuleak doctor: %s\n", notice.c_str());
+  monitor::SnapshotSource source(pattern, !flags.no_nvml);
   monitor::Snapshot snapshot = source.take(monitor::ProcScanner::HandleScope::kAll);
   monitor::Sampler sampler(monitor::Sampler::Options{});
   monitor::DoctorReport report = monitor::diagnose(snapshot, sampler.add(snapshot));
@@ -103,10 +119,12 @@ int run_doctor(const DoctorFlags& flags) {
     }
   }
 
-  std::string output = flags.json ? monitor::doctor_to_json(report, kills).dump(2) + "\n"
-                                  : monitor::render_doctor_text(report, kills);
-  std::fwrite(output.data(), 1, output.size(), stdout);
-  std::fflush(stdout);
+  std::string output = flags.json
+                           ? report::json_text(monitor::doctor_to_json(report, kills), 2) + "\n"
+                           : monitor::render_doctor_text(report, kills);
+  if (std::fwrite(output.data(), 1, output.size(), stdout) != output.size() ||
+      std::fflush(stdout) != 0)
+    throw InputError(std::string("cannot write to stdout: ") + std::strerror(errno));
   if (usage_refusal) {
     std::fprintf(stderr, "gpuleak: %s\n", kills.refused.c_str());
     return kExitUsage;
@@ -139,8 +157,8 @@ void add_doctor_command(CLI::App& app, CommandAction& action) {
                 "Exit with status 1 when a finding needs action or is a warning");
   sub->add_flag("--no-nvml", flags->no_nvml, "Do not load NVML; use /proc information only");
   sub->add_option("--device-files", flags->device_files,
-                  "Glob for GPU device files (default /dev/nvidia*, or $GPULEAK_DEVICE_FILE_GLOB)")
-      ->group("");  // hidden: for tests and unusual device layouts
+                  "Glob for GPU device files (default /dev/nvidia*; $GPULEAK_DEVICE_FILE_GLOB too, "
+                  "except for --kill-orphans)");
   sub->callback([&action, flags] { action = [flags] { return run_doctor(*flags); }; });
 }
 

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "command.h"
+#include "monitor/device_files.h"
 #include "monitor/exporter_server.h"
 
 namespace gpuleak::cli {
@@ -90,6 +91,10 @@ int run_exporter(const ExporterFlags& flags) {
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   signal(SIGPIPE, SIG_IGN);  // a scraper that hangs up must not end the exporter
 
+  monitor::DeviceFilePattern pattern =
+      monitor::DeviceFilePattern::from_flag_or_environment(flags.device_files);
+  if (std::string notice = pattern.change_notice(); !notice.empty())
+    std::fprintf(stderr, "gpuleak exporter: %s\n", notice.c_str());
   monitor::ExporterServer server(options);
   int port = 0;
   try {

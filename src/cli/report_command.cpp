@@ -16,20 +16,21 @@ struct ReportArguments {
 };
 
 int run_report(const ReportArguments& args) {
-  std::vector<std::string> files = trace_files(args.traces);
   analysis::AnalysisOptions options = analysis_options(args.flags);
-  std::vector<analysis::ProcessReport> reports = analyze_traces(files, options);
+  std::vector<analysis::UnusableTrace> unusable;
+  std::vector<std::string> files = trace_files(args.traces, unusable);
+  TraceReports reports = analyze_traces(files, options, std::move(unusable));
   bool json_on_stdout = args.flags.json_file == "-";
-  write_outputs(reports, args.flags, json_on_stdout ? nullptr : &std::cout);
-  // A damaged trace was reported up to the damage; say so once and fail.
+  std::vector<std::string> not_written =
+      write_outputs(reports, args.flags, json_on_stdout ? nullptr : &std::cout);
+  // Every problem once, on stderr; the readable traces are reported above.
   int status = kExitOk;
-  for (const auto& r : reports) {
-    if (!r.trace_error.empty()) {
-      std::cerr << "gpuleak: " << r.trace_error << "\n";
-      status = kExitInput;
-    }
+  if (print_trace_problems(reports, std::cerr) > 0) status = kExitInput;
+  for (const std::string& problem : not_written) {
+    std::cerr << "gpuleak: " << problem << "\n";
+    status = kExitInput;
   }
-  if (status == kExitOk && args.fail_on_leak && any_leak(reports)) status = kExitFindings;
+  if (status == kExitOk && args.fail_on_leak) status = fail_on_leak_status(reports, std::cerr);
   return status;
 }
 
@@ -43,7 +44,7 @@ void add_report_command(CLI::App& app, CommandAction& action) {
       ->required();
   add_report_flags(*command, args->flags, /*json_to_stdout_flag=*/true);
   command->add_flag("--fail-on-leak", args->fail_on_leak,
-                    "Exit with status 1 when anything leaked");
+                    "Exit with status 1 when anything leaked, 3 when data is missing (a CI gate)");
   command->callback([&action, args] { action = [args] { return run_report(*args); }; });
 }
 

@@ -1,16 +1,24 @@
 #include "cli/report_outputs.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <sstream>
 
+#include "analysis/process_verdict.h"
 #include "analysis/trace_loader.h"
 #include "cli/command.h"
 #include "cli/progress.h"
 #include "report/html_report.h"
 #include "report/json_report.h"
+#include "report/json_text.h"
 #include "report/text_report.h"
 #include "trace/trace_reader.h"
 
@@ -32,6 +40,11 @@ void add_report_flags(CLI::App& command, ReportFlags& flags, bool json_to_stdout
   command.add_option("--json-report", flags.json_file, "Also write the JSON report to this file");
   command.add_option("--html", flags.html_file,
                      "Also write a self-contained HTML report to this file");
+  command
+      .add_option("--source-root", flags.source_root,
+                  "Show source lines the trace does not carry, read from this checkout (regular "
+                  "files inside it only)")
+      ->check(CLI::ExistingDirectory);
   command.add_flag("--all-frames", flags.all_frames,
                    "Show frames inside CUDA, PyTorch and Python too");
   command
@@ -56,6 +69,10 @@ analysis::AnalysisOptions analysis_options(const ReportFlags& flags) {
   options.growth.warmup_steps = flags.warmup_steps;
   options.growth.min_steps = flags.min_steps;
   options.time_window_s = flags.time_window_s;
+  if (!flags.source_root.empty()) {
+    options.source_lookup.mode = analysis::SourceLookup::Mode::kCheckout;
+    options.source_lookup.root = flags.source_root;
+  }
   if (!flags.suppressions_file.empty()) {
     std::ifstream in(flags.suppressions_file);
     if (!in) throw InputError("cannot read suppressions file " + flags.suppressions_file);
@@ -69,83 +86,181 @@ analysis::AnalysisOptions analysis_options(const ReportFlags& flags) {
   return options;
 }
 
-std::vector<std::string> trace_files(const std::vector<std::string>& paths) {
+std::vector<std::string> trace_files(const std::vector<std::string>& paths,
+                                     std::vector<analysis::UnusableTrace>& unusable) {
   std::vector<std::string> files;
   for (const std::string& path : paths) {
     std::error_code ec;
     auto status = fs::status(path, ec);
-    if (ec || !fs::exists(status))
-      throw InputError("cannot open " + path + ": no such file or directory");
-    if (fs::is_directory(status)) {
-      std::vector<std::string> found;
-      for (const auto& entry : fs::directory_iterator(path, ec)) {
-        if (entry.path().extension() == ".trace") found.push_back(entry.path().string());
-      }
-      if (found.empty()) throw InputError(path + " holds no gpuleak traces (*.trace)");
-      std::sort(found.begin(), found.end());
-      files.insert(files.end(), found.begin(), found.end());
-    } else {
-      files.push_back(path);
+    if (ec || !fs::exists(status)) {
+      unusable.push_back({path, "cannot open " + path + ": no such file or directory"});
+      continue;
     }
+    if (!fs::is_directory(status)) {
+      files.push_back(path);
+      continue;
+    }
+    std::vector<std::string> found;
+    fs::directory_iterator it(path, ec), end;
+    for (; !ec && it != end; it.increment(ec)) {
+      if (it->path().extension() == ".trace") found.push_back(it->path().string());
+    }
+    if (ec) {
+      unusable.push_back({path, "cannot list the folder " + path + ": " + ec.message()});
+    } else if (found.empty()) {
+      unusable.push_back({path, path + " holds no gpuleak traces (*.trace)"});
+    }
+    std::sort(found.begin(), found.end());
+    files.insert(files.end(), found.begin(), found.end());
   }
   return files;
 }
 
-std::vector<analysis::ProcessReport> analyze_traces(const std::vector<std::string>& files,
-                                                    const analysis::AnalysisOptions& options) {
+TraceReports analyze_traces(const std::vector<std::string>& files,
+                            const analysis::AnalysisOptions& options,
+                            std::vector<analysis::UnusableTrace> unusable) {
   std::uint64_t total = 0;
   for (const auto& f : files) {
     std::error_code ec;
-    total += fs::file_size(f, ec);
+    auto size = fs::file_size(f, ec);
+    if (!ec) total += size;
   }
   Progress progress("Reading traces", total, Progress::Unit::kBytes);
-  std::vector<analysis::ProcessReport> reports;
+  TraceReports reports;
+  reports.unusable = std::move(unusable);
   std::uint64_t done_before = 0;
   for (const auto& file : files) {
     try {
-      reports.push_back(analysis::analyze_trace_file(
+      reports.processes.push_back(analysis::analyze_trace_file(
           file, options,
           [&](std::uint64_t done, std::uint64_t) { progress.update(done_before + done); }));
     } catch (const trace::TraceError& e) {
-      progress.finish();
-      throw InputError(e.what());
+      reports.unusable.push_back({file, e.what()});
+    } catch (const std::bad_alloc&) {
+      reports.unusable.push_back({file, file + ": not enough memory to read this trace"});
     }
     std::error_code ec;
-    done_before += fs::file_size(file, ec);
+    auto size = fs::file_size(file, ec);
+    if (!ec) done_before += size;
   }
   progress.finish();
   return reports;
 }
 
-void write_outputs(const std::vector<analysis::ProcessReport>& reports, const ReportFlags& flags,
-                   std::ostream* text_stream) {
-  report::TextOptions text;
-  text.all_frames = flags.all_frames;
-  if (text_stream) report::write_text_report(*text_stream, reports, text);
+namespace {
+
+std::string errno_sentence(int error) { return error ? std::strerror(error) : "write error"; }
+
+// Writes `content` to `path` whole: into PATH.partial first, then renamed,
+// so a full disk never leaves a cut file that looks complete.
+std::string write_file_whole(const std::string& path, const std::string& content) {
+  std::error_code ec;
+  auto status = fs::status(path, ec);
+  // Not a file to replace (/dev/stdout, a FIFO): written in place.
+  bool in_place = !ec && fs::exists(status) && !fs::is_regular_file(status);
+  std::string partial = in_place ? path : path + ".partial";
+  int fd = in_place ? ::open(path.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC)
+                    : ::open(partial.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return "cannot write " + path + ": " + errno_sentence(errno);
+  const char* p = content.data();
+  std::size_t left = content.size();
+  int error = 0;
+  while (left > 0) {
+    ssize_t n = ::write(fd, p, left);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      error = errno;
+      break;
+    }
+    p += n;
+    left -= static_cast<std::size_t>(n);
+  }
+  if (!error && !in_place && ::fsync(fd) != 0) error = errno;
+  if (::close(fd) != 0 && !error) error = errno;
+  if (!error && !in_place && ::rename(partial.c_str(), path.c_str()) != 0) error = errno;
+  if (error) {
+    if (!in_place) ::unlink(partial.c_str());
+    return "cannot write " + path + ": " + errno_sentence(error);
+  }
+  return {};
+}
+
+// Writes to an already open stream and flushes it, so a full device is
+// seen now (the final flush at exit would fail without a word).
+std::string write_stream(std::ostream& out, const std::string& content, const char* name) {
+  errno = 0;
+  out << content;
+  out.flush();
+  if (!out) return std::string("cannot write the report to ") + name + ": " + errno_sentence(errno);
+  return {};
+}
+
+}  // namespace
+
+std::vector<std::string> write_outputs(const TraceReports& reports, const ReportFlags& flags,
+                                       std::ostream* text_stream) {
+  std::vector<std::string> failed;
+  auto keep = [&failed](std::string problem) {
+    if (!problem.empty()) failed.push_back(std::move(problem));
+  };
+  if (text_stream) {
+    report::TextOptions text;
+    text.all_frames = flags.all_frames;
+    std::ostringstream rendered;
+    report::write_text_report(rendered, reports.processes, text);
+    keep(write_stream(*text_stream, rendered.str(),
+                      text_stream == &std::cerr ? "stderr" : "stdout"));
+  }
   if (!flags.json_file.empty()) {
-    std::string json = report::to_json(reports).dump(2) + "\n";
+    std::string json =
+        report::json_text(report::to_json(reports.processes, reports.unusable), 2) + "\n";
     if (flags.json_file == "-") {
-      std::cout << json;
+      keep(write_stream(std::cout, json, "stdout"));
     } else {
-      std::ofstream out(flags.json_file);
-      if (!(out << json)) throw InputError("cannot write " + flags.json_file);
+      keep(write_file_whole(flags.json_file, json));
     }
   }
   if (!flags.html_file.empty()) {
-    std::ofstream out(flags.html_file);
-    if (!out) throw InputError("cannot write " + flags.html_file);
-    report::write_html_report(out, reports);
-    if (!out) throw InputError("cannot write " + flags.html_file);
+    std::ostringstream page;
+    report::write_html_report(page, reports.processes, reports.unusable);
+    keep(write_file_whole(flags.html_file, page.str()));
   }
+  return failed;
 }
 
-bool any_leak(const std::vector<analysis::ProcessReport>& reports) {
-  for (const auto& r : reports) {
-    if ((analysis::exit_memory_counts_as_leak(r) && r.leaks.allocations > 0) ||
-        r.growth.verdict == analysis::Verdict::kLeak)
-      return true;
+std::size_t print_trace_problems(const TraceReports& reports, std::ostream& err) {
+  std::size_t count = 0;
+  for (const auto& u : reports.unusable) {
+    err << "gpuleak: " << u.error << "\n";
+    ++count;
   }
-  return false;
+  for (const auto& r : reports.processes) {
+    if (!r.trace_error.empty()) {
+      err << "gpuleak: " << r.trace_error << "\n";
+      ++count;
+    }
+    for (const std::string& damage : r.damage) {
+      err << "gpuleak: " << r.trace_path << ": " << damage << "\n";
+      ++count;
+    }
+  }
+  return count;
+}
+
+int fail_on_leak_status(const TraceReports& reports, std::ostream& err) {
+  bool leak = false, incomplete = false;
+  for (const auto& r : reports.processes) {
+    analysis::ProcessVerdict verdict = analysis::judge_process(r);
+    leak = leak || verdict.leak;
+    if (!verdict.complete() && !verdict.leak) {
+      incomplete = true;
+      err << "gpuleak: " << r.trace_path << ": " << verdict.incomplete.front()
+          << ", so --fail-on-leak cannot show that nothing leaked\n";
+    }
+  }
+  if (leak) return kExitFindings;
+  if (incomplete || !reports.unusable.empty()) return kExitInput;
+  return kExitOk;
 }
 
 }  // namespace gpuleak::cli

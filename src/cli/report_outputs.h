@@ -1,7 +1,14 @@
 // What `gpuleak run` and `gpuleak report` share: the analysis flags, turning
-// trace arguments into files, and writing the text/JSON/HTML outputs.
+// trace arguments into reports, writing the text/JSON/HTML outputs, and the
+// exit status those give.
+//
+// One unusable file never hides the others: every trace that can be read is
+// reported, and each one that cannot is named (UnusableTrace), with exit
+// status 3. Outputs that cannot be written (a full disk, /dev/full) are
+// errors too, never a silent success.
 #pragma once
 
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -18,6 +25,7 @@ struct ReportFlags {
   std::string suppressions_file;
   std::string json_file;  // "-" for stdout
   std::string html_file;
+  std::string source_root;  // --source-root: read source lines from this checkout
   bool all_frames = false;
   std::uint64_t warmup_steps = 5;
   std::uint64_t min_steps = 40;
@@ -31,20 +39,37 @@ void add_report_flags(CLI::App& command, ReportFlags& flags, bool json_to_stdout
 // throws InputError naming the file and line when it is unusable).
 analysis::AnalysisOptions analysis_options(const ReportFlags& flags);
 
-// Expands directories into the *.trace files they hold (sorted); throws
-// InputError for a path that does not exist or holds no trace.
-std::vector<std::string> trace_files(const std::vector<std::string>& paths);
+struct TraceReports {
+  std::vector<analysis::ProcessReport> processes;
+  std::vector<analysis::UnusableTrace> unusable;
+};
 
-// Reads every trace, with a progress line on a terminal. Unusable traces
-// throw InputError; damaged ones are reported up to the damage.
-std::vector<analysis::ProcessReport> analyze_traces(const std::vector<std::string>& files,
-                                                    const analysis::AnalysisOptions& options);
+// Expands directories into the *.trace files they hold (sorted); a path that
+// does not exist, a folder that cannot be listed or holds no trace, becomes
+// an unusable entry.
+std::vector<std::string> trace_files(const std::vector<std::string>& paths,
+                                     std::vector<analysis::UnusableTrace>& unusable);
+
+// Reads every trace, with a progress line on a terminal. A trace that cannot
+// be read at all becomes an unusable entry; damaged ones are reported up to
+// the damage.
+TraceReports analyze_traces(const std::vector<std::string>& files,
+                            const analysis::AnalysisOptions& options,
+                            std::vector<analysis::UnusableTrace> unusable = {});
 
 // Writes the text report to `text_stream` (unless null) and the JSON/HTML
-// files the flags ask for. Throws InputError when a file cannot be written.
-void write_outputs(const std::vector<analysis::ProcessReport>& reports, const ReportFlags& flags,
-                   std::ostream* text_stream);
+// outputs the flags ask for. Returns what could not be written, one sentence
+// each (empty: all written). Files are written whole or not at all.
+std::vector<std::string> write_outputs(const TraceReports& reports, const ReportFlags& flags,
+                                       std::ostream* text_stream);
 
-bool any_leak(const std::vector<analysis::ProcessReport>& reports);
+// Prints one "gpuleak: ..." line on `err` for every unusable trace, trace
+// error and damage; returns how many.
+std::size_t print_trace_problems(const TraceReports& reports, std::ostream& err);
+
+// The process verdicts as the CI gate (--fail-on-leak) sees them: kExitFindings
+// when one leaks, else kExitInput when data is missing from one (lost
+// events), naming it on `err`, else kExitOk.
+int fail_on_leak_status(const TraceReports& reports, std::ostream& err);
 
 }  // namespace gpuleak::cli

@@ -2,10 +2,13 @@
 // says while it runs when memory leaks, and reports at exit.
 #include <dlfcn.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
@@ -149,6 +152,23 @@ void configure_torch(const RunArguments& args, Environment& env) {
   env.set("GPULEAK_TORCH_MODE", mode);
 }
 
+// Creates `path` and the folders above it that do not exist, each 0700:
+// traces are private to their user (docs/security.md). Existing folders are
+// left as they are.
+void make_private_directories(const std::string& path) {
+  std::string partial;
+  std::size_t at = 0;
+  while (at != std::string::npos) {
+    at = path.find('/', at + 1);
+    partial = path.substr(0, at);
+    if (partial.empty()) continue;
+    if (::mkdir(partial.c_str(), 0700) != 0 && errno != EEXIST)
+      throw InputError("cannot create trace folder " + partial + ": " + std::strerror(errno));
+  }
+  std::error_code ec;
+  if (!fs::is_directory(path, ec)) throw InputError("cannot create trace folder " + path);
+}
+
 bool driver_present() {
   void* driver = ::dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
   if (!driver) return false;
@@ -170,8 +190,7 @@ int run_program(const RunArguments& args) {
   std::string dir =
       args.output_dir.empty() ? default_output_dir(args.program.front()) : args.output_dir;
   std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec) throw InputError("cannot create trace folder " + dir + ": " + ec.message());
+  make_private_directories(dir);
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
     if (entry.path().extension() == ".trace") {
       throw UsageError(dir +
@@ -200,15 +219,22 @@ int run_program(const RunArguments& args) {
   configure_torch(args, env);
 
   int status = 0;
+  pid_t program_pid = 0;
+  bool program_exited = false;
   {
     ChildProcess child(args.program, env.entries());
-    LiveWatch watch(dir, options, /*holder_requests=*/args.live, std::cerr);
+    program_pid = child.pid();
+    // While it runs, messages may quote the program's own source lines.
+    analysis::AnalysisOptions live_options = options;
+    live_options.source_lookup.mode = analysis::SourceLookup::Mode::kLocalFiles;
+    LiveWatch watch(dir, live_options, /*holder_requests=*/args.live, std::cerr);
     std::optional<int> done;
     while (!(done = child.poll())) {
       if (args.live) watch.poll();
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
     }
     status = *done;
+    program_exited = child.exited();
   }
 
   std::vector<std::string> files;
@@ -227,21 +253,45 @@ int run_program(const RunArguments& args) {
               << " without initializing CUDA, so nothing was recorded\n";
     return status;
   }
-  // Symbols resolved now, on the machine that has the binaries, travel with the traces.
+  // Symbols and source lines resolved now, on the machine that has the
+  // binaries and the sources, travel with the traces.
+  std::vector<std::string> problems;
   for (const auto& file : files) {
     std::size_t written = 0;
     std::string error;
-    if (!analysis::embed_symbols(file, &written, &error)) {
-      std::cerr << "gpuleak: could not add symbols to " << file << ": " << error << "\n";
+    if (!analysis::embed_symbols(file, &written, &error))
+      problems.push_back("could not add symbols and source lines to " + file + ": " + error);
+  }
+  TraceReports reports = analyze_traces(files, options);
+  for (std::string& problem : write_outputs(reports, args.flags, args.quiet ? nullptr : &std::cerr))
+    problems.push_back(std::move(problem));
+  // The program's own process exited, so its collector wrote an exit record
+  // at exit; a trace without one stopped being written (a full disk, the
+  // collector disabled itself, os._exit): its end is missing.
+  if (program_exited) {
+    for (const auto& r : reports.processes) {
+      // (With events lost, the exit record may be one of them: the report
+      // says how many were lost.)
+      if (r.process.pid == static_cast<std::uint32_t>(program_pid) && !r.exited &&
+          r.trace_error.empty() && r.lost_events == 0) {
+        problems.push_back(r.trace_path +
+                           ": the program exited, but its trace has no exit record: the trace "
+                           "stopped being written before the end, so its last events are missing");
+      }
     }
   }
-  std::vector<analysis::ProcessReport> reports = analyze_traces(files, options);
-  write_outputs(reports, args.flags, args.quiet ? nullptr : &std::cerr);
   if (!args.quiet) {
     std::cerr << "\ngpuleak: traces in " << dir << " (gpuleak report " << dir << ")\n";
     if (status != 0) std::cerr << "gpuleak: the program " << describe_exit_status(status) << "\n";
   }
-  if (status == 0 && args.fail_on_leak && any_leak(reports)) return kExitFindings;
+  bool trouble = print_trace_problems(reports, std::cerr) > 0;
+  for (const std::string& problem : problems) std::cerr << "gpuleak: " << problem << "\n";
+  trouble = trouble || !problems.empty();
+  // The program's own failure comes first; then gpuleak's: a CI gate never
+  // passes on a trace that is cut, damaged or not reported.
+  if (status != 0) return status;
+  if (trouble) return kExitInput;
+  if (args.fail_on_leak) return fail_on_leak_status(reports, std::cerr);
   return status;
 }
 
@@ -256,7 +306,8 @@ void add_run_command(CLI::App& app, CommandAction& action) {
   add_report_flags(*command, args->flags, /*json_to_stdout_flag=*/false);
   command->add_flag(
       "--fail-on-leak", args->fail_on_leak,
-      "Exit with status 1 when anything leaked and the program itself succeeded (a CI gate)");
+      "Exit with status 1 when anything leaked and the program itself succeeded, 3 when data is "
+      "missing (a CI gate)");
   command->add_flag("-q,--quiet", args->quiet,
                     "Do not print the report at exit (files are still written)");
   command->add_flag("!--no-live", args->live,

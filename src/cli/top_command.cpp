@@ -7,9 +7,11 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <cerrno>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <memory>
 #include <set>
 #include <string>
@@ -21,6 +23,7 @@
 #include "monitor/sampler.h"
 #include "monitor/snapshot.h"
 #include "monitor/top_text.h"
+#include "report/json_text.h"
 
 namespace gpuleak::cli {
 
@@ -89,8 +92,11 @@ bool write_out(const std::string& text) {
 }
 
 int run_top(const TopFlags& flags) {
-  monitor::SnapshotSource source(
-      monitor::DeviceFilePattern::from_flag_or_environment(flags.device_files), !flags.no_nvml);
+  monitor::DeviceFilePattern pattern =
+      monitor::DeviceFilePattern::from_flag_or_environment(flags.device_files);
+  if (std::string notice = pattern.change_notice(); !notice.empty())
+    std::fprintf(stderr, "gpuleak top: %s\n", notice.c_str());
+  monitor::SnapshotSource source(pattern, !flags.no_nvml);
   monitor::Sampler::Options options;
   options.trend.window_s = flags.window_s;
   options.trend.min_growth_bytes_per_s = static_cast<double>(flags.min_growth_bytes_per_s);
@@ -117,14 +123,17 @@ int run_top(const TopFlags& flags) {
     monitor::MonitorSample sample = sampler.add(snapshot);
     std::string text;
     if (flags.json) {
-      text = monitor::sample_to_json(sample).dump() + "\n";
+      text = report::json_text(monitor::sample_to_json(sample)) + "\n";
     } else if (terminal) {
       text_options.max_width = terminal_width();
       text = in_place(monitor::render_top_text(sample, text_options));
     } else {
       text = monitor::render_top_text(sample, text_options) + "\n";
     }
-    if (!write_out(text)) return kExitOk;  // the reader went away
+    if (!write_out(text)) {
+      if (errno == EPIPE) return kExitOk;  // the reader went away
+      throw InputError(std::string("cannot write to stdout: ") + std::strerror(errno));
+    }
     if (flags.count != 0 && taken + 1 == flags.count) break;
     next += interval;
     // Never bunch samples up after a slow one; keep the rhythm from now on.

@@ -34,6 +34,8 @@ Config read_config_from_environment() {
   c.native_with_python = flag("GPULEAK_NATIVE_WITH_PYTHON", c.native_with_python);
   c.reuse_stacks = flag("GPULEAK_REUSE_STACKS", c.reuse_stacks);
   c.flush_ms = number("GPULEAK_FLUSH_MS", c.flush_ms, 1, 60000);
+  c.buffer_bytes = static_cast<std::size_t>(
+      number("GPULEAK_BUFFER_BYTES", static_cast<int>(c.buffer_bytes), 64 << 10, 1 << 30));
   if (const char* lib = std::getenv("GPULEAK_CUPTI_LIBRARY"); lib && *lib) c.cupti_library = lib;
   if (const char* backend = std::getenv("GPULEAK_BACKEND"); backend && *backend)
     c.backend = backend;

@@ -3,6 +3,7 @@
 // docs/collector.md.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -14,8 +15,11 @@ struct Config {
   bool python_stacks = true;  // GPULEAK_PYTHON_STACKS
   bool native_with_python =
       false;  // GPULEAK_NATIVE_WITH_PYTHON: native frames too when Python frames exist
-  bool reuse_stacks = true;      // GPULEAK_REUSE_STACKS: reuse a stack unwound at the same place
-  int flush_ms = 100;            // GPULEAK_FLUSH_MS: the longest data waits before it is written
+  bool reuse_stacks = true;  // GPULEAK_REUSE_STACKS: reuse a stack unwound at the same place
+  int flush_ms = 100;        // GPULEAK_FLUSH_MS: the longest data waits before it is written
+  // GPULEAK_BUFFER_BYTES: a thread's waiting bytes beyond which its events
+  // are dropped (and listed as lost); small values make drops happen, for tests.
+  std::size_t buffer_bytes = 48u << 20;
   std::string cupti_library;     // GPULEAK_CUPTI_LIBRARY: explicit libcupti path
   std::string backend = "auto";  // GPULEAK_BACKEND: auto, cupti or interposer (capture_backend.h)
   std::string clock = "auto";    // GPULEAK_CLOCK: auto, precise or coarse (collector/clock.h)

@@ -52,8 +52,11 @@ constexpr const char* kSubscriberName = "gpuleak";
   if (cb->callbackSite == CUPTI_API_ENTER && role != ApiRole::kContext) {
     if (role != ApiRole::kRelease || g_empty_callbacks.load(std::memory_order_relaxed)) return;
     Recorder* recorder = Recorder::get();
-    // +1 so that 0 means "no sequence number taken".
-    if (recorder && cb->correlationData) *cb->correlationData = recorder->next_seq() + 1;
+    // +1 so that 0 means "no sequence number taken". None inside our own
+    // callback: its exit is not recorded, and a number taken would never
+    // come (readers would see a gap).
+    if (recorder && cb->correlationData && !t_inside_callback)
+      *cb->correlationData = recorder->next_seq() + 1;
     return;
   }
   if (g_empty_callbacks.load(std::memory_order_relaxed) || t_inside_callback) return;

@@ -35,7 +35,8 @@ bool make_directories(const std::string& path, std::string* error) {
     pos = path.find('/', pos + 1);
     partial = path.substr(0, pos);
     if (partial.empty()) continue;
-    if (::mkdir(partial.c_str(), 0755) != 0 && errno != EEXIST) {
+    // 0700: traces are private to their user (docs/security.md).
+    if (::mkdir(partial.c_str(), 0700) != 0 && errno != EEXIST) {
       *error = "cannot create trace directory " + partial + ": " + std::strerror(errno);
       return false;
     }
@@ -75,6 +76,7 @@ Recorder* Recorder::start(const Config& config) {
   if (collector_disabled()) return nullptr;
 
   choose_clock(config.clock);
+  ThreadBuffers::set_max_buffer_bytes(config.buffer_bytes);
   auto* recorder = new Recorder(config);  // never deleted: see header
   std::string error;
   if (!recorder->open_trace(&error)) {
@@ -145,12 +147,15 @@ bool Recorder::open_trace(std::string* error) {
   return buffer;
 }
 
-void Recorder::append_encoded(ThreadBuffer& buffer, std::string_view encoded,
-                              std::uint32_t records) {
+void Recorder::append_encoded(ThreadBuffer& buffer, std::string_view encoded, std::uint32_t records,
+                              std::optional<std::uint64_t> seq) {
   std::size_t size = kEncodedItemHeaderBytes + encoded.size();
   char* out = buffer.reserve(size);
   if (!out) {
-    buffer.drop(records);
+    if (seq)
+      buffer.drop(records, *seq);
+    else
+      buffer.drop(records);
     return;
   }
   write_encoded_item(out, encoded, records);
@@ -160,7 +165,10 @@ void Recorder::append_encoded(ThreadBuffer& buffer, std::string_view encoded,
 void Recorder::append_record(const trace::Record& record) {
   std::string encoded;
   trace::encode_record(record, encoded);
-  append_encoded(buffer_for_this_thread(), encoded, 1);
+  std::uint64_t seq = 0;
+  bool has_seq = trace::record_seq(record, &seq);
+  append_encoded(buffer_for_this_thread(), encoded, 1,
+                 has_seq ? std::optional<std::uint64_t>(seq) : std::nullopt);
 }
 
 bool Recorder::indexed(trace::MemoryKind kind) const {
@@ -195,7 +203,7 @@ bool Recorder::indexed(trace::MemoryKind kind) const {
       kAllocItemBytes + (definitions.empty() ? 0 : kEncodedItemHeaderBytes + definitions.size());
   char* out = buffer.reserve(size_needed);
   if (!out) {
-    buffer.drop(definition_count + 1);
+    buffer.drop(definition_count + 1, r.seq);
     return;
   }
   char* at = out;
@@ -219,7 +227,7 @@ bool Recorder::indexed(trace::MemoryKind kind) const {
   if (indexed(kind)) live_index_.on_free(address);
   char* out = buffer.reserve(kFreeItemBytes);
   if (!out) {
-    buffer.drop(1);
+    buffer.drop(1, r.seq);
     return;
   }
   write_free_item(out, r);
@@ -229,7 +237,7 @@ bool Recorder::indexed(trace::MemoryKind kind) const {
 void Recorder::record_nothing(std::uint64_t seq) {
   // A LostRecord of zero events fills the sequence number, so readers do not
   // wait for an event that will never come.
-  append_record(trace::LostRecord{seq, now_ns(), 0});
+  append_record(trace::LostRecord{seq, now_ns(), 0, {}});
 }
 
 void Recorder::record_alloc_failed(std::uint64_t size, trace::MemoryKind kind, std::uint32_t api,
@@ -241,7 +249,7 @@ void Recorder::record_alloc_failed(std::uint64_t size, trace::MemoryKind kind, s
   trace::AllocFailedRecord r{next_seq(), now_ns(),         size,    kind, api, device,
                              result,     buffer.thread_id, stack_id};
   trace::encode_record(r, definitions);
-  append_encoded(buffer, definitions, definition_count + 1);
+  append_encoded(buffer, definitions, definition_count + 1, r.seq);
 }
 
 void Recorder::record_step(std::uint64_t step, trace::StepSource source, std::uint32_t clock,
@@ -307,21 +315,29 @@ void Recorder::write_pending() {
     ++batch_records;
   }
   bool translated = true;
-  dropped = buffers_.drain([&](std::string_view items) {
-    translated = translate_items(items, batch, batch_records) && translated;
-    if (batch.size() >= kBlockTargetBytes) write_batch();
-  });
-  if (dropped > 0) {
-    trace::encode_record(trace::LostRecord{next_seq(), now_ns(), dropped}, batch);
+  dropped_ranges_.clear();
+  dropped = buffers_.drain(
+      [&](std::string_view items) {
+        translated = translate_items(items, batch, batch_records) && translated;
+        if (batch.size() >= kBlockTargetBytes) write_batch();
+      },
+      dropped_ranges_);
+  if (dropped > 0 || !dropped_ranges_.empty()) {
+    // Its number is taken after the drain, so it is above every number it lists.
+    trace::encode_record(trace::LostRecord{next_seq(), now_ns(), dropped, dropped_ranges_}, batch);
     ++batch_records;
   }
   write_batch();
   if (!translated) {
     disable_collector("internal error: a thread's event buffer did not hold whole events");
     state_.store(kStopped);
+    writer_.reset();
   } else if (failed) {
     disable_collector("%s", error.c_str());
     state_.store(kStopped);
+    // Nothing more may be written: a later, smaller block would land where
+    // the writer marked the trace as cut, and hide that events were lost.
+    writer_.reset();
   }
 }
 

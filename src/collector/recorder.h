@@ -14,6 +14,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -94,7 +95,10 @@ class Recorder {
   explicit Recorder(const Config& config) : config_(config), stacks_(config_) {}
   bool open_trace(std::string* error);
   // Appends already-encoded records to `buffer` (the calling thread's).
-  void append_encoded(ThreadBuffer& buffer, std::string_view encoded, std::uint32_t records);
+  // `seq`: the number of the event among `records`, if one (for the lost
+  // record's ranges when the buffer is full).
+  void append_encoded(ThreadBuffer& buffer, std::string_view encoded, std::uint32_t records,
+                      std::optional<std::uint64_t> seq = std::nullopt);
   // Encodes one (rare) record and appends it to the calling thread's buffer.
   void append_record(const trace::Record& record);
   // Tensor-level allocations go into the live index once steps are marked.
@@ -125,7 +129,8 @@ class Recorder {
   std::uint64_t last_rss_bytes_ = 0;                              // guarded by write_mutex_
   // Kept between flushes: a fresh one would be mapped and unmapped each
   // time, and unmapping stalls the program's threads' page faults.
-  std::string batch_;  // guarded by write_mutex_
+  std::string batch_;                            // guarded by write_mutex_
+  std::vector<trace::SeqRange> dropped_ranges_;  // guarded by write_mutex_
 
   std::mutex wake_mutex_;
   std::condition_variable wake_;

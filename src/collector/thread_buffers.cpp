@@ -78,9 +78,69 @@ bool ThreadBuffer::commit(std::size_t size) {
   return wake;
 }
 
-void ThreadBuffer::drop(std::uint32_t events) {
-  dropped_ += events;
+void ThreadBuffer::drop(std::uint32_t records) {
+  dropped_ += records;
   dropped_total_.store(dropped_, std::memory_order_release);
+}
+
+void ThreadBuffer::drop(std::uint32_t records, std::uint64_t seq) {
+  {
+    std::lock_guard<SpinLock> lock(dropped_lock_);
+    trace::SeqRange* last =
+        dropped_range_count_ ? &dropped_ranges_[dropped_range_count_ - 1] : nullptr;
+    if (last && seq >= last->first_seq && seq < last->first_seq + last->count) {
+      // already covered (a widened range)
+    } else if (last && seq == last->first_seq + last->count) {
+      ++last->count;
+    } else if (dropped_range_count_ < kMaxDroppedRanges) {
+      dropped_ranges_[dropped_range_count_++] = trace::SeqRange{seq, 1};
+    } else if (seq > last->first_seq) {
+      last->count = seq - last->first_seq + 1;  // widen: covers others' numbers too
+    } else {
+      // Below the last range (a free's number is taken at its call's entry):
+      // widen the last range down to it.
+      last->count += last->first_seq - seq;
+      last->first_seq = seq;
+    }
+  }
+  drop(records);
+}
+
+void ThreadBuffer::take_dropped_ranges(std::vector<trace::SeqRange>& out) {
+  std::lock_guard<SpinLock> lock(dropped_lock_);
+  out.insert(out.end(), dropped_ranges_, dropped_ranges_ + dropped_range_count_);
+  dropped_range_count_ = 0;
+}
+
+void merge_seq_ranges(std::vector<trace::SeqRange>& ranges) {
+  std::sort(ranges.begin(), ranges.end(), [](const trace::SeqRange& a, const trace::SeqRange& b) {
+    return a.first_seq < b.first_seq;
+  });
+  std::vector<trace::SeqRange> merged;
+  for (const trace::SeqRange& r : ranges) {
+    if (!merged.empty() && r.first_seq <= merged.back().first_seq + merged.back().count) {
+      std::uint64_t end =
+          std::max(merged.back().first_seq + merged.back().count, r.first_seq + r.count);
+      merged.back().count = end - merged.back().first_seq;
+    } else {
+      merged.push_back(r);
+    }
+  }
+  // Too many: join neighbours pairwise, in rounds, until few enough.
+  while (merged.size() > kMaxLostRanges) {
+    std::vector<trace::SeqRange> joined;
+    for (std::size_t i = 0; i < merged.size(); i += 2) {
+      if (i + 1 == merged.size()) {
+        joined.push_back(merged[i]);
+      } else {
+        joined.push_back(
+            trace::SeqRange{merged[i].first_seq,
+                            merged[i + 1].first_seq + merged[i + 1].count - merged[i].first_seq});
+      }
+    }
+    merged.swap(joined);
+  }
+  ranges.swap(merged);
 }
 
 Chunk* ThreadBuffer::next_chunk(std::size_t at_least) {
@@ -92,7 +152,7 @@ Chunk* ThreadBuffer::next_chunk(std::size_t at_least) {
   }
   if (chunk) return chunk;
   std::size_t size = std::max(next_size_, at_least);
-  if (bytes_held_.load(std::memory_order_relaxed) + size > ThreadBuffers::kMaxBufferBytes) {
+  if (bytes_held_.load(std::memory_order_relaxed) + size > ThreadBuffers::max_buffer_bytes()) {
     return nullptr;
   }
   chunk = new_chunk(size);
@@ -119,7 +179,8 @@ void ThreadBuffer::prepare_spare() {
   active_ = false;
   if (spare_.load(std::memory_order_acquire)) return;
   std::size_t size = wanted_size_.load(std::memory_order_relaxed);
-  if (bytes_held_.load(std::memory_order_relaxed) + size > ThreadBuffers::kMaxBufferBytes) return;
+  if (bytes_held_.load(std::memory_order_relaxed) + size > ThreadBuffers::max_buffer_bytes())
+    return;
   Chunk* chunk = new_chunk(size);
   if (!chunk) return;
   std::memset(chunk->data, 0, size);  // its page faults happen here, on the writer

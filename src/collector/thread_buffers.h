@@ -20,9 +20,18 @@
 #include <string_view>
 #include <vector>
 
+#include "collector/spin_lock.h"
+#include "trace/records.h"
+
 namespace gpuleak::collector {
 
 struct Chunk;
+
+// Sorts `ranges` and merges those that touch; beyond kMaxLostRanges, the
+// closest neighbours are merged (a range may then cover numbers of events
+// that were written: readers take those as they come).
+void merge_seq_ranges(std::vector<trace::SeqRange>& ranges);
+inline constexpr std::size_t kMaxLostRanges = 1024;
 
 class ThreadBuffer {
  public:
@@ -41,8 +50,11 @@ class ThreadBuffer {
   // Hands the `size` bytes written at the last reserve() to the writer.
   // Returns true when the writer should be woken (a large chunk filled up).
   bool commit(std::size_t size);
-  // Counts events refused for lack of room.
-  void drop(std::uint32_t events);
+  // Counts records refused for lack of room: definitions, and events whose
+  // sequence number was already taken (`seq`), which the writer's
+  // LostRecord lists so readers never wait for them.
+  void drop(std::uint32_t records);
+  void drop(std::uint32_t records, std::uint64_t seq);
   // The thread has ended: the writer frees the buffer after its last drain.
   void retire() { retired_.store(true, std::memory_order_release); }
 
@@ -53,8 +65,15 @@ class ThreadBuffer {
   // drain.
   template <class Sink>
   std::uint64_t drain(Sink&& sink);
+  // Moves the sequence numbers of events dropped since the last call to
+  // `out` (a few ranges; a thread that dropped in many places gets one range
+  // that also covers numbers of other threads' events).
+  void take_dropped_ranges(std::vector<trace::SeqRange>& out);
   // Whether the thread has ended (checked before the last drain).
   bool retired() const { return retired_.load(std::memory_order_acquire); }
+
+  // Ranges a thread keeps between drains before it widens the last one.
+  static constexpr std::size_t kMaxDroppedRanges = 32;
 
  private:
   Chunk* next_chunk(std::size_t at_least);
@@ -80,6 +99,11 @@ class ThreadBuffer {
   std::atomic<std::uint64_t> dropped_total_{0};  // thread stores, writer reads
   std::atomic<std::size_t> wanted_size_;         // thread's next chunk size, for the spare
   std::atomic<bool> retired_{false};
+  // Dropped sequence numbers, under dropped_lock_ (drops happen only while
+  // the writer is behind, so the lock is off the hot path).
+  SpinLock dropped_lock_;
+  trace::SeqRange dropped_ranges_[kMaxDroppedRanges];
+  std::size_t dropped_range_count_ = 0;
 };
 
 class ThreadBuffers {
@@ -89,14 +113,21 @@ class ThreadBuffers {
   ThreadBuffer& current(bool* is_new);
 
   // Drains every buffer into `sink(std::string_view bytes)`, then frees the
-  // buffers of exited threads. Returns the events dropped since the last
-  // call.
+  // buffers of exited threads. Returns the records dropped since the last
+  // call, and appends the sequence numbers of dropped events to `dropped`
+  // (sorted, merged).
   template <class Sink>
-  std::uint64_t drain(Sink&& sink);
+  std::uint64_t drain(Sink&& sink, std::vector<trace::SeqRange>& dropped);
 
   // A thread's waiting bytes beyond which its events are refused, so a
-  // stalled writer cannot exhaust the program's memory.
+  // stalled writer cannot exhaust the program's memory (GPULEAK_BUFFER_BYTES).
   static constexpr std::size_t kMaxBufferBytes = 48u << 20;
+  static void set_max_buffer_bytes(std::size_t bytes) {
+    max_buffer_bytes_.store(bytes, std::memory_order_relaxed);
+  }
+  static std::size_t max_buffer_bytes() {
+    return max_buffer_bytes_.load(std::memory_order_relaxed);
+  }
   // A thread's first chunk; each next one is twice as large, up to
   // kMaxChunkBytes. Finishing a chunk of kWakeWriterBytes or more wakes the
   // writer early.
@@ -107,6 +138,7 @@ class ThreadBuffers {
  private:
   std::mutex registry_mutex_;
   std::vector<ThreadBuffer*> buffers_;
+  static inline std::atomic<std::size_t> max_buffer_bytes_{kMaxBufferBytes};
 };
 
 // ---- Implementation details ----
@@ -145,18 +177,22 @@ std::uint64_t ThreadBuffer::drain(Sink&& sink) {
 }
 
 template <class Sink>
-std::uint64_t ThreadBuffers::drain(Sink&& sink) {
+std::uint64_t ThreadBuffers::drain(Sink&& sink, std::vector<trace::SeqRange>& dropped_ranges) {
   std::lock_guard<std::mutex> registry_lock(registry_mutex_);
   std::uint64_t dropped = 0;
+  std::size_t ranges_before = dropped_ranges.size();
   for (ThreadBuffer*& buffer : buffers_) {
     bool last = buffer->retired();  // before draining: nothing can follow
     dropped += buffer->drain(sink);
+    // After the drain: a number dropped before the counted drops is listed.
+    buffer->take_dropped_ranges(dropped_ranges);
     if (last) {
       delete buffer;
       buffer = nullptr;
     }
   }
   std::erase(buffers_, nullptr);
+  if (dropped_ranges.size() > ranges_before) merge_seq_ranges(dropped_ranges);
   return dropped;
 }
 

@@ -1,12 +1,10 @@
 #include "monitor/exporter_server.h"
 
 #include <fmt/format.h>
-#include <httplib.h>
 
-#include <cerrno>
 #include <chrono>
-#include <cstring>
-#include <stdexcept>
+#include <memory>
+#include <optional>
 
 #include "monitor/doctor.h"
 #include "monitor/metrics_exposition.h"
@@ -17,10 +15,6 @@
 namespace gpuleak::monitor {
 
 namespace {
-
-// Prometheus scrapes one target over one kept-alive connection; a few
-// workers cover a second scraper and a person with curl.
-constexpr std::size_t kHttpWorkerThreads = 4;
 
 constexpr const char* kIndexPage =
     "<html><head><title>gpuleak exporter</title></head><body>"
@@ -41,22 +35,18 @@ struct ExporterServer::State {
 };
 
 ExporterServer::ExporterServer(ExporterOptions options)
-    : options_(std::move(options)),
-      server_(std::make_unique<httplib::Server>()),
-      state_(std::make_unique<State>(options_)) {
+    : options_(std::move(options)), state_(std::make_unique<State>(options_)) {
   state_->stats.interval_s = options_.interval_s;
-  server_->new_task_queue = [] { return new httplib::ThreadPool(kHttpWorkerThreads); };
-  server_->Get("/metrics", [this](const httplib::Request&, httplib::Response& response) {
-    std::string body;
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      body = metrics_text_;
-    }
-    response.set_content(body, report::kPrometheusContentType);
-  });
-  server_->Get("/", [](const httplib::Request&, httplib::Response& response) {
-    response.set_content(kIndexPage, "text/html; charset=utf-8");
-  });
+  auto index = std::make_shared<const std::string>(kIndexPage);
+  http_ = std::make_unique<HttpEndpoint>(
+      [this, index](const std::string& path) -> std::optional<HttpEndpoint::Response> {
+        if (path == "/metrics") {
+          std::lock_guard<std::mutex> lock(mutex_);
+          return HttpEndpoint::Response{200, report::kPrometheusContentType, metrics_text_};
+        }
+        if (path == "/") return HttpEndpoint::Response{200, "text/html; charset=utf-8", index};
+        return std::nullopt;
+      });
 }
 
 ExporterServer::~ExporterServer() {
@@ -72,7 +62,7 @@ void ExporterServer::sample_once() {
   state_->stats.samples_total += 1;
   state_->stats.last_sample_duration_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  std::string text = render_metrics(report, state_->stats);
+  auto text = std::make_shared<const std::string>(render_metrics(report, state_->stats));
   std::lock_guard<std::mutex> lock(mutex_);
   metrics_text_ = std::move(text);
 }
@@ -80,34 +70,17 @@ void ExporterServer::sample_once() {
 int ExporterServer::start() {
   sample_once();
   nvml_note_ = state_->source.nvml_status().message;
-  int port = options_.port;
-  errno = 0;
-  if (options_.port == 0) {
-    port = server_->bind_to_any_port(options_.host);
-    if (port < 0) port = -1;
-  } else if (!server_->bind_to_port(options_.host, options_.port)) {
-    port = -1;
-  }
-  if (port <= 0) {
-    int error = errno;
-    throw std::runtime_error(fmt::format(
-        "cannot listen on {}:{}{}: is another exporter running there, or is the address not "
-        "one of this machine's?",
-        options_.host, options_.port, error ? fmt::format(" ({})", std::strerror(error)) : ""));
-  }
+  int port = http_->listen(options_.host, options_.port);  // throws with a sentence
   sampler_thread_ = std::thread([this] { sample_loop(); });
   return port;
 }
 
 void ExporterServer::run() {
-  serving_ = true;
-  bool stop_requested;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    stop_requested = stopping_;
+    if (stopping_) return;
   }
-  if (!stop_requested) server_->listen_after_bind();
-  serving_ = false;
+  http_->run();
 }
 
 void ExporterServer::stop() {
@@ -116,7 +89,7 @@ void ExporterServer::stop() {
     stopping_ = true;
   }
   wake_.notify_all();
-  server_->stop();
+  http_->stop();
 }
 
 void ExporterServer::sample_loop() {
@@ -138,12 +111,6 @@ void ExporterServer::sample_loop() {
       // failure must not take the endpoint down.
       fmt::print(stderr, "gpuleak exporter: sample failed: {}\n", error.what());
     }
-  }
-  // The HTTP library ignores stop() until its accept loop runs; a stop that
-  // came just before run() reached it is repeated until run() returns.
-  while (serving_) {
-    server_->stop();
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
 }
 

@@ -1,15 +1,16 @@
 // `gpuleak exporter`: samples on its own schedule and serves the latest
-// metrics at /metrics over HTTP (cpp-httplib), in the Prometheus text format.
+// metrics at /metrics over HTTP (monitor/http_endpoint.h: one thread, bounded
+// per client, so slow clients cannot stall a scrape), in the Prometheus text
+// format.
 //
 // Trends come from the exporter's own sampling (every interval_s), not from
 // scrapes, so the leak flag does not depend on how often Prometheus asks.
 // A scrape never triggers a sample: it returns the text rendered after the
 // last one, so a slow /proc never slows a scrape.
 //
-// Threads: run() serves on the calling thread (plus the HTTP library's small
-// worker pool) and samples on one extra thread; stop() may be called from
-// any thread, and makes run() return. The rendered text is shared under a
-// mutex.
+// Threads: run() serves on the calling thread and samples on one extra
+// thread; stop() may be called from any thread, and makes run() return. The
+// rendered text is shared under a mutex.
 #pragma once
 
 #include <atomic>
@@ -21,11 +22,8 @@
 #include <thread>
 
 #include "monitor/device_files.h"
+#include "monitor/http_endpoint.h"
 #include "monitor/trend_tracker.h"
-
-namespace httplib {
-class Server;
-}
 
 namespace gpuleak::monitor {
 
@@ -62,15 +60,14 @@ class ExporterServer {
   void sample_once();
 
   ExporterOptions options_;
-  std::unique_ptr<httplib::Server> server_;
+  std::unique_ptr<HttpEndpoint> http_;
   struct State;
   std::unique_ptr<State> state_;
   std::thread sampler_thread_;
   std::mutex mutex_;
   std::condition_variable wake_;
-  bool stopping_ = false;             // guarded by mutex_
-  std::atomic<bool> serving_{false};  // run() is inside the HTTP accept loop (or entering it)
-  std::string metrics_text_;
+  bool stopping_ = false;                            // guarded by mutex_
+  std::shared_ptr<const std::string> metrics_text_;  // guarded by mutex_
   std::string nvml_note_;
 };
 

@@ -17,9 +17,11 @@
 #include <nlohmann/json.hpp>
 #include <string_view>
 
+#include "analysis/process_verdict.h"
 #include "generated/html_report_assets.h"
 #include "report/holder_text.h"
 #include "report/json_report.h"
+#include "report/json_text.h"
 #include "report/units.h"
 
 namespace gpuleak::report {
@@ -37,11 +39,26 @@ constexpr std::size_t kMaxGroupsShown = 100;
 constexpr std::size_t kMaxFunctionChars = 240;
 constexpr std::size_t kMaxCommandChars = 80;
 
-// Text for element content and quoted attribute values.
+// Text for element content and quoted attribute values. Bytes that are not
+// UTF-8 (names from the traced program are bytes) become U+FFFD, so the page
+// stays valid UTF-8; the embedded JSON keeps the exact bytes.
 std::string escape(std::string_view text) {
   std::string out;
   out.reserve(text.size() + text.size() / 8);
-  for (char c : text) {
+  for (std::size_t i = 0; i < text.size();) {
+    char c = text[i];
+    if (static_cast<unsigned char>(c) >= 0x80) {
+      std::size_t n = utf8_sequence_bytes(text, i);
+      if (n == 0) {
+        out += "\xEF\xBF\xBD";
+        ++i;
+      } else {
+        out.append(text.substr(i, n));
+        i += n;
+      }
+      continue;
+    }
+    ++i;
     switch (c) {
       case '&':
         out += "&amp;";
@@ -68,9 +85,9 @@ std::string escape(std::string_view text) {
 // The JSON report as the content of a <script type="application/json">.
 // '<', '>' and '&' occur in JSON only inside strings, where \u003c etc. mean
 // the same characters, so "</script>" or "<!--" in a name cannot end the
-// block. Bytes that are not UTF-8 become U+FFFD instead of failing the dump.
+// block. Bytes that are not UTF-8 are \udcXX escapes (report/json_text.h).
 std::string script_safe_json(const nlohmann::json& data) {
-  std::string text = data.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  std::string text = json_text(data);
   std::string out;
   out.reserve(text.size() + 64);
   for (char c : text) {
@@ -118,14 +135,17 @@ std::string utc_time(std::uint64_t unix_ns) {
   return text;
 }
 
-const char* verdict_class(Verdict verdict) {
-  switch (verdict) {
-    case Verdict::kLeak:
+const char* verdict_class(analysis::ProcessVerdictKind kind) {
+  switch (kind) {
+    case analysis::ProcessVerdictKind::kLeak:
+    case analysis::ProcessVerdictKind::kLeaked:
       return "leak";
-    case Verdict::kNoLeak:
+    case analysis::ProcessVerdictKind::kNoLeak:
       return "noleak";
-    case Verdict::kNotYet:
+    case analysis::ProcessVerdictKind::kNotYet:
       return "notyet";
+    case analysis::ProcessVerdictKind::kIncomplete:
+      return "incomplete";
   }
   return "notyet";
 }
@@ -145,7 +165,8 @@ std::string rank_text(const std::string& distributed_json) {
 
 class PageWriter {
  public:
-  explicit PageWriter(std::ostream& out) : out_(out) {}
+  PageWriter(std::ostream& out, const std::vector<analysis::UnusableTrace>& unusable)
+      : out_(out), unusable_(unusable) {}
 
   void write(const std::vector<ProcessReport>& reports) {
     write_head(reports);
@@ -155,14 +176,18 @@ class PageWriter {
          << ". This page is self-contained and works offline.</p>\n</header>\n";
     out_ << "<noscript><p class=\"gl-warning\">The memory timelines are drawn by the page's "
             "script; everything else is shown without it.</p></noscript>\n";
-    if (reports.empty()) out_ << "<p>No trace was given, so there is nothing to report.</p>\n";
+    for (const analysis::UnusableTrace& u : unusable_) {
+      out_ << "<p class=\"gl-warning\">No report for a trace: " << escape(u.error) << ".</p>\n";
+    }
+    if (reports.empty() && unusable_.empty())
+      out_ << "<p>No trace was given, so there is nothing to report.</p>\n";
     if (reports.size() > 1) write_summary(reports);
     for (std::size_t i = 0; i < reports.size(); ++i) write_process(i, reports[i]);
     out_ << "<footer><p class=\"gl-muted\">The report's data (schema " << escape(kReportSchema)
          << ") is embedded in this page as the JSON block with id "
             "<code>gpuleak-data</code>.</p></footer>\n";
     out_ << "<script type=\"application/json\" id=\"gpuleak-data\">"
-         << script_safe_json(to_json(reports)) << "</script>\n";
+         << script_safe_json(to_json(reports, unusable_)) << "</script>\n";
     out_ << "<script>" << assets::kUplotJs << "</script>\n";
     out_ << "<script>" << assets::kPageJs << "</script>\n";
     out_ << "</body>\n</html>\n";
@@ -214,8 +239,9 @@ class PageWriter {
       out_ << "<td>" << r.process.parent_pid << "</td>";
       if (any_rank) out_ << "<td>" << escape(rank_text(r.distributed_json)) << "</td>";
       out_ << "<td><code>" << escape(shortened(command_of(r), kMaxCommandChars)) << "</code></td>";
-      out_ << "<td><span class=\"gl-badge gl-badge-" << verdict_class(g.verdict) << "\">"
-           << analysis::verdict_name(g.verdict) << "</span></td>";
+      analysis::ProcessVerdict verdict = analysis::judge_process(r);
+      out_ << "<td><span class=\"gl-badge gl-badge-" << verdict_class(verdict.kind) << "\">"
+           << analysis::process_verdict_name(verdict.kind) << "</span></td>";
       out_ << "<td class=\"gl-number\">"
            << (g.verdict == Verdict::kLeak ? escape(format_rate(g.rate_bytes_per_step, "step"))
                                            : std::string("&ndash;"))
@@ -281,13 +307,18 @@ class PageWriter {
       out_ << "<p class=\"gl-warning\">The process did not exit normally (killed?): live "
               "memory is as of its last flush.</p>\n";
     }
+    for (const std::string& damage : r.damage) {
+      out_ << "<p class=\"gl-warning\">The trace is damaged: " << escape(damage)
+           << ". Everything else read is reported.</p>\n";
+    }
     if (r.lost_events) {
       out_ << "<p class=\"gl-warning\">"
            << escape(plural(r.lost_events, "event was", "events were"))
-           << " dropped by the collector; counts may be low.</p>\n";
+           << " lost by the collector (it never blocks the program), so allocations or frees may "
+              "be missing and counts may be wrong.</p>\n";
     }
 
-    write_verdict(r.growth);
+    write_verdict(r);
     write_timeline(index, r);
     write_growing_sites(r.growth);
     write_out_of_memory(r);
@@ -295,11 +326,16 @@ class PageWriter {
     out_ << "</section>\n";
   }
 
-  void write_verdict(const analysis::GrowthReport& g) {
-    out_ << "<div class=\"gl-verdict gl-verdict-" << verdict_class(g.verdict) << "\">\n<p>";
-    out_ << "<span class=\"gl-verdict-name\">" << analysis::verdict_name(g.verdict) << "</span> ";
-    switch (g.verdict) {
-      case Verdict::kLeak: {
+  // The banner: the one verdict (analysis/process_verdict.h), as the text
+  // report and --fail-on-leak have it.
+  void write_verdict(const ProcessReport& r) {
+    const analysis::GrowthReport& g = r.growth;
+    analysis::ProcessVerdict verdict = analysis::judge_process(r);
+    out_ << "<div class=\"gl-verdict gl-verdict-" << verdict_class(verdict.kind) << "\">\n<p>";
+    out_ << "<span class=\"gl-verdict-name\">" << analysis::process_verdict_name(verdict.kind)
+         << "</span> ";
+    switch (verdict.kind) {
+      case analysis::ProcessVerdictKind::kLeak: {
         std::string text = format_rate(g.rate_bytes_per_step, "step");
         if (g.rate_bytes_per_second > 0)
           text += " (" + format_rate(g.rate_bytes_per_second, "s") + ")";
@@ -308,15 +344,25 @@ class PageWriter {
         out_ << escape(text);
         break;
       }
-      case Verdict::kNoLeak:
-        out_ << "no allocation site keeps growing";
+      case analysis::ProcessVerdictKind::kLeaked:
+        out_ << escape(fmt::format("{} in {} still allocated at exit", format_bytes(r.leaks.bytes),
+                                   plural(r.leaks.allocations, "allocation", "allocations")));
         break;
-      case Verdict::kNotYet:
+      case analysis::ProcessVerdictKind::kNoLeak:
+        out_ << (g.steps > 0 ? "no allocation site keeps growing"
+                             : "everything allocated was freed before the process exited");
+        break;
+      case analysis::ProcessVerdictKind::kNotYet:
         out_ << (g.steps == 0 ? "no steps or time windows were recorded, so growth cannot be judged"
                               : "too few steps after warm-up to decide");
         break;
+      case analysis::ProcessVerdictKind::kIncomplete:
+        out_ << "no leak among the recorded events, but data is missing, so this is no clean bill";
+        break;
     }
     out_ << "</p>\n";
+    for (const std::string& reason : verdict.incomplete)
+      out_ << "<p><span class=\"gl-label\">Data missing:</span> " << escape(reason) << "</p>\n";
     if (g.steps > 0) {
       out_ << "<p>"
            << escape(fmt::format(
@@ -548,12 +594,14 @@ class PageWriter {
   }
 
   std::ostream& out_;
+  const std::vector<analysis::UnusableTrace>& unusable_;
 };
 
 }  // namespace
 
-void write_html_report(std::ostream& out, const std::vector<analysis::ProcessReport>& reports) {
-  PageWriter(out).write(reports);
+void write_html_report(std::ostream& out, const std::vector<analysis::ProcessReport>& reports,
+                       const std::vector<analysis::UnusableTrace>& unusable) {
+  PageWriter(out, unusable).write(reports);
 }
 
 }  // namespace gpuleak::report

@@ -10,6 +10,8 @@
 
 namespace gpuleak::report {
 
-void write_html_report(std::ostream& out, const std::vector<analysis::ProcessReport>& reports);
+// `unusable`: traces that gave no report; the page names them.
+void write_html_report(std::ostream& out, const std::vector<analysis::ProcessReport>& reports,
+                       const std::vector<analysis::UnusableTrace>& unusable = {});
 
 }  // namespace gpuleak::report

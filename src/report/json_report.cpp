@@ -1,5 +1,7 @@
 #include "report/json_report.h"
 
+#include "analysis/process_verdict.h"
+
 namespace gpuleak::report {
 
 using nlohmann::json;
@@ -162,6 +164,12 @@ json to_json(const analysis::ProcessReport& r) {
                    {"device_used_bytes", optional_series(t.device_used_bytes)},
                    {"host_rss_bytes", optional_series(t.host_rss_bytes)}};
 
+  analysis::ProcessVerdict verdict = analysis::judge_process(r);
+  json verdict_json = {{"name", analysis::process_verdict_name(verdict.kind)},
+                       {"leak", verdict.leak},
+                       {"complete", verdict.complete()},
+                       {"incomplete", verdict.incomplete}};
+
   return {{"trace", r.trace_path},
           {"pid", r.process.pid},
           {"parent_pid", r.process.parent_pid},
@@ -174,6 +182,8 @@ json to_json(const analysis::ProcessReport& r) {
           {"trace_error", r.trace_error.empty()
                               ? json(nullptr)
                               : json{{"message", r.trace_error}, {"offset", r.trace_error_offset}}},
+          {"damage", r.damage},
+          {"verdict", verdict_json},
           {"torch_tracking", parsed_or_null(r.torch_tracking_json)},
           {"clock", parsed_or_null(r.clock_json)},
           {"distributed", parsed_or_null(r.distributed_json)},
@@ -186,7 +196,9 @@ json to_json(const analysis::ProcessReport& r) {
            {{"allocations", r.allocations},
             {"frees", r.frees},
             {"unmatched_frees", r.unmatched_frees},
-            {"lost", r.lost_events}}},
+            {"lost", r.lost_events},
+            {"lost_ranged_seqs", r.lost_ranged_seqs},
+            {"lost_counted_seqs", r.lost_counted_seqs}}},
           {"peak_live_bytes", r.peak_live_bytes},
           {"leaks", leaks},
           {"out_of_memory", oom},
@@ -194,10 +206,14 @@ json to_json(const analysis::ProcessReport& r) {
           {"timeline", timeline}};
 }
 
-json to_json(const std::vector<analysis::ProcessReport>& reports) {
+json to_json(const std::vector<analysis::ProcessReport>& reports,
+             const std::vector<analysis::UnusableTrace>& unusable) {
   json processes = json::array();
   for (const auto& r : reports) processes.push_back(to_json(r));
-  return {{"schema", kReportSchema}, {"processes", processes}};
+  json unusable_json = json::array();
+  for (const auto& u : unusable)
+    unusable_json.push_back({{"trace", u.trace_path}, {"error", u.error}});
+  return {{"schema", kReportSchema}, {"processes", processes}, {"unusable_traces", unusable_json}};
 }
 
 }  // namespace gpuleak::report

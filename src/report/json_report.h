@@ -1,5 +1,6 @@
 // The report for machines: schema "gpuleak-report/1", documented field by
-// field in docs/json-schema.md.
+// field in docs/json-schema.md. Strings are bytes from the trace: write the
+// value with json_text() (report/json_text.h), which carries any bytes.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -11,7 +12,8 @@ namespace gpuleak::report {
 
 inline constexpr const char* kReportSchema = "gpuleak-report/1";
 
-nlohmann::json to_json(const std::vector<analysis::ProcessReport>& reports);
+nlohmann::json to_json(const std::vector<analysis::ProcessReport>& reports,
+                       const std::vector<analysis::UnusableTrace>& unusable = {});
 nlohmann::json to_json(const analysis::ProcessReport& report);
 
 }  // namespace gpuleak::report

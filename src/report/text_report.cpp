@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
+#include <sstream>
 
+#include "analysis/process_verdict.h"
 #include "report/holder_text.h"
 #include "report/units.h"
 
@@ -94,12 +96,49 @@ void write_phases(std::ostream& out, const analysis::GrowthReport& g) {
   }
 }
 
+// The one verdict (analysis/process_verdict.h), on one line.
+void write_verdict(std::ostream& out, const ProcessReport& r, const analysis::ProcessVerdict& v) {
+  const analysis::GrowthReport& g = r.growth;
+  out << "  Verdict: " << analysis::process_verdict_name(v.kind);
+  switch (v.kind) {
+    case analysis::ProcessVerdictKind::kLeak: {
+      std::string noun = iteration_noun(g.step_source);
+      out << fmt::format(" {} since {} {}", format_rate(g.rate_bytes_per_step, noun.c_str()), noun,
+                         g.first_growing_step.value_or(0));
+      if (g.verdict_step) out << fmt::format(" (found at {} {})", noun, *g.verdict_step);
+      if (g.rate_bytes_per_second > 0)
+        out << fmt::format(", {}", format_rate(g.rate_bytes_per_second, "s"));
+      break;
+    }
+    case analysis::ProcessVerdictKind::kLeaked:
+      out << fmt::format(": {} in {} still allocated at exit", format_bytes(r.leaks.bytes),
+                         plural(r.leaks.allocations, "allocation", "allocations"));
+      break;
+    case analysis::ProcessVerdictKind::kNoLeak:
+      out << (g.steps > 0 ? " (no allocation site keeps growing)"
+                          : " (everything allocated was freed before the process exited)");
+      break;
+    case analysis::ProcessVerdictKind::kNotYet:
+      out << " ("
+          << (!g.undecided_reason.empty() ? g.undecided_reason
+              : g.steps > 0
+                  ? std::string("too few iterations after warm-up to decide")
+                  : std::string("no steps or time windows were recorded, and the process did not "
+                                "exit normally"))
+          << ")";
+      break;
+    case analysis::ProcessVerdictKind::kIncomplete:
+      out << " (no leak among the recorded events, but data is missing, so this is no clean bill)";
+      break;
+  }
+  if (!v.complete() && v.kind != analysis::ProcessVerdictKind::kIncomplete)
+    out << "; data is missing (below)";
+  out << '\n';
+}
+
 void write_growth(std::ostream& out, const ProcessReport& r) {
   const analysis::GrowthReport& g = r.growth;
-  if (g.steps == 0) {
-    if (!g.undecided_reason.empty()) out << "\n  Verdict: NOT YET (" << g.undecided_reason << ")\n";
-    return;
-  }
+  if (g.steps == 0) return;  // the Verdict line says why nothing was judged
   std::string noun = iteration_noun(g.step_source);
   out << fmt::format("\n  Iterations: {} {}, first {} ignored as warm-up\n", g.steps,
                      g.phase.empty() ? g.step_source : g.phase, g.warmup_steps);
@@ -107,30 +146,12 @@ void write_growth(std::ostream& out, const ProcessReport& r) {
     out << fmt::format("    ({}: {})\n", g.step_source, g.step_source_reason);
   }
   write_phases(out, g);
-  switch (g.verdict) {
-    case analysis::Verdict::kNotYet:
-      out << "  Verdict: NOT YET ("
-          << (g.undecided_reason.empty() ? "too few iterations after warm-up to decide"
-                                         : g.undecided_reason)
-          << ")\n";
-      break;
-    case analysis::Verdict::kNoLeak:
-      out << "  Verdict: NO LEAK (no allocation site keeps growing)\n";
-      break;
-    case analysis::Verdict::kLeak: {
-      out << fmt::format("  Verdict: LEAK {} {}", format_rate(g.rate_bytes_per_step, noun.c_str()),
-                         growth_start_text(g.first_growing_step.value_or(0), g.warmup_steps, noun));
-      if (g.verdict_step) out << fmt::format(" (found at {} {})", noun, *g.verdict_step);
-      if (g.rate_bytes_per_second > 0)
-        out << fmt::format(", {}", format_rate(g.rate_bytes_per_second, "s"));
-      out << '\n';
-      if (g.seconds_to_full) {
-        out << fmt::format("  Device full in ~{} at this rate (of {})\n",
-                           format_duration_seconds(*g.seconds_to_full),
-                           format_bytes(g.device_total_bytes.value_or(0)));
-      }
-      break;
-    }
+  // The verdict itself is the Verdict line at the top (one verdict for
+  // every output: analysis/process_verdict.h).
+  if (g.verdict == analysis::Verdict::kLeak && g.seconds_to_full) {
+    out << fmt::format("  Device full in ~{} at this rate (of {})\n",
+                       format_duration_seconds(*g.seconds_to_full),
+                       format_bytes(g.device_total_bytes.value_or(0)));
   }
   if (std::string kept = kept_at_text(g.holder_json); !kept.empty()) {
     out << "  Kept at: " << kept << '\n';
@@ -228,10 +249,24 @@ void write_capture_facts(std::ostream& out, const ProcessReport& r) {
   }
 }
 
-}  // namespace
+// Names, paths and source text come from the traced program: a control
+// character in them (an escape sequence) must not reach the terminal as one.
+std::string printable(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    auto b = static_cast<unsigned char>(c);
+    if ((b < 0x20 && c != '\n' && c != '\t') || b == 0x7f) {
+      out += fmt::format("\\x{:02x}", b);
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
 
-void write_text_report(std::ostream& out, const std::vector<ProcessReport>& reports,
-                       const TextOptions& options) {
+void write_reports(std::ostream& out, const std::vector<ProcessReport>& reports,
+                   const TextOptions& options) {
   for (std::size_t i = 0; i < reports.size(); ++i) {
     const ProcessReport& r = reports[i];
     if (i) out << '\n';
@@ -239,12 +274,19 @@ void write_text_report(std::ostream& out, const std::vector<ProcessReport>& repo
         << fmt::format(", {:.1f} s, {}, {}\n", r.duration_s,
                        plural(r.allocations, "allocation", "allocations"),
                        plural(r.frees, "free", "frees"));
+    analysis::ProcessVerdict verdict = analysis::judge_process(r);
+    write_verdict(out, r, verdict);
     if (!r.trace_error.empty()) out << "  Trace incomplete: " << r.trace_error << '\n';
+    for (const std::string& damage : r.damage) out << "  Trace damaged: " << damage << '\n';
     if (!r.exited && r.trace_error.empty()) {
       out << "  The process did not exit normally (killed?): live memory is as of its last flush\n";
     }
-    if (r.lost_events)
-      out << fmt::format("  {} events were dropped by the collector\n", r.lost_events);
+    if (r.lost_events) {
+      out << fmt::format(
+          "  {} lost by the collector (it never blocks the program), so allocations or frees "
+          "may be missing and the counts below may be wrong\n",
+          plural(r.lost_events, "event was", "events were"));
+    }
     write_capture_facts(out, r);
 
     for (const auto& oom : r.out_of_memory) {
@@ -263,9 +305,9 @@ void write_text_report(std::ostream& out, const std::vector<ProcessReport>& repo
     write_growth(out, r);
 
     const analysis::LeakSummary& leaks = r.leaks;
-    if (leaks.allocations == 0 && !r.collector_disabled.empty()) {
-      out << "\n  No verdict on what was allocated at exit: the collector was off for part of "
-             "the run.\n";
+    if (leaks.allocations == 0 && !verdict.complete()) {
+      out << "\n  Nothing is still allocated among the recorded events; data is missing, so this "
+             "does not show that nothing leaked.\n";
       continue;
     }
     if (leaks.allocations == 0) {
@@ -305,6 +347,15 @@ void write_text_report(std::ostream& out, const std::vector<ProcessReport>& repo
                          plural(leaks.suppressed_allocations, "allocation", "allocations"));
     }
   }
+}
+
+}  // namespace
+
+void write_text_report(std::ostream& out, const std::vector<ProcessReport>& reports,
+                       const TextOptions& options) {
+  std::ostringstream text;
+  write_reports(text, reports, options);
+  out << printable(text.str());
 }
 
 }  // namespace gpuleak::report

@@ -4,7 +4,9 @@
 #include <dwarf.h>
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -33,9 +35,23 @@ const Dwfl_Callbacks kOfflineCallbacks = {
     .debuginfo_path = &g_debuginfo_path,
 };
 
-bool file_exists(const std::string& path) {
+// A module file libdwfl may open: a regular file (never a FIFO or a device,
+// which could block or never end) that starts with the ELF magic, so that a
+// trace naming /etc/passwd or /proc/self/environ as a module makes nothing
+// of it be read beyond four bytes.
+bool is_elf_file(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+  if (fd < 0) return false;
   struct stat st {};
-  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+  char magic[4] = {};
+  bool elf = ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size >= 64 &&
+             ::pread(fd, magic, sizeof magic, 0) == 4 &&
+             std::memcmp(magic,
+                         "\x7f"
+                         "ELF",
+                         4) == 0;
+  ::close(fd);
+  return elf;
 }
 
 bool is_function_scope(Dwarf_Die* die) {
@@ -189,7 +205,7 @@ NativeFrame Symbolizer::lookup(std::uint64_t return_address) {
     if (dwarf_->session) {
       dwfl_report_begin(dwarf_->session);
       for (const auto& m : modules_) {
-        if (!file_exists(m.path)) continue;
+        if (!is_elf_file(m.path)) continue;
         dwfl_report_elf(dwarf_->session, m.path.c_str(), m.path.c_str(), -1, m.load_bias, false);
       }
       dwfl_report_end(dwarf_->session, nullptr, nullptr);

@@ -42,6 +42,10 @@ void fields(V& v, SymbolRecord& r) {
   v.optional_tail(r.inlined_into);
 }
 template <class V>
+void fields(V& v, SourceLineRecord& r) {
+  v(r.file), v(r.line), v(r.text);
+}
+template <class V>
 void fields(V& v, AllocRecord& r) {
   v(r.seq), v(r.time_ns), v(r.address), v(r.size), v(r.kind), v(r.api), v(r.device), v(r.stream),
       v(r.thread_id), v(r.stack_id);
@@ -79,6 +83,7 @@ void fields(V& v, ExitRecord& r) {
 template <class V>
 void fields(V& v, LostRecord& r) {
   v(r.seq), v(r.time_ns), v(r.events);
+  v.optional_tail(r.ranges);
 }
 
 template <class T>
@@ -90,6 +95,7 @@ constexpr RecordType type_of() {
   if constexpr (std::is_same_v<T, PythonCodeRecord>) return RecordType::kPythonCode;
   if constexpr (std::is_same_v<T, StackRecord>) return RecordType::kStack;
   if constexpr (std::is_same_v<T, SymbolRecord>) return RecordType::kSymbol;
+  if constexpr (std::is_same_v<T, SourceLineRecord>) return RecordType::kSourceLine;
   if constexpr (std::is_same_v<T, AllocRecord>) return RecordType::kAlloc;
   if constexpr (std::is_same_v<T, FreeRecord>) return RecordType::kFree;
   if constexpr (std::is_same_v<T, AllocFailedRecord>) return RecordType::kAllocFailed;
@@ -132,6 +138,11 @@ class StringBodyWriter {
   void operator()(const std::vector<InlinedCaller>& callers) {
     varint::append(out_, callers.size());
     for (const InlinedCaller& c : callers) (*this)(c.function), (*this)(c.file), (*this)(c.line);
+  }
+  void operator()(const std::vector<SeqRange>& ranges) {
+    varint::append(out_, ranges.size());
+    for (const SeqRange& r : ranges)
+      varint::append(out_, r.first_seq), varint::append(out_, r.count);
   }
   // A field appended by a later minor version: always written.
   template <class F>
@@ -245,6 +256,17 @@ class BodyReader {
     callers.resize(count);
     for (auto& c : callers) (*this)(c.function), (*this)(c.file), (*this)(c.line);
   }
+  void operator()(std::vector<SeqRange>& ranges) {
+    std::uint64_t count = 0;
+    (*this)(count);
+    // Each range takes at least two bytes.
+    if (!ok_ || count > static_cast<std::uint64_t>(end_ - cursor_) / 2) {
+      ok_ = false;
+      return;
+    }
+    ranges.resize(count);
+    for (auto& r : ranges) (*this)(r.first_seq), (*this)(r.count);
+  }
   // A field appended by a later minor version: absent (left empty) when the
   // body ends before it, as in traces written before it existed.
   template <class F>
@@ -327,6 +349,9 @@ DecodeStatus decode_record(const std::uint8_t** cursor, const std::uint8_t* end,
       break;
     case RecordType::kSymbol:
       ok = decode_body<SymbolRecord>(p, body_end, out);
+      break;
+    case RecordType::kSourceLine:
+      ok = decode_body<SourceLineRecord>(p, body_end, out);
       break;
     case RecordType::kAlloc:
       ok = decode_body<AllocRecord>(p, body_end, out);

@@ -15,6 +15,19 @@ bool record_seq(const Record& record, std::uint64_t* seq) {
       record);
 }
 
+bool record_time(const Record& record, std::uint64_t* time_ns) {
+  return std::visit(
+      [time_ns](const auto& r) {
+        if constexpr (requires { r.time_ns; }) {
+          *time_ns = r.time_ns;
+          return true;
+        } else {
+          return false;
+        }
+      },
+      record);
+}
+
 const char* memory_kind_name(MemoryKind kind) {
   switch (kind) {
     case MemoryKind::kDevice:

@@ -92,6 +92,7 @@ enum class RecordType : std::uint8_t {
   kPythonCode = 5,
   kStack = 6,
   kSymbol = 7,
+  kSourceLine = 8,
   kAlloc = 16,
   kFree = 17,
   kAllocFailed = 18,
@@ -188,6 +189,18 @@ struct SymbolRecord {
   bool operator==(const SymbolRecord&) const = default;
 };
 
+// The text of one source line, read right after the run on the machine that
+// ran the program (see `gpuleak run`), for the frames reports blame. Reports
+// show source text only from these records (or from a checkout the user
+// names), never from files a trace names.
+struct SourceLineRecord {
+  std::string file;  // as frames name it (a Python co_filename or a DWARF path)
+  std::uint32_t line = 0;
+  std::string text;  // the line, trimmed, at most kMaxSourceLineBytes
+  bool operator==(const SourceLineRecord&) const = default;
+};
+inline constexpr std::size_t kMaxSourceLineBytes = 160;
+
 // ---- Events (seq) ---------------------------------------------------------
 
 struct AllocRecord {
@@ -278,21 +291,36 @@ struct ExitRecord {
   bool operator==(const ExitRecord&) const = default;
 };
 
+// Sequence numbers [first_seq, first_seq + count).
+struct SeqRange {
+  std::uint64_t first_seq = 0;
+  std::uint64_t count = 0;
+  bool operator==(const SeqRange&) const = default;
+};
+
 // The collector had to drop events (it never blocks the program).
 struct LostRecord {
   std::uint64_t seq = 0;
   std::uint64_t time_ns = 0;
-  std::uint64_t events = 0;
+  std::uint64_t events = 0;  // records dropped since the last flush, definitions included
+  // The sequence numbers of the dropped events, so readers do not wait for
+  // them. Appended in format 1.2: traces written before it have none (then
+  // only `events` says how many numbers will never come). A range may also
+  // cover numbers whose events were written (a thread whose drops are too
+  // scattered to list one by one); readers take those as they come.
+  std::vector<SeqRange> ranges;
   bool operator==(const LostRecord&) const = default;
 };
 
-using Record =
-    std::variant<ProcessRecord, ApiNameRecord, ThreadRecord, ModuleRecord, PythonCodeRecord,
-                 StackRecord, SymbolRecord, AllocRecord, FreeRecord, AllocFailedRecord, StepRecord,
-                 SampleRecord, AnnotationRecord, ContextRecord, ExitRecord, LostRecord>;
+using Record = std::variant<ProcessRecord, ApiNameRecord, ThreadRecord, ModuleRecord,
+                            PythonCodeRecord, StackRecord, SymbolRecord, SourceLineRecord,
+                            AllocRecord, FreeRecord, AllocFailedRecord, StepRecord, SampleRecord,
+                            AnnotationRecord, ContextRecord, ExitRecord, LostRecord>;
 
 // Sequence number of an event record; definitions have none.
 bool record_seq(const Record& record, std::uint64_t* seq);
+// Time of an event record (CLOCK_MONOTONIC ns); definitions have none.
+bool record_time(const Record& record, std::uint64_t* time_ns);
 
 const char* memory_kind_name(MemoryKind kind);    // "device", "host-pinned", ...
 const char* metric_name(Metric metric);           // "host_rss_bytes", ...

@@ -17,7 +17,9 @@ TraceError::TraceError(const std::string& path, std::uint64_t offset, const std:
     : std::runtime_error(path + ": " + what), path_(path), offset_(offset) {}
 
 TraceReader::TraceReader(std::string path) : path_(std::move(path)) {
-  fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO must not wait for a writer (it is refused
+  // below); on a regular file the flag changes nothing.
+  fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd_ < 0) throw TraceError(path_, 0, std::string("cannot open: ") + std::strerror(errno));
   // Each refusal closes the file first: the destructor does not run when the
   // constructor throws, and callers open again and again (gpuleak run retries
@@ -28,7 +30,10 @@ TraceReader::TraceReader(std::string path) : path_(std::move(path)) {
     fail(0, what);
   };
   struct stat st {};
-  if (::fstat(fd_, &st) == 0 && S_ISDIR(st.st_mode)) refuse("is a directory, not a trace file");
+  if (::fstat(fd_, &st) != 0) refuse(std::string("cannot read: ") + std::strerror(errno));
+  if (S_ISDIR(st.st_mode)) refuse("is a directory, not a trace file");
+  // A FIFO, socket or device could block or never end; traces are files.
+  if (!S_ISREG(st.st_mode)) refuse("is not a regular file (a FIFO, socket or device), not a trace");
   std::uint8_t header[kFileHeaderBytes];
   std::size_t got = 0;
   if (!read_at(0, header, sizeof header, &got))
@@ -80,6 +85,12 @@ TraceReader::Status TraceReader::load_block() {
   if (got == 0) return follow_ ? Status::kPending : Status::kEnd;
   if (got < sizeof raw_header) {
     if (follow_) return Status::kPending;
+    if (got == 1 && raw_header[0] == 0) {
+      // What the writer leaves when a block could not be written at all.
+      fail(offset_, "the trace stops at byte " + std::to_string(offset_) +
+                        ": the collector could not write more (a full disk or the file size "
+                        "limit), or the file was cut there; the records before it are readable");
+    }
     fail(offset_, "truncated block header at byte " + std::to_string(offset_) + " (" +
                       std::to_string(got) + " of " + std::to_string(kBlockHeaderBytes) +
                       " bytes present); the records before it are readable");
@@ -113,7 +124,7 @@ TraceReader::Status TraceReader::load_block() {
     fail(offset_, "corrupt block at byte " + std::to_string(offset_) + " (" + why +
                       "); the records before it are readable");
   }
-  block_offset_ = offset_;
+  current_block_offset_ = offset_;
   offset_ = payload_offset + header.compressed_bytes;
   cursor_ = 0;
   block_records_expected_ = header.record_count;
@@ -125,9 +136,10 @@ TraceReader::Status TraceReader::next(Record& out) {
   while (true) {
     if (cursor_ >= block_.size()) {
       if (block_records_seen_ != block_records_expected_) {
-        fail(block_offset_, "corrupt block at byte " + std::to_string(block_offset_) +
-                                ": header says " + std::to_string(block_records_expected_) +
-                                " records, found " + std::to_string(block_records_seen_));
+        fail(current_block_offset_, "corrupt block at byte " +
+                                        std::to_string(current_block_offset_) + ": header says " +
+                                        std::to_string(block_records_expected_) +
+                                        " records, found " + std::to_string(block_records_seen_));
       }
       block_.clear();
       cursor_ = 0;
@@ -140,9 +152,9 @@ TraceReader::Status TraceReader::next(Record& out) {
     const std::uint8_t* p = begin;
     DecodeStatus status = decode_record(&p, block_.data() + block_.size(), out);
     if (status == DecodeStatus::kMalformed) {
-      fail(block_offset_, "corrupt record " + std::to_string(block_records_seen_ + 1) +
-                              " in the block at byte " + std::to_string(block_offset_) +
-                              "; the records before it are readable");
+      fail(current_block_offset_,
+           "corrupt record " + std::to_string(block_records_seen_ + 1) + " in the block at byte " +
+               std::to_string(current_block_offset_) + "; the records before it are readable");
     }
     cursor_ += static_cast<std::size_t>(p - begin);
     ++block_records_seen_;

@@ -49,6 +49,8 @@ class TraceReader {
   const std::string& path() const { return path_; }
   // Bytes of the file consumed so far (whole blocks) and its size when last looked at.
   std::uint64_t offset() const { return offset_; }
+  // Where the block of the record last returned starts.
+  std::uint64_t block_offset() const { return current_block_offset_; }
   std::uint64_t file_bytes() const { return file_bytes_; }
   // Records of unknown types skipped (written by a newer gpuleak).
   std::uint64_t unknown_records() const { return unknown_records_; }
@@ -64,7 +66,7 @@ class TraceReader {
   bool follow_ = false;
   std::uint64_t offset_ = 0;
   std::uint64_t file_bytes_ = 0;
-  std::uint64_t block_offset_ = 0;  // where the current block starts
+  std::uint64_t current_block_offset_ = 0;  // where the current block starts
   std::vector<std::uint8_t> compressed_;
   std::vector<std::uint8_t> block_;
   std::size_t cursor_ = 0;

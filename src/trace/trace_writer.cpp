@@ -1,6 +1,7 @@
 #include "trace/trace_writer.h"
 
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zstd.h>
@@ -61,7 +62,9 @@ TraceWriter::~TraceWriter() {
 }
 
 std::unique_ptr<TraceWriter> TraceWriter::create(const std::string& path, std::string* error) {
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  // 0600: a trace holds the command line (passwords in arguments, too), the
+  // environment's paths and the program's source lines (docs/security.md).
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (fd < 0) {
     *error = errno_text("cannot create trace", path);
     return nullptr;
@@ -132,12 +135,36 @@ bool TraceWriter::write_block(std::string_view records, std::uint32_t record_cou
   header.record_count = record_count;
   encode_block_header(header, reinterpret_cast<std::uint8_t*>(c.block.data()));
   std::size_t total = kBlockHeaderBytes + compressed;
+  // Past the file size limit (ulimit -f) the kernel would send SIGXFSZ,
+  // which ends the process: the traced program must never die of that.
+  struct rlimit limit {};
+  if (::getrlimit(RLIMIT_FSIZE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY &&
+      bytes_written_ + total > limit.rlim_cur) {
+    *error = "cannot write trace " + path_ + ": it would pass the file size limit (ulimit -f) of " +
+             std::to_string(limit.rlim_cur) + " bytes";
+    mark_cut(limit.rlim_cur);
+    return false;
+  }
   if (!write_all(fd_, c.block.data(), total)) {
     *error = errno_text("cannot write trace", path_);
+    mark_cut(limit.rlim_cur);
     return false;
   }
   bytes_written_ += total;
   return true;
+}
+
+void TraceWriter::mark_cut(std::uint64_t size_limit) {
+  off_t end = ::lseek(fd_, 0, SEEK_END);
+  if (end < 0) return;
+  // Part of the block reached the file: readers see a cut block already.
+  if (static_cast<std::uint64_t>(end) != bytes_written_) return;
+  // Else one more byte, made by extending the file (a hole: it needs no free
+  // space), so the file ends inside a block header and every reader says the
+  // trace stops there instead of taking it for a whole one.
+  if (static_cast<std::uint64_t>(end) + 1 > size_limit) return;
+  int saved = errno;
+  if (::ftruncate(fd_, end + 1) != 0) errno = saved;
 }
 
 }  // namespace gpuleak::trace

@@ -28,7 +28,10 @@ class TraceWriter {
   TraceWriter& operator=(const TraceWriter&) = delete;
 
   // Compresses `records` (record_count encoded records) into one block and
-  // writes it. An empty `records` writes nothing.
+  // writes it. An empty `records` writes nothing. A block that cannot be
+  // written whole (a full disk, the file size limit) fails, and the file is
+  // left ending inside a block, so readers say the trace stops there; the
+  // caller writes no more.
   bool write_block(std::string_view records, std::uint32_t record_count, std::string* error);
 
   std::uint64_t bytes_written() const { return bytes_written_; }
@@ -36,6 +39,7 @@ class TraceWriter {
 
  private:
   TraceWriter(int fd, std::string path, std::uint64_t offset);
+  void mark_cut(std::uint64_t size_limit);
 
   int fd_;
   std::string path_;

@@ -553,5 +553,120 @@ TEST_F(GpuleakRun, clean_script_gets_no_leak_and_exit_zero_even_with_fail_on_lea
   EXPECT_EQ(report["processes"][0]["events"]["allocations"], 160);
 }
 
+// A CI gate on a full disk: the collector's writes fail (here the file size
+// limit of `ulimit -f`, which a tmpfs-less CI can set), the program still
+// runs to its end unharmed (no SIGXFSZ), and `run --fail-on-leak` does not
+// pass on the trace that stopped being written
+// (https://github.com/travis-ci/travis-ci/issues/931: a build passed on ENOSPC).
+TEST_F(GpuleakRun, a_trace_cut_by_a_full_disk_fails_the_fail_on_leak_gate) {
+  ScratchDir dir;
+  std::vector<std::string> argv =
+      run_argv(dir.file("traces"), {"--fail-on-leak", "--no-live"}, {"clean"});
+  std::string command = "ulimit -f 1; exec";
+  for (const std::string& a : argv) command += " '" + a + "'";
+  ProcessResult r = run_process({"/bin/sh", "-c", command}, run_options());
+  EXPECT_NE(r.out.find("fake_train: done"), std::string::npos)
+      << "the program itself must be unharmed: " << r.describe();
+  EXPECT_EQ(r.signal, 0) << r.describe();
+  EXPECT_EQ(r.exit_code, kExitInput) << r.describe();
+  EXPECT_NE(r.err.find("file size limit"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("No leaks"), std::string::npos) << r.err;
+}
+
+TEST_F(GpuleakRun, traces_and_their_folder_are_private_to_the_user) {
+  ScratchDir dir;
+  std::string traces = dir.file("new/traces");
+  ProcessResult r = run_process(run_argv(traces, {"--no-live"}, {"clean"}), run_options());
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_EQ(fs::status(traces).permissions() & fs::perms::all, fs::perms::owner_all);
+  EXPECT_EQ(fs::status(dir.file("new")).permissions() & fs::perms::all, fs::perms::owner_all);
+  std::size_t checked = 0;
+  for (const auto& entry : fs::directory_iterator(traces)) {
+    EXPECT_EQ(entry.status().permissions() & fs::perms::all,
+              fs::perms::owner_read | fs::perms::owner_write)
+        << entry.path();
+    ++checked;
+  }
+  EXPECT_GT(checked, 0u);
+}
+
+// `gpuleak run` captures the source line of the leaking site into the trace:
+// `report` shows it from the trace, not from the file, so it reads the same
+// after the script is gone.
+TEST_F(GpuleakRun, source_lines_travel_in_the_trace) {
+  ScratchDir dir;
+  std::string script = dir.file("train_copy.py");
+  fs::copy_file(kFakeTrain, script);
+  std::vector<std::string> argv = {kGpuleak,           "run",  "-o",        dir.file("traces"),
+                                   "--torch-mode",     "off",  "--no-live", "--",
+                                   "/usr/bin/python3", script, "leak"};
+  ProcessResult r = run_process(argv, run_options());
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  fs::remove(script);
+  ProcessResult report = run_process({kGpuleak, "report", "--json", dir.file("traces")});
+  ASSERT_EQ(report.exit_code, 0) << report.describe();
+  json j = json::parse(report.out, nullptr, false);
+  ASSERT_FALSE(j.is_discarded());
+  const json& site = j["processes"][0]["growth"]["sites"][0]["site"];
+  EXPECT_NE(site["source_line"].get<std::string>().find("# MARK: leaking line"), std::string::npos)
+      << site.dump();
+}
+
+// Output that cannot be written is an error, never a silent success.
+TEST(ReportOutputs, a_report_that_cannot_be_written_exits_3) {
+  std::string trace = example_trace("cuda/forgot_free");
+  for (const std::string& args : {std::string("report --json"), std::string("report")}) {
+    ProcessResult r = run_process(
+        {"/bin/sh", "-c", "exec '" + kGpuleak + "' " + args + " '" + trace + "' >/dev/full"});
+    EXPECT_EQ(r.exit_code, kExitInput) << args << ": " << r.describe();
+    EXPECT_NE(r.err.find("cannot write the report to stdout: No space left on device"),
+              std::string::npos)
+        << r.err;
+  }
+  ProcessResult html = run_process({kGpuleak, "report", "--html", "/dev/full", trace});
+  EXPECT_EQ(html.exit_code, kExitInput) << html.describe();
+  EXPECT_NE(html.err.find("cannot write /dev/full"), std::string::npos) << html.err;
+}
+
+// `report --source-root` reads source lines from a checkout, and only
+// inside it: a link out of it is not followed.
+TEST(ReportSources, source_root_reads_lines_inside_the_checkout_only) {
+  ScratchDir dir;
+  fs::create_directories(dir.file("checkout/proj"));
+  write_text_file(dir.file("checkout/proj/train.py"), "import torch\nlosses.append(loss)\n");
+  fs::create_symlink("/etc/passwd", dir.file("checkout/proj/passwd.py"));
+  std::string trace = dir.file("t.trace");
+  {
+    std::string error;
+    auto writer = trace::TraceWriter::create(trace, &error);
+    ASSERT_TRUE(writer) << error;
+    std::string block;
+    trace::encode_record(
+        trace::ProcessRecord{9, 1, 0, 1000, "/usr/bin/python3", "python3 train.py", "h", "0"},
+        block);
+    trace::encode_record(trace::PythonCodeRecord{1, "/home/someone/proj/train.py", "step", 1},
+                         block);
+    trace::encode_record(trace::PythonCodeRecord{2, "/home/someone/proj/passwd.py", "step", 1},
+                         block);
+    trace::encode_record(trace::StackRecord{1, {}, {{1, 2}}}, block);
+    trace::encode_record(trace::StackRecord{2, {}, {{2, 1}}}, block);
+    trace::encode_record(
+        trace::AllocRecord{0, 2000, 0x1000, 4096, trace::MemoryKind::kDevice, 243, 0, 0, 9, 1},
+        block);
+    trace::encode_record(
+        trace::AllocRecord{1, 3000, 0x2000, 8192, trace::MemoryKind::kDevice, 243, 0, 0, 9, 2},
+        block);
+    trace::encode_record(trace::ExitRecord{2, 4000}, block);
+    ASSERT_TRUE(writer->write_block(block, 8, &error)) << error;
+  }
+  ProcessResult plain = run_process({kGpuleak, "report", trace});
+  EXPECT_EQ(plain.out.find("losses.append(loss)"), std::string::npos)
+      << "without --source-root, report reads no source file:\n"
+      << plain.out;
+  ProcessResult r = run_process({kGpuleak, "report", "--source-root", dir.file("checkout"), trace});
+  EXPECT_NE(r.out.find("> losses.append(loss)"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("root:"), std::string::npos) << "followed a link out of the checkout";
+}
+
 }  // namespace
 }  // namespace gpuleak::cli

@@ -16,6 +16,7 @@
 #include <set>
 #include <sstream>
 
+#include "analysis/process_verdict.h"
 #include "analysis/trace_loader.h"
 #include "cli/process_runner.h"
 #include "trace/event_sequencer.h"
@@ -191,6 +192,86 @@ TEST(CollectorStress, eight_threads_record_exactly_the_planted_leaks_with_their_
         << "site: " << group.site.label();
     EXPECT_NE(group.site.file.find("collector_child.cpp"), std::string::npos);
   }
+}
+
+// With a per-thread buffer far too small for the writer's pace, the
+// collector drops events, never blocks the program, and every number it
+// dropped is listed in a lost record: the sequencer never waits behind a
+// gap, and nothing missing is left undeclared (no damage).
+TEST(CollectorStress, dropped_events_are_listed_by_sequence_number_and_nothing_else_is_missing) {
+  SKIP_WITHOUT_COLLECTOR();
+  ScratchDir dir;
+  ProcessOptions options = collector_options(dir.path());
+  options.set_env.push_back("GPULEAK_BUFFER_BYTES=65536");
+  options.set_env.push_back("GPULEAK_FLUSH_MS=500");
+  ProcessResult run = run_process({kChild, kCollector, "stress"}, options);
+  ASSERT_EQ(run.exit_code, 0) << run.describe();
+  EXPECT_EQ(run.out, "planted 36 blocks, 147456 bytes\n");
+  auto files = traces_in(dir.path());
+  ASSERT_EQ(files.size(), 1u);
+
+  trace::TraceReader reader(files[0]);
+  trace::EventSequencer sequencer;
+  trace::Record record;
+  std::size_t most_held = 0;
+  std::uint64_t allocs = 0, frees = 0, listed = 0, lost = 0;
+  auto take = [&] {
+    while (sequencer.pop(record)) {
+      if (std::holds_alternative<trace::AllocRecord>(record)) ++allocs;
+      if (std::holds_alternative<trace::FreeRecord>(record)) ++frees;
+    }
+  };
+  while (reader.next(record) == trace::TraceReader::Status::kRecord) {
+    if (const auto* l = std::get_if<trace::LostRecord>(&record)) {
+      lost += l->events;
+      for (const auto& range : l->ranges) listed += range.count;
+    }
+    sequencer.push(std::move(record));
+    take();
+    most_held = std::max(most_held, sequencer.pending());
+  }
+  sequencer.finish();
+  take();
+  const trace::SequenceFindings& f = sequencer.findings();
+  EXPECT_GT(lost, 0u) << "a 64 KiB buffer and 500 ms flushes should have dropped events";
+  EXPECT_GT(f.declared_skipped, 0u);
+  EXPECT_EQ(f.undeclared_skipped, 0u) << "numbers missing that no lost record listed";
+  EXPECT_EQ(f.counted_skipped, 0u);
+  EXPECT_EQ(f.repeated_events, 0u);
+  EXPECT_GE(listed, f.declared_skipped);
+  // Every allocation and free the program made was recorded or listed lost.
+  EXPECT_GE(allocs + frees + f.declared_skipped, 2u * 8 * 100000 + 36);
+  // Held events are bounded by one flush's worth, not by the 2^22 cap.
+  EXPECT_LT(most_held, 1u << 20);
+
+  analysis::ProcessReport report = analysis::analyze_trace_file(files[0], {});
+  EXPECT_TRUE(report.damage.empty()) << report.damage.front();
+  EXPECT_EQ(report.lost_events, lost);
+  EXPECT_EQ(report.lost_ranged_seqs, f.declared_skipped);
+}
+
+// A trace that cannot grow (here the file size limit of `ulimit -f`; a full
+// disk fails the same write): the program runs to its end and is not killed
+// by SIGXFSZ, the collector says once that it stopped, writes nothing more,
+// and the trace reads as cut where it stopped, never as a whole one.
+TEST(CollectorDisabled, a_trace_that_cannot_grow_stops_recording_and_reads_as_cut) {
+  SKIP_WITHOUT_COLLECTOR();
+  ScratchDir dir;
+  ProcessResult run =
+      run_process({"/bin/sh", "-c", "ulimit -f 8; exec \"$0\" \"$1\" stress", kChild, kCollector},
+                  collector_options(dir.path()));
+  ASSERT_EQ(run.signal, 0) << run.describe();
+  ASSERT_EQ(run.exit_code, 0) << run.describe();
+  EXPECT_EQ(run.out, "planted 36 blocks, 147456 bytes\n");
+  EXPECT_NE(run.err.find("file size limit"), std::string::npos) << run.err;
+  EXPECT_EQ(run.err_lines().size(), 1u) << run.err;
+  auto files = traces_in(dir.path());
+  ASSERT_EQ(files.size(), 1u);
+  TraceContents c = read_trace(files[0]);
+  EXPECT_NE(c.error.find("the collector could not write more"), std::string::npos)
+      << "the trace must read as cut: " << c.error;
+  analysis::ProcessReport report = analysis::analyze_trace_file(files[0], {});
+  EXPECT_FALSE(analysis::judge_process(report).complete());
 }
 
 // ---- Killed ------------------------------------------------------------------

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <string>
@@ -72,6 +73,47 @@ TEST(ThreadBuffer, without_a_writer_the_thread_drops_and_counts_beyond_the_cap) 
   EXPECT_EQ(drained, written);
   // Drained, it takes events again.
   EXPECT_NE(buffer.reserve(bytes.size()), nullptr);
+}
+
+// The numbers of dropped events are kept as ranges for the writer's lost
+// record: consecutive numbers join one range, and past the per-thread limit
+// the last range widens rather than losing any.
+TEST(ThreadBuffer, dropped_numbers_are_kept_as_ranges_for_the_lost_record) {
+  ThreadBuffer buffer(1);
+  for (std::uint64_t seq = 10; seq < 20; ++seq) buffer.drop(1, seq);
+  buffer.drop(3);  // definitions: counted, no number
+  buffer.drop(1, 30);
+  std::vector<trace::SeqRange> ranges;
+  buffer.take_dropped_ranges(ranges);
+  EXPECT_EQ(ranges, (std::vector<trace::SeqRange>{{10, 10}, {30, 1}}));
+  EXPECT_EQ(buffer.drain([](std::string_view) {}), 14u);
+  ranges.clear();
+  buffer.take_dropped_ranges(ranges);
+  EXPECT_TRUE(ranges.empty()) << "taken once";
+
+  for (std::uint64_t k = 0; k < ThreadBuffer::kMaxDroppedRanges + 5; ++k)
+    buffer.drop(1, 100 + 2 * k);
+  buffer.take_dropped_ranges(ranges);
+  ASSERT_EQ(ranges.size(), ThreadBuffer::kMaxDroppedRanges);
+  for (std::uint64_t k = 0; k < ThreadBuffer::kMaxDroppedRanges + 5; ++k) {
+    std::uint64_t seq = 100 + 2 * k;
+    bool covered = std::any_of(ranges.begin(), ranges.end(), [&](const trace::SeqRange& r) {
+      return seq >= r.first_seq && seq < r.first_seq + r.count;
+    });
+    EXPECT_TRUE(covered) << "dropped number " << seq << " is in no range";
+  }
+}
+
+TEST(ThreadBuffers, ranges_from_several_threads_are_merged_and_bounded) {
+  std::vector<trace::SeqRange> ranges = {{20, 5}, {0, 10}, {10, 5}, {40, 1}};
+  merge_seq_ranges(ranges);
+  EXPECT_EQ(ranges, (std::vector<trace::SeqRange>{{0, 15}, {20, 5}, {40, 1}}));
+  std::vector<trace::SeqRange> many;
+  for (std::uint64_t k = 0; k < 5000; ++k) many.push_back({k * 3, 1});
+  merge_seq_ranges(many);
+  EXPECT_LE(many.size(), kMaxLostRanges);
+  EXPECT_EQ(many.front().first_seq, 0u);
+  EXPECT_EQ(many.back().first_seq + many.back().count, 4999u * 3 + 1);
 }
 
 TEST(ThreadBuffer, a_large_chunk_filling_up_asks_for_the_writer) {

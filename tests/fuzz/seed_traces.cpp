@@ -61,6 +61,7 @@ std::vector<Record> every_record_kind() {
   r.push_back(PythonCodeRecord{7, "train.py", "step", 40});
   r.push_back(StackRecord{3, {0x401000, 0x402000}, {{7, 42}}});
   r.push_back(SymbolRecord{0x401000, "leak(int)", "leak.cu", 17, "/nonexistent/train"});
+  r.push_back(SourceLineRecord{"train.py", 42, "losses.append(loss)"});
   r.push_back(AllocRecord{0, 1000000010, 0x7f00deadbe00, 1 << 20, MemoryKind::kDeviceAsync, 598, 0,
                           0xabc, 4243, 3});
   r.push_back(FreeRecord{1, 1000000011, 0x7f00deadbe00, MemoryKind::kDeviceAsync, 600, 0, 4243});
@@ -71,7 +72,7 @@ std::vector<Record> every_record_kind() {
   r.push_back(AnnotationRecord{5, 1000000015, "allocator", "{\"mode\":\"cudaMallocAsync\"}"});
   r.push_back(ContextRecord{6, 1000000016, ContextAction::kPrimaryRetained, 0x5555, 0});
   r.push_back(ExitRecord{7, 1000000017});
-  r.push_back(LostRecord{8, 1000000018, 12});
+  r.push_back(LostRecord{8, 1000000018, 12, {{20, 2}, {30, 10}}});
   return r;
 }
 
@@ -115,7 +116,7 @@ std::vector<Record> training_job(int steps) {
   thread1.push_back(AnnotationRecord{seq++, t + 5, "holder", holder});
   thread1.push_back(
       AllocFailedRecord{seq++, t + 6, 1ull << 36, MemoryKind::kTorchBlock, 0x10001, 0, 2, 4242, 1});
-  thread1.push_back(LostRecord{seq++, t + 7, 3});
+  thread1.push_back(LostRecord{seq++, t + 7, 3, {}});
   thread1.push_back(ExitRecord{seq++, t + 8});
   std::vector<Record> all = definitions;
   all.insert(all.end(), events.begin(), events.end());
@@ -160,6 +161,7 @@ std::vector<Record> with_symbols() {
   r.push_back(StackRecord{1, {0x401000, 0x402000, 0x403000}, {}});
   r.push_back(SymbolRecord{0x400fff, "leak_buffers()", "/work/leak.cu", 17, "/work/leak"});
   r.push_back(SymbolRecord{0x401fff, "main", "/work/leak.cu", 40, "/work/leak"});
+  r.push_back(SourceLineRecord{"/work/leak.cu", 17, "cudaMalloc(&p, 4096);"});
   r.push_back(AllocRecord{0, 1000000100, 0x7000, 4096, MemoryKind::kDevice, 243, 0, 0, 1, 1});
   r.push_back(AllocRecord{1, 1000000200, 0x8000, 4096, MemoryKind::kDevice, 243, 0, 0, 1, 1});
   return r;

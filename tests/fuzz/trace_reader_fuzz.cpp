@@ -3,26 +3,15 @@
 // report or a TraceError naming the file and an offset inside it; never a
 // crash, a hang, another exception or a sanitizer report.
 //
-// An input is used in one of two ways:
-//   - it starts with the file magic "GPULEAKT": it is the trace file itself
-//     (fuzzes headers, block framing, sizes, checksums);
-//   - otherwise it is a block payload (records as codec.h encodes them),
-//     which this target cuts into blocks and compresses with a checksum, as
-//     the collector's writer does, so that mutations reach the record
-//     decoder, the sequencer and the analysis instead of failing zstd's
-//     checksum.
-// The file lives in a memfd and is opened by its /proc/self/fd path, so the
-// reader's production API (a path) is used unchanged and nothing touches
-// the disk.
+// Inputs become trace files as fuzz_input.h says (the file itself, or a
+// block payload cut into blocks), in a memfd opened by its /proc path.
 //
 // Paths named by the trace (modules, Python files, symbol files) are moved
 // under a folder that does not exist, so the analysis never opens real files
 // (the symbolizer and the source-line reader would otherwise read whatever
 // a random input names, /dev/zero included).
 #include <dirent.h>
-#include <sys/mman.h>
 #include <unistd.h>
-#include <zstd.h>
 
 #include <cstdint>
 #include <cstdio>
@@ -32,8 +21,8 @@
 #include <string>
 
 #include "analysis/process_analysis.h"
+#include "fuzz_input.h"
 #include "trace/event_sequencer.h"
-#include "trace/file_layout.h"
 #include "trace/records.h"
 #include "trace/trace_reader.h"
 
@@ -43,72 +32,7 @@ using namespace gpuleak;
 
 const std::string kNowhere = "/nonexistent-gpuleak-fuzz";
 
-[[noreturn]] void fail(const std::string& what) {
-  std::fprintf(stderr, "trace_reader_fuzz: %s\n", what.c_str());
-  std::abort();
-}
-
-// Length of the record at data[0..size) by its framing (u8 type, varint
-// length, body), or 0 when the framing runs past the end.
-std::size_t framed_record_bytes(const std::uint8_t* data, std::size_t size) {
-  std::size_t i = 1;
-  std::uint64_t length = 0;
-  for (int shift = 0; i < size && shift < 64; shift += 7) {
-    std::uint8_t byte = data[i++];
-    length |= static_cast<std::uint64_t>(byte & 0x7f) << shift;
-    if (!(byte & 0x80)) {
-      if (length > size - i) return 0;
-      return i + static_cast<std::size_t>(length);
-    }
-  }
-  return 0;
-}
-
-void append_block(std::string& file, const std::uint8_t* payload, std::size_t size,
-                  std::uint32_t records) {
-  static ZSTD_CCtx* context = [] {
-    ZSTD_CCtx* c = ZSTD_createCCtx();
-    ZSTD_CCtx_setParameter(c, ZSTD_c_compressionLevel, 1);
-    ZSTD_CCtx_setParameter(c, ZSTD_c_checksumFlag, 1);
-    return c;
-  }();
-  std::string frame(ZSTD_compressBound(size), '\0');
-  std::size_t n = ZSTD_compress2(context, frame.data(), frame.size(), payload, size);
-  if (ZSTD_isError(n)) fail(std::string("zstd: ") + ZSTD_getErrorName(n));
-  trace::BlockHeader header;
-  header.compressed_bytes = static_cast<std::uint32_t>(n);
-  header.raw_bytes = static_cast<std::uint32_t>(size);
-  header.record_count = records;
-  std::uint8_t raw[trace::kBlockHeaderBytes];
-  trace::encode_block_header(header, raw);
-  file.append(reinterpret_cast<char*>(raw), sizeof raw);
-  file.append(frame.data(), n);
-}
-
-// A trace file holding `payload` cut into blocks of a few records.
-std::string wrap_payload(const std::uint8_t* payload, std::size_t size) {
-  std::string file(trace::kFileHeaderBytes, '\0');
-  trace::encode_file_header(reinterpret_cast<std::uint8_t*>(file.data()));
-  std::size_t per_block = 1 + size % 16;
-  std::size_t start = 0, at = 0;
-  std::uint32_t records = 0;
-  while (at < size) {
-    std::size_t n = framed_record_bytes(payload + at, size - at);
-    if (n == 0) {  // broken framing: the rest is one more (malformed) record
-      at = size;
-      ++records;
-      break;
-    }
-    at += n;
-    if (++records == per_block) {
-      append_block(file, payload + start, at - start, records);
-      start = at;
-      records = 0;
-    }
-  }
-  if (at > start) append_block(file, payload + start, at - start, records);
-  return file;
-}
+using fuzz::fail;
 
 void move_paths_nowhere(trace::Record& record) {
   if (auto* m = std::get_if<trace::ModuleRecord>(&record)) m->path = kNowhere + m->path;
@@ -172,34 +96,11 @@ void check_descriptors() {
   if (now > baseline + 16) fail("file descriptors leak: " + std::to_string(now - baseline));
 }
 
-// The in-memory file every input is written to, and the path that opens it.
-struct MemoryFile {
-  int fd = -1;
-  std::string path;
-};
-
-const MemoryFile& replace_memory_file(const std::string& bytes) {
-  static MemoryFile file = [] {
-    MemoryFile made;
-    made.fd = ::memfd_create("gpuleak-fuzz-trace", 0);
-    if (made.fd < 0) fail("memfd_create failed");
-    made.path = "/proc/self/fd/" + std::to_string(made.fd);
-    return made;
-  }();
-  if (::ftruncate(file.fd, 0) != 0) fail("ftruncate failed");
-  if (::pwrite(file.fd, bytes.data(), bytes.size(), 0) != static_cast<ssize_t>(bytes.size()))
-    fail("pwrite failed");
-  return file;
-}
-
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  std::string file = size >= sizeof trace::kFileMagic &&
-                             std::memcmp(data, trace::kFileMagic, sizeof trace::kFileMagic) == 0
-                         ? std::string(reinterpret_cast<const char*>(data), size)
-                         : wrap_payload(data, size);
-  const std::string& path = replace_memory_file(file).path;
+  std::string file = fuzz::trace_file_from(data, size);
+  const std::string& path = fuzz::memory_file_with(file);
 
   analysis::AnalysisOptions options;
   // Small windows keep each input fast; every code path is still reached.

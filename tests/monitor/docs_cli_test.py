@@ -102,7 +102,8 @@ def test_every_json_field_of_top_and_doctor_is_documented(device, started):
     documented_leaves = {name.split(".")[-1].replace("[]", "") for name in documented}
 
     top = run_gpuleak(["top", "--json", "--count", "1", "--pid", str(os.getpid())], env)
-    doctor = run_gpuleak(["doctor", "--json", "--kill-orphans", "--yes"], env)
+    doctor = run_gpuleak(["doctor", "--json", "--kill-orphans", "--yes", "--device-files", device.glob],
+                         env)
     for result in (top, doctor):
         assert result.returncode == 0, result.stderr
         for key in leaf_keys(json.loads(result.stdout)):

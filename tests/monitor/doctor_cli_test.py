@@ -8,17 +8,24 @@ import subprocess
 
 import pytest
 
-from process_fixtures import (as_user, gpuleak_env, gpuleak_runs_as, is_running, make_orphan,
-                              proc_stat, run_gpuleak, start_holder, start_training_job,
-                              wait_until, write_nvml_state)
+from process_fixtures import (GPULEAK, PYTHON, as_user, gpuleak_env, gpuleak_runs_as, is_running,
+                              make_orphan, proc_stat, run_gpuleak, start_holder,
+                              start_training_job, wait_until, write_nvml_state)
 
 NOBODY = 65534
 MiB = 1 << 20
 GiB = 1 << 30
 
 
+def kill_flags(device, args):
+    """--kill-orphans takes the stand-in device files only from the flag: the
+    environment variable never widens what it may end."""
+    return [*args, "--device-files", device.glob] if "--kill-orphans" in args else list(args)
+
+
 def doctor_json(device, args=(), nvml_state=None, **kwargs):
-    result = run_gpuleak(["doctor", "--json", *args], gpuleak_env(device, nvml_state), **kwargs)
+    result = run_gpuleak(["doctor", "--json", *kill_flags(device, args)],
+                         gpuleak_env(device, nvml_state), **kwargs)
     assert result.returncode in (0, 1, 2), result.stderr
     return result, json.loads(result.stdout)
 
@@ -133,7 +140,7 @@ def test_a_driver_that_does_not_start_is_a_note_not_a_failure(device, started):
 
 def test_kill_orphans_in_a_pipe_needs_yes(device, started):
     orphan = make_orphan(started, device)
-    result = run_gpuleak(["doctor", "--kill-orphans"], gpuleak_env(device))
+    result = run_gpuleak(kill_flags(device, ["doctor", "--kill-orphans"]), gpuleak_env(device))
     assert result.returncode == 2
     assert "--yes" in result.stderr
     assert is_running(orphan)
@@ -143,7 +150,7 @@ def test_kill_orphans_asks_on_a_terminal_and_no_means_no(device, started):
     orphan = make_orphan(started, device)
     controller, terminal = os.openpty()
     os.write(controller, b"n\n")  # typed ahead; the prompt reads it from the terminal
-    result = run_gpuleak(["doctor", "--kill-orphans"], gpuleak_env(device), stdin=terminal)
+    result = run_gpuleak(kill_flags(device, ["doctor", "--kill-orphans"]), gpuleak_env(device), stdin=terminal)
     os.close(terminal)
     os.close(controller)
     assert result.returncode == 0
@@ -171,7 +178,7 @@ def test_kill_orphans_ends_the_callers_orphan_and_nothing_else(device, started):
 
 def test_nothing_to_end_is_said_plainly(device, started):
     start_holder(started, device)
-    result = run_gpuleak(["doctor", "--kill-orphans", "--yes"], gpuleak_env(device))
+    result = run_gpuleak(kill_flags(device, ["doctor", "--kill-orphans", "--yes"]), gpuleak_env(device))
     assert result.returncode == 0
     assert "no orphaned process holds the GPU" in result.stdout
 
@@ -198,11 +205,11 @@ def test_root_ends_another_users_orphan_only_with_all_users(device, started):
                     reason="needs root and a build directory other users can reach")
 def test_an_ordinary_user_cannot_end_roots_orphan_nor_use_all_users(device, started):
     orphan = make_orphan(started, device)  # owned by root
-    result = run_gpuleak(["doctor", "--kill-orphans", "--all-users", "--yes"], gpuleak_env(device),
+    result = run_gpuleak(kill_flags(device, ["doctor", "--kill-orphans", "--all-users", "--yes"]), gpuleak_env(device),
                          preexec_fn=as_user(NOBODY))
     assert result.returncode == 2
     assert "--all-users needs root" in result.stderr
-    result = run_gpuleak(["doctor", "--json", "--kill-orphans", "--yes"], gpuleak_env(device),
+    result = run_gpuleak(kill_flags(device, ["doctor", "--json", "--kill-orphans", "--yes"]), gpuleak_env(device),
                          preexec_fn=as_user(NOBODY))
     report = json.loads(result.stdout)
     # As another user it cannot even see root's open files, so it finds no
@@ -219,3 +226,54 @@ def test_usage_errors_exit_2_with_one_clear_line(device):
         assert result.returncode == 2, args
         assert result.stderr.startswith("gpuleak: "), result.stderr
         assert "Traceback" not in result.stderr and "terminate" not in result.stderr
+
+
+# GPULEAK_DEVICE_FILE_GLOB alone made --kill-orphans treat any process
+# holding a matching file as a GPU holder, and nothing said a non-default
+# glob was in use. Now only the explicit flag changes the kill set.
+def test_the_environment_glob_alone_never_widens_what_kill_orphans_may_end(device, started):
+    orphan = make_orphan(started, device)  # holds the stand-in files, not /dev/nvidia*
+    result = run_gpuleak(["doctor", "--json", "--kill-orphans", "--yes"], gpuleak_env(device))
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["kill_orphans"]["outcomes"] == []
+    assert orphan not in [c["pid"] for c in report["kill_orphans"]["candidates"]]
+    assert "GPULEAK_DEVICE_FILE_GLOB is not used to choose processes to end" in result.stderr
+    assert is_running(orphan)
+
+
+def test_a_non_default_device_glob_is_always_said(device, started):
+    start_holder(started, device)
+    for args in (["doctor"], ["doctor", "--device-files", device.glob], ["top", "--count", "1"]):
+        env = gpuleak_env(device) if args[-1] != device.glob else dict(gpuleak_env(device), GPULEAK_DEVICE_FILE_GLOB="")
+        result = run_gpuleak(args, env)
+        assert result.returncode == 0, (args, result.stderr)
+        assert f"GPU device files are those matching '{device.glob}'" in result.stderr, args
+        assert "not the default /dev/nvidia*" in result.stderr
+
+
+def start_latin1_holder(started, device):
+    """A GPU holder whose last argument is Latin-1 bytes, not UTF-8."""
+    code = ("import os,sys,time\n"
+            "held=[open(p,'rb') for p in sys.argv[1:3]]\n"
+            "print('ready',flush=True)\n"
+            "parent=os.getppid()\n"
+            "while os.getppid()==parent: time.sleep(0.2)\n")
+    process = started.popen([PYTHON, "-c", code, device.gpu, device.ctl, b"--name=J\xf6rg"],
+                            stdout=subprocess.PIPE, text=True)
+    assert process.stdout.readline().strip() == "ready"
+    return process.pid
+
+
+# A process whose argument is not UTF-8 made `doctor --json` and `top --json`
+# fail for everyone (https://github.com/nicolargo/glances/issues/391): the
+# JSON carries the bytes, as \udcXX escapes (PEP 383).
+def test_doctor_and_top_json_carry_a_latin1_command_line(device, started):
+    holder = start_latin1_holder(started, device)
+    for args in (["doctor", "--json"], ["top", "--json", "--count", "1", "--pid", str(holder)]):
+        result = subprocess.run([GPULEAK, *args], env=gpuleak_env(device), stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, timeout=120)
+        assert result.returncode == 0, (args, result.stderr)
+        report = json.loads(result.stdout.decode("utf-8"))
+        entry = by_pid(report["processes"])[holder]
+        assert os.fsencode(entry["command"]).endswith(b"--name=J\xf6rg"), entry["command"]

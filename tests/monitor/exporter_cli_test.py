@@ -1,12 +1,18 @@
 """`gpuleak exporter` as a real child process: /metrics fetched by a real
 HTTP client and parsed by prometheus_client's exposition parser; loopback by
-default; clear errors for bad or busy addresses; clean stop on SIGTERM."""
+default; clear errors for bad or busy addresses (a taken port is refused,
+never shared); clean stop on SIGTERM; /metrics still answers within 2 s
+behind 200 slow clients; heads that take too long are cut off, bodies are
+never buffered."""
 import contextlib
+import http.client
 import os
 import re
 import signal
 import socket
 import subprocess
+import threading
+import time
 import urllib.request
 
 import pytest
@@ -201,3 +207,105 @@ def test_bad_and_busy_addresses_are_clear_errors(device):
                              timeout=30)
         assert result.returncode == 3
         assert f"cannot listen on 127.0.0.1:{port}" in result.stderr
+
+
+# A second exporter on the port of a running one: with SO_REUSEPORT (what
+# cpp-httplib sets by default) it started and the two shared the scrapes
+# (https://github.com/yhirose/cpp-httplib/issues/250). It must be refused.
+def test_a_second_exporter_on_a_taken_port_exits_3_and_the_first_keeps_serving(device):
+    with exporter(["--listen", "127.0.0.1:0", "--interval", "0.2"], gpuleak_env(device)) as (_, host, port):
+        second = run_gpuleak(["exporter", "--listen", f"{host}:{port}"], gpuleak_env(device), timeout=30)
+        assert second.returncode == 3, second.stderr
+        assert "gpuleak: cannot listen on" in second.stderr, second.stderr
+        assert "Address already in use" in second.stderr
+        for _ in range(5):
+            scrape(host, port)
+
+
+def slow_clients(host, port, count):
+    """`count` connections that each send a request head one byte at a
+    time, slowly (a slowloris: https://github.com/prometheus/client_java/issues/2284)."""
+    clients = []
+    for _ in range(count):
+        s = socket.create_connection((host, port), timeout=5)
+        s.sendall(b"G")
+        clients.append(s)
+    return clients
+
+
+def test_metrics_answer_within_2_s_while_200_slow_clients_hold_connections(device):
+    with exporter(["--listen", "127.0.0.1:0", "--interval", "0.2"], gpuleak_env(device)) as (_, host, port):
+        clients = slow_clients(host, port, 200)
+        stop = threading.Event()
+
+        def trickle():
+            while not stop.is_set():
+                for s in clients:
+                    try:
+                        s.send(b"E")
+                    except OSError:
+                        pass
+                stop.wait(1.0)
+
+        sender = threading.Thread(target=trickle)
+        sender.start()
+        try:
+            for _ in range(5):
+                started = time.monotonic()
+                families = scrape(host, port)
+                seconds = time.monotonic() - started
+                assert seconds < 2.0, f"/metrics took {seconds:.2f} s behind 200 slow clients"
+                assert "gpuleak_exporter_samples" in families
+                time.sleep(0.3)
+        finally:
+            stop.set()
+            sender.join()
+            for s in clients:
+                s.close()
+
+
+def test_a_request_head_that_takes_too_long_is_cut_off(device):
+    with exporter(["--listen", "127.0.0.1:0"], gpuleak_env(device)) as (_, host, port):
+        s = socket.create_connection((host, port), timeout=15)
+        s.sendall(b"GET /metr")
+        started = time.monotonic()
+        answer = s.recv(4096)  # waits until the exporter gives up on the head
+        s.close()
+        assert answer.startswith(b"HTTP/1.1 408"), answer
+        assert time.monotonic() - started < 10
+
+
+def test_a_body_is_never_buffered(device):
+    with exporter(["--listen", "127.0.0.1:0"], gpuleak_env(device)) as (_, host, port):
+        s = socket.create_connection((host, port), timeout=10)
+        s.sendall(b"POST /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 1000000000\r\n\r\n")
+        answer = s.recv(4096)
+        assert answer.startswith(b"HTTP/1.1 405"), answer
+        assert b"Allow: GET, HEAD" in answer
+        s.close()
+        s = socket.create_connection((host, port), timeout=10)
+        s.sendall(b"GET /metrics HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n")
+        assert s.recv(4096).startswith(b"HTTP/1.1 413")
+        s.close()
+        s = socket.create_connection((host, port), timeout=10)
+        s.sendall(b"GET /" + b"x" * 20000 + b" HTTP/1.1\r\n\r\n")
+        assert s.recv(4096).startswith(b"HTTP/1.1 431")
+        s.close()
+        scrape(host, port)
+
+
+def test_keep_alive_serves_several_requests_on_one_connection(device):
+    with exporter(["--listen", "127.0.0.1:0"], gpuleak_env(device)) as (_, host, port):
+        connection = http.client.HTTPConnection(host, port, timeout=10)
+        for path, status in (("/metrics", 200), ("/", 200), ("/nothing", 404), ("/metrics?x=1", 200)):
+            connection.request("GET", path)
+            response = connection.getresponse()
+            body = response.read()
+            assert response.status == status, path
+            if path.startswith("/metrics"):
+                assert b"gpuleak_exporter_samples_total" in body
+        connection.request("HEAD", "/metrics")
+        response = connection.getresponse()
+        assert response.status == 200 and response.read() == b""
+        assert int(response.headers["Content-Length"]) > 0
+        connection.close()

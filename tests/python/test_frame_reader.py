@@ -24,7 +24,11 @@ def gpuleak_cli():
 
 
 def report(trace_dir):
-    out = subprocess.run([gpuleak_cli(), "report", "--json", trace_dir], stdout=subprocess.PIPE,
+    # Traced without `gpuleak run`, so no source lines were captured: read
+    # them from the program's folder, named as the checkout.
+    checkout = os.path.dirname(trace_dir)
+    out = subprocess.run([gpuleak_cli(), "report", "--json", "--source-root", checkout, trace_dir],
+                         stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout)["processes"][0]

@@ -91,7 +91,11 @@ function makeTrace(mode) {
 
 function writeReport(name, traceDirs) {
   const html = path.join(args.work, `${name}.html`);
-  const result = spawnSync(args.gpuleak, ["report", "--html", html, ...traceDirs], {
+  // The traces were written by the collector alone (no `gpuleak run` to
+  // capture source lines): the lines come from the work folder, named as
+  // the checkout.
+  const result = spawnSync(args.gpuleak, ["report", "--html", html, "--source-root", args.work,
+                                          ...traceDirs], {
     encoding: "utf8",
     timeout: 60000,
   });

@@ -10,7 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "analysis/process_verdict.h"
 #include "report/json_report.h"
+#include "report/text_report.h"
 
 namespace gpuleak::report {
 namespace {
@@ -207,9 +209,11 @@ TEST(HtmlReport, name_that_is_not_utf8_does_not_fail_the_page) {
   r.growth.sites[0].frames[1].function = "bad\xff\xfename";
   std::string page;
   EXPECT_NO_THROW(page = page_of({r}));
-  nlohmann::json parsed = nlohmann::json::parse(data_block(page));
-  EXPECT_EQ(parsed["processes"][0]["growth"]["sites"][0]["frames"][1]["function"],
-            "bad\xEF\xBF\xBD\xEF\xBF\xBDname");
+  // The data keeps the exact bytes (PEP 383 escapes, which JavaScript's
+  // JSON.parse reads as lone surrogates); the visible text shows U+FFFD.
+  EXPECT_NE(data_block(page).find("\"function\":\"bad\\udcff\\udcfename\""), std::string::npos);
+  EXPECT_NE(page.find("bad\xEF\xBF\xBD\xEF\xBF\xBDname"), std::string::npos);
+  EXPECT_EQ(page.find("bad\xff"), std::string::npos);
 }
 
 TEST(HtmlReport, page_names_no_outside_resource_and_forbids_fetching_any) {
@@ -292,10 +296,71 @@ TEST(HtmlReport, process_without_steps_says_so_instead_of_an_empty_plot) {
   ProcessReport r = clean_report(5);
   r.growth = {};
   r.timeline = {};
+  r.exited = false;  // killed: nothing left live at its last flush proves nothing
   std::string page = page_of({r});
   EXPECT_EQ(page.find("class=\"gl-timeline\""), std::string::npos);
   EXPECT_NE(page.find("No timeline"), std::string::npos);
   EXPECT_NE(page.find("NOT YET</span> no steps or time windows were recorded"), std::string::npos);
+  r.exited = true;  // exited with everything freed: that is a verdict
+  EXPECT_NE(page_of({r}).find("NO LEAK</span> everything allocated was freed before the process "
+                              "exited"),
+            std::string::npos);
+}
+
+// A CUDA program without steps that left memory allocated: the text report
+// and --fail-on-leak say LEAKED; the banner said NOT YET. It must say what
+// they say (analysis/process_verdict.h).
+TEST(HtmlReport, banner_shows_the_same_verdict_as_the_text_report_and_the_gate) {
+  ProcessReport r = clean_report(6);
+  r.growth = {};  // no steps: the growth verdict is NOT YET
+  r.leaks.allocations = 4;
+  r.leaks.bytes = 4 << 20;
+  analysis::LeakGroup g;
+  g.allocations = 4;
+  g.bytes = 4 << 20;
+  r.leaks.groups.push_back(g);
+  std::string page = page_of({r});
+  EXPECT_NE(page.find("<div class=\"gl-verdict gl-verdict-leak\">"), std::string::npos);
+  EXPECT_NE(page.find("<span class=\"gl-verdict-name\">LEAKED</span> 4.00 MiB in 4 allocations "
+                      "still allocated at exit"),
+            std::string::npos);
+  std::ostringstream text;
+  report::write_text_report(text, {r}, {});
+  EXPECT_NE(text.str().find("Verdict: LEAKED: 4.00 MiB in 4 allocations still allocated at exit"),
+            std::string::npos)
+      << text.str();
+  EXPECT_TRUE(analysis::judge_process(r).leak);
+}
+
+TEST(HtmlReport, lost_events_are_never_a_clean_bill) {
+  ProcessReport r = clean_report(7);
+  r.lost_events = 1000;
+  std::string page = page_of({r});
+  EXPECT_NE(page.find("<span class=\"gl-verdict-name\">INCOMPLETE</span>"), std::string::npos);
+  EXPECT_NE(page.find("1000 events were lost by the collector"), std::string::npos);
+  EXPECT_EQ(page.find(">NO LEAK<"), std::string::npos);
+  r.damage = {"20 events are missing"};
+  page = page_of({r});
+  EXPECT_NE(page.find("The trace is damaged: 20 events are missing"), std::string::npos);
+}
+
+TEST(HtmlReport, bytes_that_are_not_utf8_become_a_replacement_character_in_text) {
+  ProcessReport r = clean_report(8);
+  r.process.command_line = "python3 train.py --name=J\xf6rg";
+  std::string page = page_of({r});
+  EXPECT_EQ(page.find("J\xf6rg"), std::string::npos);
+  EXPECT_NE(page.find("J\xef\xbf\xbdrg"), std::string::npos);  // U+FFFD in the text
+  EXPECT_NE(page.find("J\\udcf6rg"), std::string::npos);       // the exact byte in the data
+}
+
+TEST(HtmlReport, unusable_traces_are_named_on_the_page_and_in_its_data) {
+  std::ostringstream out;
+  report::write_html_report(out, {clean_report(9)},
+                            {{"/t/empty.trace", "/t/empty.trace: file is 0 bytes"}});
+  EXPECT_NE(out.str().find("No report for a trace: /t/empty.trace: file is 0 bytes."),
+            std::string::npos);
+  EXPECT_NE(out.str().find("\"unusable_traces\":[{\"error\":\"/t/empty.trace: file is 0 bytes\""),
+            std::string::npos);
 }
 
 TEST(HtmlReport, long_command_is_shortened_without_splitting_a_character) {

@@ -1,4 +1,5 @@
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <filesystem>
 
@@ -200,6 +201,23 @@ TEST(TraceReaderErrors, directory_is_refused) {
   Outcome o = read_until_error(dir.path().string());
   ASSERT_TRUE(o.failed);
   EXPECT_NE(o.message.find("directory"), std::string::npos);
+}
+
+// A FIFO named as a trace (a folder may hold one) is refused at once: no
+// wait for a writer that never comes.
+TEST(TraceReaderErrors, fifo_is_refused_without_blocking) {
+  TempDir dir;
+  std::string path = dir.file("pipe.trace");
+  ASSERT_EQ(::mkfifo(path.c_str(), 0600), 0);
+  Outcome out = read_until_error(path);
+  EXPECT_TRUE(out.failed);
+  EXPECT_NE(out.message.find("is not a regular file"), std::string::npos) << out.message;
+}
+
+TEST(TraceReaderErrors, device_is_refused_without_reading_it) {
+  Outcome out = read_until_error("/dev/zero");
+  EXPECT_TRUE(out.failed);
+  EXPECT_NE(out.message.find("/dev/zero: is not a regular file"), std::string::npos) << out.message;
 }
 
 }  // namespace

@@ -1,4 +1,8 @@
 #include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "trace/codec.h"
 #include "trace/trace_reader.h"
@@ -79,8 +83,8 @@ TEST(TraceRoundTrip, extreme_field_values_and_every_enum_value_read_back_identic
     r.push_back(ContextRecord{kU64, kU64, static_cast<ContextAction>(a), kU64, INT32_MIN});
   r.push_back(ExitRecord{kU64, kU64});
   r.push_back(ExitRecord{0, 0});
-  r.push_back(LostRecord{kU64, kU64, kU64});
-  r.push_back(LostRecord{0, 0, 0});
+  r.push_back(LostRecord{kU64, kU64, kU64, {{kU64 - 1, 1}, {0, kU64}}});
+  r.push_back(LostRecord{0, 0, 0, {}});
 
   TempDir dir;
   testing::write_trace(dir.file("t.trace"), r, 7);
@@ -162,6 +166,89 @@ TEST(TraceRoundTrip, symbol_record_without_the_inline_tail_still_decodes) {
   EXPECT_EQ(symbol.function, "main");
   EXPECT_EQ(symbol.module, "/bin/a");
   EXPECT_TRUE(symbol.inlined_into.empty());
+}
+
+// Format 1.2 appended the sequence-number ranges to LostRecord: a body
+// written by an older collector (ending after `events`) decodes with no
+// ranges, so its lost events are counted, not refused.
+TEST(TraceRoundTrip, lost_record_without_the_ranges_tail_still_decodes) {
+  std::string full;
+  encode_record(LostRecord{25, 1000, 5, {}}, full);
+  ASSERT_EQ(static_cast<std::uint8_t>(full.back()), 0u);  // the empty list's count
+  std::string old_style = full.substr(0, full.size() - 1);
+  old_style[1] = static_cast<char>(static_cast<std::uint8_t>(old_style[1]) - 1);
+  const auto* begin = reinterpret_cast<const std::uint8_t*>(old_style.data());
+  const std::uint8_t* cursor = begin;
+  Record back;
+  ASSERT_EQ(decode_record(&cursor, begin + old_style.size(), back), DecodeStatus::kRecord);
+  EXPECT_EQ(cursor, begin + old_style.size());
+  const auto& lost = std::get<LostRecord>(back);
+  EXPECT_EQ(lost.seq, 25u);
+  EXPECT_EQ(lost.events, 5u);
+  EXPECT_TRUE(lost.ranges.empty());
+}
+
+TEST(TraceRoundTrip, lost_record_with_a_range_count_larger_than_its_body_is_malformed) {
+  std::string body;
+  body.push_back(1);                       // seq
+  body.push_back(2);                       // time_ns
+  body.push_back(3);                       // events
+  body.push_back(static_cast<char>(100));  // 100 ranges, no bytes for them
+  std::string record =
+      std::string(1, static_cast<char>(RecordType::kLost)) + static_cast<char>(body.size()) + body;
+  const auto* begin = reinterpret_cast<const std::uint8_t*>(record.data());
+  const std::uint8_t* cursor = begin;
+  Record back;
+  EXPECT_EQ(decode_record(&cursor, begin + record.size(), back), DecodeStatus::kMalformed);
+}
+
+TEST(TraceRoundTrip, new_traces_are_private_to_their_user) {
+  TempDir dir;
+  ::umask(0);  // whatever the umask, the trace is 0600
+  testing::write_trace(dir.file("t.trace"), testing::one_of_each_record(), 4);
+  ::umask(022);
+  struct stat st {};
+  ASSERT_EQ(::stat(dir.file("t.trace").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+}
+
+// A block past the file size limit (ulimit -f) is refused before write(),
+// so the process gets no SIGXFSZ (which would end it), and the file is left
+// ending inside a block header, so readers see where it stops.
+TEST(TraceRoundTrip, block_past_the_file_size_limit_is_refused_and_the_trace_marked_cut) {
+  TempDir dir;
+  std::string path = dir.file("t.trace");
+  pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    std::string error;
+    auto writer = TraceWriter::create(path, &error);
+    if (!writer) ::_exit(10);
+    std::string first;
+    encode_record(ProcessRecord{1, 0, 0, 0, "a", "a", "h", "v"}, first);
+    if (!writer->write_block(first, 1, &error)) ::_exit(11);
+    rlimit limit{writer->bytes_written() + 20, RLIM_INFINITY};
+    if (::setrlimit(RLIMIT_FSIZE, &limit) != 0) ::_exit(12);
+    std::string big;
+    for (int i = 0; i < 1000; ++i)
+      encode_record(StepRecord{static_cast<std::uint64_t>(i), 1, 1, StepSource::kExplicit}, big);
+    bool written = writer->write_block(big, 1000, &error);
+    ::_exit(!written && error.find("file size limit") != std::string::npos ? 0 : 13);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status)) << "killed by signal " << WTERMSIG(status);
+  ASSERT_EQ(WEXITSTATUS(status), 0);
+  try {
+    TraceReader reader(path);
+    Record r;
+    ASSERT_EQ(reader.next(r), TraceReader::Status::kRecord);
+    reader.next(r);
+    FAIL() << "the cut trace read to its end";
+  } catch (const TraceError& e) {
+    EXPECT_NE(std::string(e.what()).find("the collector could not write more"), std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(TraceRoundTrip, create_refuses_to_overwrite_an_existing_trace) {

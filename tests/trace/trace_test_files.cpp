@@ -34,6 +34,7 @@ std::vector<Record> one_of_each_record() {
   r.push_back(PythonCodeRecord{7, "train.py", "step", 40});
   r.push_back(StackRecord{3, {0x401000, 0x7fffffffffff, 1}, {{7, 42}, {8, 100000}}});
   r.push_back(SymbolRecord{0x401000, "leak(int)", "leak.cu", 17, "/bin/leak"});
+  r.push_back(SourceLineRecord{"train.py", 42, "losses.append(loss)"});
   r.push_back(AllocRecord{9, 10, 0x7f00deadbe00, 1 << 20, MemoryKind::kDeviceAsync, 598, 3, 0xabc,
                           4243, 3});
   r.push_back(FreeRecord{1, 11, 0x7f00deadbe00, MemoryKind::kDeviceAsync, 600, 3, 4243});
@@ -43,7 +44,7 @@ std::vector<Record> one_of_each_record() {
   r.push_back(AnnotationRecord{5, 15, "allocator", "{\"mode\":\"cudaMallocAsync\"}"});
   r.push_back(ContextRecord{6, 16, ContextAction::kPrimaryRetained, 0x5555, 1});
   r.push_back(ExitRecord{7, 17});
-  r.push_back(LostRecord{8, 18, 12});
+  r.push_back(LostRecord{8, 18, 12, {{100, 3}, {200, 9}}});
   return r;
 }
 

@@ -53,7 +53,11 @@
     {
       title: "Pool, device and host memory",
       series: [
-        { key: "pool_reserved_bytes", label: "pool reserved", stroke: "#2471a3", width: 1.5 },
+        // The pool's reserve is sampled (at most every 50 ms), live tensors
+        // are counted at the step: a sample below them was read before they
+        // were allocated, and a point that cannot be is not drawn.
+        { key: "pool_reserved_bytes", label: "pool reserved", stroke: "#2471a3", width: 1.5,
+          atLeast: "live_tensor_bytes" },
         { key: "device_used_bytes", label: "device used", stroke: "#1e8449", width: 1.5 },
         { key: "host_rss_bytes", label: "host RSS", stroke: "#d68910", width: 1.5 },
       ],
@@ -135,12 +139,23 @@
     return Math.max(320, Math.floor(element.clientWidth || 800));
   }
 
+  // A series' values; where it must be at least another series (reserved
+  // memory holds the live tensors), points below that are left out.
+  function valuesOf(timeline, s) {
+    var values = timeline[s.key] || [];
+    if (!s.atLeast || !Array.isArray(timeline[s.atLeast])) return values;
+    var floor = timeline[s.atLeast];
+    return values.map(function (v, i) {
+      return v !== null && floor[i] !== null && floor[i] !== undefined && v < floor[i] ? null : v;
+    });
+  }
+
   function drawChart(element, process, x, chart, chosen, syncKey) {
     var timeline = process.timeline;
     var data = [x.values];
     var series = [{ label: x.label }];
     chosen.forEach(function (s) {
-      data.push(timeline[s.key] || []);
+      data.push(valuesOf(timeline, s));
       series.push({
         label: s.label,
         stroke: s.stroke,
@@ -183,7 +198,7 @@
     var x = xAxisOf(process);
     var plans = [];
     CHARTS.forEach(function (chart) {
-      var chosen = chart.series.filter(function (s) { return hasData(timeline[s.key]); });
+      var chosen = chart.series.filter(function (s) { return hasData(valuesOf(timeline, s)); });
       if (chosen.length > 0) plans.push({ chart: chart, chosen: chosen });
     });
     // Nothing but zeros: still show that nothing was live.
