@@ -257,6 +257,10 @@ def on_cuda_initialized(torch, collector, clock):
         distributed = distributed_role(os.environ)
         if distributed:
             collector.annotate("distributed", json.dumps(distributed))
+        from gpuleak._process_role import annotate_process_role, install_exit_marker
+
+        annotate_process_role(collector)
+        install_exit_marker(collector)
         from gpuleak._memory_samples import MemorySampler
 
         clock.sampler = MemorySampler(torch, collector, tracking["mode"] == "cudaMallocAsync")

@@ -19,8 +19,9 @@ int run_report(const ReportArguments& args) {
   std::vector<std::string> files = trace_files(args.traces);
   analysis::AnalysisOptions options = analysis_options(args.flags);
   std::vector<analysis::ProcessReport> reports = analyze_traces(files, options);
+  analysis::JobReport job = analyze_job_of(files, reports);
   bool json_on_stdout = args.flags.json_file == "-";
-  write_outputs(reports, args.flags, json_on_stdout ? nullptr : &std::cout);
+  write_outputs(reports, job, args.flags, json_on_stdout ? nullptr : &std::cout);
   // A damaged trace was reported up to the damage; say so once and fail.
   int status = kExitOk;
   for (const auto& r : reports) {
@@ -29,7 +30,9 @@ int run_report(const ReportArguments& args) {
       status = kExitInput;
     }
   }
-  if (status == kExitOk && args.fail_on_leak && any_leak(reports)) status = kExitFindings;
+  if (status == kExitOk && args.fail_on_leak &&
+      (any_leak(reports) || analysis::has_process_findings(job)))
+    status = kExitFindings;
   return status;
 }
 

@@ -6,6 +6,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "analysis/process_samples.h"
 #include "analysis/trace_loader.h"
 #include "cli/command.h"
 #include "cli/progress.h"
@@ -135,6 +136,43 @@ void write_outputs(const std::vector<analysis::ProcessReport>& reports, const Re
     std::ofstream out(flags.html_file);
     if (!out) throw InputError("cannot write " + flags.html_file);
     report::write_html_report(out, reports);
+    if (!out) throw InputError("cannot write " + flags.html_file);
+  }
+}
+
+analysis::JobReport analyze_job_of(const std::vector<std::string>& files,
+                                   const std::vector<analysis::ProcessReport>& reports) {
+  std::optional<analysis::JobObservations> observed;
+  if (!files.empty()) {
+    fs::path samples = fs::path(files.front()).parent_path() / analysis::kProcessSamplesFile;
+    observed = analysis::read_process_samples(samples.string());
+    if (observed && observed->damaged_lines > 0) {
+      std::cerr << "gpuleak: " << samples.string() << ": " << observed->damaged_lines
+                << " damaged lines skipped\n";
+    }
+  }
+  return analysis::analyze_job(reports, observed);
+}
+
+void write_outputs(const std::vector<analysis::ProcessReport>& reports,
+                   const analysis::JobReport& job, const ReportFlags& flags,
+                   std::ostream* text_stream) {
+  report::TextOptions text;
+  text.all_frames = flags.all_frames;
+  if (text_stream) report::write_job_text_report(*text_stream, job, reports, text);
+  if (!flags.json_file.empty()) {
+    std::string json = report::to_json(reports, job).dump(2) + "\n";
+    if (flags.json_file == "-") {
+      std::cout << json;
+    } else {
+      std::ofstream out(flags.json_file);
+      if (!(out << json)) throw InputError("cannot write " + flags.json_file);
+    }
+  }
+  if (!flags.html_file.empty()) {
+    std::ofstream out(flags.html_file);
+    if (!out) throw InputError("cannot write " + flags.html_file);
+    report::write_html_report(out, reports, job);
     if (!out) throw InputError("cannot write " + flags.html_file);
   }
 }

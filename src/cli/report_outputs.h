@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/job_analysis.h"
 #include "analysis/process_analysis.h"
 #include "analysis/report_model.h"
 
@@ -40,9 +41,18 @@ std::vector<std::string> trace_files(const std::vector<std::string>& paths);
 std::vector<analysis::ProcessReport> analyze_traces(const std::vector<std::string>& files,
                                                     const analysis::AnalysisOptions& options);
 
+// The job-level analysis of the traces, with `gpuleak run`'s process samples
+// (processes.jsonl) from the folder of the first trace when they are there.
+analysis::JobReport analyze_job_of(const std::vector<std::string>& files,
+                                   const std::vector<analysis::ProcessReport>& reports);
+
 // Writes the text report to `text_stream` (unless null) and the JSON/HTML
 // files the flags ask for. Throws InputError when a file cannot be written.
 void write_outputs(const std::vector<analysis::ProcessReport>& reports, const ReportFlags& flags,
+                   std::ostream* text_stream);
+// The same with the job: processes, roles, device memory, process findings.
+void write_outputs(const std::vector<analysis::ProcessReport>& reports,
+                   const analysis::JobReport& job, const ReportFlags& flags,
                    std::ostream* text_stream);
 
 bool any_leak(const std::vector<analysis::ProcessReport>& reports);

@@ -11,5 +11,10 @@
 namespace gpuleak::report {
 
 void write_html_report(std::ostream& out, const std::vector<analysis::ProcessReport>& reports);
+// With the job: a table of every process (role, device memory, first CUDA
+// use) and the process findings first; sections only for processes that did
+// GPU work.
+void write_html_report(std::ostream& out, const std::vector<analysis::ProcessReport>& reports,
+                       const analysis::JobReport& job);
 
 }  // namespace gpuleak::report
