@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <iterator>
 #include <map>
 #include <set>
 
@@ -192,13 +193,12 @@ struct Builder {
 
   // The trace's memory point at job time `t` (the last one at or before it).
   const DriverMemoryPoint* memory_at(const ProcessReport& r, double t) const {
-    double local = t - process_offset(r);
-    const DriverMemoryPoint* found = nullptr;
-    for (const DriverMemoryPoint& m : r.cuda_use.memory) {
-      if (m.time_s > local + 1e-9) break;
-      found = &m;
-    }
-    return found;
+    double local = t - process_offset(r) + 1e-9;
+    const auto& memory = r.cuda_use.memory;
+    auto after =
+        std::upper_bound(memory.begin(), memory.end(), local,
+                         [](double time, const DriverMemoryPoint& m) { return time < m.time_s; });
+    return after == memory.begin() ? nullptr : &*std::prev(after);
   }
 
   void split_memory() {
@@ -299,7 +299,10 @@ struct Builder {
       }
       if (any) return last > 0;
     }
-    if (observed && observed->nvml_available && it == used_by_pid.end()) return false;
+    // The driver listed some of the job's processes but not this one: it holds
+    // nothing. When it listed none (no NVML, or PIDs of another namespace),
+    // a process that did GPU work is taken to hold its context.
+    if (!used_by_pid.empty() && it == used_by_pid.end()) return false;
     return p.gpu_work;
   }
 
@@ -439,6 +442,10 @@ struct Builder {
     std::map<int, double> running_for;
     for (const JobProcess& p : job.processes) {
       if (is_helper(p) || p.alive_at_end || !p.last_seen_s) continue;
+      // DataLoader and pool workers are daemons that their owners end at exit
+      // (a worker's own exit can take a moment): not children left running.
+      if (p.role.kind == RoleKind::kDataLoaderWorker || p.role.kind == RoleKind::kPoolWorker)
+        continue;
       double after = *p.last_seen_s - *returned;
       if (after < options.left_running_seconds) continue;
       if (!holding_at(p, *returned + options.left_running_seconds)) continue;

@@ -422,10 +422,13 @@ def main():
         for probe in probes.values():
             end_group(probe)
         for run in runs:
-            truth, _ = load_json(os.path.join(run["folder"], "truth.json"))
-            for key, value in (truth or {}).items():
-                leftover += value if isinstance(value, list) else [value]
-        end_pids(leftover)  # orphans the cases leave by design (they end themselves anyway)
+            # Orphans a case leaves by design (they end themselves anyway): the
+            # processes the report saw still running at the end.
+            report, _ = load_json(os.path.join(run["folder"], "report.json"))
+            for process in ((report or {}).get("job") or {}).get("processes") or []:
+                if isinstance(process, dict) and process.get("alive_at_end"):
+                    leftover.append(process.get("pid"))
+        end_pids(leftover)
 
     results = []
     for run in runs:

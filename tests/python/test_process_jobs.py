@@ -41,7 +41,7 @@ def gpuleak_run(tmp_path, collector_path):
     state.write_text("device GPU-stand-in 100000000000 0 0 Stand-in GPU\n")
     started = []
 
-    def run(script, *args, grace=5.0, timeout=90):
+    def run(script, *args, grace=5.0, timeout=90, html=None):
         truth = tmp_path / "truth.json"
         report = tmp_path / "report.json"
         env = dict(os.environ,
@@ -51,8 +51,9 @@ def gpuleak_run(tmp_path, collector_path):
                    PYTHONDONTWRITEBYTECODE="1")
         env.pop("CUDA_INJECTION64_PATH", None)
         command = [gpuleak, "run", "--no-live", "--torch-mode", "off", "--orphan-grace", str(grace),
-                   "-o", str(tmp_path / "traces"), "--json-report", str(report), "--",
-                   PYTHON, os.path.join(SCENARIOS, script)]
+                   "-o", str(tmp_path / "traces"), "--json-report", str(report)]
+        command += ["--html", str(html)] if html else []
+        command += ["--", PYTHON, os.path.join(SCENARIOS, script)]
         command += [str(truth) if a == "TRUTH" else str(a) for a in args]
         done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=timeout)
         data = json.loads(truth.read_text()) if truth.exists() else {}
@@ -105,6 +106,11 @@ def test_dataloader_workers_that_use_the_gpu_are_named_with_their_context(gpulea
     assert finding["summary"].startswith("2 DataLoader workers of PID %d created their own CUDA "
                                          "context" % truth["main"])
     assert "PROCESSES: 2 DataLoader workers" in text
+    # `gpuleak report` of the folder reads processes.jsonl and says the same.
+    again = subprocess.run([built("gpuleak"), "report", "--json", os.path.dirname(
+        report["processes"][0]["trace"])], capture_output=True, text=True, timeout=60)
+    assert again.returncode == 0, again.stderr
+    assert json.loads(again.stdout)["job"]["findings"][0]["pids"] == finding["pids"]
 
 
 def test_idle_pool_workers_holding_a_context_are_a_finding(gpuleak_run):
@@ -173,8 +179,9 @@ def test_an_unreaped_child_is_a_zombie_holding_no_memory(gpuleak_run):
     assert "holding no GPU memory" in finding["summary"]
 
 
-def test_a_helper_that_only_initialized_cuda_gets_one_line_and_no_section(gpuleak_run):
-    status, report, truth, text = gpuleak_run("helper_without_gpu_work.py", "TRUTH")
+def test_a_helper_that_only_initialized_cuda_gets_one_line_and_no_section(gpuleak_run, tmp_path):
+    page = tmp_path / "report.html"
+    status, report, truth, text = gpuleak_run("helper_without_gpu_work.py", "TRUTH", html=page)
     assert status == 0, text[-2000:]
     [helper] = truth["subprocess"]
     process = job_processes(report)[helper]
@@ -184,3 +191,10 @@ def test_a_helper_that_only_initialized_cuda_gets_one_line_and_no_section(gpulea
     assert "gpuleak: process %d (" % helper not in text
     assert "gpuleak: process %d (" % truth["main"] in text
     assert report["job"]["findings"] == []
+    # The HTML page: the job's table has the helper's line; only the main program has a section.
+    html = page.read_text()
+    assert "Processes of the job" in html and "initialized CUDA, no GPU memory" in html
+    helper_index = [i for i, p in enumerate(report["processes"]) if p["pid"] == helper][0]
+    main_index = [i for i, p in enumerate(report["processes"]) if p["pid"] == truth["main"]][0]
+    assert 'id="process-%d"' % helper_index not in html
+    assert 'id="process-%d"' % main_index in html
