@@ -263,6 +263,10 @@ def on_cuda_initialized(torch, collector, clock):
         from gpuleak._backward_lines import lend_stacks_during_backward
 
         lend_stacks_during_backward(torch, collector)
+        from gpuleak._process_role import annotate_process_role, install_exit_marker
+
+        annotate_process_role(collector)
+        install_exit_marker(collector)
         from gpuleak._memory_samples import MemorySampler
 
         clock.sampler = MemorySampler(torch, collector, tracking["mode"] == "cudaMallocAsync")

@@ -89,6 +89,7 @@ void ProcessAnalysis::set_trace_error(const std::string& message, std::uint64_t 
 }
 
 void ProcessAnalysis::consume(const trace::Record& record) {
+  activity_.consume(record);
   std::uint64_t seq = 0;
   if (!trace::record_seq(record, &seq)) {
     // Definitions name what events refer to; they are needed at once (the
@@ -177,9 +178,10 @@ void ProcessAnalysis::apply(const trace::Record& record) {
           ++allocations_;
           if (r.kind == MemoryKind::kTorchBlock) pool_blocks_seen_ = true;
           live_.add(r, boundaries_);
+          LiveAllocation a{r.seq, r.time_ns, r.address,  r.size,      r.kind,
+                           r.api, r.device,  r.stack_id, r.thread_id, boundaries_};
+          activity_.on_alloc(a);
           if (tracked_for_growth(r.kind)) {
-            LiveAllocation a{r.seq, r.time_ns, r.address,  r.size,      r.kind,
-                             r.api, r.device,  r.stack_id, r.thread_id, boundaries_};
             for (auto& phase : phases_) phase->growth.on_alloc(a);
           }
           peak_live_bytes_ =
@@ -188,6 +190,7 @@ void ProcessAnalysis::apply(const trace::Record& record) {
           if (r.address == 0) return;
           ++frees_;
           auto removed = live_.remove(r);
+          if (removed) activity_.on_free(*removed, r.time_ns);
           if (!removed) {
             ++unmatched_frees_;
           } else if (tracked_for_growth(removed->kind)) {
@@ -859,6 +862,7 @@ ProcessReport ProcessAnalysis::build_report(const std::string& trace_path) {
   }
 
   if (primary != nullptr) r.timeline = primary->timeline;
+  r.cuda_use = activity_.summary();
   return r;
 }
 

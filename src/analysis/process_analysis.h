@@ -27,6 +27,7 @@
 #include "analysis/growth_tracker.h"
 #include "analysis/iteration_finder.h"
 #include "analysis/live_set.h"
+#include "analysis/process_activity.h"
 #include "analysis/report_model.h"
 #include "analysis/stack_catalog.h"
 #include "analysis/suppressions.h"
@@ -137,6 +138,7 @@ class ProcessAnalysis {
   AnalysisOptions options_;
   trace::ProcessRecord process_;
   StackCatalog catalog_;
+  ProcessActivity activity_{catalog_};  // how the process used CUDA (ProcessReport::cuda_use)
   LiveSet live_;
   IterationFinder finder_;
   ClockArbiter arbiter_;

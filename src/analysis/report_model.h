@@ -177,6 +177,38 @@ struct OriginShare {
   bool tensors = false;  // per-tensor allocations rather than buffers
 };
 
+// What one trace says about how its process used CUDA, for the job-level
+// analysis of processes (job_analysis.h): when and where CUDA was first
+// used, how much memory the driver handed out over time, and the facts a
+// role is judged by. Times are seconds since the process's collector
+// started (`ProcessRecord::start_monotonic_ns`).
+struct CudaFirstUse {
+  double time_s = 0;
+  std::int32_t device = -1;
+  bool context_created = false;  // from a context record; false: the first allocation
+  std::vector<Frame> frames;     // innermost first; empty when no stack was captured
+  Site site;
+};
+
+// Memory the driver handed out to this process, by kind, at one moment.
+struct DriverMemoryPoint {
+  double time_s = 0;
+  std::uint64_t cache_bytes = 0;   // driver allocations made by PyTorch's caching allocator
+  std::uint64_t tensor_bytes = 0;  // live tensors (inside the cache, or one driver call each)
+  std::uint64_t driver_bytes = 0;  // every live driver allocation that occupies the device
+};
+
+struct ProcessCudaUse {
+  std::optional<CudaFirstUse> first_use;
+  std::uint64_t contexts_created = 0;
+  std::optional<double> last_activity_s;  // last allocation, free or context change
+  std::optional<double> python_exit_s;    // the program's Python code returned (atexit began)
+  std::optional<double> exit_s;           // the ExitRecord (the process began to exit)
+  std::string main_thread_name;           // the kernel's name of the thread whose id is the pid
+  std::string role_json;                  // the `process_role` annotation, if any
+  std::vector<DriverMemoryPoint> memory;  // bounded series, oldest first
+};
+
 struct ProcessReport {
   std::string trace_path;
   trace::ProcessRecord process;
@@ -205,6 +237,7 @@ struct ProcessReport {
   std::vector<OutOfMemoryEvent> out_of_memory;
   GrowthReport growth;
   Timeline timeline;
+  ProcessCudaUse cuda_use;
 };
 
 // A trace that gave no report at all (it could not be opened, is not a
@@ -214,6 +247,13 @@ struct UnusableTrace {
   std::string error;  // "<path>: <why>", as printed after "gpuleak: "
 };
 
+// Whether the process did any GPU work: created a context or allocated. A
+// process that only initialized CUDA (a helper such as Open MPI's orted) did
+// not, and reports give it one summary line instead of a section.
+inline bool did_gpu_work(const ProcessReport& r) {
+  return r.allocations > 0 || r.cuda_use.contexts_created > 0;
+}
+
 // Whether memory still allocated at exit is a leak by itself. Not in a
 // process whose tensors or arrays gpuleak tracked (PyTorch, CuPy, JAX): their
 // pools keep freed blocks, and PyTorch keeps its cache,
@@ -222,5 +262,95 @@ struct UnusableTrace {
 inline bool exit_memory_counts_as_leak(const ProcessReport& r) {
   return r.torch_tracking_json.empty() && r.framework_tracking_json.empty();
 }
+
+// ---- The job: every process of one run --------------------------------------
+
+// What a process is to the job. Ids are stable (JSON `role`, docs/processes.md).
+enum class RoleKind {
+  kMain,                   // the program `gpuleak run` started
+  kDataLoaderWorker,       // a torch.utils.data.DataLoader worker
+  kPoolWorker,             // a multiprocessing.Pool / ProcessPoolExecutor worker
+  kMultiprocessingWorker,  // a multiprocessing.Process (torch.multiprocessing.spawn too)
+  kMultiprocessingHelper,  // multiprocessing's resource tracker or forkserver
+  kRank,                   // one rank of a distributed job (RANK / WORLD_SIZE)
+  kForkedChild,            // a fork() copy of its parent that did not exec
+  kSubprocess,             // any other child program
+  kUnknown,                // a traced process whose place in the job is unknown
+};
+const char* role_kind_name(RoleKind kind);  // "main", "dataloader_worker", ...
+
+struct ProcessRole {
+  RoleKind kind = RoleKind::kUnknown;
+  int of_pid = 0;    // the process it works for (0: none or unknown)
+  std::string text;  // "DataLoader worker 2 of PID 4700", "main program"
+};
+
+// The process's memory as the driver counts it (NVML's per-process figure,
+// sampled by `gpuleak run`), and what it is made of at its peak.
+struct DeviceMemoryView {
+  std::uint64_t samples = 0;
+  std::uint64_t peak_used_bytes = 0;
+  double peak_time_s = 0;  // since the job started
+  // At the peak: used = context_and_modules + allocator_reserved +
+  // other_driver + unexplained (each clamped at 0). `context_and_modules`
+  // is measured: what the driver counted beyond every allocation gpuleak saw,
+  // at the first sample after the context was created.
+  std::uint64_t context_and_modules_bytes = 0;
+  std::uint64_t allocator_reserved_bytes = 0;  // PyTorch's cache (segments)
+  std::uint64_t tensor_bytes = 0;              // of which live tensors
+  std::uint64_t other_driver_bytes = 0;        // other allocation calls (NCCL, extensions, ...)
+  std::uint64_t unexplained_bytes = 0;         // grew beyond the context without a call gpuleak saw
+  std::vector<double> time_s;                  // since the job started
+  std::vector<std::uint64_t> used_bytes;
+};
+
+struct JobProcess {
+  int pid = 0;
+  int parent_pid = 0;
+  std::string command_line;
+  ProcessRole role;
+  int report_index = -1;                  // index into the ProcessReports, -1 when it has no trace
+  bool cuda_initialized = false;          // it has a trace: the driver loaded the collector
+  bool gpu_work = false;                  // created a context or allocated (did_gpu_work)
+  std::optional<CudaFirstUse> first_use;  // time_s since the job started
+  DeviceMemoryView device_memory;
+  std::optional<double> first_seen_s, last_seen_s;  // alive in gpuleak run's samples
+  std::optional<double> zombie_since_s;             // first sample in state Z
+  double zombie_seconds = 0;                        // how long it was seen as a zombie
+  bool alive_at_end = false;  // still alive after the main program exited and the grace period
+};
+
+// A verdict about processes: a cause of the "processes" kind, with the
+// processes it names, the memory involved (each and in all), how long, where
+// CUDA was first used, and what to do. Reporters word it
+// (report/process_finding_text.h).
+struct ProcessFinding {
+  std::string kind;  // "worker_context", "idle_worker_context", "left_running", "orphan", "zombie"
+  std::vector<int> pids;
+  int of_pid = 0;                      // the process they belong to, when they share one
+  RoleKind role = RoleKind::kUnknown;  // of the processes named, when they share one
+  bool memory_known = false;           // the driver's per-process figures were available
+  std::uint64_t bytes_each = 0;        // median over the processes, of each one's peak
+  std::uint64_t bytes_total = 0;       // sum of the peaks
+  std::size_t at_once = 0;             // most of them alive at one time (0: unknown)
+  double seconds =
+      0;  // idle / still running after main returned / alive after main exited / zombie
+  std::optional<Site> first_use;  // where CUDA was first used in most of them
+  std::string first_use_in;       // "dataset", "worker_init_fn", "collate_fn", or ""
+  std::string fix;
+};
+
+struct JobReport {
+  int main_pid = 0;
+  double duration_s = 0;
+  std::optional<double> main_exit_s;  // the main program ended (since the job started)
+  int main_exit_status = -1;          // -1 unknown
+  double grace_period_s = 0;          // how long `run` waited for the job's other processes
+  bool observed = false;              // `gpuleak run` sampled the job's processes
+  std::string nvml_note;              // why per-process device memory is missing, if it is
+  std::vector<JobProcess> processes;  // main first, then by start
+  std::vector<ProcessFinding> findings;
+  std::vector<std::string> notes;  // facts worth a line that are not findings
+};
 
 }  // namespace gpuleak::analysis

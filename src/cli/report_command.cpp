@@ -20,9 +20,10 @@ int run_report(const ReportArguments& args) {
   std::vector<analysis::UnusableTrace> unusable;
   std::vector<std::string> files = trace_files(args.traces, unusable);
   TraceReports reports = analyze_traces(files, options, std::move(unusable));
+  analysis::JobReport job = analyze_job_of(files, reports.processes);
   bool json_on_stdout = args.flags.json_file == "-";
   std::vector<std::string> not_written =
-      write_outputs(reports, args.flags, json_on_stdout ? nullptr : &std::cout);
+      write_outputs(reports, job, args.flags, json_on_stdout ? nullptr : &std::cout);
   // Every problem once, on stderr; the readable traces are reported above.
   int status = kExitOk;
   if (print_trace_problems(reports, std::cerr) > 0) status = kExitInput;
@@ -30,7 +31,7 @@ int run_report(const ReportArguments& args) {
     std::cerr << "gpuleak: " << problem << "\n";
     status = kExitInput;
   }
-  if (status == kExitOk && args.fail_on_leak) status = fail_on_leak_status(reports, std::cerr);
+  if (status == kExitOk && args.fail_on_leak) status = fail_on_leak_status(reports, job, std::cerr);
   return status;
 }
 

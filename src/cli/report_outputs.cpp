@@ -10,8 +10,11 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <sstream>
 
+#include "analysis/job_analysis.h"
+#include "analysis/process_samples.h"
 #include "analysis/process_verdict.h"
 #include "analysis/trace_loader.h"
 #include "cli/command.h"
@@ -197,8 +200,8 @@ std::string write_stream(std::ostream& out, const std::string& content, const ch
 
 }  // namespace
 
-std::vector<std::string> write_outputs(const TraceReports& reports, const ReportFlags& flags,
-                                       std::ostream* text_stream) {
+std::vector<std::string> write_outputs(const TraceReports& reports, const analysis::JobReport& job,
+                                       const ReportFlags& flags, std::ostream* text_stream) {
   std::vector<std::string> failed;
   auto keep = [&failed](std::string problem) {
     if (!problem.empty()) failed.push_back(std::move(problem));
@@ -207,13 +210,13 @@ std::vector<std::string> write_outputs(const TraceReports& reports, const Report
     report::TextOptions text;
     text.all_frames = flags.all_frames;
     std::ostringstream rendered;
-    report::write_text_report(rendered, reports.processes, text);
+    report::write_job_text_report(rendered, job, reports.processes, text);
     keep(write_stream(*text_stream, rendered.str(),
                       text_stream == &std::cerr ? "stderr" : "stdout"));
   }
   if (!flags.json_file.empty()) {
     std::string json =
-        report::json_text(report::to_json(reports.processes, reports.unusable), 2) + "\n";
+        report::json_text(report::to_json(reports.processes, job, reports.unusable), 2) + "\n";
     if (flags.json_file == "-") {
       keep(write_stream(std::cout, json, "stdout"));
     } else {
@@ -222,10 +225,24 @@ std::vector<std::string> write_outputs(const TraceReports& reports, const Report
   }
   if (!flags.html_file.empty()) {
     std::ostringstream page;
-    report::write_html_report(page, reports.processes, reports.unusable);
+    report::write_html_report(page, reports.processes, job, reports.unusable);
     keep(write_file_whole(flags.html_file, page.str()));
   }
   return failed;
+}
+
+analysis::JobReport analyze_job_of(const std::vector<std::string>& files,
+                                   const std::vector<analysis::ProcessReport>& reports) {
+  std::optional<analysis::JobObservations> observed;
+  if (!files.empty()) {
+    fs::path samples = fs::path(files.front()).parent_path() / analysis::kProcessSamplesFile;
+    observed = analysis::read_process_samples(samples.string());
+    if (observed && observed->damaged_lines > 0) {
+      std::cerr << "gpuleak: " << samples.string() << ": " << observed->damaged_lines
+                << " damaged lines skipped\n";
+    }
+  }
+  return analysis::analyze_job(reports, observed);
 }
 
 std::size_t print_trace_problems(const TraceReports& reports, std::ostream& err) {
@@ -247,8 +264,9 @@ std::size_t print_trace_problems(const TraceReports& reports, std::ostream& err)
   return count;
 }
 
-int fail_on_leak_status(const TraceReports& reports, std::ostream& err) {
-  bool leak = false, incomplete = false;
+int fail_on_leak_status(const TraceReports& reports, const analysis::JobReport& job,
+                        std::ostream& err) {
+  bool leak = analysis::has_process_findings(job), incomplete = false;
   for (const auto& r : reports.processes) {
     analysis::ProcessVerdict verdict = analysis::judge_process(r);
     leak = leak || verdict.leak;

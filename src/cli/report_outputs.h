@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/job_analysis.h"
 #include "analysis/process_analysis.h"
 #include "analysis/report_model.h"
 
@@ -57,19 +58,27 @@ TraceReports analyze_traces(const std::vector<std::string>& files,
                             const analysis::AnalysisOptions& options,
                             std::vector<analysis::UnusableTrace> unusable = {});
 
+// The job-level analysis of the traces, with `gpuleak run`'s process samples
+// (processes.jsonl) from the folder of the first trace when they are there.
+analysis::JobReport analyze_job_of(const std::vector<std::string>& files,
+                                   const std::vector<analysis::ProcessReport>& reports);
+
 // Writes the text report to `text_stream` (unless null) and the JSON/HTML
-// outputs the flags ask for. Returns what could not be written, one sentence
-// each (empty: all written). Files are written whole or not at all.
-std::vector<std::string> write_outputs(const TraceReports& reports, const ReportFlags& flags,
-                                       std::ostream* text_stream);
+// outputs the flags ask for, with the job: processes, roles, device memory,
+// process findings. Returns what could not be written, one sentence each
+// (empty: all written). Files are written whole or not at all.
+std::vector<std::string> write_outputs(const TraceReports& reports, const analysis::JobReport& job,
+                                       const ReportFlags& flags, std::ostream* text_stream);
 
 // Prints one "gpuleak: ..." line on `err` for every unusable trace, trace
 // error and damage; returns how many.
 std::size_t print_trace_problems(const TraceReports& reports, std::ostream& err);
 
-// The process verdicts as the CI gate (--fail-on-leak) sees them: kExitFindings
-// when one leaks, else kExitInput when data is missing from one (lost
+// The process verdicts and the job's process findings as the CI gate
+// (--fail-on-leak) sees them: kExitFindings when one leaks or a process
+// finding was made, else kExitInput when data is missing from one (lost
 // events), naming it on `err`, else kExitOk.
-int fail_on_leak_status(const TraceReports& reports, std::ostream& err);
+int fail_on_leak_status(const TraceReports& reports, const analysis::JobReport& job,
+                        std::ostream& err);
 
 }  // namespace gpuleak::cli

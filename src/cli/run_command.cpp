@@ -6,8 +6,10 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <filesystem>
@@ -16,12 +18,15 @@
 #include <map>
 #include <thread>
 
+#include "analysis/process_samples.h"
 #include "analysis/trace_loader.h"
 #include "cli/child_process.h"
 #include "cli/command.h"
 #include "cli/install_layout.h"
 #include "cli/live_watch.h"
 #include "cli/report_outputs.h"
+#include "monitor/job_watcher.h"
+#include "monitor/nvml_library.h"
 
 extern char** environ;
 
@@ -41,6 +46,7 @@ struct RunArguments {
   bool quiet = false;
   bool live = true;
   bool keep_going_without_driver = false;
+  double orphan_grace_s = 5.0;
 };
 
 std::string program_name(const std::string& argv0) { return fs::path(argv0).filename().string(); }
@@ -169,6 +175,84 @@ void make_private_directories(const std::string& path) {
   if (!fs::is_directory(path, ec)) throw InputError("cannot create trace folder " + path);
 }
 
+std::uint64_t monotonic_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000ull +
+         static_cast<std::uint64_t>(ts.tv_nsec);
+}
+
+std::uint64_t unix_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000ull +
+         static_cast<std::uint64_t>(ts.tv_nsec);
+}
+
+// The pid in a trace file's name ("gpuleak-4711.trace", "gpuleak-4711-1.trace"), or 0.
+int pid_of_trace_file(const fs::path& path) {
+  std::string name = path.filename().string();
+  if (path.extension() != ".trace" || name.rfind("gpuleak-", 0) != 0) return 0;
+  return std::atoi(name.c_str() + 8);
+}
+
+// What `run` sees of the job's processes from outside, written to
+// processes.jsonl beside the traces (analysis/process_samples.h).
+class JobSampling {
+ public:
+  JobSampling(const std::string& dir, int main_pid, const monitor::NvmlLibrary* nvml)
+      : dir_(dir),
+        writer_((fs::path(dir) / analysis::kProcessSamplesFile).string()),
+        watcher_(main_pid, nvml) {
+    bool available = nvml && nvml->available();
+    writer_.write_job(main_pid, monotonic_ns(), unix_ns(), available,
+                      nvml ? nvml->unavailable_reason() : "NVML was not loaded");
+  }
+
+  void sample() {
+    // A process that wrote a trace belongs to the job even if it was
+    // re-parented before a sample saw it.
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator(dir_, ec)) {
+      if (int pid = pid_of_trace_file(entry.path())) watcher_.adopt(pid);
+    }
+    std::vector<analysis::ObservedProcess> joined;
+    analysis::ProcessSample s = watcher_.sample(monotonic_ns(), &joined);
+    for (const auto& p : joined) writer_.write_process(p);
+    writer_.write_sample(s);
+  }
+
+  void main_exited(int status) { writer_.write_main_exit(monotonic_ns(), status); }
+
+  // Samples until every other process of the job has ended or `grace_s`
+  // passed; returns the pids still running then.
+  std::vector<int> wait_for_the_rest(double grace_s) {
+    auto start = std::chrono::steady_clock::now();
+    std::vector<int> running;
+    double waited = 0;
+    for (;;) {
+      sample();
+      running = watcher_.running();
+      waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      if (running.empty() || waited >= grace_s) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+    writer_.write_grace(monotonic_ns(), waited, running);
+    return running;
+  }
+
+ private:
+  std::string dir_;
+  analysis::ProcessSampleWriter writer_;
+  monitor::JobWatcher watcher_;
+};
+
+std::chrono::milliseconds process_sample_interval() {
+  const char* text = std::getenv("GPULEAK_PROCESS_SAMPLE_MS");
+  long ms = text ? std::atol(text) : 0;
+  return std::chrono::milliseconds(ms >= 50 && ms <= 60000 ? ms : 500);
+}
+
 bool driver_present() {
   void* driver = ::dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
   if (!driver) return false;
@@ -218,23 +302,54 @@ int run_program(const RunArguments& args) {
   }
   configure_torch(args, env);
 
+  // NVML says how much device memory each process holds (its per-process
+  // figure, what nvidia-smi shows); loaded before the program starts so its
+  // start-up is not part of the program's time.
+  auto nvml = std::make_unique<monitor::NvmlLibrary>();
+
   int status = 0;
   pid_t program_pid = 0;
   bool program_exited = false;
+  std::vector<int> still_running;
   {
     ChildProcess child(args.program, env.entries());
     program_pid = child.pid();
+    // Past a file size limit (ulimit -f) our own writes must fail with EFBIG
+    // and be reported, not kill gpuleak with SIGXFSZ. Set after the fork, so
+    // the program keeps the disposition it was given.
+    ::signal(SIGXFSZ, SIG_IGN);
+    JobSampling sampling(dir, child.pid(), nvml.get());
     // While it runs, messages may quote the program's own source lines.
     analysis::AnalysisOptions live_options = options;
     live_options.source_lookup.mode = analysis::SourceLookup::Mode::kLocalFiles;
     LiveWatch watch(dir, live_options, /*holder_requests=*/args.live, std::cerr);
+    const auto interval = process_sample_interval();
+    auto next_sample = std::chrono::steady_clock::now();
     std::optional<int> done;
     while (!(done = child.poll())) {
       if (args.live) watch.poll();
-      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      if (std::chrono::steady_clock::now() >= next_sample) {
+        sampling.sample();
+        next_sample = std::chrono::steady_clock::now() + interval;
+      }
+      std::this_thread::sleep_for(
+          std::min<std::chrono::milliseconds>(interval, std::chrono::milliseconds(200)));
     }
     status = *done;
     program_exited = child.exited();
+    sampling.main_exited(status);
+    // The job's other processes get a short grace period to end on their own
+    // (DataLoader workers notice their parent is gone within seconds).
+    still_running = sampling.wait_for_the_rest(args.orphan_grace_s);
+  }
+  if (!still_running.empty() && !args.quiet) {
+    std::string pids;
+    for (int pid : still_running) pids += (pids.empty() ? "" : ", ") + std::to_string(pid);
+    std::cerr << "gpuleak: " << (still_running.size() == 1 ? "PID " : "PIDs ") << pids
+              << " of the job " << (still_running.size() == 1 ? "is" : "are")
+              << " still running after the main program exited; `gpuleak doctor --kill-orphans` "
+                 "ends "
+              << (still_running.size() == 1 ? "it" : "them") << "\n";
   }
 
   std::vector<std::string> files;
@@ -254,16 +369,21 @@ int run_program(const RunArguments& args) {
     return status;
   }
   // Symbols and source lines resolved now, on the machine that has the
-  // binaries and the sources, travel with the traces.
+  // binaries and the sources, travel with the traces; not into the trace of a
+  // process that is still running (it is still appending to it).
   std::vector<std::string> problems;
   for (const auto& file : files) {
+    int pid = pid_of_trace_file(file);
+    if (std::find(still_running.begin(), still_running.end(), pid) != still_running.end()) continue;
     std::size_t written = 0;
     std::string error;
     if (!analysis::embed_symbols(file, &written, &error))
       problems.push_back("could not add symbols and source lines to " + file + ": " + error);
   }
   TraceReports reports = analyze_traces(files, options);
-  for (std::string& problem : write_outputs(reports, args.flags, args.quiet ? nullptr : &std::cerr))
+  analysis::JobReport job = analyze_job_of(files, reports.processes);
+  for (std::string& problem :
+       write_outputs(reports, job, args.flags, args.quiet ? nullptr : &std::cerr))
     problems.push_back(std::move(problem));
   // The program's own process exited, so its collector wrote an exit record
   // at exit; a trace without one stopped being written (a full disk, the
@@ -291,7 +411,7 @@ int run_program(const RunArguments& args) {
   // passes on a trace that is cut, damaged or not reported.
   if (status != 0) return status;
   if (trouble) return kExitInput;
-  if (args.fail_on_leak) return fail_on_leak_status(reports, std::cerr);
+  if (args.fail_on_leak) return fail_on_leak_status(reports, job, std::cerr);
   return status;
 }
 
@@ -310,6 +430,12 @@ void add_run_command(CLI::App& app, CommandAction& action) {
       "missing (a CI gate)");
   command->add_flag("-q,--quiet", args->quiet,
                     "Do not print the report at exit (files are still written)");
+  command
+      ->add_option("--orphan-grace", args->orphan_grace_s,
+                   "Seconds to wait, after the program exits, for its other processes to end "
+                   "before naming them as orphans")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 3600.0));
   command->add_flag("!--no-live", args->live,
                     "No verdicts while the program runs (and no holder requests)");
   command

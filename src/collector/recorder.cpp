@@ -272,6 +272,19 @@ void Recorder::record_annotation(const std::string& key, const std::string& valu
 void Recorder::record_context(trace::ContextAction action, std::uint64_t context,
                               std::int32_t device) {
   append_record(trace::ContextRecord{next_seq(), now_ns(), action, context, device});
+  bool creates =
+      action == trace::ContextAction::kCreated || action == trace::ContextAction::kPrimaryRetained;
+  if (!creates || first_context_recorded_.exchange(true)) return;
+  // Where the process first needed a context: the stack (native and Python)
+  // of this call, once per process, as the `first_cuda_use` annotation.
+  std::string encoded;
+  std::uint32_t records = 0;
+  std::uint32_t stack_id = stacks_.capture(encoded, records, /*with_native=*/true);
+  std::string value =
+      "{\"stack_id\":" + std::to_string(stack_id) + ",\"device\":" + std::to_string(device) + "}";
+  trace::encode_record(trace::AnnotationRecord{next_seq(), now_ns(), "first_cuda_use", value},
+                       encoded);
+  append_encoded(buffer_for_this_thread(), encoded, records + 1);
 }
 
 void Recorder::record_api_name(std::uint32_t api, const char* name) {

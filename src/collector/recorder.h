@@ -67,6 +67,8 @@ class Recorder {
                    bool pacing = true);
   void record_sample(trace::Metric metric, std::int32_t device, std::uint64_t value);
   void record_annotation(const std::string& key, const std::string& value);
+  // The first context created or retained in the process also records the
+  // stack of that call, as the `first_cuda_use` annotation.
   void record_context(trace::ContextAction action, std::uint64_t context, std::int32_t device);
   void record_api_name(std::uint32_t api, const char* name);
   // The process began to exit (atexit); later events are still recorded.
@@ -119,6 +121,7 @@ class Recorder {
   std::atomic<bool> index_live_allocations_{false};
   std::atomic<int> state_{kRecording};
   std::atomic<bool> in_forked_child_{false};
+  std::atomic<bool> first_context_recorded_{false};  // the `first_cuda_use` annotation is written
   std::atomic<std::uint64_t> seq_{0};
   std::string trace_path_;
 

@@ -3,6 +3,8 @@
 #include <dlfcn.h>
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdlib>
 #include <cstring>
 #include <vector>
@@ -34,6 +36,28 @@ Fn lookup(void* handle, const char* name) {
 
 std::string c_string(const char* buffer, std::size_t capacity) {
   return std::string(buffer, strnlen(buffer, capacity));
+}
+
+// The byte the process list buffer is filled with before NVML writes it.
+constexpr unsigned char kUnwrittenByte = 0xA5;
+
+// How many bytes the driver wrote per entry of the process list. Drivers of
+// the CUDA 12.2 era write 32-byte entries through the _v3 call where others
+// write 24 (see nvml_declarations.h); reading one layout as the other turns
+// every entry after the first into garbage, so the stride is measured: the
+// buffer was filled with kUnwrittenByte, and `listed` entries end where the
+// driver's writing ends (the last field of either layout is never all
+// kUnwrittenByte: instance ids are 0xFFFFFFFF or small, the protected-memory
+// count is a byte count). Falls back to the 24-byte layout.
+std::size_t process_info_stride(const std::vector<unsigned char>& buffer, unsigned listed) {
+  constexpr std::size_t kDefault = sizeof(nvml::ProcessInfo);
+  if (listed == 0) return kDefault;
+  std::size_t written = buffer.size();
+  while (written > 0 && buffer[written - 1] == kUnwrittenByte) --written;
+  for (std::size_t stride : {std::size_t{24}, std::size_t{32}, std::size_t{16}}) {
+    if (written == stride * listed) return stride;
+  }
+  return kDefault;
 }
 
 }  // namespace
@@ -171,11 +195,11 @@ GpuReadResult NvmlLibrary::read_devices() const {
     // Ask with room to spare; grow and retry when processes start between calls.
     unsigned capacity = 64;
     for (int attempt = 0; attempt < 4; ++attempt) {
-      std::vector<unsigned char> buffer(static_cast<std::size_t>(capacity) *
-                                        nvml::kLargestProcessInfoBytes);
-      auto* infos = reinterpret_cast<nvml::ProcessInfo*>(buffer.data());
+      std::vector<unsigned char> buffer(
+          static_cast<std::size_t>(capacity) * nvml::kLargestProcessInfoBytes, kUnwrittenByte);
       unsigned listed = capacity;
-      rc = s.compute_processes(device, &listed, infos);
+      rc =
+          s.compute_processes(device, &listed, reinterpret_cast<nvml::ProcessInfo*>(buffer.data()));
       if (rc == nvml::kErrorInsufficientSize) {
         capacity = listed + 32;
         continue;
@@ -184,12 +208,17 @@ GpuReadResult NvmlLibrary::read_devices() const {
         reading.process_list_error = describe(rc);
         break;
       }
-      for (unsigned i = 0; i < listed && i < capacity; ++i) {
+      listed = std::min(listed, capacity);
+      std::size_t stride = process_info_stride(buffer, listed);
+      for (unsigned i = 0; i < listed; ++i) {
+        const unsigned char* entry = buffer.data() + i * stride;
+        unsigned int pid = 0;
+        unsigned long long used = 0;
+        std::memcpy(&pid, entry + offsetof(nvml::ProcessInfo, pid), sizeof pid);
+        std::memcpy(&used, entry + offsetof(nvml::ProcessInfo, usedGpuMemory), sizeof used);
         GpuProcessUsage usage;
-        usage.pid = static_cast<int>(infos[i].pid);
-        if (infos[i].usedGpuMemory != nvml::kValueNotAvailable) {
-          usage.memory_bytes = infos[i].usedGpuMemory;
-        }
+        usage.pid = static_cast<int>(pid);
+        if (used != nvml::kValueNotAvailable) usage.memory_bytes = used;
         reading.processes.push_back(usage);
       }
       break;

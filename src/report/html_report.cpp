@@ -22,6 +22,7 @@
 #include "report/holder_text.h"
 #include "report/json_report.h"
 #include "report/json_text.h"
+#include "report/process_finding_text.h"
 #include "report/units.h"
 
 namespace gpuleak::report {
@@ -168,7 +169,7 @@ class PageWriter {
   PageWriter(std::ostream& out, const std::vector<analysis::UnusableTrace>& unusable)
       : out_(out), unusable_(unusable) {}
 
-  void write(const std::vector<ProcessReport>& reports) {
+  void write(const std::vector<ProcessReport>& reports, const analysis::JobReport* job = nullptr) {
     write_head(reports);
     out_ << "<body>\n<header>\n<h1>" << escape(page_title(reports)) << "</h1>\n";
     out_ << "<p class=\"gl-subtitle\">gpuleak memory report: "
@@ -181,13 +182,18 @@ class PageWriter {
     }
     if (reports.empty() && unusable_.empty())
       out_ << "<p>No trace was given, so there is nothing to report.</p>\n";
+    if (job) write_job(*job);
     if (reports.size() > 1) write_summary(reports);
-    for (std::size_t i = 0; i < reports.size(); ++i) write_process(i, reports[i]);
+    for (std::size_t i = 0; i < reports.size(); ++i) {
+      if (job && !analysis::did_gpu_work(reports[i])) continue;  // one line in the job's table
+      write_process(i, reports[i]);
+    }
     out_ << "<footer><p class=\"gl-muted\">The report's data (schema " << escape(kReportSchema)
          << ") is embedded in this page as the JSON block with id "
             "<code>gpuleak-data</code>.</p></footer>\n";
     out_ << "<script type=\"application/json\" id=\"gpuleak-data\">"
-         << script_safe_json(to_json(reports, unusable_)) << "</script>\n";
+         << script_safe_json(job ? to_json(reports, *job, unusable_) : to_json(reports, unusable_))
+         << "</script>\n";
     out_ << "<script>" << assets::kUplotJs << "</script>\n";
     out_ << "<script>" << assets::kPageJs << "</script>\n";
     out_ << "</body>\n</html>\n";
@@ -258,6 +264,43 @@ class PageWriter {
            << "</td></tr>\n";
     }
     out_ << "</tbody>\n</table>\n";
+  }
+
+  // Every process of the job in one row, then the process findings.
+  void write_job(const analysis::JobReport& job) {
+    out_ << "<section class=\"gl-job\" id=\"job\">\n<h2>Processes of the job</h2>\n";
+    out_ << "<table class=\"gl-processes\">\n<thead><tr><th>Process</th><th>Role</th>"
+            "<th>Device memory (as the driver counts it)</th><th>CUDA first used at</th>"
+            "</tr></thead>\n<tbody>\n";
+    for (const analysis::JobProcess& p : job.processes) {
+      out_ << "<tr><td>";
+      if (p.report_index >= 0 && p.gpu_work) {
+        out_ << "<a href=\"#process-" << p.report_index << "\">" << p.pid << "</a>";
+      } else {
+        out_ << p.pid;
+      }
+      out_ << "</td><td>" << escape(p.role.text) << (p.alive_at_end ? " (still running)" : "")
+           << "</td><td>" << escape(process_memory_text(p)) << "</td><td>"
+           << (p.first_use ? "<code>" + escape(first_use_text(*p.first_use)) + "</code>"
+                           : std::string("&ndash;"))
+           << "</td></tr>\n";
+    }
+    out_ << "</tbody>\n</table>\n";
+    if (!job.nvml_note.empty())
+      out_ << "<p class=\"gl-muted\">" << escape(job.nvml_note) << "</p>\n";
+    for (const std::string& note : job.notes)
+      out_ << "<p class=\"gl-muted\">" << escape(note) << "</p>\n";
+    for (const analysis::ProcessFinding& f : job.findings) {
+      out_ << "<div class=\"gl-finding gl-process-finding\" data-kind=\"" << escape(f.kind)
+           << "\">\n<h3>" << escape(finding_title(f.kind)) << "</h3>\n<p>"
+           << escape(finding_summary(f, job)) << "</p>\n<ul>\n";
+      for (const std::string& line : finding_details(f, job))
+        out_ << "<li>" << escape(line) << "</li>\n";
+      out_ << "</ul>\n";
+      if (!f.fix.empty()) out_ << "<p><strong>Fix:</strong> " << escape(f.fix) << "</p>\n";
+      out_ << "</div>\n";
+    }
+    out_ << "</section>\n";
   }
 
   void fact(const char* name, const std::string& value) {
@@ -602,6 +645,12 @@ class PageWriter {
 void write_html_report(std::ostream& out, const std::vector<analysis::ProcessReport>& reports,
                        const std::vector<analysis::UnusableTrace>& unusable) {
   PageWriter(out, unusable).write(reports);
+}
+
+void write_html_report(std::ostream& out, const std::vector<analysis::ProcessReport>& reports,
+                       const analysis::JobReport& job,
+                       const std::vector<analysis::UnusableTrace>& unusable) {
+  PageWriter(out, unusable).write(reports, &job);
 }
 
 }  // namespace gpuleak::report

@@ -13,5 +13,11 @@ namespace gpuleak::report {
 // `unusable`: traces that gave no report; the page names them.
 void write_html_report(std::ostream& out, const std::vector<analysis::ProcessReport>& reports,
                        const std::vector<analysis::UnusableTrace>& unusable = {});
+// With the job: a table of every process (role, device memory, first CUDA
+// use) and the process findings first; sections only for processes that did
+// GPU work.
+void write_html_report(std::ostream& out, const std::vector<analysis::ProcessReport>& reports,
+                       const analysis::JobReport& job,
+                       const std::vector<analysis::UnusableTrace>& unusable = {});
 
 }  // namespace gpuleak::report

@@ -1,6 +1,7 @@
 #include "report/json_report.h"
 
 #include "analysis/process_verdict.h"
+#include "report/process_finding_text.h"
 
 namespace gpuleak::report {
 
@@ -214,6 +215,97 @@ json to_json(const std::vector<analysis::ProcessReport>& reports,
   for (const auto& u : unusable)
     unusable_json.push_back({{"trace", u.trace_path}, {"error", u.error}});
   return {{"schema", kReportSchema}, {"processes", processes}, {"unusable_traces", unusable_json}};
+}
+
+namespace {
+
+json first_use_json(const analysis::CudaFirstUse& use) {
+  return {{"time_s", use.time_s},
+          {"device", use.device},
+          {"context_created", use.context_created},
+          {"site", site_json(use.site)},
+          {"frames", frames_json(use.frames)}};
+}
+
+json device_memory_json(const analysis::DeviceMemoryView& m) {
+  if (m.samples == 0) return nullptr;
+  return {{"samples", m.samples},
+          {"peak_used_bytes", m.peak_used_bytes},
+          {"peak_time_s", m.peak_time_s},
+          {"context_and_modules_bytes", m.context_and_modules_bytes},
+          {"allocator_reserved_bytes", m.allocator_reserved_bytes},
+          {"tensor_bytes", m.tensor_bytes},
+          {"other_driver_bytes", m.other_driver_bytes},
+          {"unexplained_bytes", m.unexplained_bytes},
+          {"timeline", {{"time_s", m.time_s}, {"used_bytes", m.used_bytes}}}};
+}
+
+json job_process_json(const analysis::JobProcess& p,
+                      const std::vector<analysis::ProcessReport>& reports) {
+  return {{"pid", p.pid},
+          {"parent_pid", p.parent_pid},
+          {"command_line", p.command_line},
+          {"role", analysis::role_kind_name(p.role.kind)},
+          {"role_text", p.role.text},
+          {"of_pid", p.role.of_pid > 0 ? json(p.role.of_pid) : json(nullptr)},
+          {"trace", p.report_index >= 0
+                        ? json(reports[static_cast<std::size_t>(p.report_index)].trace_path)
+                        : json(nullptr)},
+          {"cuda_initialized", p.cuda_initialized},
+          {"gpu_work", p.gpu_work},
+          {"summary", process_memory_text(p)},
+          {"cuda_first_use", p.first_use ? first_use_json(*p.first_use) : json(nullptr)},
+          {"device_memory", device_memory_json(p.device_memory)},
+          {"first_seen_s", optional_json(p.first_seen_s)},
+          {"last_seen_s", optional_json(p.last_seen_s)},
+          {"zombie_seconds", p.zombie_seconds},
+          {"alive_at_end", p.alive_at_end}};
+}
+
+json finding_json(const analysis::ProcessFinding& f, const analysis::JobReport& job) {
+  return {{"kind", f.kind},
+          {"summary", finding_summary(f, job)},
+          {"details", finding_details(f, job)},
+          {"pids", f.pids},
+          {"of_pid", f.of_pid > 0 ? json(f.of_pid) : json(nullptr)},
+          {"role", analysis::role_kind_name(f.role)},
+          {"memory_known", f.memory_known},
+          {"bytes_each", f.bytes_each},
+          {"bytes_total", f.bytes_total},
+          {"at_once", f.at_once},
+          {"seconds", f.seconds},
+          {"cuda_first_use", f.first_use ? site_json(*f.first_use) : json(nullptr)},
+          {"cuda_first_use_in", f.first_use_in.empty() ? json(nullptr) : json(f.first_use_in)},
+          {"fix", f.fix}};
+}
+
+}  // namespace
+
+json to_json(const std::vector<analysis::ProcessReport>& reports, const analysis::JobReport& job,
+             const std::vector<analysis::UnusableTrace>& unusable) {
+  json out = to_json(reports, unusable);
+  for (const analysis::JobProcess& p : job.processes) {
+    if (p.report_index < 0) continue;
+    json& entry = out["processes"][static_cast<std::size_t>(p.report_index)];
+    entry["role"] = analysis::role_kind_name(p.role.kind);
+    entry["role_text"] = p.role.text;
+    entry["gpu_work"] = p.gpu_work;
+  }
+  json processes = json::array(), findings = json::array();
+  for (const auto& p : job.processes) processes.push_back(job_process_json(p, reports));
+  for (const auto& f : job.findings) findings.push_back(finding_json(f, job));
+  out["job"] = {
+      {"main_pid", job.main_pid},
+      {"duration_s", job.duration_s},
+      {"main_exit_s", optional_json(job.main_exit_s)},
+      {"main_exit_status", job.main_exit_status >= 0 ? json(job.main_exit_status) : json(nullptr)},
+      {"grace_period_s", job.grace_period_s},
+      {"observed", job.observed},
+      {"nvml_note", job.nvml_note.empty() ? json(nullptr) : json(job.nvml_note)},
+      {"notes", job.notes},
+      {"processes", processes},
+      {"findings", findings}};
+  return out;
 }
 
 }  // namespace gpuleak::report

@@ -15,5 +15,10 @@ inline constexpr const char* kReportSchema = "gpuleak-report/1";
 nlohmann::json to_json(const std::vector<analysis::ProcessReport>& reports,
                        const std::vector<analysis::UnusableTrace>& unusable = {});
 nlohmann::json to_json(const analysis::ProcessReport& report);
+// With the job: every process's role and first CUDA use, and the top-level
+// "job" object (processes, device memory as the driver counts it, findings).
+nlohmann::json to_json(const std::vector<analysis::ProcessReport>& reports,
+                       const analysis::JobReport& job,
+                       const std::vector<analysis::UnusableTrace>& unusable = {});
 
 }  // namespace gpuleak::report

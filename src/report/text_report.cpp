@@ -267,9 +267,12 @@ std::string printable(const std::string& text) {
 
 void write_reports(std::ostream& out, const std::vector<ProcessReport>& reports,
                    const TextOptions& options) {
+  bool first = true;
   for (std::size_t i = 0; i < reports.size(); ++i) {
     const ProcessReport& r = reports[i];
-    if (i) out << '\n';
+    if (options.sections_only_for_gpu_work && !analysis::did_gpu_work(r)) continue;
+    if (!first) out << '\n';
+    first = false;
     out << "gpuleak: " << process_title(r)
         << fmt::format(", {:.1f} s, {}, {}\n", r.duration_s,
                        plural(r.allocations, "allocation", "allocations"),

@@ -60,6 +60,29 @@ TEST(NvmlLibrary, reads_devices_and_processes_through_dlopen) {
   EXPECT_TRUE(read.devices[1].processes.empty());
 }
 
+// Drivers of the CUDA 12.2 era write 32-byte entries where others write 24:
+// read with the wrong stride, every process after the first is garbage (the
+// go-nvml and pynvml reports), so a job's workers would go missing.
+TEST(NvmlLibrary, every_process_of_a_32_byte_process_list_reads_right) {
+  StandInNvml nvml(GPULEAK_STAND_IN_NVML,
+                   "process_info_bytes 32\n"
+                   "device GPU-aaaa 85899345920 4294967296 0 Stand-in H200\n"
+                   "process 0 4242 654311424\n"
+                   "process 0 4343 654311424\n"
+                   "process 0 4444 1073741824\n");
+  NvmlLibrary library;
+  ASSERT_TRUE(library.available()) << library.unavailable_reason();
+  GpuReadResult read = library.read_devices();
+  ASSERT_EQ(read.devices.size(), 1u);
+  const auto& processes = read.devices[0].processes;
+  ASSERT_EQ(processes.size(), 3u);
+  EXPECT_EQ(processes[0].pid, 4242);
+  EXPECT_EQ(processes[1].pid, 4343);
+  EXPECT_EQ(processes[1].memory_bytes, 654311424u);
+  EXPECT_EQ(processes[2].pid, 4444);
+  EXPECT_EQ(processes[2].memory_bytes, 1073741824u);
+}
+
 TEST(NvmlLibrary, a_growing_process_reads_larger_later) {
   StandInNvml nvml(GPULEAK_STAND_IN_NVML,
                    "device GPU-aaaa 85899345920 0 0 Stand-in\n"

@@ -8,6 +8,8 @@
  *   init_error <nvml return code>                    nvmlInit_v2 fails with it
  *   device <uuid> <total> <used> <reserved> <name...> one GPU (bytes)
  *   process <device index> <pid> <bytes> [<bytes per second>]
+ *   process_info_bytes 32                            write the 32-byte process entries
+ *                                                    of CUDA 12.2-era drivers (default 24)
  *
  * A process with a growth rate holds bytes + rate * (seconds since
  * nvmlInit_v2), and its device's used memory grows with it, so a test can
@@ -57,6 +59,7 @@ struct StandInDevice {
 static struct StandInDevice g_devices[kMaxDevices];
 static int g_device_count;
 static int g_init_error;
+static int g_process_info_bytes = 24;
 static double g_init_time_s;
 
 static double now_s(void) {
@@ -69,6 +72,7 @@ static void load_state(void) {
   const char* path = getenv("GPULEAK_STAND_IN_NVML_STATE");
   g_device_count = 0;
   g_init_error = 0;
+  g_process_info_bytes = 24;
   if (!path) return;
   FILE* file = fopen(path, "r");
   if (!file) return;
@@ -77,6 +81,8 @@ static void load_state(void) {
     line[strcspn(line, "\n")] = 0;
     if (strncmp(line, "init_error ", 11) == 0) {
       g_init_error = atoi(line + 11);
+    } else if (strncmp(line, "process_info_bytes ", 19) == 0) {
+      g_process_info_bytes = atoi(line + 19) == 32 ? 32 : 24;
     } else if (strncmp(line, "device ", 7) == 0 && g_device_count < kMaxDevices) {
       struct StandInDevice* d = &g_devices[g_device_count];
       memset(d, 0, sizeof *d);
@@ -204,10 +210,16 @@ EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device,
     return 7;
   }
   for (int i = 0; i < d->process_count; ++i) {
-    infos[i].pid = d->processes[i].pid;
-    infos[i].usedGpuMemory = (unsigned long long)process_bytes(&d->processes[i]);
-    infos[i].gpuInstanceId = 0xFFFFFFFFu;
-    infos[i].computeInstanceId = 0xFFFFFFFFu;
+    /* Entries are g_process_info_bytes apart; the 32-byte layout adds the
+       confidential-computing protected memory (0 here) after the instance ids. */
+    unsigned char* entry = (unsigned char*)infos + (size_t)i * (size_t)g_process_info_bytes;
+    nvmlProcessInfo_t info;
+    info.pid = d->processes[i].pid;
+    info.usedGpuMemory = (unsigned long long)process_bytes(&d->processes[i]);
+    info.gpuInstanceId = 0xFFFFFFFFu;
+    info.computeInstanceId = 0xFFFFFFFFu;
+    memcpy(entry, &info, sizeof info);
+    if (g_process_info_bytes == 32) memset(entry + sizeof info, 0, 8);
   }
   *count = (unsigned)d->process_count;
   return 0;
