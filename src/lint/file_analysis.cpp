@@ -4,6 +4,7 @@
 #include <cctype>
 
 #include "graph_flow.h"
+#include "training_loop.h"
 #include "vocabulary.h"
 
 namespace gpuleak::lint {
@@ -32,6 +33,7 @@ FileAnalysis::FileAnalysis(const SyntaxTree& tree)
   collect_structure();
   collect_model_names();
   collect_hooks();
+  collect_per_step();
   GraphFlow(*this).run();
 }
 
@@ -175,6 +177,14 @@ void FileAnalysis::collect_structure() {
       case NodeKind::kAugmentedAssignment:
       case NodeKind::kForStatement:
       case NodeKind::kForInClause: {
+        if (kind == NodeKind::kAssignment) {
+          NodeId left = tree_.child_by_field(id, Field::kLeft);
+          NodeId right = tree_.child_by_field(id, Field::kRight);
+          if (left != kNoNode && right != kNoNode && tree_.kind(left) == NodeKind::kIdentifier &&
+              tree_.kind(right) == NodeKind::kCall) {
+            factory_calls_by_name_[std::string(tree_.text(left))].push_back(right);
+          }
+        }
         std::vector<std::string> names;
         bound_names(tree_, tree_.child_by_field(id, Field::kLeft), names);
         for (auto& n : names) scopes_[open.back().index].assigned.insert(std::move(n));
@@ -288,6 +298,63 @@ void FileAnalysis::collect_hooks() {
   }
 }
 
+std::vector<std::size_t> FileAnalysis::callees_of(NodeId call) const {
+  std::vector<std::size_t> out;
+  NodeId fn = callee(call);
+  if (fn == kNoNode) return out;
+  bool method = tree_.kind(fn) == NodeKind::kAttribute;
+  std::string_view name = callee_last_name(call);
+  if (name.empty()) return out;
+  for (std::size_t s : scopes_named(name)) {
+    bool is_method = scopes_[s].class_node != kNoNode;
+    if (is_method == method) out.push_back(s);
+  }
+  if (out.empty() && !method) {
+    // log = make_logger(); log(x): the def the factory returns.
+    auto it = factory_calls_by_name_.find(std::string(name));
+    if (it != factory_calls_by_name_.end()) {
+      for (NodeId right : it->second) {
+        for (std::size_t s : functions_passed_as(right)) out.push_back(s);
+      }
+    }
+  }
+  return out;
+}
+
+void FileAnalysis::collect_per_step() {
+  per_step_.assign(scopes_.size(), 0);
+  for (std::size_t i = 1; i < scopes_.size(); ++i) {
+    if (hook_scope_[i] || is_per_step_function(scopes_[i])) per_step_[i] = 1;
+  }
+  // Calls from a step loop, or from a function that runs per step, three
+  // calls deep at most (train -> step -> log -> meter.update).
+  std::unordered_map<NodeId, bool> step_loop;
+  auto in_step_loop = [&](NodeId call) {
+    for (NodeId l = innermost_loop(call); l != kNoNode; l = outer_loop(l)) {
+      auto it = step_loop.find(l);
+      if (it == step_loop.end()) it = step_loop.emplace(l, is_step_loop(*this, l)).first;
+      if (it->second) return true;
+    }
+    return false;
+  };
+  for (int depth = 0; depth < 3; ++depth) {
+    bool changed = false;
+    for (NodeId call : calls_) {
+      std::vector<std::size_t> targets = callees_of(call);
+      if (targets.empty()) continue;
+      bool from_step = per_step_[scope_index_of(call)] != 0 || in_step_loop(call);
+      if (!from_step) continue;
+      for (std::size_t s : targets) {
+        if (!per_step_[s]) {
+          per_step_[s] = 1;
+          changed = true;
+        }
+      }
+    }
+    if (!changed) break;
+  }
+}
+
 std::vector<std::size_t> FileAnalysis::functions_passed_as(NodeId argument) const {
   return functions_passed_as(argument, 0);
 }
@@ -306,7 +373,20 @@ std::vector<std::size_t> FileAnalysis::functions_passed_as(NodeId argument, int 
     case NodeKind::kAttribute: {
       std::string dotted = dotted_text(tree_, argument);
       if (dotted.empty()) return out;
-      return scopes_named(vocabulary::last_component(dotted));
+      out = scopes_named(vocabulary::last_component(dotted));
+      if (!out.empty()) return out;
+      // An instance of a class of this file: its __call__ runs.
+      NodeId value = first_assigned_value(dotted);
+      if (value != kNoNode && tree_.kind(value) == NodeKind::kCall) {
+        std::string cls(vocabulary::last_component(dotted_text(tree_, callee(value))));
+        for (const ClassFacts& c : classes_) {
+          if (c.name != cls) continue;
+          for (std::size_t s : scopes_named("__call__")) {
+            if (scopes_[s].class_node == c.node) out.push_back(s);
+          }
+        }
+      }
+      return out;
     }
     case NodeKind::kParenthesizedExpression:
       return functions_passed_as(tree_.first_named_child(argument), depth + 1);
