@@ -112,6 +112,18 @@ class FileAnalysis {
   // The right side of the first assignment in the file whose target is the
   // name or attribute chain `dotted` ("loader", "self.ds"), or kNoNode.
   NodeId first_assigned_value(const std::string& dotted) const;
+  // Indexes built once per file, so that rules asked about every store do
+  // not rescan the file: the assignments (`kAssignment` nodes, in source
+  // order) whose target is exactly `dotted`; the calls whose callee's last
+  // name is `name`; the `del` statements.
+  const std::vector<NodeId>& assignments_to(const std::string& dotted) const;
+  const std::vector<NodeId>& calls_named(std::string_view name) const;
+  const std::vector<NodeId>& delete_statements() const { return deletes_; }
+  // A name or attribute whose last component is `last` is set to a literal
+  // False somewhere in the file (`self._prep_stage = False`).
+  bool switched_off_somewhere(std::string_view last) const {
+    return switched_off_.count(std::string(last)) != 0;
+  }
   std::vector<NodeId> positional_arguments(NodeId call) const;
   NodeId keyword_argument(NodeId call, std::string_view name) const;  // its value
   // The model call recognizer: `model(x)`, `self.encoder(h)`, `netG(z)`,
@@ -191,7 +203,7 @@ class FileAnalysis {
   bool uses_torch_ = false;
   std::vector<NodeId> calls_;
   std::vector<Scope> scopes_;
-  std::vector<std::size_t> scope_of_node_;  // innermost scope per node id
+  std::vector<std::uint32_t> scope_of_node_;  // innermost scope per node id
   std::vector<ClassFacts> classes_;
   std::unordered_map<std::string, std::vector<std::size_t>> scopes_by_name_;
   std::unordered_map<NodeId, std::size_t> class_index_;
@@ -200,6 +212,14 @@ class FileAnalysis {
   std::vector<NodeId> hook_registrations_;
   std::vector<std::uint8_t> hook_scope_;
   std::vector<std::uint8_t> per_step_;
+  std::unordered_map<std::string, std::vector<NodeId>> assignments_by_target_;
+  std::unordered_map<std::string, std::vector<NodeId>> calls_by_name_;
+  std::vector<NodeId> deletes_;
+  std::unordered_map<NodeId, std::size_t> scope_by_node_;  // def/lambda node -> its scope
+  // functions_passed_as() of calls (factories) and attributes, asked about
+  // every call; one thread reads a FileAnalysis at a time.
+  mutable std::unordered_map<NodeId, std::vector<std::size_t>> passed_as_memo_;
+  std::unordered_set<std::string> switched_off_;
   // `log = make_logger()`: name -> the calls on the right of such assignments.
   std::unordered_map<std::string, std::vector<NodeId>> factory_calls_by_name_;
 

@@ -197,17 +197,9 @@ void GraphFlow::collect_differentiated_names(std::size_t index) {
     if (name.empty() || name == "self") continue;
     // The value differentiated is the one bound last before the call.
     NodeId last = kNoNode;
-    for (NodeId a = root; a < id; ++a) {
-      NodeKind k = tree_.kind(a);
-      if ((k != NodeKind::kAssignment && k != NodeKind::kAugmentedAssignment) ||
-          file_.scope_index_of(a) != index) {
-        continue;
-      }
-      NodeId left = tree_.child_by_field(a, Field::kLeft);
-      if (left == kNoNode) continue;
-      for (NodeId t : bound_targets(tree_, left)) {
-        if (dotted_text(tree_, t) == name) last = a;
-      }
+    for (NodeId a : file_.assignments_to(name)) {
+      if (a >= id) break;
+      if (file_.scope_index_of(a) == index) last = a;
     }
     if (last != kNoNode) differentiated_.push_back(last);
   }
@@ -246,7 +238,7 @@ std::uint8_t GraphFlow::captured_bits(NodeId function, const Env& env) const {
 }
 
 void GraphFlow::walk_block(NodeId block, Env& env) {
-  for (NodeId s = tree_.node(block).first_child; s != kNoNode; s = tree_.node(s).next_sibling) {
+  for (NodeId s = tree_.first_child(block); s != kNoNode; s = tree_.next_sibling(s)) {
     if (!tree_.node(s).named || tree_.kind(s) == NodeKind::kComment) continue;
     walk_statement(s, env);
   }
@@ -384,7 +376,7 @@ void GraphFlow::walk_if(NodeId statement, Env& env) {
   if (consequence != kNoNode) walk_block(consequence, env);
   Env result = std::move(env);
   bool has_else = false;
-  for (NodeId c = tree_.node(statement).first_child; c != kNoNode; c = tree_.node(c).next_sibling) {
+  for (NodeId c = tree_.first_child(statement); c != kNoNode; c = tree_.next_sibling(c)) {
     if (tree_.node(c).field != Field::kAlternative) continue;
     Env branch = start;
     if (tree_.kind(c) == NodeKind::kElifClause) {
@@ -409,7 +401,7 @@ void GraphFlow::walk_try(NodeId statement, Env& env) {
   Env after_body = env;
   Env result = after_body;
   NodeId finally_block = kNoNode;
-  for (NodeId c = tree_.node(statement).first_child; c != kNoNode; c = tree_.node(c).next_sibling) {
+  for (NodeId c = tree_.first_child(statement); c != kNoNode; c = tree_.next_sibling(c)) {
     NodeKind k = tree_.kind(c);
     if (k == NodeKind::kExceptClause || k == NodeKind::kExceptGroupClause) {
       // The handler may start from any point of the body.
@@ -838,7 +830,7 @@ std::uint8_t GraphFlow::eval(NodeId e, Env& env) {
       if ((r & kException) && index != kNoNode && tree_.text(index) == "0") {
         r = static_cast<std::uint8_t>(r & ~kException);
       }
-      for (NodeId c = tree_.node(e).first_child; c != kNoNode; c = tree_.node(c).next_sibling) {
+      for (NodeId c = tree_.first_child(e); c != kNoNode; c = tree_.next_sibling(c)) {
         if (tree_.node(c).field == Field::kSubscriptIndex) eval(c, env);
       }
       break;

@@ -53,8 +53,8 @@ bool reset_in_loop(const FileAnalysis& file, const std::string& path, NodeId loo
 // the user (meter.reset() every epoch), so it counts as a reset.
 bool called_only_from_init(const FileAnalysis& file, const std::string& method) {
   bool called = false;
-  for (NodeId call : file.calls()) {
-    if (file.callee_last_name(call) != method || file.method_receiver(call) == kNoNode) continue;
+  for (NodeId call : file.calls_named(method)) {
+    if (file.method_receiver(call) == kNoNode) continue;
     called = true;
     if (file.scope_of(call).name != "__init__") return false;
   }
@@ -65,11 +65,8 @@ bool called_only_from_init(const FileAnalysis& file, const std::string& method) 
 // moved/cloned from one: assignments into it write in place.
 bool container_is_tensor(const FileAnalysis& file, const std::string& path) {
   const SyntaxTree& tree = file.tree();
-  for (NodeId id = 0; id < tree.size(); ++id) {
-    if (tree.kind(id) != NodeKind::kAssignment) continue;
-    NodeId left = tree.child_by_field(id, Field::kLeft);
+  for (NodeId id : file.assignments_to(path)) {
     NodeId right = tree.child_by_field(id, Field::kRight);
-    if (left == kNoNode || right == kNoNode || dotted_text(tree, left) != path) continue;
     for (int hops = 0; hops < 4 && right != kNoNode && tree.kind(right) == NodeKind::kCall;
          ++hops) {
       std::string q = file.qualified_name(file.callee(right));
@@ -139,14 +136,10 @@ namespace {
 NodeId value_assigned_before(const FileAnalysis& file, std::string_view name, NodeId at) {
   const SyntaxTree& tree = file.tree();
   std::size_t scope = file.scope_index_of(at);
-  NodeId root = file.scopes()[scope].node;
   NodeId found = kNoNode;
-  for (NodeId id = root; id < at; ++id) {
-    if (tree.kind(id) != NodeKind::kAssignment || file.scope_index_of(id) != scope) continue;
-    NodeId left = tree.child_by_field(id, Field::kLeft);
-    if (left != kNoNode && tree.kind(left) == NodeKind::kIdentifier && tree.text(left) == name) {
-      found = tree.child_by_field(id, Field::kRight);
-    }
+  for (NodeId id : file.assignments_to(std::string(name))) {
+    if (id >= at) break;
+    if (file.scope_index_of(id) == scope) found = tree.child_by_field(id, Field::kRight);
   }
   return found;
 }
@@ -205,58 +198,48 @@ bool key_varies_with_sizes(const FileAnalysis& file, NodeId key) {
 
 bool container_bounded_elsewhere(const FileAnalysis& file, const std::string& path) {
   const SyntaxTree& tree = file.tree();
-  int rebindings = 0;
-  for (NodeId call : file.calls()) {
-    NodeId receiver = file.method_receiver(call);
-    if (receiver == kNoNode) continue;
-    std::string_view m = file.callee_last_name(call);
-    if ((m == "clear" || m == "pop" || m == "popleft" || m == "popitem" || m == "remove") &&
-        dotted_text(tree, receiver) == path) {
-      return true;
+  for (std::string_view m : {"clear", "pop", "popleft", "popitem", "remove"}) {
+    for (NodeId call : file.calls_named(m)) {
+      NodeId receiver = file.method_receiver(call);
+      if (receiver != kNoNode && dotted_text(tree, receiver) == path) return true;
     }
   }
-  for (NodeId id = 0; id < tree.size(); ++id) {
-    NodeKind k = tree.kind(id);
-    if (k == NodeKind::kDeleteStatement) {
-      for (NodeId t = id; t < tree.node(id).subtree_end; ++t) {
-        if (tree.kind(t) == NodeKind::kSubscript &&
-            dotted_text(tree, tree.child_by_field(t, Field::kValue)) == path) {
-          return true;
-        }
-      }
-    } else if (k == NodeKind::kAssignment) {
-      NodeId left = tree.child_by_field(id, Field::kLeft);
-      NodeId right = tree.child_by_field(id, Field::kRight);
-      if (left == kNoNode || right == kNoNode || dotted_text(tree, left) != path) continue;
-      if (tree.kind(right) == NodeKind::kCall &&
-          (file.keyword_argument(right, "maxlen") != kNoNode ||
-           (vocabulary::last_component(file.qualified_name(file.callee(right))) == "deque" &&
-            file.positional_arguments(right).size() >= 2))) {
-        return true;  // deque(maxlen=N), deque(items, N)
-      }
-      if (tree.kind(right) == NodeKind::kCall &&
-          file.qualified_name(file.callee(right)).rfind("weakref.", 0) == 0) {
-        return true;  // entries go when their keys or values are collected
-      }
-      if (mentions(file, right, path)) continue;
-      // A rebinding that starts it afresh: for an attribute, any outside
-      // __init__ (a reset method); for a name, any after the first, which
-      // created it.
-      const Scope& scope = file.scope_of(id);
-      if (path.rfind("self.", 0) == 0) {
-        if (scope.name != "__init__" && !called_only_from_init(file, scope.name)) return true;
-      } else if (++rebindings > 1) {
+  for (NodeId id : file.delete_statements()) {
+    for (NodeId t = id; t < tree.node(id).subtree_end; ++t) {
+      if (tree.kind(t) == NodeKind::kSubscript &&
+          dotted_text(tree, tree.child_by_field(t, Field::kValue)) == path) {
         return true;
       }
-    } else if (k == NodeKind::kSubscript) {
-      // c = c[-N:] and the like: slicing keeps it bounded.
-      NodeId parent = tree.parent(id);
-      if (parent != kNoNode && tree.kind(parent) == NodeKind::kAssignment &&
-          tree.node(id).field == Field::kRight &&
-          dotted_text(tree, tree.child_by_field(id, Field::kValue)) == path &&
-          dotted_text(tree, tree.child_by_field(parent, Field::kLeft)) == path) {
-        return true;
-      }
+    }
+  }
+  int rebindings = 0;
+  for (NodeId id : file.assignments_to(path)) {
+    NodeId right = tree.child_by_field(id, Field::kRight);
+    if (right == kNoNode) continue;
+    if (tree.kind(right) == NodeKind::kCall &&
+        (file.keyword_argument(right, "maxlen") != kNoNode ||
+         (vocabulary::last_component(file.qualified_name(file.callee(right))) == "deque" &&
+          file.positional_arguments(right).size() >= 2))) {
+      return true;  // deque(maxlen=N), deque(items, N)
+    }
+    if (tree.kind(right) == NodeKind::kCall &&
+        file.qualified_name(file.callee(right)).rfind("weakref.", 0) == 0) {
+      return true;  // entries go when their keys or values are collected
+    }
+    // c = c[-N:] and the like: slicing keeps it bounded.
+    if (tree.kind(right) == NodeKind::kSubscript &&
+        dotted_text(tree, tree.child_by_field(right, Field::kValue)) == path) {
+      return true;
+    }
+    if (mentions(file, right, path)) continue;
+    // A rebinding that starts it afresh: for an attribute, any outside
+    // __init__ (a reset method); for a name, any after the first, which
+    // created it.
+    const Scope& scope = file.scope_of(id);
+    if (path.rfind("self.", 0) == 0) {
+      if (scope.name != "__init__" && !called_only_from_init(file, scope.name)) return true;
+    } else if (++rebindings > 1) {
+      return true;
     }
   }
   return false;
@@ -285,16 +268,8 @@ bool guarded_by_flag_turned_off(const FileAnalysis& file, NodeId site) {
       std::string d = dotted_text(tree, id);
       if (!d.empty()) flags.push_back(d);
     }
-    for (NodeId id = 0; id < tree.size(); ++id) {
-      if (tree.kind(id) != NodeKind::kAssignment) continue;
-      NodeId right = tree.child_by_field(id, Field::kRight);
-      if (right == kNoNode || tree.kind(right) != NodeKind::kFalse) continue;
-      std::string target = dotted_text(tree, tree.child_by_field(id, Field::kLeft));
-      for (const auto& f : flags) {
-        // `self._prep_stage = False`, or `m._prep_stage = False` on another object.
-        std::string_view tail = vocabulary::last_component(f);
-        if (target == f || vocabulary::last_component(target) == tail) return true;
-      }
+    for (const auto& f : flags) {
+      if (file.switched_off_somewhere(vocabulary::last_component(f))) return true;
     }
   }
   return false;

@@ -37,8 +37,7 @@ TEST(lint_syntax_tree, points_at_the_syntax_error_not_the_file_start) {
   ParseResult r = parser.parse(source);
   ASSERT_TRUE(r.tree);
   ASSERT_TRUE(r.tree->has_error());
-  const SyntaxNode& e = r.tree->node(r.tree->first_error());
-  EXPECT_EQ(e.start_row, 3u);
+  EXPECT_EQ(r.tree->start_point(r.tree->first_error()).row, 3u);
 }
 
 TEST(lint_syntax_tree, refuses_nesting_deeper_than_it_analyses) {

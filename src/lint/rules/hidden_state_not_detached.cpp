@@ -103,8 +103,8 @@ NodeId model_call_assigned_before(const FileAnalysis& file, NodeId name, NodeId 
   NodeId block = tree.parent(statement);
   if (block == kNoNode) return kNoNode;
   NodeId found = kNoNode;
-  for (NodeId st = tree.node(block).first_child; st != kNoNode && st != statement;
-       st = tree.node(st).next_sibling) {
+  for (NodeId st = tree.first_child(block); st != kNoNode && st != statement;
+       st = tree.next_sibling(st)) {
     if (tree.kind(st) != NodeKind::kExpressionStatement) continue;
     NodeId a = tree.first_named_child(st);
     if (a == kNoNode || tree.kind(a) != NodeKind::kAssignment) continue;

@@ -222,8 +222,8 @@ class ProcessNotJoinedOnFailure final : public Rule {
         NodeId statement = statement_of(tree, call);
         bool decided = false;
         for (int level = 0; level < 4 && !decided && statement != kNoNode; ++level) {
-          for (NodeId st = tree.node(statement).next_sibling; st != kNoNode;
-               st = tree.node(st).next_sibling) {
+          for (NodeId st = tree.next_sibling(statement); st != kNoNode;
+               st = tree.next_sibling(st)) {
             if (!tree.node(st).named || tree.kind(st) == NodeKind::kComment) continue;
             bool starts_or_collects = false;
             for (NodeId id = st; id < tree.node(st).subtree_end; ++id) {
