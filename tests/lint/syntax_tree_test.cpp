@@ -69,5 +69,51 @@ TEST(lint_syntax_tree, empty_source_is_an_empty_module) {
   EXPECT_EQ(r.tree->kind(r.tree->root()), NodeKind::kModule);
 }
 
+TEST(lint_syntax_tree, a_large_file_parsed_in_runs_gives_the_tree_of_one_parse) {
+  // Over kParsedInRunsAboveBytes the file is cut between top-level
+  // statements; the cuts must avoid strings, brackets, decorators and
+  // else/except clauses, and the tree must be one module of every statement.
+  std::string block =
+      "import torch\n"
+      "@decorator\n"
+      "def train(model, loader):\n"
+      "    text = \"\"\"a string\ndef not_a_statement():\n\"\"\"\n"
+      "    total = (1 +\n"
+      "             2)\n"
+      "    return total\n"
+      "if x:\n"
+      "    y = 1\n"
+      "else:\n"
+      "    y = 2\n"
+      "try:\n"
+      "    z = 1\n"
+      "except Exception:\n"
+      "    z = 2\n"
+      "values = [1,\n"
+      "2]\n";
+  std::string source;
+  std::size_t blocks = 0;
+  while (source.size() <= PythonParser::kParsedInRunsAboveBytes + 1000) {
+    source += block;
+    ++blocks;
+  }
+  auto runs = PythonParser::top_level_runs(source, PythonParser::kRunBytes);
+  EXPECT_GT(runs.size(), 2u);
+  for (auto [from, to] : runs) {
+    EXPECT_TRUE(from == 0 || source.compare(from, 13, "import torch\n") == 0 ||
+                source[from - 1] == '\n')
+        << from;
+  }
+  PythonParser parser;
+  ParseResult r = parser.parse(source);
+  ASSERT_TRUE(r.tree);
+  EXPECT_FALSE(r.tree->has_error());
+  std::size_t statements = r.tree->named_children(r.tree->root()).size();
+  EXPECT_EQ(statements, blocks * 5);  // import, def, if, try, values
+  EXPECT_EQ(r.tree->node(r.tree->root()).subtree_end, r.tree->size());
+  NodeId last = r.tree->named_children(r.tree->root()).back();
+  EXPECT_EQ(r.tree->start_point(last).row, blocks * 19 - 2);
+}
+
 }  // namespace
 }  // namespace gpuleak::lint

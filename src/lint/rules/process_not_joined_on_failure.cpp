@@ -21,9 +21,10 @@ constexpr RuleInfo kInfo{
     "parent is killed the child is orphaned. A child that uses the GPU keeps its CUDA context, "
     "hundreds of MiB of device memory, for as long as it lives, after the job that owned it is "
     "gone.",
-    "Join or terminate in a `finally:` block (`try: ... finally: p.terminate(); p.join()`), use "
-    "`with Pool(...) as pool:` / `with ProcessPoolExecutor() as ex:`, or "
-    "`torch.multiprocessing.spawn(...)`, which joins the workers and raises if one fails.",
+    "Put the code after `p.start()` in a `try:` and join or terminate in its `finally:` "
+    "(`p.terminate()`, `p.join()`), use `with Pool(...) as pool:` / "
+    "`with ProcessPoolExecutor() as ex:`, or `torch.multiprocessing.spawn(...)`, which joins the "
+    "workers and raises if one fails.",
 };
 
 bool is_cleanup_method(std::string_view m) {
@@ -266,8 +267,8 @@ class ProcessNotJoinedOnFailure final : public Rule {
           quote(file, call, 50));
       if (!names.empty()) {
         r.fix = fmt::format(
-            "`try: ... finally:` with `{}.terminate()` and `{}.join()` (for a "
-            "list, in a loop over it), or a `with` block",
+            "wrap the code after the start in a `try:` whose `finally:` calls `{}.terminate()` "
+            "and `{}.join()` (for a list, in a loop over it), or start it in a `with` block",
             names.front(), names.front());
       }
       sink.report(kInfo, std::move(r));
