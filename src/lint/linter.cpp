@@ -138,6 +138,10 @@ FileReport Linter::lint_file(const std::filesystem::path& path) {
     return report;
   }
   std::string bytes;
+  // Sized once from the file's length: a doubling string holds up to twice
+  // the file at its peak.
+  std::uintmax_t expected_bytes = std::filesystem::file_size(path, ec);
+  if (!ec && expected_bytes <= kMaxFileBytes) bytes.reserve(expected_bytes + 1);
   char buffer[1 << 16];
   while (in.read(buffer, sizeof buffer) || in.gcount() > 0) {
     bytes.append(buffer, static_cast<std::size_t>(in.gcount()));
@@ -200,8 +204,15 @@ void Linter::State::lint_text(FileReport& report, std::string_view code, std::st
   if (parsed.tree->has_error()) {
     rewritten = starred_brackets_as_names(code);
     if (rewritten != code) {
-      ParseResult again = parser.parse(rewritten);
-      if (again.tree && !again.tree->has_error()) parsed = std::move(again);
+      // The rewritten text has the same offsets and errors at most where the
+      // original had them: its tree replaces the first one, which is dropped
+      // before the parse so that two trees of a large file never coexist.
+      parsed = ParseResult{};
+      parsed = parser.parse(rewritten);
+      if (!parsed.tree) {
+        report.problem = FileProblem{parsed.failure, {}, 0};
+        return;
+      }
     }
   }
   // A notebook cell is run on its own: an unclosed bracket in one must not

@@ -248,13 +248,17 @@ std::vector<std::pair<std::uint32_t, std::uint32_t>> PythonParser::top_level_run
       }
     }
     continued = false;
+    bool string_continues = false;  // a one-line string escapes its newline
     // Through the line.
     for (; i < source.size() && source[i] != '\n'; ++i) {
       char c = source[i];
       if (quote != 0) {
         if (c == '\\') {
           ++i;  // an escaped character, quote or newline included
-          if (i < source.size() && source[i] == '\n') break;
+          if (i < source.size() && source[i] == '\n') {
+            string_continues = true;
+            break;
+          }
           continue;
         }
         if (c == quote) {
@@ -283,11 +287,27 @@ std::vector<std::pair<std::uint32_t, std::uint32_t>> PythonParser::top_level_run
         continued = true;
       }
     }
-    if (quote != 0 && !triple) quote = 0;  // a one-line string cannot span lines
-    ++i;                                   // the newline
+    // A one-line string cannot span lines, unless its newline is escaped
+    // (`"deprecated, \` then the rest on the next line).
+    if (quote != 0 && !triple && !string_continues) quote = 0;
+    ++i;  // the newline
   }
   runs.emplace_back(run_start, static_cast<std::uint32_t>(source.size()));
   return runs;
+}
+
+// Recovery can wrap most of a file in one ERROR node; point at the first
+// error that contains no other, which is where the parser really stopped.
+void PythonParser::point_at_innermost_error(SyntaxTree& tree) {
+  if (tree.first_error_ == kNoNode) return;
+  const auto& nodes = tree.nodes_;
+  NodeId e = tree.first_error_;
+  for (NodeId id = e + 1; id < nodes.size(); ++id) {
+    if (!nodes[id].error) continue;
+    if (id >= nodes[e].subtree_end) break;
+    e = id;  // an error nested inside the current one
+  }
+  tree.first_error_ = e;
 }
 
 PythonParser::PythonParser() : parser_(ts_parser_new()) {
@@ -335,8 +355,11 @@ ParseResult PythonParser::parse(std::string_view source) {
   }
   // tree-sitter's own tree takes some 20 bytes per source byte; a large file
   // is parsed one run of top-level statements at a time, so that only one
-  // such tree exists at once. Should a run not parse alone (the cut was
-  // wrong), the whole file is parsed in one piece after all.
+  // such tree exists at once. A run that does not parse alone is parsed again
+  // joined with the next one (the cut may have split a statement the scan
+  // misread); if that does not parse either, the run keeps its error nodes,
+  // like any file with a syntax error: those statements are reported and the
+  // rest analysed. Memory stays bounded by two runs whatever the file holds.
   std::vector<std::pair<std::uint32_t, std::uint32_t>> runs;
   if (source.size() > kParsedInRunsAboveBytes) runs = top_level_runs(source, kRunBytes);
   if (runs.size() > 1) {
@@ -347,42 +370,60 @@ ParseResult PythonParser::parse(std::string_view source) {
     root.end_byte = static_cast<std::uint32_t>(source.size());
     root.symbol = ts_language_symbol_for_name(tree_sitter_python(), "module", 6, true);
     tree->nodes_.push_back(root);
-    bool whole = true;
-    for (std::size_t r = 0; r < runs.size() && whole; ++r) {
+    using OwnedTree = std::unique_ptr<TSTree, void (*)(TSTree*)>;
+    auto parse_range = [&](std::uint32_t from, std::uint32_t to) {
+      return OwnedTree(ts_parser_parse_string(parser_, nullptr, source.data() + from, to - from),
+                       ts_tree_delete);
+    };
+    for (std::size_t r = 0; r < runs.size(); ++r) {
       auto [from, to] = runs[r];
-      TSTree* ts_tree = ts_parser_parse_string(parser_, nullptr, source.data() + from, to - from);
-      if (ts_tree == nullptr) {
+      OwnedTree owned = parse_range(from, to);
+      if (owned && ts_node_has_error(ts_tree_root_node(owned.get())) && r + 1 < runs.size()) {
+        OwnedTree joined = parse_range(from, runs[r + 1].second);
+        if (joined && !ts_node_has_error(ts_tree_root_node(joined.get()))) {
+          owned = std::move(joined);
+          to = runs[++r].second;
+        }
+      }
+      if (!owned) {
         ts_parser_reset(parser_);
         result.failure = "the parser gave up after its time limit";
         return result;
       }
-      std::unique_ptr<TSTree, void (*)(TSTree*)> owned(ts_tree, ts_tree_delete);
-      if (ts_node_has_error(ts_tree_root_node(ts_tree))) {
-        whole = false;
-        break;
+      bool errors = ts_node_has_error(ts_tree_root_node(owned.get()));
+      // Grow the array to what the whole file needs at the density seen so
+      // far, with a margin, instead of doubling: a doubling vector holds the
+      // old and the new array at once, up to three times the nodes. Reserved
+      // pages that are never written are never resident.
+      std::size_t needed = tree->nodes_.size() + count_nodes(owned.get());
+      if (needed > tree->nodes_.capacity()) {
+        double nodes_per_byte = static_cast<double>(needed) / std::max<double>(1, to);
+        tree->nodes_.reserve(
+            std::max(needed, static_cast<std::size_t>(nodes_per_byte * source.size() * 1.15)) + 16);
       }
-      if (r == 0) {
-        // Size the array from the first run's density, once.
-        std::size_t first = count_nodes(ts_tree);
-        tree->nodes_.reserve(first * (source.size() / std::max<std::size_t>(1, to - from)) * 5 / 4 +
-                             16);
-      }
-      if (!append_tree(ts_tree, from, true, *tree)) {
+      NodeId before = static_cast<NodeId>(tree->nodes_.size());
+      if (!append_tree(owned.get(), from, true, *tree)) {
         result.failure = "code is nested more than " + std::to_string(kMaxDepth) +
                          " levels deep; gpuleak does not analyse it";
         return result;
       }
+      // The run's own root is left out; when it was the ERROR (or the error
+      // is zero-width), nothing appended says so: every statement of the run
+      // is then marked, so that it is reported rather than analysed.
+      auto& nodes = tree->nodes_;
+      bool marked = false;
+      for (NodeId id = before; id < nodes.size() && errors && !marked; ++id)
+        marked = nodes[id].error;
+      if (errors && !marked) {
+        for (NodeId c = before; c < nodes.size(); c = nodes[c].subtree_end) nodes[c].error = true;
+        if (tree->first_error_ == kNoNode) tree->first_error_ = before < nodes.size() ? before : 0;
+      }
     }
-    if (whole) {
-      tree->nodes_[0].subtree_end = static_cast<NodeId>(tree->nodes_.size());
-      tree->nodes_.shrink_to_fit();
-      result.tree = std::move(tree);
-      return result;
-    }
-    tree->nodes_.clear();
-    tree->nodes_.shrink_to_fit();
-    tree->first_error_ = kNoNode;
-    tree->depth_ = 0;
+    // No shrink_to_fit: it would copy the array, both copies resident at once.
+    tree->nodes_[0].subtree_end = static_cast<NodeId>(tree->nodes_.size());
+    point_at_innermost_error(*tree);
+    result.tree = std::move(tree);
+    return result;
   }
   TSTree* ts_tree = ts_parser_parse_string(parser_, nullptr, source.data(),
                                            static_cast<std::uint32_t>(source.size()));
@@ -400,18 +441,7 @@ ParseResult PythonParser::parse(std::string_view source) {
                      " levels deep; gpuleak does not analyse it";
     return result;
   }
-  auto& nodes = tree->nodes_;
-  // Recovery can wrap most of a file in one ERROR node; point at the first
-  // error that contains no other, which is where the parser really stopped.
-  if (tree->first_error_ != kNoNode) {
-    NodeId e = tree->first_error_;
-    for (NodeId id = e + 1; id < nodes.size(); ++id) {
-      if (!nodes[id].error) continue;
-      if (id >= nodes[e].subtree_end) break;
-      e = id;  // an error nested inside the current one
-    }
-    tree->first_error_ = e;
-  }
+  point_at_innermost_error(*tree);
   // The ERROR search above marks ERROR nodes; a tree with has_error but no
   // such node (possible with zero-width errors) still counts as broken.
   if (tree->first_error_ == kNoNode && ts_node_has_error(ts_tree_root_node(ts_tree))) {

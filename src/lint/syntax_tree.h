@@ -141,6 +141,8 @@ class PythonParser {
   // with `under_root`, the tree's own root is left out and its children hang
   // under node 0. False when nesting exceeds kMaxDepth.
   static bool append_tree(TSTree* ts_tree, std::uint32_t offset, bool under_root, SyntaxTree& tree);
+  // Moves first_error_ to the innermost error inside it.
+  static void point_at_innermost_error(SyntaxTree& tree);
   TSParser* parser_;
 };
 
