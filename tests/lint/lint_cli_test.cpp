@@ -3,8 +3,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 
 #include "child_process.h"
@@ -393,6 +395,38 @@ TEST(lint_cli, sarif_rules_point_to_their_documentation) {
     if (uri.rfind("file://", 0) == 0) {
       EXPECT_TRUE(std::filesystem::exists(uri.substr(7))) << uri;
     }
+  }
+}
+
+// docs/lint.md is the user's reference: every flag `gpuleak lint --help`
+// prints and every rule `--list-rules` lists has its line there.
+TEST(lint_cli, every_flag_and_rule_of_the_binary_is_documented) {
+  std::ifstream in(std::string(GPULEAK_SOURCE_DIR) + "/docs/lint.md");
+  std::string docs((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_FALSE(docs.empty());
+  auto help = lint({"--help"});
+  ASSERT_EQ(help.exit_code, 0) << help.err;
+  std::size_t flags = 0;
+  for (std::size_t at = help.out.find("--"); at != std::string::npos;
+       at = help.out.find("--", at + 2)) {
+    std::size_t end = at + 2;
+    while (end < help.out.size() &&
+           (std::isalnum(static_cast<unsigned char>(help.out[end])) || help.out[end] == '-')) {
+      ++end;
+    }
+    std::string flag = help.out.substr(at, end - at);
+    if (flag == "--" || flag == "--help") continue;
+    ++flags;
+    EXPECT_NE(docs.find("`" + flag), std::string::npos) << flag << " is not in docs/lint.md";
+  }
+  EXPECT_GT(flags, 12u);
+  auto rules = nlohmann::json::parse(lint({"--list-rules", "--format", "json"}).out);
+  ASSERT_GT(rules.size(), 10u);
+  for (const auto& rule : rules) {
+    std::string id = rule["id"];
+    EXPECT_NE(docs.find("| [" + id + "](rules/" + id + ".md) | " + rule["name"].get<std::string>()),
+              std::string::npos)
+        << id << " has no row in docs/lint.md's rule table";
   }
 }
 
