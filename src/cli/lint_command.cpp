@@ -26,8 +26,11 @@ namespace gpuleak::cli {
 namespace {
 
 struct LintOptionsFromFlags {
-  std::vector<std::string> paths;
+  std::vector<std::string> paths;  // "-" reads one file from standard input
   std::string format = "text";
+  std::string stdin_filename;  // the name "-" is reported under
+  bool exit_zero = false;
+  bool statistics = false;
   std::vector<std::string> select;
   std::vector<std::string> ignore;
   std::vector<std::string> exclude;
@@ -114,9 +117,56 @@ std::vector<lint::FileReport> lint_all(const std::vector<std::filesystem::path>&
   return reports;
 }
 
+// Standard input, read whole (it is bounded like a file: a pipe that never
+// ends is cut at the linter's size limit and refused).
+lint::FileReport lint_stdin(const std::string& name, const lint::LintOptions& options) {
+  std::string bytes;
+  char buffer[1 << 16];
+  std::size_t n;
+  constexpr std::size_t kLimit = 64ull << 20;
+  while ((n = std::fread(buffer, 1, sizeof buffer, stdin)) > 0) {
+    bytes.append(buffer, n);
+    if (bytes.size() > kLimit) break;
+  }
+  lint::Linter linter(options);
+  if (bytes.size() > kLimit) {
+    lint::FileReport r;
+    r.path = name;
+    r.problem = lint::FileProblem{"larger than 64 MiB; not linted", {}, 0};
+    return r;
+  }
+  if (std::ferror(stdin)) {
+    lint::FileReport r;
+    r.path = name;
+    r.problem = lint::FileProblem{"cannot read standard input", {}, 0};
+    return r;
+  }
+  if (name.size() > 6 && name.substr(name.size() - 6) == ".ipynb") {
+    return linter.lint_notebook(name, bytes);
+  }
+  return linter.lint_python(name, bytes);
+}
+
 int run_lint(const LintOptionsFromFlags& o) {
   if (o.list_rules) return list_rules(o);
-  if (o.paths.empty()) throw UsageError("lint: no PATH given (try `gpuleak lint .`)");
+  if (o.paths.empty())
+    throw UsageError("lint: no PATH given (try `gpuleak lint .`, or `-` for stdin)");
+  if (o.statistics && o.format != "text") {
+    throw UsageError("lint: --statistics prints a table of counts; it goes with --format text");
+  }
+  bool from_stdin = false;
+  std::vector<std::string> paths;
+  for (const auto& p : o.paths) {
+    if (p == "-") {
+      if (from_stdin) throw UsageError("lint: `-` (standard input) given twice");
+      from_stdin = true;
+    } else {
+      paths.push_back(p);
+    }
+  }
+  if (!o.stdin_filename.empty() && !from_stdin) {
+    throw UsageError("lint: --stdin-filename names standard input; add `-` to the PATHs");
+  }
 
   lint::LintConfig config = resolve_config(o);
   std::vector<std::string> select = o.select.empty() ? config.select : o.select;
@@ -139,7 +189,7 @@ int run_lint(const LintOptionsFromFlags& o) {
   std::ostream& out = o.output.empty() ? std::cout : file_out;
 
   auto started = std::chrono::steady_clock::now();
-  lint::DiscoveredFiles found = lint::discover_files(o.paths, exclude);
+  lint::DiscoveredFiles found = lint::discover_files(paths, exclude);
   for (const auto& m : found.missing) {
     std::fprintf(stderr, "gpuleak: %s: no such file or folder\n", m.c_str());
   }
@@ -148,24 +198,36 @@ int run_lint(const LintOptionsFromFlags& o) {
   unsigned jobs = o.jobs > 0 ? o.jobs : std::max(1u, std::thread::hardware_concurrency());
   lint::LintRun run;
   run.reports = lint_all(found.files, options, jobs);
+  if (from_stdin) {
+    run.reports.push_back(lint_stdin(o.stdin_filename.empty() ? "-" : o.stdin_filename, options));
+  }
   run.missing = found.missing;
   run.problems = found.problems;
   for (const auto& r : run.reports) run.bytes += r.bytes;
   run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
 
   for (const auto& r : run.reports) {
-    if (!r.problem) continue;
-    std::string where = r.problem->position.line > 0
-                            ? lint::format_location(r.path, r.problem->cell, r.problem->position)
-                            : r.path;
-    std::fprintf(stderr, "gpuleak: %s: %s; not linted\n", where.c_str(),
-                 r.problem->message.c_str());
+    if (r.problem) {
+      std::string where = r.problem->position.line > 0
+                              ? lint::format_location(r.path, r.problem->cell, r.problem->position)
+                              : r.path;
+      std::fprintf(stderr, "gpuleak: %s: %s; not linted\n", where.c_str(),
+                   r.problem->message.c_str());
+    }
+    for (const auto& u : r.unparsed) {
+      std::string where = lint::format_location(r.path, u.cell, u.position);
+      std::fprintf(stderr, "gpuleak: %s: %s\n", where.c_str(), u.message.c_str());
+    }
   }
 
   if (o.format == "json") {
     lint::write_json(out, run, kVersion);
   } else if (o.format == "sarif") {
     lint::write_sarif(out, run, kVersion);
+  } else if (o.format == "github") {
+    lint::write_github(out, run);
+  } else if (o.statistics) {
+    lint::write_statistics(out, run);
   } else if (!(run.reports.empty() && !found.missing.empty())) {
     // (Nothing linted because nothing exists: the errors above say it all.)
     lint::write_text(out, run, use_color(o.color, o.output.empty()));
@@ -174,9 +236,16 @@ int run_lint(const LintOptionsFromFlags& o) {
   if (!out)
     throw InputError(fmt::format("cannot write {}", o.output.empty() ? "to stdout" : o.output));
 
+  // 2 (a PATH does not exist) before 3 (something could not be linted or
+  // listed) before 1 (findings); --exit-zero turns 1 and 3 into 0.
   if (!found.missing.empty()) return kExitUsage;
-  if (!found.problems.empty() || run.files_not_linted() > 0) return kExitInput;
-  return run.finding_count() > 0 ? kExitFindings : kExitOk;
+  int status = kExitOk;
+  if (!found.problems.empty() || run.files_not_linted() > 0) {
+    status = kExitInput;
+  } else if (run.finding_count() > 0) {
+    status = kExitFindings;
+  }
+  return o.exit_zero ? kExitOk : status;
 }
 
 }  // namespace
@@ -185,9 +254,18 @@ void add_lint_command(CLI::App& app, CommandAction& action) {
   auto o = std::make_shared<LintOptionsFromFlags>();
   auto* sub = app.add_subcommand(
       "lint", "Review Python training code and notebooks for GPU-memory leak patterns");
-  sub->add_option("paths", o->paths, "Files and folders to lint (.py and .ipynb, recursively)");
-  sub->add_option("--format", o->format, "Output: text (default), json or sarif")
-      ->check(CLI::IsMember({"text", "json", "sarif"}));
+  sub->add_option("paths", o->paths,
+                  "Files and folders to lint (.py and .ipynb, recursively); - for standard input");
+  sub->add_option("--format,--output-format", o->format,
+                  "Output: text (default), json, sarif or github (workflow annotations)")
+      ->check(CLI::IsMember({"text", "json", "sarif", "github"}));
+  sub->add_flag("--exit-zero", o->exit_zero,
+                "Exit 0 even with findings or files that could not be linted (usage errors still "
+                "exit 2)");
+  sub->add_flag("--statistics", o->statistics,
+                "Print one line per rule with its number of findings instead of the findings");
+  sub->add_option("--stdin-filename", o->stdin_filename,
+                  "The name to report standard input (`-`) under; .ipynb reads a notebook");
   sub->add_option("--select", o->select, "Run only these rules (ids, prefixes like GL1, or names)")
       ->delimiter(',')
       ->allow_extra_args(false);

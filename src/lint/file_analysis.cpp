@@ -4,6 +4,7 @@
 #include <cctype>
 
 #include "graph_flow.h"
+#include "training_loop.h"
 #include "vocabulary.h"
 
 namespace gpuleak::lint {
@@ -32,6 +33,7 @@ FileAnalysis::FileAnalysis(const SyntaxTree& tree)
   collect_structure();
   collect_model_names();
   collect_hooks();
+  collect_per_step();
   GraphFlow(*this).run();
 }
 
@@ -55,9 +57,12 @@ void FileAnalysis::collect_structure() {
 
   for (NodeId id = 0; id < tree_.size(); ++id) {
     while (open.size() > 1 && id >= open.back().end) open.pop_back();
-    scope_of_node_[id] = open.back().index;
+    scope_of_node_[id] = static_cast<std::uint32_t>(open.back().index);
     NodeKind kind = tree_.kind(id);
     switch (kind) {
+      case NodeKind::kDeleteStatement:
+        deletes_.push_back(id);
+        break;
       case NodeKind::kCall: {
         calls_.push_back(id);
         NodeId fn = callee(id);
@@ -161,6 +166,7 @@ void FileAnalysis::collect_structure() {
         if (kind == NodeKind::kFunctionDefinition)
           scopes_[open.back().index].assigned.insert(s.name);
         std::size_t index = scopes_.size();
+        scope_by_node_[id] = index;
         scopes_.push_back(std::move(s));
         open.push_back({index, tree_.node(id).subtree_end});
         break;
@@ -175,6 +181,23 @@ void FileAnalysis::collect_structure() {
       case NodeKind::kAugmentedAssignment:
       case NodeKind::kForStatement:
       case NodeKind::kForInClause: {
+        if (kind == NodeKind::kAssignment) {
+          NodeId left = tree_.child_by_field(id, Field::kLeft);
+          NodeId right = tree_.child_by_field(id, Field::kRight);
+          if (left != kNoNode) {
+            std::string target = dotted_text(tree_, left);
+            if (!target.empty()) {
+              if (right != kNoNode && tree_.kind(right) == NodeKind::kFalse) {
+                switched_off_.emplace(vocabulary::last_component(target));
+              }
+              assignments_by_target_[target].push_back(id);
+            }
+          }
+          if (left != kNoNode && right != kNoNode && tree_.kind(left) == NodeKind::kIdentifier &&
+              tree_.kind(right) == NodeKind::kCall) {
+            factory_calls_by_name_[std::string(tree_.text(left))].push_back(right);
+          }
+        }
         std::vector<std::string> names;
         bound_names(tree_, tree_.child_by_field(id, Field::kLeft), names);
         for (auto& n : names) scopes_[open.back().index].assigned.insert(std::move(n));
@@ -196,6 +219,7 @@ void FileAnalysis::collect_structure() {
     }
   }
   for (std::size_t i = 1; i < scopes_.size(); ++i) scopes_by_name_[scopes_[i].name].push_back(i);
+  for (NodeId call : calls_) calls_by_name_[std::string(callee_last_name(call))].push_back(call);
   // Lightning runs its evaluation hooks under no_grad/inference_mode.
   for (Scope& s : scopes_) {
     if (s.class_node == kNoNode) continue;
@@ -288,8 +312,78 @@ void FileAnalysis::collect_hooks() {
   }
 }
 
+std::vector<std::size_t> FileAnalysis::callees_of(NodeId call) const {
+  std::vector<std::size_t> out;
+  NodeId fn = callee(call);
+  if (fn == kNoNode) return out;
+  bool method = tree_.kind(fn) == NodeKind::kAttribute;
+  if (method) {
+    // `os.remove(p)`, `np.save(...)`: a module's function, not a method here.
+    NodeId object = tree_.child_by_field(fn, Field::kObject);
+    if (object != kNoNode && tree_.kind(object) == NodeKind::kIdentifier &&
+        imports_.is_imported(tree_.text(object))) {
+      return out;
+    }
+  }
+  std::string_view name = callee_last_name(call);
+  if (name.empty()) return out;
+  for (std::size_t s : scopes_named(name)) {
+    bool is_method = scopes_[s].class_node != kNoNode;
+    if (is_method == method) out.push_back(s);
+  }
+  if (out.empty() && !method) {
+    // log = make_logger(); log(x): the def the factory returns.
+    auto it = factory_calls_by_name_.find(std::string(name));
+    if (it != factory_calls_by_name_.end()) {
+      for (NodeId right : it->second) {
+        for (std::size_t s : functions_passed_as(right)) out.push_back(s);
+      }
+    }
+  }
+  return out;
+}
+
+void FileAnalysis::collect_per_step() {
+  per_step_.assign(scopes_.size(), 0);
+  for (std::size_t i = 1; i < scopes_.size(); ++i) {
+    if (hook_scope_[i] || is_per_step_function(scopes_[i])) per_step_[i] = 1;
+  }
+  // Calls from a step loop, or from a function that runs per step, three
+  // calls deep at most (train -> step -> log -> meter.update).
+  std::unordered_map<NodeId, bool> step_loop;
+  auto in_step_loop = [&](NodeId call) {
+    for (NodeId l = innermost_loop(call); l != kNoNode; l = outer_loop(l)) {
+      auto it = step_loop.find(l);
+      if (it == step_loop.end()) it = step_loop.emplace(l, is_step_loop(*this, l)).first;
+      if (it->second) return true;
+    }
+    return false;
+  };
+  for (int depth = 0; depth < 3; ++depth) {
+    bool changed = false;
+    for (NodeId call : calls_) {
+      std::vector<std::size_t> targets = callees_of(call);
+      if (targets.empty()) continue;
+      bool from_step = per_step_[scope_index_of(call)] != 0 || in_step_loop(call);
+      if (!from_step) continue;
+      for (std::size_t s : targets) {
+        if (!per_step_[s]) {
+          per_step_[s] = 1;
+          changed = true;
+        }
+      }
+    }
+    if (!changed) break;
+  }
+}
+
 std::vector<std::size_t> FileAnalysis::functions_passed_as(NodeId argument) const {
-  return functions_passed_as(argument, 0);
+  if (argument == kNoNode) return {};
+  auto it = passed_as_memo_.find(argument);
+  if (it != passed_as_memo_.end()) return it->second;
+  std::vector<std::size_t> out = functions_passed_as(argument, 0);
+  passed_as_memo_.emplace(argument, out);
+  return out;
 }
 
 std::vector<std::size_t> FileAnalysis::functions_passed_as(NodeId argument, int depth) const {
@@ -297,16 +391,29 @@ std::vector<std::size_t> FileAnalysis::functions_passed_as(NodeId argument, int 
   // Factories returning factories are rare; a bound keeps `return f(x)` inside f finite.
   if (argument == kNoNode || depth > 3) return out;
   switch (tree_.kind(argument)) {
-    case NodeKind::kLambda:
-      for (std::size_t i = 1; i < scopes_.size(); ++i) {
-        if (scopes_[i].node == argument) out.push_back(i);
-      }
+    case NodeKind::kLambda: {
+      auto it = scope_by_node_.find(argument);
+      if (it != scope_by_node_.end()) out.push_back(it->second);
       return out;
+    }
     case NodeKind::kIdentifier:
     case NodeKind::kAttribute: {
       std::string dotted = dotted_text(tree_, argument);
       if (dotted.empty()) return out;
-      return scopes_named(vocabulary::last_component(dotted));
+      out = scopes_named(vocabulary::last_component(dotted));
+      if (!out.empty()) return out;
+      // An instance of a class of this file: its __call__ runs.
+      NodeId value = first_assigned_value(dotted);
+      if (value != kNoNode && tree_.kind(value) == NodeKind::kCall) {
+        std::string cls(vocabulary::last_component(dotted_text(tree_, callee(value))));
+        for (const ClassFacts& c : classes_) {
+          if (c.name != cls) continue;
+          for (std::size_t s : scopes_named("__call__")) {
+            if (scopes_[s].class_node == c.node) out.push_back(s);
+          }
+        }
+      }
+      return out;
     }
     case NodeKind::kParenthesizedExpression:
       return functions_passed_as(tree_.first_named_child(argument), depth + 1);
@@ -357,14 +464,20 @@ NodeId FileAnalysis::method_receiver(NodeId call) const {
 
 NodeId FileAnalysis::first_assigned_value(const std::string& dotted) const {
   if (dotted.empty()) return kNoNode;
-  for (NodeId id = 0; id < tree_.size(); ++id) {
-    if (tree_.kind(id) != NodeKind::kAssignment) continue;
-    NodeId left = tree_.child_by_field(id, Field::kLeft);
-    if (left != kNoNode && dotted_text(tree_, left) == dotted) {
-      return tree_.child_by_field(id, Field::kRight);
-    }
-  }
-  return kNoNode;
+  const std::vector<NodeId>& all = assignments_to(dotted);
+  return all.empty() ? kNoNode : tree_.child_by_field(all.front(), Field::kRight);
+}
+
+const std::vector<NodeId>& FileAnalysis::assignments_to(const std::string& dotted) const {
+  static const std::vector<NodeId> kNone;
+  auto it = assignments_by_target_.find(dotted);
+  return it == assignments_by_target_.end() ? kNone : it->second;
+}
+
+const std::vector<NodeId>& FileAnalysis::calls_named(std::string_view name) const {
+  static const std::vector<NodeId> kNone;
+  auto it = calls_by_name_.find(std::string(name));
+  return it == calls_by_name_.end() ? kNone : it->second;
 }
 
 std::vector<NodeId> FileAnalysis::positional_arguments(NodeId call) const {

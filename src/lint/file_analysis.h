@@ -25,12 +25,16 @@ namespace gpuleak::lint {
 // some path makes it so).
 enum ValueBit : std::uint8_t {
   kCarriesGraph = 1,  // a tensor with grad_fn: keeps its step's saved activations
-  kDeviceTensor = 2,  // a tensor (assumed on the GPU) or a container of them
+  kDeviceTensor = 2,  // a tensor (assumed on the GPU) or a container or closure of them
   kException = 4,     // an exception, traceback or sys.exc_info() tuple: keeps frames
+  kNonScalar = 8,     // may hold more than one element (a model output, not a loss):
+                      // `.item()` would raise on it
 };
 // The rules' bits; GraphFlow uses the high nibble internally to follow a
 // function's first four parameters into stores.
-inline constexpr std::uint8_t kValueBits = kCarriesGraph | kDeviceTensor | kException;
+inline constexpr std::uint8_t kValueBits = kCarriesGraph | kDeviceTensor | kException | kNonScalar;
+// What a tensor value is; kException travels separately.
+inline constexpr std::uint8_t kTensorFacts = kCarriesGraph | kDeviceTensor | kNonScalar;
 
 // A function, lambda or the module itself: a unit of data-flow.
 struct Scope {
@@ -76,6 +80,10 @@ struct StoreEvent {
   std::uint8_t value_bits = 0;
   bool grad_enabled = true;
   std::size_t scope = 0;  // index into FileAnalysis::scopes()
+  // For a call that hands the value to a function of this file which keeps
+  // it (`meter.update(loss)`): that function's scope; SIZE_MAX otherwise.
+  std::size_t keeping_function = static_cast<std::size_t>(-1);
+  bool closure = false;  // the value is a lambda or nested def capturing tensors
 };
 
 class FileAnalysis {
@@ -104,6 +112,18 @@ class FileAnalysis {
   // The right side of the first assignment in the file whose target is the
   // name or attribute chain `dotted` ("loader", "self.ds"), or kNoNode.
   NodeId first_assigned_value(const std::string& dotted) const;
+  // Indexes built once per file, so that rules asked about every store do
+  // not rescan the file: the assignments (`kAssignment` nodes, in source
+  // order) whose target is exactly `dotted`; the calls whose callee's last
+  // name is `name`; the `del` statements.
+  const std::vector<NodeId>& assignments_to(const std::string& dotted) const;
+  const std::vector<NodeId>& calls_named(std::string_view name) const;
+  const std::vector<NodeId>& delete_statements() const { return deletes_; }
+  // A name or attribute whose last component is `last` is set to a literal
+  // False somewhere in the file (`self._prep_stage = False`).
+  bool switched_off_somewhere(std::string_view last) const {
+    return switched_off_.count(std::string(last)) != 0;
+  }
   std::vector<NodeId> positional_arguments(NodeId call) const;
   NodeId keyword_argument(NodeId call, std::string_view name) const;  // its value
   // The model call recognizer: `model(x)`, `self.encoder(h)`, `netG(z)`,
@@ -155,6 +175,15 @@ class FileAnalysis {
   // True for `while True:` and `for ... in itertools.count()`.
   bool is_unbounded_loop(NodeId loop) const;
 
+  // Whether the function runs once per training or evaluation step: a
+  // framework per-step method (training_step, on_train_batch_end), a hook
+  // registered in this file, or a function called (at most three calls
+  // away) from a step loop or from such a function.
+  bool runs_per_step(std::size_t scope) const { return per_step_[scope] != 0; }
+  // Same-file functions a call may reach, by name: methods for `x.f()`,
+  // functions for `f()` (and the def a factory `f = make()` returns).
+  std::vector<std::size_t> callees_of(NodeId call) const;
+
   // --- data flow (see graph_flow.h) --------------------------------------
   std::uint8_t value_bits(NodeId expression) const { return bits_[expression] & kValueBits; }
   bool grad_disabled_at(NodeId node) const { return grad_disabled_[node] != 0; }
@@ -166,6 +195,7 @@ class FileAnalysis {
   void collect_model_names();
   void collect_hooks();
   std::vector<std::size_t> functions_passed_as(NodeId argument, int depth) const;
+  void collect_per_step();
   bool is_model_expression(NodeId callee_expression, NodeId at) const;
 
   const SyntaxTree& tree_;
@@ -173,7 +203,7 @@ class FileAnalysis {
   bool uses_torch_ = false;
   std::vector<NodeId> calls_;
   std::vector<Scope> scopes_;
-  std::vector<std::size_t> scope_of_node_;  // innermost scope per node id
+  std::vector<std::uint32_t> scope_of_node_;  // innermost scope per node id
   std::vector<ClassFacts> classes_;
   std::unordered_map<std::string, std::vector<std::size_t>> scopes_by_name_;
   std::unordered_map<NodeId, std::size_t> class_index_;
@@ -181,6 +211,17 @@ class FileAnalysis {
   std::unordered_set<std::string> loss_keys_;   // dotted names holding a loss module
   std::vector<NodeId> hook_registrations_;
   std::vector<std::uint8_t> hook_scope_;
+  std::vector<std::uint8_t> per_step_;
+  std::unordered_map<std::string, std::vector<NodeId>> assignments_by_target_;
+  std::unordered_map<std::string, std::vector<NodeId>> calls_by_name_;
+  std::vector<NodeId> deletes_;
+  std::unordered_map<NodeId, std::size_t> scope_by_node_;  // def/lambda node -> its scope
+  // functions_passed_as() of calls (factories) and attributes, asked about
+  // every call; one thread reads a FileAnalysis at a time.
+  mutable std::unordered_map<NodeId, std::vector<std::size_t>> passed_as_memo_;
+  std::unordered_set<std::string> switched_off_;
+  // `log = make_logger()`: name -> the calls on the right of such assignments.
+  std::unordered_map<std::string, std::vector<NodeId>> factory_calls_by_name_;
 
   std::vector<std::uint8_t> bits_;
   std::vector<std::uint8_t> grad_disabled_;

@@ -52,31 +52,42 @@ DiscoveredFiles discover_files(const std::vector<std::string>& paths,
       out.files.push_back(root);
       continue;
     }
-    fs::recursive_directory_iterator it(root, fs::directory_options::skip_permission_denied, ec);
-    if (ec) {
-      out.problems.push_back(arg + ": cannot list folder: " + ec.message());
-      continue;
-    }
-    for (fs::recursive_directory_iterator end; it != end; it.increment(ec)) {
+    // Depth first, one folder at a time, so that a folder that cannot be
+    // listed is reported by name and its siblings are still walked.
+    std::vector<fs::path> pending{root};
+    while (!pending.empty()) {
+      fs::path folder = std::move(pending.back());
+      pending.pop_back();
+      fs::directory_iterator it(folder, ec);
       if (ec) {
-        out.problems.push_back(it->path().string() + ": cannot list folder: " + ec.message());
+        out.problems.push_back(folder.string() + ": cannot list folder: " + ec.message());
         ec.clear();
-        break;
-      }
-      const fs::directory_entry& entry = *it;
-      fs::path relative = entry.path().lexically_relative(root);
-      std::error_code type_ec;
-      bool is_dir = entry.is_directory(type_ec) && !entry.is_symlink(type_ec);
-      if (is_dir) {
-        if (skipped_folder(entry.path().filename().string()) ||
-            excluded(entry.path(), relative, exclude)) {
-          it.disable_recursion_pending();
-        }
         continue;
       }
-      if (!entry.is_regular_file(type_ec) || !lintable(entry.path())) continue;
-      if (excluded(entry.path(), relative, exclude)) continue;
-      out.files.push_back(entry.path());
+      std::vector<fs::path> subfolders;
+      for (fs::directory_iterator end; it != end; it.increment(ec)) {
+        if (ec) {
+          out.problems.push_back(folder.string() + ": cannot list folder: " + ec.message());
+          ec.clear();
+          break;
+        }
+        const fs::directory_entry& entry = *it;
+        fs::path relative = entry.path().lexically_relative(root);
+        std::error_code type_ec;
+        bool is_dir = entry.is_directory(type_ec) && !entry.is_symlink(type_ec);
+        if (is_dir) {
+          if (!skipped_folder(entry.path().filename().string()) &&
+              !excluded(entry.path(), relative, exclude)) {
+            subfolders.push_back(entry.path());
+          }
+          continue;
+        }
+        if (!entry.is_regular_file(type_ec) || !lintable(entry.path())) continue;
+        if (excluded(entry.path(), relative, exclude)) continue;
+        out.files.push_back(entry.path());
+      }
+      std::sort(subfolders.rbegin(), subfolders.rend());
+      for (auto& f : subfolders) pending.push_back(std::move(f));
     }
   }
   std::sort(out.files.begin(), out.files.end());

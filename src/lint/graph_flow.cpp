@@ -13,6 +13,7 @@ namespace {
 
 constexpr std::uint8_t kTensorBits = kCarriesGraph | kDeviceTensor;
 constexpr std::uint8_t kFirstParameterBit = 0x10;
+constexpr int kMaxRounds = 4;
 constexpr std::uint8_t kParameterBits = 0xF0;
 constexpr std::size_t kTrackedParameters = 4;
 // Nested loops are walked twice each; beyond this depth once, which bounds
@@ -61,11 +62,24 @@ bool is_append_method(std::string_view method) {
 GraphFlow::GraphFlow(FileAnalysis& file) : file_(file), tree_(file.tree()) {}
 
 void GraphFlow::run() {
-  returns_.assign(file_.scopes_.size(), 0);
-  parameter_sinks_.assign(file_.scopes_.size(), 0);
-  // Round one learns what each function returns; round two uses it.
-  for (int round = 0; round < 2; ++round) {
-    for (std::size_t i = 0; i < file_.scopes_.size(); ++i) analyze_scope(i);
+  std::size_t n = file_.scopes_.size();
+  parameter_sinks_.assign(n, 0);
+  learnt_.returns.assign(n, 0);
+  learnt_.return_elements.assign(n, {});
+  learnt_.arguments.assign(n, {});
+  for (std::size_t i = 0; i < n; ++i) {
+    learnt_.arguments[i].assign(file_.scopes_[i].parameters.size(), 0);
+  }
+  // Each round reads what the previous one learnt (returns, arguments,
+  // class attributes); once a round learns nothing new the facts are final.
+  for (int round = 0; round < kMaxRounds; ++round) {
+    next_ = learnt_;
+    std::fill(next_.returns.begin(), next_.returns.end(), 0);
+    for (auto& e : next_.return_elements) e.clear();
+    for (std::size_t i = 0; i < n; ++i) analyze_scope(i);
+    bool stable = next_ == learnt_;
+    learnt_ = std::move(next_);
+    if (stable && round > 0) break;
   }
 }
 
@@ -93,13 +107,28 @@ void GraphFlow::analyze_scope(std::size_t index) {
   loop_depth_ = 0;
   returned_ = 0;
   Env env;
+  returned_elements_.clear();
+  returns_only_tuples_ = true;
+  collect_differentiated_names(index);
   // Mark the first parameters (after self) so stores can tell where a
-  // value came from.
+  // value came from, and give them what the callers in this file pass.
   {
     std::size_t first = scope.class_node != kNoNode ? 1 : 0;
-    for (std::size_t p = first, bit = 0; p < scope.parameters.size() && bit < kTrackedParameters;
-         ++p, ++bit) {
-      set(env, scope.parameters[p], static_cast<std::uint8_t>(kFirstParameterBit << bit));
+    const std::vector<std::uint8_t>& passed = learnt_.arguments[index];
+    for (std::size_t p = first, bit = 0; p < scope.parameters.size(); ++p, ++bit) {
+      std::uint8_t bits = p < passed.size() ? passed[p] : 0;
+      if (bit < kTrackedParameters) bits |= static_cast<std::uint8_t>(kFirstParameterBit << bit);
+      set(env, scope.parameters[p], bits);
+    }
+    // Attributes the class keeps tensors in, for every method.
+    if (scope.class_node != kNoNode) {
+      const ClassFacts* c = file_.class_facts(scope.class_node);
+      if (c != nullptr) {
+        std::string prefix = c->name + ".";
+        for (const auto& [key, bits] : learnt_.class_attributes) {
+          if (key.rfind(prefix, 0) == 0) env["self." + key.substr(prefix.size())] |= bits;
+        }
+      }
     }
   }
   if (file_.is_hook_scope(index)) {
@@ -113,14 +142,103 @@ void GraphFlow::analyze_scope(std::size_t index) {
     walk_block(tree_.root(), env);
   } else if (tree_.kind(scope.node) == NodeKind::kLambda) {
     returned_ |= eval(scope.body, env);
+    returns_only_tuples_ = false;
   } else if (scope.body != kNoNode) {
     walk_block(scope.body, env);
   }
-  returns_[index] = returned_;
+  next_.returns[index] |= returned_;
+  if (returns_only_tuples_ && !returned_elements_.empty()) {
+    next_.return_elements[index] = returned_elements_;
+  }
+}
+
+void GraphFlow::collect_differentiated_names(std::size_t index) {
+  // `loss.backward()`, `out["loss"].backward()`, `autograd.backward(loss)`,
+  // `accelerator.backward(loss)`, `scaler.scale(loss).backward()`: the root
+  // name of what is differentiated holds a tensor with a graph.
+  differentiated_.clear();
+  const Scope& scope = file_.scopes_[index];
+  NodeId root = scope.node;
+  NodeId end = tree_.node(root).subtree_end;
+  auto root_name = [&](NodeId e) {
+    for (int guard = 0; e != kNoNode && guard < 16; ++guard) {
+      NodeKind k = tree_.kind(e);
+      if (k == NodeKind::kIdentifier) return std::string(tree_.text(e));
+      if (k == NodeKind::kSubscript) {
+        e = tree_.child_by_field(e, Field::kValue);
+      } else if (k == NodeKind::kParenthesizedExpression) {
+        e = tree_.first_named_child(e);
+      } else if (k == NodeKind::kCall && file_.callee_last_name(e) == "scale") {
+        std::vector<NodeId> a = file_.positional_arguments(e);
+        e = a.empty() ? kNoNode : a.front();
+      } else if (k == NodeKind::kAttribute) {
+        std::string d = dotted_text(tree_, e);
+        return d;
+      } else {
+        return std::string();
+      }
+    }
+    return std::string();
+  };
+  for (NodeId id = root; id < end; ++id) {
+    if (tree_.kind(id) != NodeKind::kCall || file_.scope_index_of(id) != index) continue;
+    if (!file_.is_backward_call(id)) continue;
+    NodeId target = kNoNode;
+    NodeId receiver = file_.method_receiver(id);
+    if (file_.callee_last_name(id) == "backward" && receiver != kNoNode &&
+        file_.qualified_name(file_.callee(id)) != "torch.autograd.backward" &&
+        !vocabulary::is_accelerator_name(dotted_text(tree_, receiver))) {
+      target = receiver;
+    } else {
+      std::vector<NodeId> args = file_.positional_arguments(id);
+      if (!args.empty()) target = args.front();
+    }
+    std::string name = root_name(target);
+    if (name.empty() || name == "self") continue;
+    // The value differentiated is the one bound last before the call.
+    NodeId last = kNoNode;
+    for (NodeId a : file_.assignments_to(name)) {
+      if (a >= id) break;
+      if (file_.scope_index_of(a) == index) last = a;
+    }
+    if (last != kNoNode) differentiated_.push_back(last);
+  }
+}
+
+std::string GraphFlow::class_attribute_key(const std::string& dotted) const {
+  // Only `self.name`, in a method.
+  if (dotted.rfind("self.", 0) != 0 || dotted.find('.', 5) != std::string::npos) return {};
+  const Scope& scope = file_.scopes_[scope_];
+  if (scope.class_node == kNoNode) return {};
+  const ClassFacts* c = file_.class_facts(scope.class_node);
+  return c != nullptr ? c->name + "." + dotted.substr(5) : std::string();
+}
+
+std::uint8_t GraphFlow::captured_bits(NodeId function, const Env& env) const {
+  if (env.empty() || function + 1 >= tree_.node(function).subtree_end) return 0;
+  const Scope& inner = file_.scopes_[file_.scope_index_of(function + 1)];
+  if (inner.node != function) return 0;
+  auto own = [&](std::string_view name) {
+    for (const auto& p : inner.parameters) {
+      if (p == name) return true;
+    }
+    return inner.assigned.count(std::string(name)) != 0;
+  };
+  std::uint8_t bits = 0;
+  for (NodeId id = function + 1; id < tree_.node(function).subtree_end; ++id) {
+    if (tree_.kind(id) != NodeKind::kIdentifier) continue;
+    Field f = tree_.node(id).field;
+    if (f == Field::kAttributeName || f == Field::kName || f == Field::kParametersField) continue;
+    std::string_view name = tree_.text(id);
+    if (name == "self" || own(name)) continue;
+    auto it = env.find(std::string(name));
+    if (it != env.end()) bits |= it->second & kTensorFacts;
+  }
+  return bits;
 }
 
 void GraphFlow::walk_block(NodeId block, Env& env) {
-  for (NodeId s = tree_.node(block).first_child; s != kNoNode; s = tree_.node(s).next_sibling) {
+  for (NodeId s = tree_.first_child(block); s != kNoNode; s = tree_.next_sibling(s)) {
     if (!tree_.node(s).named || tree_.kind(s) == NodeKind::kComment) continue;
     walk_statement(s, env);
   }
@@ -143,6 +261,20 @@ void GraphFlow::walk_statement(NodeId statement, Env& env) {
     case NodeKind::kReturnStatement: {
       NodeId value = tree_.first_named_child(statement);
       if (value != kNoNode) returned_ |= eval(value, env);
+      // `return y_hat.detach(), loss.item()`: remember each element.
+      NodeKind vk = value != kNoNode ? tree_.kind(value) : NodeKind::kNone;
+      if (vk == NodeKind::kTuple || vk == NodeKind::kExpressionList) {
+        std::vector<NodeId> parts = tree_.named_children(value);
+        if (returned_elements_.empty()) returned_elements_.assign(parts.size(), 0);
+        if (returned_elements_.size() != parts.size()) {
+          returns_only_tuples_ = false;
+        } else {
+          for (std::size_t i = 0; i < parts.size(); ++i)
+            returned_elements_[i] |= file_.bits_[parts[i]];
+        }
+      } else {
+        returns_only_tuples_ = false;
+      }
       return;
     }
     case NodeKind::kIfStatement:
@@ -176,8 +308,12 @@ void GraphFlow::walk_statement(NodeId statement, Env& env) {
       walk_with(statement, env);
       return;
     case NodeKind::kFunctionDefinition: {
+      // A nested def is a closure over what it reads from this scope.
       NodeId name = tree_.child_by_field(statement, Field::kName);
-      if (name != kNoNode) env.erase(std::string(tree_.text(name)));
+      if (name != kNoNode) {
+        std::uint8_t captured = scope_ != 0 ? captured_bits(statement, env) : 0;
+        set(env, std::string(tree_.text(name)), captured);
+      }
       return;
     }
     case NodeKind::kDecoratedDefinition: {
@@ -240,7 +376,7 @@ void GraphFlow::walk_if(NodeId statement, Env& env) {
   if (consequence != kNoNode) walk_block(consequence, env);
   Env result = std::move(env);
   bool has_else = false;
-  for (NodeId c = tree_.node(statement).first_child; c != kNoNode; c = tree_.node(c).next_sibling) {
+  for (NodeId c = tree_.first_child(statement); c != kNoNode; c = tree_.next_sibling(c)) {
     if (tree_.node(c).field != Field::kAlternative) continue;
     Env branch = start;
     if (tree_.kind(c) == NodeKind::kElifClause) {
@@ -265,7 +401,7 @@ void GraphFlow::walk_try(NodeId statement, Env& env) {
   Env after_body = env;
   Env result = after_body;
   NodeId finally_block = kNoNode;
-  for (NodeId c = tree_.node(statement).first_child; c != kNoNode; c = tree_.node(c).next_sibling) {
+  for (NodeId c = tree_.first_child(statement); c != kNoNode; c = tree_.next_sibling(c)) {
     NodeKind k = tree_.kind(c);
     if (k == NodeKind::kExceptClause || k == NodeKind::kExceptGroupClause) {
       // The handler may start from any point of the body.
@@ -434,6 +570,13 @@ void GraphFlow::assign_target(NodeId target, NodeId value, std::uint8_t bits, En
     case NodeKind::kIdentifier: {
       std::string name(tree_.text(target));
       const Scope& scope = file_.scopes_[scope_];
+      // Whatever produced it, a name this function differentiates holds a
+      // tensor with a graph (`total = sum(losses); total.backward()`).
+      if (grad_enabled_ && !(bits & kCarriesGraph) && !(bits & kException) &&
+          std::find(differentiated_.begin(), differentiated_.end(), site) !=
+              differentiated_.end()) {
+        bits |= kTensorBits;
+      }
       if (scope_ != 0 && scope.declared_global.count(name)) {
         if (bits != 0) record_store(StoreKind::kGlobalName, site, target, kNoNode, value, bits);
       } else if (bits & kException) {
@@ -446,8 +589,15 @@ void GraphFlow::assign_target(NodeId target, NodeId value, std::uint8_t bits, En
     case NodeKind::kAttribute: {
       eval(tree_.child_by_field(target, Field::kObject), env);
       if (bits != 0) record_store(StoreKind::kAttribute, site, target, kNoNode, value, bits);
-      set(env, dotted_text(tree_, target), bits);
+      std::string dotted = dotted_text(tree_, target);
+      set(env, dotted, bits);
       file_.bits_[target] = bits;
+      // `self.probe = nn.Parameter(... device="cuda")`: every method of the
+      // class sees a GPU tensor there (not a graph: that is per call).
+      std::string key = class_attribute_key(dotted);
+      if (!key.empty() && (bits & kDeviceTensor)) {
+        next_.class_attributes[key] |= bits & (kDeviceTensor | kNonScalar);
+      }
       return;
     }
     case NodeKind::kSubscript: {
@@ -477,9 +627,15 @@ void GraphFlow::assign_target(NodeId target, NodeId value, std::uint8_t bits, En
         }
       }
       bool pairwise = values.size() == elements.size();
+      std::vector<std::uint8_t> from_summary;
+      if (!pairwise && value != kNoNode && tree_.kind(value) == NodeKind::kCall) {
+        from_summary = same_file_return_elements(value, elements.size());
+      }
       for (std::size_t i = 0; i < elements.size(); ++i) {
         if (pairwise) {
           assign_target(elements[i], values[i], file_.bits_[values[i]], env, site);
+        } else if (!from_summary.empty()) {
+          assign_target(elements[i], value, strip_if_no_grad(from_summary[i]), env, site);
         } else {
           assign_target(elements[i], value, bits, env, site);
         }
@@ -552,7 +708,7 @@ NodeId GraphFlow::self_update_operand(NodeId target, NodeId value, std::uint8_t&
 }
 
 void GraphFlow::record_store(StoreKind kind, NodeId site, NodeId container, NodeId key,
-                             NodeId value, std::uint8_t bits) {
+                             NodeId value, std::uint8_t bits, std::size_t keeper) {
   if ((bits & kParameterBits) && !(bits & kValueBits) && container != kNoNode &&
       kind != StoreKind::kLocalName && kind != StoreKind::kAttribute &&
       kind != StoreKind::kGlobalName && is_long_lived_container(container) &&
@@ -582,6 +738,29 @@ void GraphFlow::record_store(StoreKind kind, NodeId site, NodeId container, Node
   event.value_bits = bits;
   event.grad_enabled = grad_enabled_;
   event.scope = scope_;
+  event.keeping_function = keeper;
+  {
+    NodeId v = value;
+    while (v != kNoNode && tree_.kind(v) == NodeKind::kParenthesizedExpression) {
+      v = tree_.first_named_child(v);
+    }
+    if (v != kNoNode) {
+      NodeKind vk = tree_.kind(v);
+      if (vk == NodeKind::kLambda) {
+        event.closure = true;
+      } else if (vk == NodeKind::kIdentifier) {
+        for (std::size_t f : file_.scopes_named(tree_.text(v))) {
+          if (file_.scopes_[f].node > file_.scopes_[scope_].node &&
+              tree_.contains(file_.scopes_[scope_].node, file_.scopes_[f].node)) {
+            event.closure = true;  // a def nested in this function
+          }
+        }
+      } else if (vk == NodeKind::kCall) {
+        std::string q = file_.qualified_name(file_.callee(v));
+        event.closure = q == "functools.partial" || q == "partial";
+      }
+    }
+  }
   NodeId identity = container != kNoNode ? container : site;
   auto [it, inserted] = store_index_.emplace(identity, file_.stores_.size());
   if (inserted) {
@@ -612,46 +791,15 @@ bool GraphFlow::is_long_lived_container(NodeId container) const {
   return true;
 }
 
-std::vector<std::size_t> GraphFlow::callees_of(NodeId call) const {
-  std::vector<std::size_t> out;
-  NodeId fn = file_.callee(call);
-  if (fn == kNoNode) return out;
-  bool method = tree_.kind(fn) == NodeKind::kAttribute;
-  std::string_view name = file_.callee_last_name(call);
-  if (name.empty()) return out;
-  for (std::size_t s : file_.scopes_named(name)) {
-    bool is_method = file_.scopes_[s].class_node != kNoNode;
-    if (is_method == method) out.push_back(s);
-  }
-  if (out.empty() && !method) {
-    // log = make_logger(); log(x): the def the factory returns.
-    auto it = factory_calls_by_name_.find(std::string(name));
-    if (it != factory_calls_by_name_.end()) {
-      for (NodeId right : it->second) {
-        for (std::size_t s : file_.functions_passed_as(right)) out.push_back(s);
-      }
-    }
-  }
-  return out;
-}
-
 void GraphFlow::record_stores_through_parameters(NodeId call,
                                                  const std::vector<NodeId>& positional) {
   if (!any_parameter_sinks_ || positional.empty()) return;
-  if (!factory_calls_indexed_) {
-    factory_calls_indexed_ = true;
-    for (NodeId id = 0; id < tree_.size(); ++id) {
-      if (tree_.kind(id) != NodeKind::kAssignment) continue;
-      NodeId left = tree_.child_by_field(id, Field::kLeft);
-      NodeId right = tree_.child_by_field(id, Field::kRight);
-      if (left != kNoNode && right != kNoNode && tree_.kind(left) == NodeKind::kIdentifier &&
-          tree_.kind(right) == NodeKind::kCall) {
-        factory_calls_by_name_[std::string(tree_.text(left))].push_back(right);
-      }
-    }
-  }
   std::uint8_t sinks = 0;
-  for (std::size_t s : callees_of(call)) sinks |= parameter_sinks_[s];
+  std::size_t keeper = static_cast<std::size_t>(-1);
+  for (std::size_t s : file_.callees_of(call)) {
+    if (parameter_sinks_[s]) keeper = s;
+    sinks |= parameter_sinks_[s];
+  }
   if (sinks == 0) return;
   for (std::size_t i = 0; i < positional.size() && i < kTrackedParameters; ++i) {
     if (!(sinks & (1u << i))) continue;
@@ -659,7 +807,7 @@ void GraphFlow::record_stores_through_parameters(NodeId call,
     if (!(bits & kTensorBits)) continue;
     NodeId receiver = file_.method_receiver(call);
     record_store(StoreKind::kAppend, call, receiver != kNoNode ? receiver : file_.callee(call),
-                 kNoNode, positional[i], bits);
+                 kNoNode, positional[i], bits, keeper);
   }
 }
 
@@ -682,7 +830,7 @@ std::uint8_t GraphFlow::eval(NodeId e, Env& env) {
       if ((r & kException) && index != kNoNode && tree_.text(index) == "0") {
         r = static_cast<std::uint8_t>(r & ~kException);
       }
-      for (NodeId c = tree_.node(e).first_child; c != kNoNode; c = tree_.node(c).next_sibling) {
+      for (NodeId c = tree_.first_child(e); c != kNoNode; c = tree_.next_sibling(c)) {
         if (tree_.node(c).field == Field::kSubscriptIndex) eval(c, env);
       }
       break;
@@ -698,12 +846,14 @@ std::uint8_t GraphFlow::eval(NodeId e, Env& env) {
       if (l != kNoNode && tree_.kind(l) == NodeKind::kString) {
         r = 0;
       } else {
-        r = strip_if_no_grad(static_cast<std::uint8_t>((left | right) & kTensorBits));
+        // Arithmetic passes tensors on, and which parameters they came from.
+        r = strip_if_no_grad(
+            static_cast<std::uint8_t>((left | right) & (kTensorFacts | kParameterBits)));
       }
       break;
     }
     case NodeKind::kUnaryOperator:
-      r = strip_if_no_grad(eval(tree_.first_named_child(e), env) & kTensorBits);
+      r = strip_if_no_grad(eval(tree_.first_named_child(e), env) & (kTensorFacts | kParameterBits));
       break;
     case NodeKind::kBooleanOperator:
       r = static_cast<std::uint8_t>(eval(tree_.child_by_field(e, Field::kLeft), env) |
@@ -767,6 +917,9 @@ std::uint8_t GraphFlow::eval(NodeId e, Env& env) {
       break;
     }
     case NodeKind::kLambda:
+      // A lambda holds what it captures: the closure keeps those tensors.
+      r = captured_bits(e, env);
+      break;
     case NodeKind::kString:
     case NodeKind::kConcatenatedString:
     case NodeKind::kInteger:
@@ -830,12 +983,56 @@ std::uint8_t GraphFlow::eval_attribute(NodeId e, Env& env) {
   return object;
 }
 
-std::uint8_t GraphFlow::same_file_function_bits(std::string_view name) const {
+std::uint8_t GraphFlow::same_file_function_bits(NodeId call) const {
   std::uint8_t bits = 0;
-  for (std::size_t s : file_.scopes_named(name)) bits |= returns_[s];
+  for (std::size_t s : file_.scopes_named(file_.callee_last_name(call))) {
+    bits |= learnt_.returns[s];
+  }
   // A function that returns what it caught hands it to its caller on
   // purpose; only tensors and graphs flow through summaries.
-  return bits & kTensorBits;
+  return bits & kTensorFacts;
+}
+
+std::vector<std::uint8_t> GraphFlow::same_file_return_elements(NodeId call,
+                                                               std::size_t count) const {
+  std::vector<std::uint8_t> out;
+  std::vector<std::size_t> scopes = file_.scopes_named(file_.callee_last_name(call));
+  if (scopes.empty()) return out;
+  for (std::size_t s : scopes) {
+    const std::vector<std::uint8_t>& e = learnt_.return_elements[s];
+    if (e.size() != count) return {};
+    if (out.empty()) out.assign(count, 0);
+    for (std::size_t i = 0; i < count; ++i) out[i] |= e[i] & kTensorFacts;
+  }
+  return out;
+}
+
+void GraphFlow::record_call_arguments(NodeId call, const std::vector<NodeId>& positional,
+                                      NodeId args) {
+  std::vector<std::size_t> targets = file_.callees_of(call);
+  if (targets.empty()) return;
+  for (std::size_t s : targets) {
+    if (file_.is_hook_scope(s)) continue;  // the framework calls it with its own values
+    const Scope& callee = file_.scopes_[s];
+    std::vector<std::uint8_t>& into = next_.arguments[s];
+    std::size_t first = callee.class_node != kNoNode ? 1 : 0;  // self
+    for (std::size_t i = 0; i < positional.size(); ++i) {
+      if (tree_.kind(positional[i]) == NodeKind::kListSplat) break;  // *args: positions unknown
+      std::size_t p = first + i;
+      if (p >= into.size()) break;
+      into[p] |= file_.bits_[positional[i]] & kTensorFacts;
+    }
+    if (args == kNoNode || tree_.kind(args) != NodeKind::kArgumentList) continue;
+    for (NodeId a : tree_.named_children(args)) {
+      if (tree_.kind(a) != NodeKind::kKeywordArgument) continue;
+      NodeId name = tree_.child_by_field(a, Field::kName);
+      NodeId value = tree_.child_by_field(a, Field::kValue);
+      if (name == kNoNode || value == kNoNode) continue;
+      for (std::size_t p = 0; p < callee.parameters.size(); ++p) {
+        if (callee.parameters[p] == tree_.text(name)) into[p] |= file_.bits_[value] & kTensorFacts;
+      }
+    }
+  }
 }
 
 std::uint8_t GraphFlow::torch_function_bits(std::string_view q, NodeId call, std::uint8_t args) {
@@ -847,11 +1044,17 @@ std::uint8_t GraphFlow::torch_function_bits(std::string_view q, NodeId call, std
   }
   if (one_of(last, {"zeros", "ones", "empty", "full", "rand", "randn", "randint", "tensor",
                     "as_tensor", "arange", "linspace", "eye", "randperm", "from_numpy"})) {
-    return call_targets_cuda_device(file_, call) ? kDeviceTensor : 0;
+    if (!call_targets_cuda_device(file_, call)) return 0;
+    // torch.tensor(0.0, device=...) is one number; anything with a shape is not.
+    std::vector<NodeId> positional = file_.positional_arguments(call);
+    bool one_number = (last == "tensor" || last == "as_tensor") && positional.size() == 1 &&
+                      (tree_.kind(positional[0]) == NodeKind::kInteger ||
+                       tree_.kind(positional[0]) == NodeKind::kFloat);
+    return one_number ? kDeviceTensor : static_cast<std::uint8_t>(kDeviceTensor | kNonScalar);
   }
   if (one_of(last,
              {"zeros_like", "ones_like", "empty_like", "full_like", "rand_like", "randn_like"})) {
-    return args & kDeviceTensor;
+    return args & (kDeviceTensor | kNonScalar);
   }
   if (one_of(last, {"no_grad", "enable_grad", "inference_mode", "set_grad_enabled", "device",
                     "manual_seed", "save", "load", "is_tensor", "numel", "compile",
@@ -860,14 +1063,33 @@ std::uint8_t GraphFlow::torch_function_bits(std::string_view q, NodeId call, std
   }
   if (one_of(last, {"argmax", "argmin", "eq", "ne", "lt", "gt", "le", "ge", "isnan", "isinf",
                     "isfinite", "nonzero", "argsort", "equal", "allclose", "count_nonzero"})) {
-    return args & kDeviceTensor;
+    return args & (kDeviceTensor | kNonScalar);
+  }
+  // A loss function gives one number unless asked not to reduce.
+  if (starts_with(q, "torch.nn.functional.") &&
+      (vocabulary::is_loss_name(last) || starts_with(last, "cross_entropy") ||
+       starts_with(last, "binary_cross_entropy") || last == "kl_div")) {
+    NodeId reduction = file_.keyword_argument(call, "reduction");
+    bool reduced =
+        reduction == kNoNode || tree_.text(reduction).find("none") == std::string_view::npos;
+    std::uint8_t bits = args & (reduced ? kTensorBits : kTensorFacts);
+    return strip_if_no_grad(bits);
   }
   if (q == "torch.autograd.grad") {
     NodeId create = file_.keyword_argument(call, "create_graph");
     bool graph = create != kNoNode && tree_.kind(create) != NodeKind::kFalse;
     return graph ? strip_if_no_grad(kTensorBits) : static_cast<std::uint8_t>(kDeviceTensor);
   }
-  return strip_if_no_grad(args & kTensorBits);
+  std::uint8_t bits = args & kTensorFacts;
+  if (one_of(last, {"sum", "mean", "norm", "prod", "std", "var"}) &&
+      file_.positional_arguments(call).size() == 1 &&
+      file_.keyword_argument(call, "dim") == kNoNode) {
+    bits = static_cast<std::uint8_t>(bits & ~kNonScalar);
+  }
+  if (one_of(last, {"cat", "concat", "concatenate", "stack", "hstack", "vstack"})) {
+    bits |= (bits & kTensorBits) ? kNonScalar : 0;
+  }
+  return strip_if_no_grad(bits);
 }
 
 std::uint8_t GraphFlow::eval_call(NodeId call, Env& env) {
@@ -905,6 +1127,7 @@ std::uint8_t GraphFlow::eval_call(NodeId call, Env& env) {
   std::string_view name = file_.callee_last_name(call);
   std::string q = file_.qualified_name(fn);
   record_stores_through_parameters(call, positional);
+  record_call_arguments(call, positional, args);
 
   if (receiver != kNoNode) {
     // Stores into containers: the receiver now holds the value.
@@ -944,14 +1167,17 @@ std::uint8_t GraphFlow::eval_call(NodeId call, Env& env) {
     }
     if (returns_python_value(name)) return 0;
     // Only tensors have detach(): whatever it was, the result is one.
-    if (name == "detach" || name == "detach_") return kDeviceTensor;
-    if (name == "cpu") return receiver_bits & kCarriesGraph;  // the copy is on the host
+    if (name == "detach" || name == "detach_") {
+      return static_cast<std::uint8_t>(kDeviceTensor | (receiver_bits & kNonScalar));
+    }
+    // The copy is on the host; its graph (and the graph's activations) is not.
+    if (name == "cpu") return receiver_bits & (kCarriesGraph | kNonScalar);
     if (name == "to" || name == "cuda") {
       if (file_.is_model_expression(receiver, call)) return 0;  // a module, not a tensor
       if (name == "to") {
         NodeId a = args;
         bool to_cpu = a != kNoNode && tree_.text(a).find("cpu") != std::string_view::npos;
-        if (to_cpu) return receiver_bits & kCarriesGraph;
+        if (to_cpu) return receiver_bits & (kCarriesGraph | kNonScalar);
         return static_cast<std::uint8_t>(
             receiver_bits | (call_targets_cuda_device(file_, call) ? kDeviceTensor : 0));
       }
@@ -960,6 +1186,9 @@ std::uint8_t GraphFlow::eval_call(NodeId call, Env& env) {
     if (returns_tensor_without_graph(name)) return receiver_bits & kDeviceTensor;
   }
 
+  if (q == "functools.partial" || q == "partial") {
+    return arg_bits & kTensorFacts;  // a closure over its arguments
+  }
   if (receiver == kNoNode) {
     if (one_of(name, {"float",   "int",   "bool", "str",        "repr",       "len",  "print",
                       "format",  "type",  "id",   "isinstance", "issubclass", "hash", "callable",
@@ -967,7 +1196,7 @@ std::uint8_t GraphFlow::eval_call(NodeId call, Env& env) {
       return 0;
     }
     if (one_of(name, {"sum", "max", "min", "abs", "round", "pow"})) {
-      return strip_if_no_grad(arg_bits & kTensorBits);
+      return strip_if_no_grad(arg_bits & kTensorFacts);
     }
     if (one_of(name, {"list", "tuple", "set", "dict", "sorted", "reversed", "iter", "next", "zip",
                       "enumerate", "map", "filter", "frozenset", "deepcopy"}) ||
@@ -976,20 +1205,38 @@ std::uint8_t GraphFlow::eval_call(NodeId call, Env& env) {
     }
   }
 
-  if (file_.is_model_call(call)) return strip_if_no_grad(kTensorBits);
+  if (file_.is_model_call(call)) return strip_if_no_grad(kTensorBits | kNonScalar);
   if (receiver != kNoNode && (receiver_bits & kTensorBits)) {
-    // A tensor method: sum(), mean(), view(), softmax() ... passes it on.
-    return strip_if_no_grad(static_cast<std::uint8_t>((receiver_bits | arg_bits) & kTensorBits));
+    // A tensor method: sum(), mean(), view(), softmax() ... passes it on;
+    // a full reduction leaves one element.
+    std::uint8_t bits =
+        static_cast<std::uint8_t>((receiver_bits | (arg_bits & kTensorBits)) & kTensorFacts);
+    if (one_of(name, {"sum", "mean", "norm", "max", "min", "prod", "std", "var", "amax", "amin",
+                      "logsumexp"}) &&
+        positional.empty() && file_.keyword_argument(call, "dim") == kNoNode) {
+      bits = static_cast<std::uint8_t>(bits & ~kNonScalar);
+    }
+    return strip_if_no_grad(bits);
+  }
+  if (receiver != kNoNode && (receiver_bits & kParameterBits) && !(receiver_bits & kValueBits)) {
+    // A method of a parameter we know nothing more about (`stats.items()`,
+    // `val.float()`): the result still comes from that parameter.
+    return receiver_bits & kParameterBits;
   }
   if (starts_with(q, "torch.")) return torch_function_bits(q, call, arg_bits);
   if (file_.is_loss_callee(call)) {
     std::uint8_t bits = arg_bits & kTensorBits;
     if (model_argument) bits |= kTensorBits;  // compute_loss(model, batch)
+    // A loss is one number unless asked not to reduce.
+    NodeId reduction = file_.keyword_argument(call, "reduction");
+    if (reduction != kNoNode && tree_.text(reduction).find("none") != std::string_view::npos) {
+      bits |= kNonScalar;
+    }
     return strip_if_no_grad(bits);
   }
   std::string dotted = dotted_text(tree_, fn);
   if (!dotted.empty() && (receiver == kNoNode || dotted.rfind("self.", 0) == 0)) {
-    std::uint8_t summary = same_file_function_bits(name);
+    std::uint8_t summary = same_file_function_bits(call);
     if (summary != 0) return strip_if_no_grad(summary);
   }
   if (receiver == kNoNode && is_capitalized(name)) {

@@ -9,8 +9,14 @@
 // tensor, code under no_grad/inference_mode computes without a graph.
 // Branches merge by union (a may-analysis); a loop body is walked again with
 // the state it ends in, so values carried into the next iteration are seen.
-// Functions of the same file are summarised by what they return (two
-// rounds), so `loss = train_step(batch)` is known to carry a graph.
+// Functions of the same file are summarised by what they return (for a
+// tuple, element by element) and seeded with what their callers in the file
+// pass them; rounds repeat until nothing new is learnt (at most four), so
+// `loss = train_step(batch)` carries a graph and `meter.update(loss)` hands
+// one to `update`. Attributes a class keeps tensors in (`self.probe`) are
+// known to every method of the class. A name that is differentiated in a
+// function (`total.backward()`) carries a graph there, whatever produced it.
+// A lambda or nested def carries the tensors it captures.
 //
 // The results land in FileAnalysis: bits per expression node, whether
 // gradients were off there, and every store of a value into a container,
@@ -33,6 +39,14 @@ class GraphFlow {
 
  private:
   using Env = std::unordered_map<std::string, std::uint8_t>;
+  // What the analysis learns across functions; rounds repeat while it grows.
+  struct Summaries {
+    std::vector<std::uint8_t> returns;                               // per scope
+    std::vector<std::vector<std::uint8_t>> return_elements;          // per scope, when tuples
+    std::vector<std::vector<std::uint8_t>> arguments;                // per scope, per parameter
+    std::unordered_map<std::string, std::uint8_t> class_attributes;  // "Class.attr"
+    bool operator==(const Summaries&) const = default;
+  };
 
   void analyze_scope(std::size_t scope);
   void walk_block(NodeId block, Env& env);
@@ -51,13 +65,20 @@ class GraphFlow {
   std::uint8_t eval_call(NodeId call, Env& env);
   std::uint8_t eval_comprehension(NodeId comprehension, Env& env);
   std::uint8_t torch_function_bits(std::string_view qualified, NodeId call, std::uint8_t args);
-  std::uint8_t same_file_function_bits(std::string_view name) const;
+  std::uint8_t same_file_function_bits(NodeId call) const;
+  // Per-element bits of what a same-file function returns, when every
+  // return of it is a tuple of `count` elements; empty otherwise.
+  std::vector<std::uint8_t> same_file_return_elements(NodeId call, std::size_t count) const;
+  void record_call_arguments(NodeId call, const std::vector<NodeId>& positional, NodeId args);
+  std::uint8_t captured_bits(NodeId function_or_lambda, const Env& env) const;
+  std::string class_attribute_key(const std::string& dotted) const;
+  void collect_differentiated_names(std::size_t scope);
   // For `c = c + v` / `c = torch.cat([c, v])`: the operand that is not `c`.
   // `other_bits` receives what all the other operands carry.
   NodeId self_update_operand(NodeId target, NodeId value, std::uint8_t& other_bits) const;
 
   void record_store(StoreKind kind, NodeId site, NodeId container, NodeId key, NodeId value,
-                    std::uint8_t bits);
+                    std::uint8_t bits, std::size_t keeper = static_cast<std::size_t>(-1));
   static void set(Env& env, const std::string& key, std::uint8_t bits);
   static void merge_into(Env& into, const Env& from);
   std::uint8_t strip_if_no_grad(std::uint8_t bits) const;
@@ -66,7 +87,6 @@ class GraphFlow {
   // the call (self.values.append(x), a global list): calls pass their
   // arguments' facts through these, so `metric.update(loss)` is a store.
   bool is_long_lived_container(NodeId container) const;
-  std::vector<std::size_t> callees_of(NodeId call) const;
   void record_stores_through_parameters(NodeId call, const std::vector<NodeId>& positional);
 
   FileAnalysis& file_;
@@ -74,10 +94,13 @@ class GraphFlow {
   bool any_parameter_sinks_ = false;
   // Memos: each answer costs a scan of the whole file.
   std::unordered_map<std::string, bool> bounded_containers_;
-  std::unordered_map<std::string, std::vector<NodeId>> factory_calls_by_name_;
-  bool factory_calls_indexed_ = false;
   const SyntaxTree& tree_;
-  std::vector<std::uint8_t> returns_;  // per scope: bits of what it returns
+  Summaries learnt_;  // from the previous round: what this round reads
+  Summaries next_;    // being filled by this round
+  // Assignments (in the current scope) whose value is later differentiated.
+  std::vector<NodeId> differentiated_;
+  std::vector<std::uint8_t> returned_elements_;
+  bool returns_only_tuples_ = true;
   std::unordered_map<NodeId, std::size_t> store_index_;
   std::size_t scope_ = 0;
   bool grad_enabled_ = true;

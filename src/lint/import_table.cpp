@@ -48,7 +48,7 @@ ImportTable::ImportTable(const SyntaxTree& tree) {
   for (NodeId id = 0; id < tree.size(); ++id) {
     NodeKind kind = tree.kind(id);
     if (kind == NodeKind::kImportStatement) {
-      for (NodeId c = tree.node(id).first_child; c != kNoNode; c = tree.node(c).next_sibling) {
+      for (NodeId c = tree.first_child(id); c != kNoNode; c = tree.next_sibling(c)) {
         if (tree.node(c).field != Field::kName) continue;
         if (tree.kind(c) == NodeKind::kAliasedImport) {
           std::string module = without_spaces(tree.text(tree.child_by_field(c, Field::kName)));
@@ -66,7 +66,7 @@ ImportTable::ImportTable(const SyntaxTree& tree) {
       if (module_node == kNoNode) continue;
       std::string module = without_spaces(tree.text(module_node));
       imports_torch_ |= is_gpu_framework(module);
-      for (NodeId c = tree.node(id).first_child; c != kNoNode; c = tree.node(c).next_sibling) {
+      for (NodeId c = tree.first_child(id); c != kNoNode; c = tree.next_sibling(c)) {
         if (tree.node(c).field != Field::kName) continue;
         if (tree.kind(c) == NodeKind::kAliasedImport) {
           std::string name = without_spaces(tree.text(tree.child_by_field(c, Field::kName)));

@@ -27,6 +27,11 @@ class ImportTable {
   // lightning, transformers, accelerate).
   bool imports_torch() const { return imports_torch_; }
 
+  // True when `name` was bound by an import (`import os`, `from x import y`).
+  bool is_imported(std::string_view name) const {
+    return alias_to_module_.count(std::string(name)) != 0;
+  }
+
  private:
   std::unordered_map<std::string, std::string> alias_to_module_;
   bool imports_torch_ = false;

@@ -6,8 +6,10 @@
 //   thread (it owns a tree-sitter parser). Rule metadata (rule_catalog) is
 //   immutable and shared.
 // - lint_* never throws for bad input: a file that cannot be read, is binary,
-//   is not UTF-8 or does not parse yields a FileReport whose `problem` says
-//   why and whose findings are empty. Rules run only on files that parse.
+//   is not UTF-8 or does not parse at all yields a FileReport whose `problem`
+//   says why and whose findings are empty. Statements that do not parse in
+//   a file that otherwise does are listed in `unparsed` and left out of the
+//   analysis; the rest of the file is linted.
 // - Findings are sorted by position and already filtered by the selection
 //   and by inline `# gpuleak: ignore[ID]` comments.
 #pragma once
@@ -91,6 +93,8 @@ struct FileReport {
   std::uint64_t bytes = 0;
   std::vector<Finding> findings;
   std::optional<FileProblem> problem;
+  // Statements left out because they do not parse; the rest was linted.
+  std::vector<FileProblem> unparsed;
   std::uint32_t suppressed = 0;  // findings hidden by inline ignore comments
 };
 

@@ -3,6 +3,9 @@
 #include <fmt/format.h>
 #include <toml++/toml.h>
 
+#include <algorithm>
+#include <vector>
+
 namespace gpuleak::lint {
 namespace {
 
@@ -50,6 +53,45 @@ const toml::table* gpuleak_table(const toml::table& root) {
   return tool ? (*tool)["gpuleak"].as_table() : nullptr;
 }
 
+// The keys `gpuleak lint` reads; a sub-table (`[tool.gpuleak.run]`) is left
+// to the command it is named after.
+constexpr std::string_view kKnownKeys[] = {"select", "ignore", "exclude"};
+
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      std::size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+void reject_unknown_keys(const toml::table& table, const std::filesystem::path& file) {
+  for (const auto& [key, node] : table) {
+    if (node.is_table()) continue;
+    std::string_view k = key.str();
+    bool known = false;
+    for (std::string_view w : kKnownKeys) known |= k == w;
+    if (known) continue;
+    // A near miss is most likely a typo of a known key: name it.
+    std::string hint;
+    for (std::string_view w : kKnownKeys) {
+      if (edit_distance(k, w) <= 2) hint = fmt::format(" (did you mean `{}`?)", w);
+    }
+    const auto& where = key.source().begin;
+    throw ConfigError(fmt::format(
+        "{}:{}:{}: unknown key `{}` in [tool.gpuleak]{}; gpuleak lint reads select, ignore and "
+        "exclude",
+        file.string(), where.line, where.column, k, hint));
+  }
+}
+
 }  // namespace
 
 LintConfig load_config(const std::filesystem::path& pyproject) {
@@ -58,6 +100,7 @@ LintConfig load_config(const std::filesystem::path& pyproject) {
   config.source = pyproject;
   const toml::table* table = gpuleak_table(root);
   if (table == nullptr) return config;
+  reject_unknown_keys(*table, pyproject);
   config.select = string_list(*table, "select", pyproject);
   config.ignore = string_list(*table, "ignore", pyproject);
   config.exclude = string_list(*table, "exclude", pyproject);

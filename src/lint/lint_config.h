@@ -5,7 +5,8 @@
 //   ignore = ["GL503"]            # rules to skip; wins over select
 //   exclude = ["build", "*_pb2.py"]  # folders/files not linted (fnmatch globs)
 //
-// Unknown keys are left alone (other gpuleak commands share the table).
+// Any other key is refused (a typo would otherwise be ignored silently);
+// sub-tables such as [tool.gpuleak.run] are left to other commands.
 #pragma once
 
 #include <filesystem>

@@ -24,9 +24,11 @@ const std::vector<std::unique_ptr<Rule>>& all_rules() {
     r.push_back(make_eval_outputs_kept_with_graph_rule());
     r.push_back(make_retain_graph_in_loop_rule());
     r.push_back(make_hidden_state_not_detached_rule());
+    r.push_back(make_backward_create_graph_rule());
     r.push_back(make_tensor_kept_in_growing_container_rule());
     r.push_back(make_hook_keeps_activations_rule());
     r.push_back(make_exception_kept_rule());
+    r.push_back(make_epoch_end_keeps_step_outputs_rule());
     r.push_back(make_cuda_in_dataloader_worker_rule());
     r.push_back(make_fork_after_cuda_init_rule());
     r.push_back(make_process_not_joined_on_failure_rule());

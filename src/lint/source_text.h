@@ -43,6 +43,10 @@ class SourceMap {
   Position position(std::uint32_t row, std::uint32_t column_bytes) const;
   std::uint32_t cell_of_row(std::uint32_t row) const;  // 0 outside notebooks
   std::uint32_t row_count() const { return static_cast<std::uint32_t>(line_starts_.size()); }
+  // Byte offset where the 0-based row starts; the text's size past the end.
+  std::uint32_t line_start(std::uint32_t row) const {
+    return row < line_starts_.size() ? line_starts_[row] : static_cast<std::uint32_t>(text_.size());
+  }
   std::string_view display_line(std::uint32_t row) const;  // without the line break
 
  private:

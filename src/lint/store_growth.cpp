@@ -48,6 +48,50 @@ bool reset_in_loop(const FileAnalysis& file, const std::string& path, NodeId loo
   return false;
 }
 
+// `def reset(self): self.sum = 0` called from `__init__` and nowhere else
+// only initialises; a method never called in the file may be called by
+// the user (meter.reset() every epoch), so it counts as a reset.
+bool called_only_from_init(const FileAnalysis& file, const std::string& method) {
+  bool called = false;
+  for (NodeId call : file.calls_named(method)) {
+    if (file.method_receiver(call) == kNoNode) continue;
+    called = true;
+    if (file.scope_of(call).name != "__init__") return false;
+  }
+  return called;
+}
+
+// Created by a tensor factory (torch.zeros, torch.empty, torch.full ...) or
+// moved/cloned from one: assignments into it write in place.
+bool container_is_tensor(const FileAnalysis& file, const std::string& path) {
+  const SyntaxTree& tree = file.tree();
+  for (NodeId id : file.assignments_to(path)) {
+    NodeId right = tree.child_by_field(id, Field::kRight);
+    for (int hops = 0; hops < 4 && right != kNoNode && tree.kind(right) == NodeKind::kCall;
+         ++hops) {
+      std::string q = file.qualified_name(file.callee(right));
+      std::string_view last = vocabulary::last_component(q);
+      if (q.rfind("torch.", 0) == 0 &&
+          (last == "zeros" || last == "ones" || last == "empty" || last == "full" ||
+           last == "rand" || last == "randn" || last == "tensor" || last == "arange" ||
+           last == "zeros_like" || last == "empty_like" || last == "full_like" ||
+           last == "ones_like")) {
+        return true;
+      }
+      std::string_view m = file.callee_last_name(right);
+      if (m != "to" && m != "cuda" && m != "clone" && m != "contiguous" && m != "pin_memory" &&
+          m != "long" && m != "float" && m != "int" && m != "half" && m != "bfloat16" &&
+          m != "double" && m != "bool" && m != "type" && m != "share_memory_") {
+        break;
+      }
+      NodeId receiver = file.method_receiver(right);
+      if (receiver == kNoNode) break;
+      right = receiver;
+    }
+  }
+  return false;
+}
+
 bool is_parameter(const Scope& scope, const std::string& name) {
   for (const auto& p : scope.parameters) {
     if (p == name) return true;
@@ -85,75 +129,147 @@ std::string container_path(const FileAnalysis& file, NodeId container) {
   return {};
 }
 
-bool key_varies_per_step(const FileAnalysis& file, NodeId key) {
-  if (key == kNoNode) return false;
+namespace {
+
+// The right side of the last plain assignment to `name` before `at`, in
+// the same function; kNoNode when there is none.
+NodeId value_assigned_before(const FileAnalysis& file, std::string_view name, NodeId at) {
   const SyntaxTree& tree = file.tree();
+  std::size_t scope = file.scope_index_of(at);
+  NodeId found = kNoNode;
+  for (NodeId id : file.assignments_to(std::string(name))) {
+    if (id >= at) break;
+    if (file.scope_index_of(id) == scope) found = tree.child_by_field(id, Field::kRight);
+  }
+  return found;
+}
+
+enum class KeyChange { kNone, kPerStep, kPerSize };
+
+KeyChange key_change(const FileAnalysis& file, NodeId key, int hops) {
+  if (key == kNoNode) return KeyChange::kNone;
+  const SyntaxTree& tree = file.tree();
+  KeyChange change = KeyChange::kNone;
   for (NodeId id = key; id < tree.node(key).subtree_end; ++id) {
     NodeKind k = tree.kind(id);
-    if (k == NodeKind::kIdentifier && vocabulary::is_step_counter_name(tree.text(id))) return true;
-    if (k == NodeKind::kCall) {
+    if (k == NodeKind::kIdentifier) {
+      std::string_view name = tree.text(id);
+      if (vocabulary::is_step_counter_name(name)) return KeyChange::kPerStep;
+      if (vocabulary::is_size_name(name)) change = KeyChange::kPerSize;
+      // `key = (num_requests, max_tokens)` just before `cache[key] = ...`;
+      // not a lookup (`param = self._index_to_param[index]`), whose result
+      // is one of a fixed set.
+      if (hops > 0 && id == key) {
+        NodeId value = value_assigned_before(file, name, key);
+        NodeKind vk = value != kNoNode ? tree.kind(value) : NodeKind::kOther;
+        if (vk == NodeKind::kTuple || vk == NodeKind::kExpressionList ||
+            vk == NodeKind::kParenthesizedExpression || vk == NodeKind::kBinaryOperator ||
+            vk == NodeKind::kString || vk == NodeKind::kIdentifier || vk == NodeKind::kCall) {
+          KeyChange inner = key_change(file, value, hops - 1);
+          if (inner != KeyChange::kNone) return inner;
+        }
+      }
+    } else if (k == NodeKind::kAttribute) {
+      NodeId attr = tree.child_by_field(id, Field::kAttributeName);
+      if (attr != kNoNode && tree.text(attr) == "shape") change = KeyChange::kPerSize;
+    } else if (k == NodeKind::kCall) {
       std::string q = file.qualified_name(file.callee(id));
-      if (q == "len" || q == "next" || q.rfind("time.", 0) == 0 || q.rfind("uuid.", 0) == 0 ||
+      if (q == "next" || q.rfind("time.", 0) == 0 || q.rfind("uuid.", 0) == 0 ||
           q.rfind("datetime.", 0) == 0) {
+        return KeyChange::kPerStep;
+      }
+      if (q == "len") return KeyChange::kPerStep;
+      std::string_view m = file.callee_last_name(id);
+      if (m == "size" || m == "numel" || m == "dim") change = KeyChange::kPerSize;
+    }
+  }
+  return change;
+}
+
+}  // namespace
+
+bool key_varies_per_step(const FileAnalysis& file, NodeId key) {
+  return key_change(file, key, 1) == KeyChange::kPerStep;
+}
+
+bool key_varies_with_sizes(const FileAnalysis& file, NodeId key) {
+  return key_change(file, key, 1) == KeyChange::kPerSize;
+}
+
+bool container_bounded_elsewhere(const FileAnalysis& file, const std::string& path) {
+  const SyntaxTree& tree = file.tree();
+  for (std::string_view m : {"clear", "pop", "popleft", "popitem", "remove"}) {
+    for (NodeId call : file.calls_named(m)) {
+      NodeId receiver = file.method_receiver(call);
+      if (receiver != kNoNode && dotted_text(tree, receiver) == path) return true;
+    }
+  }
+  for (NodeId id : file.delete_statements()) {
+    for (NodeId t = id; t < tree.node(id).subtree_end; ++t) {
+      if (tree.kind(t) == NodeKind::kSubscript &&
+          dotted_text(tree, tree.child_by_field(t, Field::kValue)) == path) {
         return true;
       }
+    }
+  }
+  int rebindings = 0;
+  for (NodeId id : file.assignments_to(path)) {
+    NodeId right = tree.child_by_field(id, Field::kRight);
+    if (right == kNoNode) continue;
+    if (tree.kind(right) == NodeKind::kCall &&
+        (file.keyword_argument(right, "maxlen") != kNoNode ||
+         (vocabulary::last_component(file.qualified_name(file.callee(right))) == "deque" &&
+          file.positional_arguments(right).size() >= 2))) {
+      return true;  // deque(maxlen=N), deque(items, N)
+    }
+    if (tree.kind(right) == NodeKind::kCall &&
+        file.qualified_name(file.callee(right)).rfind("weakref.", 0) == 0) {
+      return true;  // entries go when their keys or values are collected
+    }
+    // c = c[-N:] and the like: slicing keeps it bounded.
+    if (tree.kind(right) == NodeKind::kSubscript &&
+        dotted_text(tree, tree.child_by_field(right, Field::kValue)) == path) {
+      return true;
+    }
+    if (mentions(file, right, path)) continue;
+    // A rebinding that starts it afresh: for an attribute, any outside
+    // __init__ (a reset method); for a name, any after the first, which
+    // created it.
+    const Scope& scope = file.scope_of(id);
+    if (path.rfind("self.", 0) == 0) {
+      if (scope.name != "__init__" && !called_only_from_init(file, scope.name)) return true;
+    } else if (++rebindings > 1) {
+      return true;
     }
   }
   return false;
 }
 
-bool container_bounded_elsewhere(const FileAnalysis& file, const std::string& path) {
+bool guarded_by_flag_turned_off(const FileAnalysis& file, NodeId site) {
   const SyntaxTree& tree = file.tree();
-  int rebindings = 0;
-  for (NodeId call : file.calls()) {
-    NodeId receiver = file.method_receiver(call);
-    if (receiver == kNoNode) continue;
-    std::string_view m = file.callee_last_name(call);
-    if ((m == "clear" || m == "pop" || m == "popleft" || m == "popitem" || m == "remove") &&
-        dotted_text(tree, receiver) == path) {
-      return true;
+  std::size_t scope = file.scope_index_of(site);
+  for (NodeId p = tree.parent(site), child = site; p != kNoNode; child = p, p = tree.parent(p)) {
+    if (file.scope_index_of(p) != scope && p != file.scopes()[scope].node) break;
+    if (tree.kind(p) != NodeKind::kIfStatement || tree.node(child).field == Field::kCondition) {
+      continue;
     }
-  }
-  for (NodeId id = 0; id < tree.size(); ++id) {
-    NodeKind k = tree.kind(id);
-    if (k == NodeKind::kDeleteStatement) {
-      for (NodeId t = id; t < tree.node(id).subtree_end; ++t) {
-        if (tree.kind(t) == NodeKind::kSubscript &&
-            dotted_text(tree, tree.child_by_field(t, Field::kValue)) == path) {
-          return true;
-        }
-      }
-    } else if (k == NodeKind::kAssignment) {
-      NodeId left = tree.child_by_field(id, Field::kLeft);
-      NodeId right = tree.child_by_field(id, Field::kRight);
-      if (left == kNoNode || right == kNoNode || dotted_text(tree, left) != path) continue;
-      if (tree.kind(right) == NodeKind::kCall &&
-          file.keyword_argument(right, "maxlen") != kNoNode) {
-        return true;  // deque(maxlen=N)
-      }
-      if (tree.kind(right) == NodeKind::kCall &&
-          file.qualified_name(file.callee(right)).rfind("weakref.", 0) == 0) {
-        return true;  // entries go when their keys or values are collected
-      }
-      if (mentions(file, right, path)) continue;
-      // A rebinding that starts it afresh: for an attribute, any outside
-      // __init__ (a reset method); for a name, any after the first, which
-      // created it.
-      const Scope& scope = file.scope_of(id);
-      if (path.rfind("self.", 0) == 0) {
-        if (scope.name != "__init__") return true;
-      } else if (++rebindings > 1) {
-        return true;
-      }
-    } else if (k == NodeKind::kSubscript) {
-      // c = c[-N:] and the like: slicing keeps it bounded.
+    NodeId condition = tree.child_by_field(p, Field::kCondition);
+    if (condition == kNoNode) continue;
+    std::vector<std::string> flags;
+    for (NodeId id = condition; id < tree.node(condition).subtree_end; ++id) {
+      NodeKind k = tree.kind(id);
+      if (k != NodeKind::kIdentifier && k != NodeKind::kAttribute) continue;
       NodeId parent = tree.parent(id);
-      if (parent != kNoNode && tree.kind(parent) == NodeKind::kAssignment &&
-          tree.node(id).field == Field::kRight &&
-          dotted_text(tree, tree.child_by_field(id, Field::kValue)) == path &&
-          dotted_text(tree, tree.child_by_field(parent, Field::kLeft)) == path) {
-        return true;
+      if (parent != kNoNode && tree.kind(parent) == NodeKind::kAttribute &&
+          tree.node(id).field == Field::kObject) {
+        continue;  // `self` of `self.flag`: the attribute itself is checked
       }
+      if (parent != kNoNode && tree.kind(parent) == NodeKind::kCall) continue;  // a callee
+      std::string d = dotted_text(tree, id);
+      if (!d.empty()) flags.push_back(d);
+    }
+    for (const auto& f : flags) {
+      if (file.switched_off_somewhere(vocabulary::last_component(f))) return true;
     }
   }
   return false;
@@ -161,6 +277,7 @@ bool container_bounded_elsewhere(const FileAnalysis& file, const std::string& pa
 
 GrowthVerdict store_growth(const FileAnalysis& file, const StoreEvent& store) {
   GrowthVerdict v;
+  bool sized_key = false;
   v.container = container_path(file, store.container);
   if (v.container.empty()) return v;
   switch (store.kind) {
@@ -169,11 +286,20 @@ GrowthVerdict store_growth(const FileAnalysis& file, const StoreEvent& store) {
     case StoreKind::kGlobalName:
       return v;  // a binding overwrites; it does not accumulate
     case StoreKind::kSubscript:
-      if (!key_varies_per_step(file, store.key)) return v;
+      // `buffer[i] = x` into a preallocated tensor copies in place.
+      if (container_is_tensor(file, v.container)) return v;
+      if (key_varies_with_sizes(file, store.key)) {
+        sized_key = true;
+      } else if (!key_varies_per_step(file, store.key)) {
+        return v;
+      }
       break;
     default:
       break;
   }
+  // Recorded only until a flag is switched off (the first iteration's order).
+  // Not for graphs: even a bounded record of them keeps every activation.
+  if (!(store.value_bits & kCarriesGraph) && guarded_by_flag_turned_off(file, store.site)) return v;
   const Scope& scope = file.scopes()[store.scope];
   std::string root = root_of(v.container);
   bool through_self = root == "self" || root == "cls";
@@ -196,12 +322,19 @@ GrowthVerdict store_growth(const FileAnalysis& file, const StoreEvent& store) {
     v.loops_outlived = v.local ? outlived : outlived + 1;
     return v;
   }
-  // Outside loops: only a container that outlives a call made once per step.
+  // Outside loops: only a container that outlives the call, in a function
+  // that runs once per step, or a cache that gains an entry per new size.
   if (store.scope == 0 || scope.name == "__init__" || v.local ||
       (!through_self && is_parameter(scope, root))) {
     return v;
   }
   if (container_bounded_elsewhere(file, v.container)) return v;
+  if (sized_key) {
+    v.growth = Growth::kPerSize;
+    return v;
+  }
+  bool counted_key = store.kind == StoreKind::kSubscript;  // a step counter as key
+  if (!counted_key && !file.runs_per_step(store.scope)) return v;
   v.growth = Growth::kPerCall;
   return v;
 }

@@ -15,7 +15,9 @@
 
 namespace gpuleak::lint {
 
-enum class Growth { kBounded, kPerIteration, kPerCall };
+// kPerSize: a cache keyed by an input size gains an entry for every new
+// size it sees (batch sizes, sequence lengths), whatever the call rate.
+enum class Growth { kBounded, kPerIteration, kPerCall, kPerSize };
 
 struct GrowthVerdict {
   Growth growth = Growth::kBounded;
@@ -27,6 +29,10 @@ struct GrowthVerdict {
 
 GrowthVerdict store_growth(const FileAnalysis& file, const StoreEvent& store);
 
+// True when `site` runs under an `if` on a flag that the file switches off
+// (`self._record = False` somewhere): it records for a while, then stops.
+bool guarded_by_flag_turned_off(const FileAnalysis& file, NodeId site);
+
 // The name a container expression is reached through: `metrics["loss"]` ->
 // "metrics", `d.setdefault(k, [])` -> "d", `self.buf` -> "self.buf".
 std::string container_path(const FileAnalysis& file, NodeId container);
@@ -34,6 +40,9 @@ std::string container_path(const FileAnalysis& file, NodeId container);
 // True for keys that change every step: `step`, `batch_idx`, `len(cache)`,
 // `self.global_step`, `time.time()`.
 bool key_varies_per_step(const FileAnalysis& file, NodeId key);
+// True for keys built from input sizes: `x.shape`, `batch_size`,
+// `(num_requests, max_tokens)` (one assignment away).
+bool key_varies_with_sizes(const FileAnalysis& file, NodeId key);
 
 // True when the file bounds or empties the container somewhere: `.clear()`,
 // `.pop()`, `del c[...]`, `deque(maxlen=...)`, or rebinding it outside

@@ -1,7 +1,10 @@
-// Inline suppressions: `# gpuleak: ignore[GL101]`, `# gpuleak: ignore[GL101, GL203]`
-// or a bare `# gpuleak: ignore` (every rule), on any line of the flagged code.
-// Entries may be ids or rule names. Comments are read from the syntax tree,
-// so the same text inside a string does not count.
+// Inline suppressions, on any line of the flagged code:
+// - `# gpuleak: ignore[GL101]`, `# gpuleak: ignore[GL101, GL203]`, or a bare
+//   `# gpuleak: ignore` (every rule); entries may be ids or rule names;
+// - flake8/ruff style `# noqa: GL101, GL203` (codes of other tools, `# noqa:
+//   E501`, suppress nothing) or a bare `# noqa` (every rule).
+// Comments are read from the syntax tree, so the same text inside a string
+// does not count.
 #pragma once
 
 #include <cstdint>

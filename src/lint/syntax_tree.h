@@ -16,17 +16,22 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "syntax_kind.h"
 
 struct TSParser;
+struct TSTree;
 
 namespace gpuleak::lint {
 
 using NodeId = std::uint32_t;
 inline constexpr NodeId kNoNode = 0xFFFFFFFFu;
 
+// 24 bytes per node: children and siblings follow from the pre-order layout
+// (the first child is id + 1, the next sibling starts where this subtree
+// ends) and rows and columns from the byte offsets, so they are not stored.
 struct SyntaxNode {
   NodeKind kind = NodeKind::kOther;
   Field field = Field::kNone;  // this node's field name in its parent
@@ -35,14 +40,14 @@ struct SyntaxNode {
   std::uint16_t symbol = 0;
   std::uint32_t start_byte = 0;
   std::uint32_t end_byte = 0;
-  std::uint32_t start_row = 0;  // 0-based
-  std::uint32_t start_column_bytes = 0;
-  std::uint32_t end_row = 0;
-  std::uint32_t end_column_bytes = 0;
   NodeId parent = kNoNode;
-  NodeId first_child = kNoNode;
-  NodeId next_sibling = kNoNode;
   NodeId subtree_end = 0;  // one past the last descendant
+};
+
+// A 0-based row and byte column, as tree-sitter counts them ('\n' ends a row).
+struct TextPoint {
+  std::uint32_t row = 0;
+  std::uint32_t column_bytes = 0;
 };
 
 class SyntaxTree {
@@ -59,6 +64,17 @@ class SyntaxTree {
   std::string_view type_name(NodeId id) const;
 
   NodeId parent(NodeId id) const { return nodes_[id].parent; }
+  NodeId first_child(NodeId id) const { return nodes_[id].subtree_end > id + 1 ? id + 1 : kNoNode; }
+  NodeId next_sibling(NodeId id) const {
+    NodeId p = nodes_[id].parent;
+    if (p == kNoNode) return kNoNode;
+    NodeId next = nodes_[id].subtree_end;
+    return next < nodes_[p].subtree_end ? next : kNoNode;
+  }
+  bool is_named(NodeId id) const { return nodes_[id].named; }
+  TextPoint start_point(NodeId id) const { return point_of(nodes_[id].start_byte); }
+  TextPoint end_point(NodeId id) const { return point_of(nodes_[id].end_byte); }
+  TextPoint point_of(std::uint32_t byte) const;
   NodeId child_by_field(NodeId id, Field field) const;
   // Named children only, in order (operators and punctuation skipped).
   std::vector<NodeId> named_children(NodeId id) const;
@@ -79,6 +95,7 @@ class SyntaxTree {
   friend class PythonParser;
   std::string_view source_;
   std::vector<SyntaxNode> nodes_;
+  std::vector<std::uint32_t> line_starts_;  // byte offset of each row
   NodeId first_error_ = kNoNode;
   std::uint32_t depth_ = 0;
   const void* language_ = nullptr;
@@ -108,8 +125,24 @@ class PythonParser {
   static constexpr std::uint32_t kMaxDepth = 3000;
   static constexpr std::size_t kMaxBracketDepth = 1000;
   static constexpr std::uint64_t kTimeLimitMicros = 20'000'000;
+  // Files larger than this are parsed in runs of top-level statements of
+  // about kRunBytes each, so tree-sitter's own tree never covers more.
+  static constexpr std::size_t kParsedInRunsAboveBytes = 1u << 20;
+  static constexpr std::size_t kRunBytes = 256u << 10;
+
+  // Byte ranges [from, to) of runs of whole top-level statements, each at
+  // least `run_bytes` long but the last; one range when there is no cut.
+  static std::vector<std::pair<std::uint32_t, std::uint32_t>> top_level_runs(
+      std::string_view source, std::size_t run_bytes);
 
  private:
+  static std::size_t count_nodes(TSTree* tree);
+  // Appends the tree's nodes in pre-order, byte offsets shifted by `offset`;
+  // with `under_root`, the tree's own root is left out and its children hang
+  // under node 0. False when nesting exceeds kMaxDepth.
+  static bool append_tree(TSTree* ts_tree, std::uint32_t offset, bool under_root, SyntaxTree& tree);
+  // Moves first_error_ to the innermost error inside it.
+  static void point_at_innermost_error(SyntaxTree& tree);
   TSParser* parser_;
 };
 

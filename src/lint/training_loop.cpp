@@ -58,6 +58,46 @@ bool iterates_over_batches(const FileAnalysis& file, NodeId loop) {
   return false;
 }
 
+namespace {
+
+// The bound of `for ... in range(N)` / `range(a, N)`, N an integer literal
+// or a name bound to one earlier in the function; -1 when unknown.
+long constant_range_bound(const FileAnalysis& file, NodeId loop) {
+  const SyntaxTree& tree = file.tree();
+  NodeId it = file.loop_iterable(loop);
+  if (tree.kind(loop) != NodeKind::kForStatement || it == kNoNode ||
+      tree.kind(it) != NodeKind::kCall || file.qualified_name(file.callee(it)) != "range") {
+    return -1;
+  }
+  std::vector<NodeId> args = file.positional_arguments(it);
+  if (args.empty() || args.size() > 2) return -1;
+  NodeId bound = args.back();
+  if (tree.kind(bound) == NodeKind::kIdentifier) {
+    NodeId literal = kNoNode;
+    std::size_t scope = file.scope_index_of(loop);
+    for (NodeId id = 0; id < loop; ++id) {
+      if (tree.kind(id) != NodeKind::kAssignment || file.scope_index_of(id) != scope) continue;
+      NodeId left = tree.child_by_field(id, Field::kLeft);
+      if (left != kNoNode && tree.text(left) == tree.text(bound)) {
+        literal = tree.child_by_field(id, Field::kRight);
+      }
+    }
+    bound = literal;
+  }
+  if (bound == kNoNode || tree.kind(bound) != NodeKind::kInteger) return -1;
+  try {
+    return std::stol(std::string(tree.text(bound)), nullptr, 0);
+  } catch (const std::exception&) {
+    return -1;
+  }
+}
+
+}  // namespace
+
+bool is_large_constant_loop(const FileAnalysis& file, NodeId loop) {
+  return constant_range_bound(file, loop) > kSmallLoopIterations;
+}
+
 bool is_small_constant_loop(const FileAnalysis& file, NodeId loop) {
   const SyntaxTree& tree = file.tree();
   NodeId it = file.loop_iterable(loop);

@@ -24,6 +24,8 @@ bool iterates_over_batches(const FileAnalysis& file, NodeId loop);
 // handful of iterations (at most kSmallLoopIterations), known before it runs.
 inline constexpr long kSmallLoopIterations = 64;
 bool is_small_constant_loop(const FileAnalysis& file, NodeId loop);
+// `for i in range(10000)`: more than kSmallLoopIterations, known before it runs.
+bool is_large_constant_loop(const FileAnalysis& file, NodeId loop);
 // A loop whose iterations are training or evaluation steps: it iterates
 // over batches, calls backward() or optimizer.step(), or never ends. Loops
 // over layers, heads or time steps inside one step are not.

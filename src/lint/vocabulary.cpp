@@ -138,4 +138,23 @@ bool is_device_name(std::string_view raw) {
          n == "rank" || n == "local_rank";
 }
 
+bool is_accelerator_name(std::string_view raw) {
+  std::string n = normalized(raw);
+  return n == "accelerator" || n == "fabric" || n == "engine" || ends_with(n, "_engine") ||
+         ends_with(n, "accelerator");
+}
+
+bool is_size_name(std::string_view raw) {
+  std::string n = normalized(raw);
+  if (one_of(n, {"b", "bs", "bsz", "n", "l", "t", "shape", "size", "sizes"})) return true;
+  for (const std::string& w : words(raw)) {
+    if (one_of(w, {"shape",    "shapes",  "size",  "sizes",  "batch",      "bs",     "bsz",
+                   "seq",      "seqlen",  "len",   "length", "lengths",    "tokens", "token",
+                   "requests", "request", "numel", "dims",   "resolution", "width",  "height"})) {
+      return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace gpuleak::lint::vocabulary

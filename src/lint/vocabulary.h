@@ -27,6 +27,12 @@ bool is_loader_name(std::string_view name);
 bool is_step_counter_name(std::string_view name);
 // device, dev, gpu, cuda_device, local_rank ...
 bool is_device_name(std::string_view name);
+// accelerator, fabric, engine, model_engine: objects whose backward(loss)
+// differentiates its argument.
+bool is_accelerator_name(std::string_view name);
+// Sizes that change with the input: batch_size, seq_len, shape, num_tokens,
+// bs, max_tokens, B.
+bool is_size_name(std::string_view name);
 
 // "self.encoder.layer" -> "layer"; "model" -> "model".
 std::string_view last_component(std::string_view dotted);

@@ -10,15 +10,23 @@
 
 namespace gpuleak::lint::testing {
 
-ChildResult run_child(const std::vector<std::string>& argv, const std::string& cwd) {
+ChildResult run_child(const std::vector<std::string>& argv, const std::string& cwd,
+                      const std::string& input) {
   int out_pipe[2];
   int err_pipe[2];
+  int in_pipe[2] = {-1, -1};
   if (pipe(out_pipe) != 0 || pipe(err_pipe) != 0) throw std::runtime_error("pipe failed");
+  if (!input.empty() && pipe(in_pipe) != 0) throw std::runtime_error("pipe failed");
   pid_t pid = fork();
   if (pid < 0) throw std::runtime_error("fork failed");
   if (pid == 0) {
-    int null_fd = open("/dev/null", O_RDONLY);
-    dup2(null_fd, STDIN_FILENO);
+    if (in_pipe[0] >= 0) {
+      dup2(in_pipe[0], STDIN_FILENO);
+      close(in_pipe[1]);
+    } else {
+      int null_fd = open("/dev/null", O_RDONLY);
+      dup2(null_fd, STDIN_FILENO);
+    }
     dup2(out_pipe[1], STDOUT_FILENO);
     dup2(err_pipe[1], STDERR_FILENO);
     close(out_pipe[0]);
@@ -32,6 +40,16 @@ ChildResult run_child(const std::vector<std::string>& argv, const std::string& c
   }
   close(out_pipe[1]);
   close(err_pipe[1]);
+  if (in_pipe[1] >= 0) {
+    close(in_pipe[0]);
+    std::size_t written = 0;
+    while (written < input.size()) {
+      ssize_t n = write(in_pipe[1], input.data() + written, input.size() - written);
+      if (n <= 0) break;
+      written += static_cast<std::size_t>(n);
+    }
+    close(in_pipe[1]);
+  }
   ChildResult result;
   pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
   int open_fds = 2;

@@ -14,7 +14,10 @@ struct ChildResult {
   std::string err;
 };
 
-// argv[0] is the program path. Stdin is /dev/null. `cwd` empty: inherit.
-ChildResult run_child(const std::vector<std::string>& argv, const std::string& cwd = {});
+// argv[0] is the program path. Stdin is `input` (less than 64 KiB, written
+// before the child's output is read), or /dev/null when it is empty.
+// `cwd` empty: inherit.
+ChildResult run_child(const std::vector<std::string>& argv, const std::string& cwd = {},
+                      const std::string& input = {});
 
 }  // namespace gpuleak::lint::testing

@@ -4,6 +4,8 @@
 // writes the table to <build>/lint-corpus-scores.txt.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -14,6 +16,7 @@
 #include <tuple>
 
 #include "lint/lint.h"
+#include "lint/syntax_tree.h"
 
 namespace gpuleak::lint {
 namespace {
@@ -165,6 +168,61 @@ TEST(lint_corpus, every_labelled_finding_is_found_and_nothing_else) {
     EXPECT_GE(s.negative_files, 3) << rule << " needs at least 3 tricky negative files";
     EXPECT_GE(s.true_positives, 3) << rule;
   }
+}
+
+}  // namespace
+}  // namespace gpuleak::lint
+
+namespace gpuleak::lint {
+namespace {
+
+// What a fix text quotes between backticks is code to type: it parses as
+// Python (a clause header gets a body, a decorator a function) and is never
+// a cut expression. Checked on every finding of both corpora.
+TEST(lint_corpus, every_fix_quotes_whole_valid_python) {
+  PythonParser parser;
+  Linter linter;
+  std::size_t spans = 0;
+  for (const char* folder : {"corpus", "reported"}) {
+    fs::path root = fs::path(GPULEAK_SOURCE_DIR) / "tests" / "lint" / folder;
+    for (const auto& e : fs::recursive_directory_iterator(root)) {
+      if (!e.is_regular_file() || e.path().extension() != ".py") continue;
+      FileReport report = linter.lint_file(e.path());
+      for (const Finding& f : report.findings) {
+        std::size_t at = 0;
+        while ((at = f.fix.find('`', at)) != std::string::npos) {
+          std::size_t end = f.fix.find('`', at + 1);
+          ASSERT_NE(end, std::string::npos) << f.fix;
+          std::string code = f.fix.substr(at + 1, end - at - 1);
+          at = end + 1;
+          ++spans;
+          // Keywords and `.method()` references are words in a sentence.
+          if (code == "with" || code == "try" || code == "try:" || code == "finally:" ||
+              code == "except:" || code == "else:" || code == "del") {
+            continue;
+          }
+          // Shell, not Python: `gpuleak run`, `PYTORCH_CUDA_ALLOC_CONF=...`.
+          std::size_t eq = code.find('=');
+          bool env =
+              eq != std::string::npos && eq > 0 &&
+              std::all_of(code.begin(), code.begin() + static_cast<std::ptrdiff_t>(eq), [](char c) {
+                return std::isupper(static_cast<unsigned char>(c)) || c == '_';
+              });
+          if (code.rfind("gpuleak ", 0) == 0 || env) continue;
+          std::string program = code;
+          if (!program.empty() && program.front() == '.') program = "x" + program;
+          if (program == "finally:") continue;
+          if (!program.empty() && program.back() == ':') program += "\n    pass";
+          if (!program.empty() && program.front() == '@') program += "\ndef f():\n    pass";
+          ParseResult r = parser.parse(program + "\n");
+          ASSERT_TRUE(r.tree) << code;
+          EXPECT_FALSE(r.tree->has_error())
+              << e.path().filename() << " " << f.rule->id << ": `" << code << "` in: " << f.fix;
+        }
+      }
+    }
+  }
+  EXPECT_GT(spans, 100u);
 }
 
 }  // namespace

@@ -181,5 +181,98 @@ TEST(lint_graph_flow, exceptions_and_exc_info_are_tracked_but_not_their_text) {
   EXPECT_EQ(f.bits("sys.exc_info()[0]"), 0);
 }
 
+TEST(lint_graph_flow, arithmetic_on_a_parameter_still_reaches_the_store_through_a_method) {
+  // AverageMeter.update sums `val * n` into self: the meter is a sink for
+  // its first parameter, so the call hands the loss (and its graph) to it.
+  Flow f(
+      "import torch\n"
+      "class AverageMeter:\n"
+      "    def __init__(self):\n"
+      "        self.sum = 0\n"
+      "    def update(self, val, n=1):\n"
+      "        self.sum += val * n\n"
+      "def train(model, loader, opt, criterion):\n"
+      "    meter = AverageMeter()\n"
+      "    for x, y in loader:\n"
+      "        loss = criterion(model(x), y)\n"
+      "        loss.backward()\n"
+      "        meter.update(loss)\n");
+  EXPECT_TRUE(f.graph("val * n")) << "the callers' loss seeds `val`";
+  bool handed = false;
+  for (const StoreEvent& s : f.analysis().stores()) {
+    if (f.analysis().tree().text(s.site) == "self.sum += val * n")
+      handed |= (s.value_bits & kCarriesGraph) != 0;
+  }
+  EXPECT_TRUE(handed);
+}
+
+TEST(lint_graph_flow, class_attributes_and_closures_carry_their_tensors) {
+  Flow f(
+      "import torch\n"
+      "class Model(torch.nn.Module):\n"
+      "    def __init__(self):\n"
+      "        super().__init__()\n"
+      "        self.probe = torch.nn.Parameter(torch.ones(8, device='cuda'))\n"
+      "    def inspect(self):\n"
+      "        intensity = self.probe.detach() ** 2\n"
+      "        show = lambda fig: fig.imshow(intensity.cpu())\n"
+      "        def later():\n"
+      "            return intensity.sum()\n"
+      "        return show, later\n");
+  EXPECT_TRUE(f.tensor("self.probe.detach() ** 2"));
+  EXPECT_TRUE(f.tensor("lambda fig: fig.imshow(intensity.cpu())"));
+  EXPECT_FALSE(f.graph("lambda fig: fig.imshow(intensity.cpu())"));
+}
+
+TEST(lint_graph_flow, a_name_that_is_differentiated_carries_a_graph_whatever_made_it) {
+  // Nothing says what `loss_function` returns, but `total.backward()` does.
+  std::string source =
+      "import torch\n"
+      "def optimize(loss_function, tensors, opt):\n"
+      "    history = []\n"
+      "    while True:\n"
+      "        opt.zero_grad()\n"
+      "        total = sum(loss_function(*tensors))\n"
+      "        total.backward()\n"
+      "        opt.step()\n"
+      "        history.append(total)\n";
+  EXPECT_EQ(testing::rule_ids(source), (std::vector<std::string>{"GL101"}));
+  std::string rebound = source;
+  rebound.replace(rebound.find("history.append(total)"), 21,
+                  "total = total.item()\n        history.append(total)");
+  EXPECT_TRUE(testing::rule_ids(rebound).empty()) << "a number after backward";
+}
+
+TEST(lint_graph_flow, losses_are_one_number_and_model_outputs_are_not) {
+  Flow f(
+      "import torch\n"
+      "import torch.nn.functional as F\n"
+      "def step(model, x, y):\n"
+      "    out = model(x)\n"
+      "    loss = F.cross_entropy(out, y)\n"
+      "    each = F.cross_entropy(out, y, reduction='none')\n"
+      "    total = out.sum()\n"
+      "    rows = out.sum(dim=1)\n"
+      "    return loss, each, total, rows\n");
+  EXPECT_TRUE(f.bits("model(x)") & kNonScalar);
+  EXPECT_FALSE(f.bits("F.cross_entropy(out, y)") & kNonScalar);
+  EXPECT_TRUE(f.bits("F.cross_entropy(out, y, reduction='none')") & kNonScalar);
+  EXPECT_FALSE(f.bits("out.sum()") & kNonScalar);
+  EXPECT_TRUE(f.bits("out.sum(dim=1)") & kNonScalar);
+}
+
+TEST(lint_graph_flow, tuples_returned_by_a_function_of_the_file_keep_their_elements_apart) {
+  Flow f(
+      "import torch\n"
+      "def validation_step(model, x, y):\n"
+      "    y_hat = model(x)\n"
+      "    return y_hat.detach(), (y_hat - y).pow(2).mean().item()\n"
+      "def run(model, loader, costs):\n"
+      "    for x, y in loader:\n"
+      "        _, cost = validation_step(model, x, y)\n"
+      "        costs.append(cost)\n");
+  EXPECT_EQ(f.bits("cost"), 0);
+}
+
 }  // namespace
 }  // namespace gpuleak::lint

@@ -3,7 +3,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cctype>
+#include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 
 #include "child_process.h"
@@ -41,9 +44,10 @@ const char* kClean =
     "        opt.step()\n"
     "        total += loss.item()\n";
 
-testing::ChildResult lint(std::vector<std::string> args, const std::string& cwd = {}) {
+testing::ChildResult lint(std::vector<std::string> args, const std::string& cwd = {},
+                          const std::string& input = {}) {
   args.insert(args.begin(), {kBinary, "lint"});
-  return run_child(args, cwd);
+  return run_child(args, cwd, input);
 }
 
 std::size_t lines(const std::string& s) { return std::count(s.begin(), s.end(), '\n'); }
@@ -247,6 +251,183 @@ TEST(lint_cli, parallel_and_serial_runs_agree) {
   auto b = nlohmann::json::parse(parallel.out);
   EXPECT_EQ(a["findings"], b["findings"]);
   EXPECT_GT(a["findings"].size(), 50u);
+}
+
+TEST(lint_cli, a_folder_that_cannot_be_listed_is_reported_and_fails_the_run) {
+  // As root every folder can be listed; drop to nobody for the child.
+  std::vector<std::string> prefix;
+  if (geteuid() == 0) {
+    if (access("/usr/bin/setpriv", X_OK) != 0) GTEST_SKIP() << "root without setpriv";
+    prefix = {"/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"};
+  }
+  ScratchFolder dir("cli-unlistable");
+  dir.write("pkg/ok/leaky.py", kLeaky);
+  dir.write("pkg/closed/hidden.py", kLeaky);
+  for (const auto& p : {dir.path(), dir.path() / "pkg", dir.path() / "pkg" / "ok"}) {
+    chmod(p.c_str(), 0755);
+  }
+  chmod((dir.path() / "pkg" / "ok" / "leaky.py").c_str(), 0644);
+  chmod((dir.path() / "pkg" / "closed").c_str(), 0);
+  std::vector<std::string> args = prefix;
+  for (const auto& a :
+       {kBinary, std::string("lint"), std::string("--no-config"), (dir.path() / "pkg").string()}) {
+    args.push_back(a);
+  }
+  auto r = run_child(args);
+  args.insert(args.end() - 1, "--exit-zero");
+  auto zero = run_child(args);
+  chmod((dir.path() / "pkg" / "closed").c_str(), 0755);
+  EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+  EXPECT_NE(r.err.find("closed: cannot list folder"), std::string::npos) << r.err;
+  EXPECT_NE(r.out.find("leaky.py:9:9: error GL101"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("1 folder could not be listed"), std::string::npos) << r.out;
+  EXPECT_EQ(zero.exit_code, 0) << zero.err;
+}
+
+TEST(lint_cli, exit_zero_keeps_findings_but_not_usage_errors) {
+  ScratchFolder dir("cli-exit-zero");
+  auto leaky = dir.write("leaky.py", kLeaky);
+  auto r = lint({"--no-config", "--exit-zero", leaky.string()});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.out.find("error GL101"), std::string::npos) << r.out;
+  auto usage = lint({"--no-config", "--exit-zero", (dir.path() / "absent.py").string()});
+  EXPECT_EQ(usage.exit_code, 2);
+}
+
+TEST(lint_cli, statistics_counts_findings_per_rule) {
+  ScratchFolder dir("cli-statistics");
+  dir.write("a.py", kLeaky);
+  dir.write("b.py", kLeaky);
+  auto r = lint({"--no-config", "--statistics", dir.path().string()});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.out.find("2  GL101  error    loss-accumulated-with-graph\n"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("2  GL502  warning  empty-cache-in-loop\n"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("total += loss"), std::string::npos) << "no individual findings";
+  EXPECT_EQ(
+      lint({"--no-config", "--statistics", "--format", "json", dir.path().string()}).exit_code, 2);
+}
+
+TEST(lint_cli, standard_input_is_linted_under_the_name_given) {
+  auto r =
+      lint({"--no-config", "--format", "json", "--stdin-filename", "train.py", "-"}, {}, kLeaky);
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  auto doc = nlohmann::json::parse(r.out);
+  ASSERT_EQ(doc["findings"].size(), 2u);
+  EXPECT_EQ(doc["findings"][0]["path"], "train.py");
+  EXPECT_EQ(doc["findings"][0]["line"], 9);
+  auto plain = lint({"--no-config", "-"}, {}, kClean);
+  EXPECT_EQ(plain.exit_code, 0) << plain.out << plain.err;
+  EXPECT_NE(plain.out.find("No findings in 1 file."), std::string::npos) << plain.out;
+  EXPECT_EQ(lint({"--no-config", "--stdin-filename", "x.py", "a.py"}).exit_code, 2);
+}
+
+TEST(lint_cli, github_format_writes_one_escaped_workflow_command_per_finding) {
+  ScratchFolder dir("cli-github");
+  auto f = dir.write("dir,with:odd/a.py", kLeaky);
+  auto r = lint({"--no-config", "--format", "github", f.string()});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(lines(r.out), 2u) << r.out;
+  std::size_t at = r.out.find("::error file=");
+  ASSERT_NE(at, std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("dir%2Cwith%3Aodd/a.py,line=9,col=9,endLine=9,endColumn=22,"
+                       "title=GL101 loss-accumulated-with-graph::"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("::warning file="), std::string::npos) << r.out;  // GL502
+}
+
+TEST(lint_cli, noqa_comments_suppress_gpuleak_codes_only) {
+  ScratchFolder dir("cli-noqa");
+  std::string source = kLeaky;
+  std::string line = "total += loss\n";
+  auto with = [&](const std::string& comment) {
+    std::string s = source;
+    s.replace(s.find(line), line.size(), "total += loss  " + comment + "\n");
+    return dir.write("a.py", s);
+  };
+  EXPECT_EQ(lint({"--no-config", "--select", "GL101", with("# noqa: GL101").string()}).exit_code,
+            0);
+  EXPECT_EQ(lint({"--no-config", "--select", "GL101", with("# noqa").string()}).exit_code, 0);
+  EXPECT_EQ(lint({"--no-config", "--select", "GL101", with("# noqa: E501").string()}).exit_code, 1);
+  EXPECT_EQ(
+      lint({"--no-config", "--select", "GL101", with("# NOQA:E501,GL101").string()}).exit_code, 0);
+}
+
+TEST(lint_cli, a_statement_that_does_not_parse_is_reported_and_the_rest_linted) {
+  ScratchFolder dir("cli-partial");
+  std::string source = std::string(kLeaky) + "\nvalue = [1, 2 3]\n";
+  auto f = dir.write("a.py", source);
+  auto r = lint({"--no-config", "--format", "json", f.string()});
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  auto doc = nlohmann::json::parse(r.out);
+  ASSERT_EQ(doc["statements_not_parsed"].size(), 1u) << r.out;
+  EXPECT_EQ(doc["statements_not_parsed"][0]["line"], 12);
+  EXPECT_EQ(doc["findings"].size(), 2u);
+  EXPECT_NE(r.err.find("a.py:12:"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("it is not analysed, the rest of the file is"), std::string::npos) << r.err;
+  // Valid Python that tree-sitter-python 0.23 rejects is linted in full.
+  auto valid = dir.write("b.py", "import torch\nhost, *rest = endpoint, *[]\n");
+  auto v = lint({"--no-config", valid.string()});
+  EXPECT_EQ(v.exit_code, 0) << v.out << v.err;
+  EXPECT_TRUE(v.err.empty()) << v.err;
+}
+
+TEST(lint_cli, unknown_key_in_the_configuration_is_a_usage_error) {
+  ScratchFolder dir("cli-config-key");
+  dir.write("pyproject.toml", "[tool.gpuleak]\nselct = [\"GL1\"]\n");
+  dir.write("a.py", kClean);
+  auto r = lint({"."}, dir.path().string());
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("unknown key `selct`"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("did you mean `select`"), std::string::npos) << r.err;
+}
+
+TEST(lint_cli, sarif_rules_point_to_their_documentation) {
+  ScratchFolder dir("cli-sarif-help");
+  auto f = dir.write("a.py", kLeaky);
+  auto r = lint({"--no-config", "--format", "sarif", f.string()});
+  auto doc = nlohmann::json::parse(r.out);
+  for (const auto& rule : doc["runs"][0]["tool"]["driver"]["rules"]) {
+    std::string uri = rule["helpUri"];
+    EXPECT_EQ(uri.substr(uri.size() - rule["id"].get<std::string>().size() - 3),
+              rule["id"].get<std::string>() + ".md");
+    if (uri.rfind("file://", 0) == 0) {
+      EXPECT_TRUE(std::filesystem::exists(uri.substr(7))) << uri;
+    }
+  }
+}
+
+// docs/lint.md is the user's reference: every flag `gpuleak lint --help`
+// prints and every rule `--list-rules` lists has its line there.
+TEST(lint_cli, every_flag_and_rule_of_the_binary_is_documented) {
+  std::ifstream in(std::string(GPULEAK_SOURCE_DIR) + "/docs/lint.md");
+  std::string docs((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_FALSE(docs.empty());
+  auto help = lint({"--help"});
+  ASSERT_EQ(help.exit_code, 0) << help.err;
+  std::size_t flags = 0;
+  for (std::size_t at = help.out.find("--"); at != std::string::npos;
+       at = help.out.find("--", at + 2)) {
+    std::size_t end = at + 2;
+    while (end < help.out.size() &&
+           (std::isalnum(static_cast<unsigned char>(help.out[end])) || help.out[end] == '-')) {
+      ++end;
+    }
+    std::string flag = help.out.substr(at, end - at);
+    if (flag == "--" || flag == "--help") continue;
+    ++flags;
+    EXPECT_NE(docs.find("`" + flag), std::string::npos) << flag << " is not in docs/lint.md";
+  }
+  EXPECT_GT(flags, 12u);
+  auto rules = nlohmann::json::parse(lint({"--list-rules", "--format", "json"}).out);
+  ASSERT_GT(rules.size(), 10u);
+  for (const auto& rule : rules) {
+    std::string id = rule["id"];
+    EXPECT_NE(docs.find("| [" + id + "](rules/" + id + ".md) | " + rule["name"].get<std::string>()),
+              std::string::npos)
+        << id << " has no row in docs/lint.md's rule table";
+  }
 }
 
 }  // namespace

@@ -11,12 +11,27 @@ TEST(lint_config, reads_select_ignore_and_exclude) {
   testing::ScratchFolder dir("config-read");
   auto file = dir.write("pyproject.toml",
                         "[project]\nname = \"x\"\n\n[tool.gpuleak]\nselect = [\"GL1\", \"GL301\"]\n"
-                        "ignore = \"GL103\"\nexclude = [\"build\", \"*_pb2.py\"]\nother = 3\n");
+                        "ignore = \"GL103\"\nexclude = [\"build\", \"*_pb2.py\"]\n"
+                        "[tool.gpuleak.run]\nfail-on-leak = true\n");
   LintConfig c = load_config(file);
   EXPECT_EQ(c.select, (std::vector<std::string>{"GL1", "GL301"}));
   EXPECT_EQ(c.ignore, (std::vector<std::string>{"GL103"}));
   EXPECT_EQ(c.exclude, (std::vector<std::string>{"build", "*_pb2.py"}));
   EXPECT_EQ(c.source, file);
+}
+
+TEST(lint_config, unknown_key_is_refused_with_its_line_and_the_key_it_resembles) {
+  testing::ScratchFolder dir("config-unknown");
+  auto file =
+      dir.write("pyproject.toml", "[tool.gpuleak]\nselect = [\"GL1\"]\nexlcude = [\"build\"]\n");
+  try {
+    load_config(file);
+    FAIL() << "accepted a misspelt key";
+  } catch (const ConfigError& e) {
+    std::string m = e.what();
+    EXPECT_NE(m.find("pyproject.toml:3:1: unknown key `exlcude`"), std::string::npos) << m;
+    EXPECT_NE(m.find("did you mean `exclude`"), std::string::npos) << m;
+  }
 }
 
 TEST(lint_config, wrong_type_names_file_line_and_key) {

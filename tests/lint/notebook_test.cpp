@@ -63,10 +63,27 @@ TEST(lint_notebook, findings_carry_cell_number_and_line_within_cell) {
   EXPECT_EQ(report.findings[0].start.column, 5u);
 }
 
-TEST(lint_notebook, syntax_error_names_the_cell) {
+TEST(lint_notebook, a_cell_that_does_not_parse_is_named_and_the_other_cells_are_linted) {
   std::string nb = R"({"cells": [
     {"cell_type": "code", "source": ["import torch\n"]},
-    {"cell_type": "code", "source": ["x = (1,\n"]}
+    {"cell_type": "code", "source": ["x = (1,\n"]},
+    {"cell_type": "code", "source": ["total = 0\n", "for x, y in loader:\n", "    loss = crit(model(x), y)\n", "    loss.backward()\n", "    total += loss\n"]}
+  ], "metadata": {}, "nbformat": 4})";
+  Linter linter;
+  FileReport report = linter.lint_notebook("broken.ipynb", nb);
+  ASSERT_FALSE(report.problem) << report.problem->message;
+  ASSERT_EQ(report.unparsed.size(), 1u);
+  EXPECT_EQ(report.unparsed[0].cell, 2u);
+  EXPECT_EQ(report.unparsed[0].position.line, 1u);
+  ASSERT_EQ(report.findings.size(), 1u);
+  EXPECT_EQ(report.findings[0].cell, 3u);
+  EXPECT_EQ(report.findings[0].start.line, 5u);
+}
+
+TEST(lint_notebook, a_notebook_whose_code_is_mostly_broken_is_not_linted) {
+  std::string nb = R"({"cells": [
+    {"cell_type": "code", "source": ["import torch\n"]},
+    {"cell_type": "code", "source": ["def f(:\n", "  x = [1, 2,\n", "  y = ((((\n"]}
   ], "metadata": {}, "nbformat": 4})";
   Linter linter;
   FileReport report = linter.lint_notebook("broken.ipynb", nb);

@@ -24,12 +24,12 @@ TEST(lint_rule_selection, default_runs_every_rule) {
 TEST(lint_rule_selection, prefixes_ids_and_names_select) {
   RuleSelection s({"GL1", "gl301", "empty-cache-in-loop"}, {});
   EXPECT_EQ(enabled(s),
-            (std::set<std::string>{"GL101", "GL102", "GL103", "GL104", "GL301", "GL502"}));
+            (std::set<std::string>{"GL101", "GL102", "GL103", "GL104", "GL105", "GL301", "GL502"}));
 }
 
 TEST(lint_rule_selection, ignore_wins_over_select) {
   RuleSelection s({"GL1"}, {"GL102"});
-  EXPECT_EQ(enabled(s), (std::set<std::string>{"GL101", "GL103", "GL104"}));
+  EXPECT_EQ(enabled(s), (std::set<std::string>{"GL101", "GL103", "GL104", "GL105"}));
 }
 
 TEST(lint_rule_selection, unknown_entry_is_refused_by_name) {

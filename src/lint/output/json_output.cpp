@@ -16,6 +16,7 @@ json cell_or_null(std::uint32_t cell) { return cell > 0 ? json(cell) : json(null
 void write_json(std::ostream& out, const LintRun& run, std::string_view tool_version) {
   json findings = json::array();
   json not_linted = json::array();
+  json partially = json::array();
   std::map<std::string, std::size_t> by_rule;
   std::map<std::string, std::size_t> by_severity{{"error", 0}, {"warning", 0}, {"info", 0}};
   std::size_t suppressed = 0;
@@ -32,6 +33,13 @@ void write_json(std::ostream& out, const LintRun& run, std::string_view tool_ver
            {"column", report.problem->position.line > 0 ? json(report.problem->position.column)
                                                         : json(nullptr)},
            {"message", report.problem->message}});
+    }
+    for (const FileProblem& u : report.unparsed) {
+      partially.push_back({{"path", report.path},
+                           {"cell", cell_or_null(u.cell)},
+                           {"line", u.position.line},
+                           {"column", u.position.column},
+                           {"message", u.message}});
     }
     for (const Finding& f : report.findings) {
       ++by_rule[std::string(f.rule->id)];
@@ -59,7 +67,9 @@ void write_json(std::ostream& out, const LintRun& run, std::string_view tool_ver
       {"tool", {{"name", "gpuleak"}, {"version", tool_version}}},
       {"findings", findings},
       {"files_not_linted", not_linted},
+      {"statements_not_parsed", partially},
       {"missing_paths", run.missing},
+      {"folders_not_listed", run.problems},
       {"summary",
        {{"files", run.reports.size()},
         {"bytes", run.bytes},

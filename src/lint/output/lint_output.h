@@ -1,7 +1,8 @@
-// The three ways a lint run is written: text for people, JSON for scripts,
-// SARIF 2.1.0 for code-scanning tools. Each writer takes the whole run so
-// it can add a summary; none of them prints file problems to stderr (the
-// command does that, for every format).
+// The ways a lint run is written: text for people (or, with statistics, a
+// count per rule), JSON for scripts, SARIF 2.1.0 for code-scanning tools,
+// GitHub Actions workflow commands for annotations on a pull request. Each
+// writer takes the whole run so it can add a summary; none of them prints
+// file problems to stderr (the command does that, for every format).
 #pragma once
 
 #include <cstdint>
@@ -23,11 +24,21 @@ struct LintRun {
 
   std::size_t finding_count() const;
   std::size_t files_not_linted() const;
+  std::size_t unparsed_statements() const;
 };
 
 void write_text(std::ostream& out, const LintRun& run, bool color);
 void write_json(std::ostream& out, const LintRun& run, std::string_view tool_version);
 void write_sarif(std::ostream& out, const LintRun& run, std::string_view tool_version);
+// `::error file=...,line=...::message` per finding, and `::warning` per file
+// or statement that could not be linted; GitHub shows them on the diff.
+void write_github(std::ostream& out, const LintRun& run);
+// One line per rule with findings: count, id, name; most frequent first.
+void write_statistics(std::ostream& out, const LintRun& run);
+
+// Where a rule's documentation page is (SARIF helpUri): the configured base
+// (-DGPULEAK_RULE_DOCS_URL at build time) followed by "<ID>.md".
+std::string rule_docs_uri(std::string_view id);
 
 // The rule catalog, for --list-rules.
 void write_rules_text(std::ostream& out);

@@ -44,6 +44,10 @@ std::string_view sarif_level(Severity s) {
 
 }  // namespace
 
+std::string rule_docs_uri(std::string_view id) {
+  return std::string(GPULEAK_RULE_DOCS_URL) + std::string(id) + ".md";
+}
+
 void write_sarif(std::ostream& out, const LintRun& run, std::string_view tool_version) {
   json rules = json::array();
   for (const RuleInfo* rule : rule_catalog()) {
@@ -53,6 +57,7 @@ void write_sarif(std::ostream& out, const LintRun& run, std::string_view tool_ve
          {"shortDescription", {{"text", rule->summary}}},
          {"fullDescription", {{"text", rule->why}}},
          {"help", {{"text", rule->fix}}},
+         {"helpUri", rule_docs_uri(rule->id)},
          {"defaultConfiguration", {{"level", sarif_level(rule->severity)}}},
          {"properties",
           {{"cause", cause_slug(rule->cause)}, {"tags", json::array({cause_slug(rule->cause)})}}}});
@@ -66,6 +71,7 @@ void write_sarif(std::ostream& out, const LintRun& run, std::string_view tool_ve
   };
   json results = json::array();
   json notifications = json::array();
+  json warnings = json::array();  // statements not parsed: reported, not a failure
   for (const FileReport& report : run.reports) {
     if (report.problem) {
       json notification = {{"level", "error"},
@@ -78,6 +84,17 @@ void write_sarif(std::ostream& out, const LintRun& run, std::string_view tool_ve
       }
       notification["locations"] = json::array({location});
       notifications.push_back(notification);
+    }
+    for (const FileProblem& u : report.unparsed) {
+      warnings.push_back(
+          {{"level", "warning"},
+           {"message", {{"text", report.path + ": " + u.message}}},
+           {"locations",
+            json::array(
+                {{{"physicalLocation",
+                   {{"artifactLocation", {{"uri", path_to_uri(report.path)}}},
+                    {"region",
+                     {{"startLine", u.position.line}, {"startColumn", u.position.column}}}}}}})}});
     }
     for (const Finding& f : report.findings) {
       std::string snippet;
@@ -110,6 +127,7 @@ void write_sarif(std::ostream& out, const LintRun& run, std::string_view tool_ve
     notifications.push_back({{"level", "error"}, {"message", {{"text", problem}}}});
   }
   json invocation = {{"executionSuccessful", notifications.empty()}};
+  for (auto& w : warnings) notifications.push_back(std::move(w));
   if (!notifications.empty()) invocation["toolExecutionNotifications"] = notifications;
   json doc = {
       {"$schema", "https://json.schemastore.org/sarif-2.1.0.json"},

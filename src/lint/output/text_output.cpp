@@ -115,6 +115,29 @@ std::size_t LintRun::files_not_linted() const {
   return n;
 }
 
+std::size_t LintRun::unparsed_statements() const {
+  std::size_t n = 0;
+  for (const auto& r : reports) n += r.unparsed.size();
+  return n;
+}
+
+void write_statistics(std::ostream& out, const LintRun& run) {
+  std::map<const RuleInfo*, std::size_t> counts;
+  for (const FileReport& report : run.reports) {
+    for (const Finding& f : report.findings) ++counts[f.rule];
+  }
+  std::vector<std::pair<const RuleInfo*, std::size_t>> rows(counts.begin(), counts.end());
+  std::stable_sort(rows.begin(), rows.end(), [](const auto& a, const auto& b) {
+    return a.second != b.second ? a.second > b.second : a.first->id < b.first->id;
+  });
+  std::size_t width = 1;
+  for (const auto& [rule, n] : rows) width = std::max(width, std::to_string(n).size());
+  for (const auto& [rule, n] : rows) {
+    out << fmt::format("{:>{}}  {}  {:<7}  {}\n", n, width, rule->id, severity_name(rule->severity),
+                       rule->name);
+  }
+}
+
 void write_text(std::ostream& out, const LintRun& run, bool color) {
   Palette p{color};
   std::map<Severity, std::size_t> by_severity;
@@ -165,6 +188,15 @@ void write_text(std::ostream& out, const LintRun& run, bool color) {
   if (not_linted > 0) {
     summary +=
         fmt::format("; {} file{} could not be linted", not_linted, not_linted == 1 ? "" : "s");
+  }
+  std::size_t unparsed = run.unparsed_statements();
+  if (unparsed > 0) {
+    summary += fmt::format("; {} statement{} could not be parsed and {} not analysed", unparsed,
+                           unparsed == 1 ? "" : "s", unparsed == 1 ? "was" : "were");
+  }
+  if (!run.problems.empty()) {
+    summary += fmt::format("; {} folder{} could not be listed", run.problems.size(),
+                           run.problems.size() == 1 ? "" : "s");
   }
   out << p.bold(summary) << ".\n";
 }

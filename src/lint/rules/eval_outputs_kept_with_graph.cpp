@@ -1,6 +1,7 @@
 // GL102: outputs (or losses) kept during evaluation while autograd is on.
 #include <fmt/format.h>
 
+#include "lint/fix_text.h"
 #include "lint/rules/rule_factories.h"
 #include "lint/store_growth.h"
 #include "lint/training_loop.h"
@@ -40,10 +41,11 @@ class EvalOutputsKeptWithGraph final : public Rule {
           "activations of every batch",
           quote(file, store.site), quote(file, store.value, 40), growth.container);
       const Scope& scope = file.scopes()[store.scope];
-      std::string where =
-          growth.loop != kNoNode
-              ? fmt::format("the loop over `{}`", quote(file, file.loop_iterable(growth.loop), 40))
-              : std::string("the evaluation code");
+      std::string iterable =
+          growth.loop != kNoNode ? whole_code(file, file.loop_iterable(growth.loop), 40) : "";
+      std::string where = !iterable.empty()        ? fmt::format("the loop over `{}`", iterable)
+                          : growth.loop != kNoNode ? std::string("the evaluation loop")
+                                                   : std::string("the evaluation code");
       r.fix = scope.node == file.tree().root()
                   ? fmt::format("wrap {} in `with torch.no_grad():`", where)
                   : fmt::format(

@@ -1,6 +1,9 @@
 // GL203: exceptions, tracebacks or sys.exc_info() kept beyond the handler.
 #include <fmt/format.h>
 
+#include <algorithm>
+
+#include "lint/fix_text.h"
 #include "lint/rules/rule_factories.h"
 #include "lint/store_growth.h"
 #include "lint/training_loop.h"
@@ -88,6 +91,70 @@ bool is_exc_info_call(const FileAnalysis& file, NodeId value) {
          file.qualified_name(file.callee(value)) == "sys.exc_info";
 }
 
+// `e.__traceback__ = None` (or `e = e.with_traceback(None)`) after the store
+// in the same function: the kept exception no longer holds the frames.
+bool traceback_dropped(const FileAnalysis& file, const StoreEvent& store) {
+  const SyntaxTree& tree = file.tree();
+  std::string value(file.text(store.value));
+  NodeId root = file.scopes()[store.scope].node;
+  for (NodeId id = store.site; id < tree.node(root).subtree_end; ++id) {
+    if (tree.kind(id) != NodeKind::kAssignment || file.scope_index_of(id) != store.scope) continue;
+    NodeId left = tree.child_by_field(id, Field::kLeft);
+    NodeId right = tree.child_by_field(id, Field::kRight);
+    if (left == kNoNode || right == kNoNode) continue;
+    std::string target = dotted_text(tree, left);
+    if (tree.kind(right) == NodeKind::kNone && target.size() > 14 &&
+        target.substr(target.size() - 14) == ".__traceback__") {
+      std::string owner = target.substr(0, target.size() - 14);
+      if (owner == value || owner == dotted_text(tree, store.container)) return true;
+    }
+  }
+  return false;
+}
+
+// The function, or the code its try block runs, handles tensors: only then
+// do the frames a traceback keeps hold GPU memory.
+bool touches_tensors(const FileAnalysis& file, std::size_t scope) {
+  const SyntaxTree& tree = file.tree();
+  const Scope& s = file.scopes()[scope];
+  if (s.class_node != kNoNode) {
+    const ClassFacts* c = file.class_facts(s.class_node);
+    if (c != nullptr && c->is_module) return true;
+  }
+  for (NodeId id = s.node; id < tree.node(s.node).subtree_end; ++id) {
+    if (file.scope_index_of(id) != scope) continue;
+    if (file.value_bits(id) & (kCarriesGraph | kDeviceTensor)) return true;
+    if (tree.kind(id) == NodeKind::kCall && file.is_model_call(id)) return true;
+  }
+  return false;
+}
+
+bool is_memory_error_handler(const FileAnalysis& file, NodeId handler) {
+  const SyntaxTree& tree = file.tree();
+  NodeId type = tree.child_by_field(handler, Field::kValue);
+  if (type == kNoNode) {
+    for (NodeId c : tree.named_children(handler)) {
+      if (tree.kind(c) != NodeKind::kBlock) type = c;
+      break;
+    }
+  }
+  if (type == kNoNode || tree.kind(type) == NodeKind::kBlock) return true;  // bare except
+  std::string_view text = tree.text(type);
+  return text.find("RuntimeError") != std::string_view::npos ||
+         text.find("OutOfMemoryError") != std::string_view::npos ||
+         text.find("MemoryError") != std::string_view::npos ||
+         text.find("Exception") != std::string_view::npos;
+}
+
+std::string text_instead(const FileAnalysis& file, NodeId value) {
+  std::string v = whole_code(file, value, 40);
+  if (v.empty() || file.tree().kind(value) != NodeKind::kIdentifier) {
+    return "keep text instead (`repr(e)`, `traceback.format_exc()`), or drop the frames first "
+           "(`e.with_traceback(None)`)";
+  }
+  return fmt::format("store `repr({})` or `{}.with_traceback(None)` instead", v, v);
+}
+
 class ExceptionKept final : public Rule {
  public:
   const RuleInfo& info() const override { return kInfo; }
@@ -108,6 +175,7 @@ class ExceptionKept final : public Rule {
           if (!inside_handler(file, store.site)) continue;
           std::string name(file.text(store.container));
           if (deleted_in_scope(file, name, store.scope)) continue;
+          if (!touches_tensors(file, store.scope)) continue;  // no tensors in those frames
           r.message = fmt::format(
               "`{}` keeps the traceback in a local of `{}`: frame and traceback reference each "
               "other, so the failed step's tensors stay alive until the cycle collector runs",
@@ -118,15 +186,17 @@ class ExceptionKept final : public Rule {
         case StoreKind::kAttribute:
         case StoreKind::kGlobalName:
           if (store.kind == StoreKind::kAttribute && !long_lived_root(file, store)) continue;
+          if (traceback_dropped(file, store)) continue;
           r.message = fmt::format(
               "`{}` keeps `{}` after its handler: its traceback holds the frames of the failed "
               "step and every CUDA tensor they reference",
               quote(file, store.site), value);
-          r.fix = fmt::format("store `repr({})` or `{}.with_traceback(None)`", value, value);
+          r.fix = text_instead(file, store.value);
           break;
         default: {
           std::string container = container_path(file, store.container);
           if (!container.empty() && raised_later(file, container, store.scope)) continue;
+          if (traceback_dropped(file, store)) continue;
           // A local list of errors lives as long as its call; it matters when
           // it outlives the steps of a loop that keeps failing, or the call.
           if (!long_lived_root(file, store)) {
@@ -137,12 +207,58 @@ class ExceptionKept final : public Rule {
               "`{}` keeps `{}` in `{}`: each kept traceback holds the frames of a failed step "
               "and every CUDA tensor they reference",
               quote(file, store.site), value, container.empty() ? "a container" : container);
-          r.fix =
-              fmt::format("store `repr({})` (or `{}.with_traceback(None)`) instead", value, value);
+          r.fix = text_instead(file, store.value);
           break;
         }
       }
       sink.report(kInfo, std::move(r));
+    }
+    check_retries_inside_handlers(file, sink);
+  }
+
+ private:
+  // try: run(batch) / except RuntimeError: run(smaller): the retry runs
+  // while the exception, and the frames of the attempt that ran out of
+  // memory, are still alive (the PyTorch FAQ's out-of-memory handler).
+  static void check_retries_inside_handlers(const FileAnalysis& file, FindingSink& sink) {
+    const SyntaxTree& tree = file.tree();
+    for (NodeId id = 0; id < tree.size(); ++id) {
+      if (tree.kind(id) != NodeKind::kTryStatement) continue;
+      NodeId body = tree.child_by_field(id, Field::kBody);
+      if (body == kNoNode) continue;
+      std::size_t scope = file.scope_index_of(id);
+      std::vector<std::string_view> attempted;
+      for (NodeId c = body; c < tree.node(body).subtree_end; ++c) {
+        if (tree.kind(c) == NodeKind::kCall && file.scope_index_of(c) == scope) {
+          std::string_view n = file.callee_last_name(c);
+          if (!n.empty()) attempted.push_back(n);
+        }
+      }
+      for (NodeId h : tree.named_children(id)) {
+        if (tree.kind(h) != NodeKind::kExceptClause || !is_memory_error_handler(file, h)) continue;
+        for (NodeId c = h; c < tree.node(h).subtree_end; ++c) {
+          if (tree.kind(c) != NodeKind::kCall || file.scope_index_of(c) != scope) continue;
+          std::string_view n = file.callee_last_name(c);
+          if (n.empty() || std::find(attempted.begin(), attempted.end(), n) == attempted.end()) {
+            continue;
+          }
+          bool allocates = file.is_model_call(c);
+          for (std::size_t s : file.callees_of(c)) allocates |= touches_tensors(file, s);
+          if (!allocates) continue;
+          RuleReport r;
+          r.node = c;
+          r.message = fmt::format(
+              "`{}` retries inside the `except` block: until the handler ends, the exception's "
+              "traceback keeps the frames of the failed attempt, and every tensor they hold, "
+              "alive",
+              quote(file, c));
+          r.fix =
+              "leave the handler first: set a flag in it (`failed = True`) and retry after the "
+              "`try` statement";
+          sink.report(kInfo, std::move(r));
+          break;
+        }
+      }
     }
   }
 };

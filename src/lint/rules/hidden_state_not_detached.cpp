@@ -91,6 +91,31 @@ bool cut_in(const FileAnalysis& file, NodeId region, const std::string& name, No
   return false;
 }
 
+// The model call on the right of the last assignment to `name` before `at`,
+// in the same block; kNoNode otherwise.
+NodeId model_call_assigned_before(const FileAnalysis& file, NodeId name, NodeId at) {
+  const SyntaxTree& tree = file.tree();
+  if (name == kNoNode || tree.kind(name) != NodeKind::kIdentifier) return kNoNode;
+  NodeId statement = tree.parent(at);
+  if (statement == kNoNode || tree.kind(statement) != NodeKind::kExpressionStatement) {
+    return kNoNode;
+  }
+  NodeId block = tree.parent(statement);
+  if (block == kNoNode) return kNoNode;
+  NodeId found = kNoNode;
+  for (NodeId st = tree.first_child(block); st != kNoNode && st != statement;
+       st = tree.next_sibling(st)) {
+    if (tree.kind(st) != NodeKind::kExpressionStatement) continue;
+    NodeId a = tree.first_named_child(st);
+    if (a == kNoNode || tree.kind(a) != NodeKind::kAssignment) continue;
+    NodeId l = tree.child_by_field(a, Field::kLeft);
+    NodeId r = tree.child_by_field(a, Field::kRight);
+    if (l == kNoNode || tree.text(l) != tree.text(name)) continue;
+    found = r != kNoNode && tree.kind(r) == NodeKind::kCall && file.is_model_call(r) ? r : kNoNode;
+  }
+  return found;
+}
+
 bool scope_calls_backward(const FileAnalysis& file, std::size_t scope) {
   for (NodeId call : file.calls()) {
     if (file.scope_index_of(call) == scope && file.is_backward_call(call)) return true;
@@ -112,6 +137,11 @@ class HiddenStateNotDetached final : public Rule {
                                  tree.kind(call) == NodeKind::kParenthesizedExpression)) {
         call = tree.kind(call) == NodeKind::kSubscript ? tree.child_by_field(call, Field::kValue)
                                                        : tree.first_named_child(call);
+      }
+      // `outputs = model(x, state=state)` then `state = outputs.state`: the
+      // state is read back from what the model returned one statement before.
+      if (left != kNoNode && call != kNoNode && tree.kind(call) == NodeKind::kAttribute) {
+        call = model_call_assigned_before(file, tree.child_by_field(call, Field::kObject), id);
       }
       if (left == kNoNode || call == kNoNode || tree.kind(call) != NodeKind::kCall) continue;
       if (!file.is_model_call(call) || file.grad_disabled_at(call)) continue;
@@ -141,8 +171,11 @@ class HiddenStateNotDetached final : public Rule {
         // nothing consumes (no backward in the function), over any range.
         bool steps = iterates_over_batches(file, loop) || loop_calls_backward(file, loop) ||
                      loop_steps_optimizer(file, loop) || file.is_unbounded_loop(loop);
-        bool evaluation = is_evaluation_context(file, id, loop) &&
-                          !scope_calls_backward(file, file.scope_index_of(id));
+        // Nothing differentiates the graph: evaluation, or any loop that is
+        // not a handful of known iterations, only makes it longer.
+        bool never_consumed = !scope_calls_backward(file, file.scope_index_of(id));
+        bool evaluation = never_consumed && (is_evaluation_context(file, id, loop) ||
+                                             is_large_constant_loop(file, loop));
         if (!steps && !evaluation) continue;
         for (const auto& h : carried) {
           if (!cut_in(file, file.loop_body(loop), h, id, false)) {

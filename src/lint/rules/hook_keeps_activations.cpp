@@ -2,6 +2,7 @@
 // outside the hook, one more per call.
 #include <fmt/format.h>
 
+#include "lint/fix_text.h"
 #include "lint/rules/rule_factories.h"
 #include "lint/store_growth.h"
 
@@ -59,16 +60,94 @@ class HookKeepsActivations final : public Rule {
         if (p == root && root != "self") outer = false;
       }
       if (!outer || container_bounded_elsewhere(file, container)) continue;
+      if (guarded_by_flag_turned_off(file, store.site)) continue;
       RuleReport r;
       r.node = store.site;
       r.message = fmt::format(
           "the hook `{}` stores `{}` in `{}` on every call of its module: one activation tensor "
           "more per step, never released",
           hook.name, quote(file, store.value, 40), container);
-      r.fix = fmt::format(
-          "overwrite one slot per module (`{}[name] = {}.detach()`), store `{}.detach().cpu()`, "
-          "or call `{}.clear()` after each step",
-          container, quote(file, store.value, 30), quote(file, store.value, 30), container);
+      std::string v = whole_code(file, store.value, 40);
+      r.fix = v.empty() ? fmt::format(
+                              "overwrite one slot per module instead of appending, store host "
+                              "copies (`.detach().cpu()`), or call `{}.clear()` after each step",
+                              container)
+                        : fmt::format(
+                              "overwrite one slot per module (`{}[name] = {}.detach()`), store "
+                              "`{}.detach().cpu()`, or call `{}.clear()` after each step",
+                              container, v, v, container);
+      sink.report(kInfo, std::move(r));
+    }
+    check_hooks_never_removed(file, sink);
+  }
+
+ private:
+  // `layer.register_forward_hook(handle)` in code that runs more than once
+  // (a function, or the __init__ of a class built inside one), with the
+  // returned handle dropped: the hooks pile up on the module, and those of
+  // earlier calls keep appending every output although nothing reads them.
+  static void check_hooks_never_removed(const FileAnalysis& file, FindingSink& sink) {
+    const SyntaxTree& tree = file.tree();
+    for (NodeId call : file.hook_registrations()) {
+      NodeId statement = tree.parent(call);
+      if (statement == kNoNode || tree.kind(statement) != NodeKind::kExpressionStatement) continue;
+      std::size_t scope = file.scope_index_of(call);
+      if (scope == 0) continue;
+      const Scope& where = file.scopes()[scope];
+      // The registering code runs repeatedly: its function (for __init__,
+      // the function that builds the object) is called in a loop or a
+      // comprehension, or once per step.
+      std::string_view runs = where.name;
+      std::vector<std::size_t> runners{scope};
+      if (where.name == "__init__" && where.class_node != kNoNode) {
+        const ClassFacts* c = file.class_facts(where.class_node);
+        runners.clear();
+        for (NodeId other : file.calls()) {
+          if (c != nullptr && file.callee_last_name(other) == c->name &&
+              file.scope_index_of(other) != 0) {
+            runners.push_back(file.scope_index_of(other));
+          }
+        }
+      }
+      bool repeated = false;
+      for (std::size_t runner : runners) {
+        if (file.runs_per_step(runner)) repeated = true;
+        for (NodeId other : file.calls()) {
+          if (file.callee_last_name(other) != file.scopes()[runner].name) continue;
+          if (file.innermost_loop(other) != kNoNode ||
+              tree.ancestor_of_kind(
+                  other, {NodeKind::kListComprehension, NodeKind::kGeneratorExpression,
+                          NodeKind::kSetComprehension, NodeKind::kDictionaryComprehension}) !=
+                  kNoNode) {
+            repeated = true;
+            runs = file.scopes()[runner].name;
+          }
+        }
+      }
+      if (!repeated) continue;
+      std::vector<NodeId> args = file.positional_arguments(call);
+      NodeId fn = !args.empty() ? args.front() : file.keyword_argument(call, "hook");
+      bool accumulates = false;
+      for (std::size_t hook : file.functions_passed_as(fn)) {
+        for (const StoreEvent& store : file.stores()) {
+          if (store.scope == hook &&
+              (store.kind == StoreKind::kAppend || store.kind == StoreKind::kExtend) &&
+              (store.value_bits & kDeviceTensor)) {
+            accumulates = true;
+          }
+        }
+      }
+      if (!accumulates) continue;
+      RuleReport r;
+      r.node = call;
+      r.message = fmt::format(
+          "`{}` registers a hook that collects tensors and drops its handle: every call of `{}` "
+          "adds another hook to the module, and the hooks of earlier calls keep collecting "
+          "every output, never released",
+          quote(file, call), runs);
+      r.fix =
+          "keep the handle and remove the hook when done (`handle = "
+          "layer.register_forward_hook(...)` ... `handle.remove()`), or register it once";
       sink.report(kInfo, std::move(r));
     }
   }

@@ -2,6 +2,7 @@
 // across iterations (`total += loss`, `losses.append(loss)`, `h[step] = loss`).
 #include <fmt/format.h>
 
+#include "lint/fix_text.h"
 #include "lint/rules/rule_factories.h"
 #include "lint/store_growth.h"
 #include "lint/training_loop.h"
@@ -26,23 +27,6 @@ constexpr RuleInfo kInfo{
     "store `loss.detach()`, and `.cpu()` to take them off the GPU.",
 };
 
-// `loss` -> "loss.item()": the spelling of the fix for this value.
-std::string scalar_of(const FileAnalysis& file, NodeId value) {
-  std::string v = quote(file, value, 40);
-  NodeKind k = file.tree().kind(value);
-  bool simple = k == NodeKind::kIdentifier || k == NodeKind::kAttribute || k == NodeKind::kCall ||
-                k == NodeKind::kSubscript;
-  return simple ? v + ".item()" : "(" + v + ").item()";
-}
-
-std::string detached_of(const FileAnalysis& file, NodeId value) {
-  std::string v = quote(file, value, 40);
-  NodeKind k = file.tree().kind(value);
-  bool simple = k == NodeKind::kIdentifier || k == NodeKind::kAttribute || k == NodeKind::kCall ||
-                k == NodeKind::kSubscript;
-  return simple ? v + ".detach()" : "(" + v + ").detach()";
-}
-
 class LossAccumulatedWithGraph final : public Rule {
  public:
   const RuleInfo& info() const override { return kInfo; }
@@ -65,10 +49,31 @@ class LossAccumulatedWithGraph final : public Rule {
     RuleReport r;
     r.node = store.site;
     std::string value = quote(file, store.value, 40);
-    std::string container = growth.container;
+    const std::string& container = growth.container;
     std::string span = growth.growth == Growth::kPerCall
                            ? fmt::format("every call of `{}`", file.scopes()[store.scope].name)
-                           : std::string("every iteration");
+                       : growth.growth == Growth::kPerSize ? std::string("every new key")
+                                                           : std::string("every iteration");
+    std::string number = converted_code(file, store.value, store.value_bits & ~kNonScalar, false);
+    bool one_number = !(store.value_bits & kNonScalar) && !number.empty();
+    if (store.keeping_function != static_cast<std::size_t>(-1)) {
+      const Scope& keeper = file.scopes()[store.keeping_function];
+      const ClassFacts* owner =
+          keeper.class_node != kNoNode ? file.class_facts(keeper.class_node) : nullptr;
+      std::string callee = owner != nullptr ? owner->name + "." + keeper.name : keeper.name;
+      r.message = fmt::format(
+          "`{}` hands `{}`, which carries an autograd graph, to `{}`, which keeps what it is "
+          "given: one graph more on {}",
+          quote(file, store.site), value, callee, span);
+      std::string passed =
+          one_number ? number
+                     : converted_code(file, store.value, store.value_bits | kNonScalar, false);
+      r.fix =
+          passed.empty()
+              ? fmt::format("pass Python numbers (`.item()`) or detached tensors to `{}`", callee)
+              : fmt::format("pass `{}` instead", passed);
+      return r;
+    }
     switch (store.kind) {
       case StoreKind::kAugmented:
       case StoreKind::kSelfUpdate:
@@ -76,8 +81,19 @@ class LossAccumulatedWithGraph final : public Rule {
             "`{}` adds `{}`, which carries an autograd graph, to `{}` on {}: `{}` keeps the graph "
             "of every step it has summed",
             quote(file, store.site), value, container, span, container);
-        r.fix = fmt::format("`{} += {}` (a Python float; the graph is released each step)",
-                            container, scalar_of(file, store.value));
+        if (one_number) {
+          r.fix = fmt::format("`{} += {}` (a Python float; the graph is released each step)",
+                              container, number);
+        } else {
+          std::string detached =
+              converted_code(file, store.value, store.value_bits | kNonScalar, false);
+          r.fix = detached.empty() ? fmt::format(
+                                         "add detached values to `{}` (`.item()` for a number, "
+                                         "`.detach()` for a tensor)",
+                                         container)
+                                   : fmt::format("`{} += {}` (the graph is released each step)",
+                                                 container, detached);
+        }
         break;
       case StoreKind::kSubscript:
       case StoreKind::kSubscriptAugmented:
@@ -85,16 +101,14 @@ class LossAccumulatedWithGraph final : public Rule {
             "`{}` stores `{}`, which carries an autograd graph, under a key that changes on {}: "
             "`{}` keeps one graph per step",
             quote(file, store.site), value, span, container);
-        r.fix = fmt::format("store `{}` (or `{}.cpu()` to keep a tensor off the GPU)",
-                            scalar_of(file, store.value), detached_of(file, store.value));
+        r.fix = store_instead(file, store.value, store.value_bits);
         break;
       default:
         r.message = fmt::format(
             "`{}` keeps `{}`, which carries an autograd graph, in `{}` on {}: one graph more per "
             "step",
             quote(file, store.site), value, container, span);
-        r.fix = fmt::format("append `{}` for a scalar, or `{}.cpu()` for a tensor",
-                            scalar_of(file, store.value), detached_of(file, store.value));
+        r.fix = store_instead(file, store.value, store.value_bits);
         break;
     }
     return r;

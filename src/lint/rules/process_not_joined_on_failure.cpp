@@ -21,9 +21,10 @@ constexpr RuleInfo kInfo{
     "parent is killed the child is orphaned. A child that uses the GPU keeps its CUDA context, "
     "hundreds of MiB of device memory, for as long as it lives, after the job that owned it is "
     "gone.",
-    "Join or terminate in a `finally:` block (`try: ... finally: p.terminate(); p.join()`), use "
-    "`with Pool(...) as pool:` / `with ProcessPoolExecutor() as ex:`, or "
-    "`torch.multiprocessing.spawn(...)`, which joins the workers and raises if one fails.",
+    "Put the code after `p.start()` in a `try:` and join or terminate in its `finally:` "
+    "(`p.terminate()`, `p.join()`), use `with Pool(...) as pool:` / "
+    "`with ProcessPoolExecutor() as ex:`, or `torch.multiprocessing.spawn(...)`, which joins the "
+    "workers and raises if one fails.",
 };
 
 bool is_cleanup_method(std::string_view m) {
@@ -108,6 +109,47 @@ bool hands_over(const FileAnalysis& file, NodeId statement, const std::vector<st
   return false;
 }
 
+// `failed = False`, `results = []`, `pass`: nothing there can raise.
+bool cannot_raise(const SyntaxTree& tree, NodeId statement) {
+  if (tree.type_name(statement) == "pass_statement") return true;
+  if (tree.kind(statement) != NodeKind::kExpressionStatement) return false;
+  NodeId a = tree.first_named_child(statement);
+  if (a == kNoNode || tree.kind(a) != NodeKind::kAssignment) return false;
+  NodeId left = tree.child_by_field(a, Field::kLeft);
+  NodeId right = tree.child_by_field(a, Field::kRight);
+  if (left == kNoNode || right == kNoNode || tree.kind(left) != NodeKind::kIdentifier) return false;
+  switch (tree.kind(right)) {
+    case NodeKind::kTrue:
+    case NodeKind::kFalse:
+    case NodeKind::kNone:
+    case NodeKind::kInteger:
+    case NodeKind::kFloat:
+    case NodeKind::kString:
+      return true;
+    case NodeKind::kList:
+    case NodeKind::kDictionary:
+    case NodeKind::kTuple:
+      return tree.named_children(right).empty();
+    default:
+      return false;
+  }
+}
+
+// `for p in procs: failed |= wait_for_process(p)`: each process is handed
+// to a call that waits for it.
+bool waits_for_each(const FileAnalysis& file, NodeId statement,
+                    const std::vector<std::string>& names) {
+  const SyntaxTree& tree = file.tree();
+  if (tree.kind(statement) != NodeKind::kForStatement ||
+      !mentions_any(tree, tree.child_by_field(statement, Field::kRight), names)) {
+    return false;
+  }
+  std::vector<std::string> each = file.loop_variables(statement);
+  if (each.empty()) return false;
+  NodeId body = tree.child_by_field(statement, Field::kBody);
+  return body != kNoNode && hands_over(file, body, each);
+}
+
 NodeId statement_of(const SyntaxTree& tree, NodeId node) {
   NodeId child = node;
   for (NodeId p = tree.parent(node); p != kNoNode; child = p, p = tree.parent(p)) {
@@ -175,20 +217,45 @@ class ProcessNotJoinedOnFailure final : public Rule {
       }
       // p.start() immediately followed by p.join(), or by handing p to
       // someone else (`return p`, `wait_for(p)`): nothing can fail between.
+      // In a loop that starts and collects the processes (`procs.append(p)`),
+      // the first statement after the loop decides: a join loop over the list.
       if (!names.empty()) {
         NodeId statement = statement_of(tree, call);
-        for (NodeId st = statement; st != kNoNode; st = tree.node(st).next_sibling) {
-          if (!tree.node(st).named || tree.kind(st) == NodeKind::kComment) continue;
-          bool starts = false;
-          for (NodeId id = st; id < tree.node(st).subtree_end; ++id) {
-            if (tree.kind(id) == NodeKind::kCall && file.callee_last_name(id) == "start") {
-              starts = true;
+        bool decided = false;
+        for (int level = 0; level < 4 && !decided && statement != kNoNode; ++level) {
+          for (NodeId st = tree.next_sibling(statement); st != kNoNode;
+               st = tree.next_sibling(st)) {
+            if (!tree.node(st).named || tree.kind(st) == NodeKind::kComment) continue;
+            bool starts_or_collects = false;
+            for (NodeId id = st; id < tree.node(st).subtree_end; ++id) {
+              if (tree.kind(id) != NodeKind::kCall) continue;
+              std::string_view m = file.callee_last_name(id);
+              if (m == "start" ||
+                  (is_collecting_method(m) &&
+                   std::find(names.begin(), names.end(),
+                             dotted_text(tree, file.method_receiver(id))) != names.end())) {
+                starts_or_collects = true;
+              }
             }
-          }
-          if (st != statement && !starts) {
-            safe = cleans_up(file, st, names) || hands_over(file, st, names);
+            if (starts_or_collects && !cleans_up(file, st, names)) continue;
+            if (cannot_raise(tree, st)) continue;  // `failed = False`
+            // After the starting loop, handing the whole list to a call
+            // (`monitor(procs)`) may still raise; a loop that waits for each
+            // one (`for p in procs: wait(p)`) does not leave any behind.
+            safe = cleans_up(file, st, names) ||
+                   (level == 0 ? hands_over(file, st, names) : waits_for_each(file, st, names));
+            decided = true;
             break;
           }
+          if (decided) break;
+          // The block ended: only a loop body continues after its loop.
+          NodeId block = tree.parent(statement);
+          NodeId owner = block != kNoNode ? tree.parent(block) : kNoNode;
+          if (owner == kNoNode || (tree.kind(owner) != NodeKind::kForStatement &&
+                                   tree.kind(owner) != NodeKind::kWhileStatement)) {
+            break;
+          }
+          statement = owner;
         }
       }
       if (safe) continue;
@@ -200,8 +267,8 @@ class ProcessNotJoinedOnFailure final : public Rule {
           quote(file, call, 50));
       if (!names.empty()) {
         r.fix = fmt::format(
-            "`try: ... finally:` with `{}.terminate()` and `{}.join()` (for a "
-            "list, in a loop over it), or a `with` block",
+            "wrap the code after the start in a `try:` whose `finally:` calls `{}.terminate()` "
+            "and `{}.join()` (for a list, in a loop over it), or start it in a `with` block",
             names.front(), names.front());
       }
       sink.report(kInfo, std::move(r));

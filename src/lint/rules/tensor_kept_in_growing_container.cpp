@@ -3,6 +3,7 @@
 // list kept across epochs.
 #include <fmt/format.h>
 
+#include "lint/fix_text.h"
 #include "lint/rules/rule_factories.h"
 #include "lint/store_growth.h"
 #include "lint/training_loop.h"
@@ -79,19 +80,40 @@ class TensorKeptInGrowingContainer final : public Rule {
       }
       RuleReport r;
       r.node = store.site;
+      const std::string& c = growth.container;
+      if (growth.growth == Growth::kPerSize) {
+        r.message = fmt::format(
+            "`{}` caches a GPU tensor in `{}` under a key built from input sizes, and nothing "
+            "evicts entries: one tensor more for every new size (batch size, sequence length)",
+            quote(file, store.site), c);
+        r.fix = fmt::format(
+            "bound `{}` (evict old keys, or `functools.lru_cache(maxsize=N)`), or allocate once at "
+            "the largest size and slice it",
+            c);
+        sink.report(kInfo, std::move(r));
+        continue;
+      }
       std::string when = growth.growth == Growth::kPerCall
                              ? fmt::format("every call of `{}`", file.scopes()[store.scope].name)
                          : growth.loops_outlived >= 2 ? std::string("every step of every epoch")
                                                       : std::string("every iteration");
-      r.message = fmt::format(
-          "`{}` stores a GPU tensor in `{}` on {}, and `{}` is never emptied: one tensor more "
-          "per step",
-          quote(file, store.site), growth.container, when, growth.container);
-      r.fix = fmt::format(
-          "store `{}.item()` or `{}.detach().cpu()`, or empty `{}` when its contents have been "
-          "used (`{}.clear()`)",
-          quote(file, store.value, 30), quote(file, store.value, 30), growth.container,
-          growth.container);
+      if (store.closure) {
+        r.message = fmt::format(
+            "`{}` queues a closure that captures GPU tensors in `{}` on {}, and `{}` is never "
+            "emptied: the captured tensors of every step stay allocated",
+            quote(file, store.site), c, when, c);
+        r.fix = fmt::format(
+            "capture host copies or numbers in the closure (`.cpu()`, `.item()`), or empty `{}` "
+            "once its callables have run (`{}.clear()`)",
+            c, c);
+      } else {
+        r.message = fmt::format(
+            "`{}` stores a GPU tensor in `{}` on {}, and `{}` is never emptied: one tensor more "
+            "per step",
+            quote(file, store.site), c, when, c);
+        r.fix = fmt::format("{}, or empty `{}` when its contents have been used (`{}.clear()`)",
+                            store_instead(file, store.value, store.value_bits), c, c);
+      }
       sink.report(kInfo, std::move(r));
     }
   }
