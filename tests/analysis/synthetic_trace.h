@@ -16,6 +16,9 @@ namespace gpuleak::analysis::testing {
 class SyntheticTrace {
  public:
   SyntheticTrace();
+  // Streams every record straight into `sink` instead of keeping it (for
+  // runs too long to hold in memory); records() then stays empty.
+  explicit SyntheticTrace(ProcessAnalysis& sink);
 
   // A Python call site "file:line in function"; returns its stack id.
   std::uint32_t python_site(const std::string& file, std::uint32_t line,
@@ -54,6 +57,8 @@ class SyntheticTrace {
 
  private:
   std::uint64_t next_seq() { return seq_++; }
+  void emit(trace::Record record);
+  ProcessAnalysis* sink_ = nullptr;
   std::vector<trace::Record> records_;
   std::uint64_t seq_ = 0;
   std::uint64_t time_ns_ = 1'000'000'000;
