@@ -45,14 +45,14 @@ std::uint32_t site_of(SyntheticTrace& t, std::map<std::string, std::uint32_t>& s
   return id;
 }
 
-struct Run {
+struct CaseRun {
   ProcessReport report;
   std::uint64_t steps = 0;
 };
 
-Run run_case(const json& spec) {
+CaseRun run_case(const json& spec) {
   ProcessAnalysis analysis;
-  Run run;
+  CaseRun run;
   {
     SyntheticTrace t(analysis);
     std::map<std::string, std::uint32_t> sites;
@@ -104,7 +104,7 @@ TEST_P(GrowthCorpus, verdict_is_the_one_a_reader_of_the_report_would_give) {
   std::ifstream in(GetParam());
   json spec = json::parse(in);
   ASSERT_TRUE(spec.contains("source")) << "every case names the report it comes from";
-  Run run = run_case(spec);
+  CaseRun run = run_case(spec);
   const GrowthReport& g = run.report.growth;
   std::string expected = spec.at("expected").at("verdict").get<std::string>();
   std::string sites;
