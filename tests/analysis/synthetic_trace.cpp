@@ -106,6 +106,10 @@ void SyntheticTrace::step(std::uint64_t step_number) {
   emit(trace::StepRecord{next_seq(), time_ns_, step_number, trace::StepSource::kOptimizerHook});
 }
 
+void SyntheticTrace::lost_record(std::uint64_t events) {
+  emit(trace::LostRecord{next_seq(), time_ns_, events});
+}
+
 void SyntheticTrace::sample(trace::Metric metric, std::uint64_t value) {
   emit(trace::SampleRecord{next_seq(), time_ns_, metric, 0, value});
 }

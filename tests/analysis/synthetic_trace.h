@@ -50,6 +50,11 @@ class SyntheticTrace {
   void annotate(const std::string& key, const std::string& value);
   void alloc_failed(std::uint32_t stack, std::uint64_t size);
   void advance_ms(double ms) { time_ns_ += static_cast<std::uint64_t>(ms * 1e6); }
+  // Events the collector dropped: their sequence numbers are taken, nothing
+  // is recorded (the trace shows a gap).
+  void lose_events(std::uint64_t events) { seq_ += events; }
+  // The collector's own count of what it dropped (a LostRecord).
+  void lost_record(std::uint64_t events);
 
   const std::vector<trace::Record>& records() const { return records_; }
   // Feeds everything to a fresh analysis.
