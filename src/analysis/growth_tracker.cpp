@@ -1,6 +1,7 @@
 #include "analysis/growth_tracker.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace gpuleak::analysis {
 
@@ -272,6 +273,14 @@ bool GrowthTracker::grows_often_and_throughout(std::span<const double> values) c
          quarter_grew[2] && quarter_grew[3];
 }
 
+bool GrowthTracker::rises_most_of_the_way(std::span<const double> values) const {
+  if (values.size() < 2) return false;
+  double movement = 0;
+  for (std::size_t i = 1; i < values.size(); ++i) movement += std::abs(values[i] - values[i - 1]);
+  double rise = values.back() - values.front();
+  return movement > 0 && rise >= options_.min_rise_of_movement * movement;
+}
+
 std::uint64_t GrowthTracker::window_begin(std::uint64_t boundaries) const {
   return std::max<std::uint64_t>(options_.warmup_steps, boundaries > options_.window_steps
                                                             ? boundaries - options_.window_steps
@@ -420,6 +429,10 @@ std::optional<SiteTrend> GrowthTracker::evaluate(std::uint32_t site_id, const Si
   out.kind = site.kind;
   out.bytes_per_step = trend->slope;
   out.allocations_per_step = theil_sen_slope(x, counts);
+  if (std::abs(out.allocations_per_step) * static_cast<double>(x.size() - 1) < 1.0 &&
+      !rises_most_of_the_way(y)) {
+    return std::nullopt;  // as many allocations as before, sizes wandering
+  }
   out.live_bytes = site.live_bytes;
   out.live_allocations = site.live_allocations;
   out.mann_kendall_z = trend->mann_kendall_z;
@@ -520,6 +533,19 @@ std::optional<GrowthStop> GrowthTracker::stopped_growing(std::uint32_t site_id) 
   stop.flat_steps = flat;
   stop.bytes = site.last_actual_bytes;
   return stop;
+}
+
+bool GrowthTracker::wanders_now(std::uint32_t site_id) const {
+  auto found = sites_.find(site_id);
+  if (found == sites_.end() || boundaries_ == 0) return false;
+  const Site& site = found->second;
+  if (site.levels.empty() || site.judged_growing) return false;
+  std::uint64_t begin = window_begin(boundaries_);
+  if (boundaries_ - begin < options_.min_steps) return false;
+  std::vector<double> bytes, counts;
+  window_values(site, begin, bytes, &counts);
+  auto [low, high] = std::minmax_element(counts.begin(), counts.end());
+  return *high - *low < 1.0 && !rises_most_of_the_way(bytes);
 }
 
 }  // namespace gpuleak::analysis

@@ -29,6 +29,10 @@
 // it had grown, has *stopped* (stopped_growing()): "grew until step 200,
 // flat since" is bounded, not a leak.
 //
+// A site whose allocation count is flat over the window must also have
+// risen most of the way it moved (`min_rise_of_movement`): a cache of a
+// fixed number of entries whose sizes vary is not a leak.
+//
 // Lost events: the collector drops events when it cannot keep up, and a
 // dropped free leaves an allocation live that is not, a dropped allocation
 // hides one that is. on_lost() marks the current step as lossy; the change
@@ -66,6 +70,13 @@ struct GrowthOptions {
   // A site found growing has stopped after this many boundaries (and at
   // least as many as it grew) without rising by more than min_growth_bytes.
   std::uint64_t stop_flat_steps = 200;
+  // A site whose number of live allocations stays flat over the window while
+  // its bytes go up and down (a bounded cache of entries of varying sizes, a
+  // buffer re-made for each batch's shape) is growing only if its net rise
+  // is at least this fraction of all its movement (the sum of its changes'
+  // sizes): a buffer replaced by ever bigger ones rises nearly all the way,
+  // a full LRU cache wanders.
+  double min_rise_of_movement = 0.6;
 };
 
 struct SiteTrend {
@@ -146,6 +157,11 @@ class GrowthTracker {
 
   // For a site that grew: whether it has stopped, and since when.
   std::optional<GrowthStop> stopped_growing(std::uint32_t site_id) const;
+  // For a site that grew: whether it is no longer judged growing, and over
+  // the current window held as many allocations throughout while its bytes
+  // went up and down more than they rose (min_rise_of_movement): a bounded
+  // cache of entries of varying sizes, full now.
+  bool wanders_now(std::uint32_t site_id) const;
 
   // Trend of any per-boundary series (host RSS, pool reserved) with the
   // same window and rules.
@@ -220,6 +236,8 @@ class GrowthTracker {
   bool holds_over_longer_horizons(const Site& site, double bytes_per_step,
                                   std::uint64_t first_growing_index) const;
   bool grows_often_and_throughout(std::span<const double> values) const;
+  // Net rise at least min_rise_of_movement of the sum of the changes' sizes.
+  bool rises_most_of_the_way(std::span<const double> values) const;
   // First boundary index of the window that ends at `boundaries`.
   std::uint64_t window_begin(std::uint64_t boundaries) const;
   TrendOptions trend_options() const;

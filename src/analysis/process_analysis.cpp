@@ -532,6 +532,9 @@ GrowthReport ProcessAnalysis::phase_report(const Phase& phase) {
       s.first_growing_step = stop->first_growing_step;
       s.live_bytes = stop->bytes;
       s.bounded = true;
+    } else if (growth.wanders_now(site)) {
+      s.bounded = true;  // a full cache whose entries' sizes vary
+      stopped_only = false;
     } else if (s.bounded) {
       stopped_only = false;
     }
