@@ -9,22 +9,29 @@
 // recording (the collector's gpuleak_benchmark_callbacks switch). From one
 // process to the next the native pair's time varies by more than the
 // collector's cost; inside one process the three are directly comparable.
+//
+// usage: alloc_pairs [ROUNDS] [ASYNC_PAIRS] [SYNC_PAIRS] [SITES]
+// SITES (1 to 64) call sites take turns, pair after pair, each reaching the
+// CUDA calls through one allocating function, as a program's many
+// allocation sites reach the driver through one allocator.
 #include <cuda_runtime.h>
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <utility>
 #include <vector>
 
-#define CHECK(call)                                                                    \
-  do {                                                                                 \
-    cudaError_t s_ = (call);                                                           \
-    if (s_ != cudaSuccess) {                                                           \
-      std::fprintf(stderr, "%s failed: %s\n", #call, cudaGetErrorString(s_));          \
-      std::exit(2);                                                                    \
-    }                                                                                  \
+#define CHECK(call)                                                           \
+  do {                                                                        \
+    cudaError_t s_ = (call);                                                  \
+    if (s_ != cudaSuccess) {                                                  \
+      std::fprintf(stderr, "%s failed: %s\n", #call, cudaGetErrorString(s_)); \
+      std::exit(2);                                                           \
+    }                                                                         \
   } while (0)
 
 using Clock = std::chrono::steady_clock;
@@ -34,12 +41,56 @@ static double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
+// The one allocating function every call site goes through.
+__attribute__((noinline)) static void async_pair(cudaStream_t stream) {
+  void* p = nullptr;
+  CHECK(cudaMallocAsync(&p, 1 << 20, stream));
+  CHECK(cudaFreeAsync(p, stream));
+  asm volatile("" ::: "memory");  // keep the frame: no tail call
+}
+
+__attribute__((noinline)) static void sync_pair() {
+  void* p = nullptr;
+  CHECK(cudaMalloc(&p, 1 << 20));
+  CHECK(cudaFree(p));
+  asm volatile("" ::: "memory");
+}
+
+// Call site K of both: its own return address into them.
+template <int K>
+__attribute__((noinline)) static void async_site(cudaStream_t stream) {
+  async_pair(stream);
+  asm volatile("" ::: "memory");
+}
+
+template <int K>
+__attribute__((noinline)) static void sync_site() {
+  sync_pair();
+  asm volatile("" ::: "memory");
+}
+
+constexpr int kMaxSites = 64;
+using AsyncSite = void (*)(cudaStream_t);
+using SyncSite = void (*)();
+
+template <int... K>
+static std::array<AsyncSite, sizeof...(K)> make_async_sites(std::integer_sequence<int, K...>) {
+  return {&async_site<K>...};
+}
+template <int... K>
+static std::array<SyncSite, sizeof...(K)> make_sync_sites(std::integer_sequence<int, K...>) {
+  return {&sync_site<K>...};
+}
+static const auto kAsyncSites = make_async_sites(std::make_integer_sequence<int, kMaxSites>{});
+static const auto kSyncSites = make_sync_sites(std::make_integer_sequence<int, kMaxSites>{});
+static int g_sites = 1;
+
 static double async_pair_us(cudaStream_t stream, int pairs) {
   auto start = Clock::now();
+  int turn = 0;
   for (int i = 0; i < pairs; ++i) {
-    void* p = nullptr;
-    CHECK(cudaMallocAsync(&p, 1 << 20, stream));
-    CHECK(cudaFreeAsync(p, stream));
+    kAsyncSites[turn](stream);
+    if (++turn == g_sites) turn = 0;
   }
   CHECK(cudaStreamSynchronize(stream));
   return std::chrono::duration<double, std::micro>(Clock::now() - start).count() / pairs;
@@ -47,10 +98,10 @@ static double async_pair_us(cudaStream_t stream, int pairs) {
 
 static double sync_pair_us(int pairs) {
   auto start = Clock::now();
+  int turn = 0;
   for (int i = 0; i < pairs; ++i) {
-    void* p = nullptr;
-    CHECK(cudaMalloc(&p, 1 << 20));
-    CHECK(cudaFree(p));
+    kSyncSites[turn]();
+    if (++turn == g_sites) turn = 0;
   }
   return std::chrono::duration<double, std::micro>(Clock::now() - start).count() / pairs;
 }
@@ -89,9 +140,10 @@ static int run_in_process(BenchmarkSwitch set_mode, cudaStream_t stream, int rou
     }
   }
   set_mode(2);
-  std::printf("{\"in_process\": true, \"rounds\": %d, \"async_pairs_per_round\": %d, "
-              "\"sync_pairs_per_round\": %d, \"async_median_us\": {",
-              rounds, async_pairs, sync_pairs);
+  std::printf(
+      "{\"in_process\": true, \"sites\": %d, \"rounds\": %d, "
+      "\"async_pairs_per_round\": %d, \"sync_pairs_per_round\": %d, \"async_median_us\": {",
+      g_sites, rounds, async_pairs, sync_pairs);
   for (int m = 0; m < 3; ++m) std::printf("%s\"%s\": %.4f", m ? ", " : "", names[m], median(a[m]));
   std::printf("}, \"sync_median_us\": {");
   for (int m = 0; m < 3; ++m) std::printf("%s\"%s\": %.3f", m ? ", " : "", names[m], median(s[m]));
@@ -107,6 +159,11 @@ int main(int argc, char** argv) {
   int rounds = argc > 1 ? std::atoi(argv[1]) : 7;
   int async_pairs = argc > 2 ? std::atoi(argv[2]) : 20000;
   int sync_pairs = argc > 3 ? std::atoi(argv[3]) : 500;
+  g_sites = argc > 4 ? std::atoi(argv[4]) : 1;
+  if (g_sites < 1 || g_sites > kMaxSites) {
+    std::fprintf(stderr, "SITES must be 1 to %d\n", kMaxSites);
+    return 2;
+  }
   CHECK(cudaFree(nullptr));
   cudaStream_t stream;
   CHECK(cudaStreamCreate(&stream));
@@ -127,10 +184,11 @@ int main(int argc, char** argv) {
     a.push_back(async_pair_us(stream, async_pairs));
     s.push_back(sync_pair_us(sync_pairs));
   }
-  std::printf("{\"async_pair_us\": %.4f, \"sync_pair_us\": %.3f, \"rounds\": %d, "
-              "\"async_pairs_per_round\": %d, \"sync_pairs_per_round\": %d, "
-              "\"async_all_us\": [",
-              median(a), median(s), rounds, async_pairs, sync_pairs);
+  std::printf(
+      "{\"async_pair_us\": %.4f, \"sync_pair_us\": %.3f, \"sites\": %d, \"rounds\": %d, "
+      "\"async_pairs_per_round\": %d, \"sync_pairs_per_round\": %d, "
+      "\"async_all_us\": [",
+      median(a), median(s), g_sites, rounds, async_pairs, sync_pairs);
   for (size_t i = 0; i < a.size(); ++i) std::printf("%s%.4f", i ? ", " : "", a[i]);
   std::printf("], \"sync_all_us\": [");
   for (size_t i = 0; i < s.size(); ++i) std::printf("%s%.3f", i ? ", " : "", s[i]);

@@ -9,6 +9,16 @@ batch 4), "transformer" is GPU-bound. Configurations, run interleaved:
   gpuleak_async gpuleak run --torch-mode async (cudaMallocAsync backend, driver sees each tensor)
   hook_only     the allocator hook and frame reader loaded by the script itself (no gpuleak run)
   gpuleak_no_tensors  gpuleak run --torch-mode off (CUPTI, step hooks, no tensor tracking)
+The parts of gpuleak_hook, for the per-part split:
+  tracker_only       hook_only with the collector recording nothing (GPULEAK_DISABLE=1):
+                     PyTorch's trace path and the calls into the collector
+  hook_no_stacks     hook_only without stacks (no Python frames, no native frames)
+  hook_python_only   hook_only without native stacks (GPULEAK_NATIVE_DEPTH=0): what
+                     unwinding the backward threads' allocations costs, by difference
+  gpuleak_no_sampling    gpuleak_hook without memory samples (their intervals made huge)
+  gpuleak_deep_tensor_stacks  gpuleak_hook keeping 64 native frames for tensors
+                     without Python frames (GPULEAK_TENSOR_NATIVE_DEPTH=64; default 24)
+  gpuleak_no_reuse   gpuleak_hook unwinding every native stack (GPULEAK_REUSE_STACKS=0)
 Targets (issue 3): GPU-bound <= 1.03x native; launch-bound <= 1.25x native
 and no slower than PyTorch's history.
 
@@ -34,10 +44,20 @@ STEP_TIME = os.path.join(HERE, "step_time.py")
 MODEL_ARGS = {
     "mlp": ["--model", "mlp", "--steps", "300", "--rounds", "5", "--warmup", "30"],
     "transformer": ["--model", "transformer", "--steps", "15", "--rounds", "3", "--warmup", "5"],
+    "gpt2-tiny": ["--model", "gpt2-tiny", "--steps", "100", "--rounds", "3", "--warmup", "20"],
+    "gpt2-12": ["--model", "gpt2-12", "--steps", "8", "--rounds", "3", "--warmup", "3"],
 }
 
 
 def configurations(gpuleak, trace_root):
+    bundle = os.path.dirname(os.path.abspath(gpuleak))
+    in_process = {"GPULEAK_PYTHON_DIR": os.path.join(bundle, "python"),
+                  "GPULEAK_COLLECTOR": os.path.join(bundle, "lib", "libgpuleak_collector.so"),
+                  "GPULEAK_TRACE_DIR": os.path.join(trace_root, "hook-only")}
+
+    def hook_with(**env):
+        return (lambda m, i: [sys.executable, STEP_TIME], ["--mode", "hook"], dict(in_process, **env))
+
     def wrapped(mode):
         def argv(model, index):
             out = os.path.join(trace_root, "%s-%s-%d" % (mode, model, index))
@@ -51,13 +71,16 @@ def configurations(gpuleak, trace_root):
         "gpuleak_hook": (wrapped("hook"), [], {}),
         # The parts of gpuleak_hook: tensor tracking alone in the process (no
         # CUPTI, no step hooks), and gpuleak run without tensor tracking.
-        "hook_only": (lambda m, i: [sys.executable, STEP_TIME], ["--mode", "hook"],
-                      {"GPULEAK_PYTHON_DIR": os.path.join(os.path.dirname(os.path.abspath(gpuleak)), "python"),
-                       "GPULEAK_COLLECTOR": os.path.join(os.path.dirname(os.path.abspath(gpuleak)), "lib",
-                                                         "libgpuleak_collector.so"),
-                       "GPULEAK_TRACE_DIR": os.path.join(trace_root, "hook-only")}),
+        "hook_only": hook_with(),
+        "tracker_only": hook_with(GPULEAK_DISABLE="1"),
+        "hook_no_stacks": hook_with(GPULEAK_PYTHON_STACKS="0", GPULEAK_NATIVE_DEPTH="0"),
+        "hook_python_only": hook_with(GPULEAK_NATIVE_DEPTH="0"),
         "gpuleak_no_tensors": (wrapped("off"), [], {}),
         "gpuleak_async": (wrapped("async"), [], {}),
+        "gpuleak_no_sampling": (wrapped("hook"), [], {"GPULEAK_SAMPLE_MS": "100000000",
+                                                      "GPULEAK_DEVICE_SAMPLE_MS": "100000000"}),
+        "gpuleak_deep_tensor_stacks": (wrapped("hook"), [], {"GPULEAK_TENSOR_NATIVE_DEPTH": "64"}),
+        "gpuleak_no_reuse": (wrapped("hook"), [], {"GPULEAK_REUSE_STACKS": "0"}),
     }
 
 
@@ -80,6 +103,8 @@ def main():
     parser.add_argument("--models", default=",".join(MODEL_ARGS))
     parser.add_argument("--configs", default="native,history,async_only,gpuleak_hook,gpuleak_async")
     parser.add_argument("--cpus", default=None, help="taskset CPU list for every run, e.g. 4-7")
+    parser.add_argument("--config-models", default=None,
+                        help="MODEL=CONFIG+CONFIG;... runs only those configurations for that model")
     options = parser.parse_args()
     gpuleak, out_json, rounds = options.gpuleak, options.out_json, options.rounds
     models = {m: MODEL_ARGS[m] for m in options.models.split(",")}
@@ -87,6 +112,11 @@ def main():
     every = configurations(gpuleak, trace_root)
     configs = {name: every[name] for name in options.configs.split(",")}
     pin = ["taskset", "-c", options.cpus] if options.cpus else []
+    allowed = {}
+    for item in (options.config_models or "").split(";"):
+        if "=" in item:
+            model, names = item.split("=", 1)
+            allowed[model] = set(names.split("+"))
     samples = {model: {name: [] for name in configs} for model in models}
     errors = []
     started = time.time()
@@ -94,6 +124,8 @@ def main():
         for model, model_args in models.items():
             for name, (argv_of, extra_args, env) in configs.items():
                 try:
+                    if allowed.get(model) is not None and name not in allowed[model]:
+                        continue
                     result = run_once(pin + argv_of(model, r) + model_args + extra_args, env)
                     samples[model][name].append(result["step_seconds"])
                 except Exception as e:  # keep measuring the others
@@ -111,18 +143,43 @@ def main():
     verdicts = {}
     if "transformer" in ratios and "gpuleak_hook" in ratios["transformer"]:
         verdicts["gpu_bound_hook_within_1.03x"] = ratios["transformer"]["gpuleak_hook"] <= 1.03
+    for launch_bound in ("gpt2-tiny",):
+        if launch_bound in paired and "gpuleak_hook" in paired[launch_bound]:
+            verdicts[launch_bound + "_hook_within_1.1x"] = paired[launch_bound]["gpuleak_hook"] <= 1.1
+            if "history" in paired[launch_bound]:
+                verdicts[launch_bound + "_hook_below_history"] = (
+                    paired[launch_bound]["gpuleak_hook"] < paired[launch_bound]["history"])
+    if "gpt2-12" in paired and "gpuleak_hook" in paired["gpt2-12"]:
+        verdicts["gpt2-12_hook_within_1.03x"] = paired["gpt2-12"]["gpuleak_hook"] <= 1.03
     if "mlp" in ratios and "gpuleak_hook" in ratios["mlp"]:
         verdicts["launch_bound_hook_within_1.25x"] = ratios["mlp"]["gpuleak_hook"] <= 1.25
         if "history" in medians["mlp"]:
             verdicts["launch_bound_hook_not_slower_than_history"] = (
                 medians["mlp"]["gpuleak_hook"] <= medians["mlp"]["history"])
+    # The per-part split: each part's share of a step (in native step times),
+    # from the differences of the per-round ratios of the configurations.
+    parts = [("pytorch_trace_path_and_calls", "tracker_only", None),
+             ("recording_without_stacks", "hook_no_stacks", "tracker_only"),
+             ("python_frames", "hook_python_only", "hook_no_stacks"),
+             ("native_stacks_of_threads_without_python", "hook_only", "hook_python_only"),
+             ("gpuleak_run_rest_cupti_step_hooks_samples", "gpuleak_hook", "hook_only"),
+             ("memory_samples", "gpuleak_hook", "gpuleak_no_sampling")]
+    split = {}
+    for m, per_config in paired.items():
+        shares = {}
+        for part, with_it, without in parts:
+            if with_it in per_config and (without is None or without in per_config):
+                shares[part] = round(per_config[with_it] - (per_config[without] if without else 1.0), 4)
+        if shares:
+            split[m] = shares
     result = {"command": "python3 bench/torch/run_overhead.py " + " ".join(sys.argv[1:]),
               "what": "median seconds per training step over interleaved runs; ratios to native",
               "samples_step_seconds": samples, "median_step_seconds": medians, "ratio_to_native": ratios,
-              "median_of_round_ratios": paired, "targets_met": verdicts, "errors": errors, "seconds": round(time.time() - started, 1)}
+              "median_of_round_ratios": paired, "split_of_the_overhead": split, "targets_met": verdicts, "errors": errors, "seconds": round(time.time() - started, 1)}
     with open(out_json, "w") as f:
         json.dump(result, f, indent=2)
-    print(json.dumps({"ratio_to_native": ratios, "median_of_round_ratios": paired, "targets_met": verdicts, "errors": errors[:3]}), flush=True)
+    print(json.dumps({"ratio_to_native": ratios, "median_of_round_ratios": paired, "split_of_the_overhead": split,
+                      "targets_met": verdicts, "errors": errors[:3]}), flush=True)
 
 
 if __name__ == "__main__":

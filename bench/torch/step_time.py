@@ -1,8 +1,11 @@
 """Times training steps of a small PyTorch model, for the overhead benchmark.
 
-Two models: "mlp" is launch-bound (tiny MLP, batch 4: the CPU issuing
-kernels is the bottleneck, so per-allocation costs show); "transformer" is
-GPU-bound (6-layer encoder, where CPU-side costs hide behind the GPU).
+Models: "mlp" is launch-bound (tiny MLP, batch 4: the CPU issuing kernels
+is the bottleneck, so per-allocation costs show); "transformer" is GPU-bound
+(6-layer encoder, where CPU-side costs hide behind the GPU); "gpt2-tiny" and
+"gpt2-12" are Hugging Face transformers' GPT-2 built from a config (no
+download): 2 layers, batch 2 x 128 tokens (launch-bound), and the full 12
+layers, batch 8 x 512 (GPU-bound), trained with AdamW.
 
 The tracking mode is chosen by the harness: through the environment
 (CUDA_INJECTION64_PATH, PYTORCH_CUDA_ALLOC_CONF) and --mode:
@@ -10,7 +13,9 @@ The tracking mode is chosen by the harness: through the environment
   history  PyTorch's own torch.cuda.memory._record_memory_history(stacks="python")
   hook     gpuleak's allocator trace tracker (python/gpuleak/torch_hook.py) and
            frame reader in this process, without `gpuleak run` (no CUPTI,
-           no step hooks): what tensor tracking itself costs
+           no step hooks): what tensor tracking itself costs (with
+           GPULEAK_DISABLE=1 the tracker forwards to a collector that records
+           nothing: PyTorch's own trace path and the calls alone)
 Prints one JSON object: median seconds per step over --rounds rounds.
 """
 import argparse
@@ -34,6 +39,22 @@ def build(model_name, device):
             return torch.randn(4, 64, device=device), torch.randint(0, 10, (4,), device=device)
         def loss_of(x, y):
             return torch.nn.functional.cross_entropy(model(x), y)
+    elif model_name.startswith("gpt2"):
+        from transformers import GPT2Config, GPT2LMHeadModel
+
+        tiny = model_name == "gpt2-tiny"
+        config = GPT2Config(n_layer=2 if tiny else 12)
+        model = GPT2LMHeadModel(config).to(device)
+        model.train()
+        batch_size, tokens = (2, 128) if tiny else (8, 512)
+        def batch():
+            ids = torch.randint(0, config.vocab_size, (batch_size, tokens), device=device)
+            return ids, None
+        def loss_of(ids, _):
+            if tiny:
+                return model(input_ids=ids, labels=ids).loss
+            with torch.autocast("cuda", dtype=torch.bfloat16):
+                return model(input_ids=ids, labels=ids).loss
     else:
         layer = torch.nn.TransformerEncoderLayer(d_model=1024, nhead=16, dim_feedforward=4096,
                                                  batch_first=True)
@@ -48,7 +69,8 @@ def build(model_name, device):
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("--model", choices=["mlp", "transformer"], default="mlp")
+    parser.add_argument("--model", choices=["mlp", "transformer", "gpt2-tiny", "gpt2-12"],
+                        default="mlp")
     parser.add_argument("--mode", choices=["native", "history", "hook"], default="native")
     parser.add_argument("--steps", type=int, default=300)
     parser.add_argument("--warmup", type=int, default=30)
@@ -58,7 +80,10 @@ def main():
     device = torch.device("cuda")
     torch.manual_seed(0)
     model, batch, loss_of = build(args.model, device)
-    optimizer = torch.optim.SGD(model.parameters(), lr=1e-3)
+    if args.model.startswith("gpt2"):
+        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    else:
+        optimizer = torch.optim.SGD(model.parameters(), lr=1e-3)
     hook_message = None
     if args.mode == "history":
         torch.cuda.memory._record_memory_history(stacks="python")

@@ -30,10 +30,39 @@ def _cache_dir():
 
 def shim_path(torch):
     """Where the shim for this torch build lives (it may not exist yet)."""
+    return _shim_path_for(str(torch.__version__), os.path.dirname(torch.__file__))
+
+
+def _shim_path_for(version, package_folder):
     with open(_SOURCE, "rb") as f:
-        digest = hashlib.sha256(f.read() + torch.__version__.encode() +
-                                os.path.dirname(torch.__file__).encode()).hexdigest()[:16]
+        digest = hashlib.sha256(f.read() + version.encode() + package_folder.encode()).hexdigest()[:16]
     return os.path.join(_cache_dir(), "torch-hook-%s.so" % digest)
+
+
+def installed_shim_path():
+    """shim_path() of the torch this Python would import, found without importing it.
+
+    Importing torch takes seconds; `gpuleak run` asks before every program,
+    also one that never uses torch. None when torch is not installed or its
+    version cannot be read from torch/version.py.
+    """
+    import importlib.util
+    import re
+
+    try:
+        spec = importlib.util.find_spec("torch")
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.origin or not spec.origin.endswith("__init__.py"):
+        return None
+    folder = os.path.dirname(spec.origin)
+    try:
+        with open(os.path.join(folder, "version.py")) as f:
+            text = f.read()
+    except OSError:
+        return None
+    found = re.search(r"^__version__\s*(?::[^=]*)?=\s*['\"]([^'\"]+)['\"]", text, re.M)
+    return _shim_path_for(found.group(1), folder) if found else None
 
 
 def build_shim(torch, output):
@@ -96,6 +125,11 @@ def _build_ahead():
     reader = frame_reader.reader_path()
     done, text = (True, reader) if os.path.exists(reader) else frame_reader.build(reader)
     print("gpuleak: %s the Python frame reader: %s" % ("built" if done else "could not build", text))
+    ready = installed_shim_path()
+    if ready is not None and os.path.exists(ready):
+        # Built before: no need to import torch (seconds) to know.
+        print("gpuleak: the allocator hook is built: %s" % ready)
+        return 0
     try:
         import torch
     except Exception as error:

@@ -5,12 +5,17 @@
 // reservations, CUDA arrays and PyTorch blocks (which lie inside driver
 // segments) each have their own, so they never collide.
 //
+// Every allocation and free of a trace looks an entry up here, so the
+// entries live in one open-addressing table (linear probing, deletion by
+// shifting back, no tombstones): a lookup touches one or two cache lines,
+// not a bucket array and a separately allocated node.
+//
 // Not thread-safe.
 #pragma once
 
 #include <cstdint>
 #include <optional>
-#include <unordered_map>
+#include <vector>
 
 #include "trace/records.h"
 
@@ -43,31 +48,43 @@ class LiveSet {
   // Removes the allocation a free refers to; nullopt if it is not live.
   std::optional<LiveAllocation> remove(const trace::FreeRecord& record);
 
-  std::uint64_t count() const { return entries_.size(); }
+  std::uint64_t count() const { return count_; }
   std::uint64_t bytes() const { return bytes_; }
   std::uint64_t tensor_bytes() const { return tensor_bytes_; }
   std::uint64_t device_bytes() const { return device_bytes_; }
+  // Slots the table holds now: what its memory is proportional to.
+  std::size_t slot_count() const { return slots_.size(); }
 
   template <class Visit>
   void for_each(Visit&& visit) const {
-    for (const auto& [key, allocation] : entries_) visit(allocation);
+    for (std::size_t i = 0; i < slots_.size(); ++i) {
+      if (used(i)) visit(slots_[i]);
+    }
   }
 
  private:
-  struct Key {
-    std::uint8_t space;
-    std::uint64_t address;
-    bool operator==(const Key&) const = default;
-  };
-  struct KeyHash {
-    std::size_t operator()(const Key& k) const {
-      return std::hash<std::uint64_t>()(k.address * 31 + k.space);
-    }
-  };
-  static Key key_of(trace::MemoryKind kind, std::uint64_t address);
+  static std::uint8_t space_of(trace::MemoryKind kind);
+  std::size_t home_of(std::uint8_t space, std::uint64_t address) const;
+  // The slot holding (space, address), or the empty slot where it would go.
+  std::size_t find(std::uint8_t space, std::uint64_t address) const;
+  bool used(std::size_t i) const { return (used_[i >> 6] >> (i & 63)) & 1; }
+  void set_used(std::size_t i, bool on) {
+    if (on)
+      used_[i >> 6] |= 1ull << (i & 63);
+    else
+      used_[i >> 6] &= ~(1ull << (i & 63));
+  }
+  // Rehashes every entry into a table of `size` slots (a power of two).
+  void resize(std::size_t size);
+  static constexpr std::size_t kSmallestSize = 1024;
   void account(const LiveAllocation& a, bool adding);
 
-  std::unordered_map<Key, LiveAllocation, KeyHash> entries_;
+  // One allocation per slot (64 bytes, a cache line), which slots are in
+  // use in a bitmap; the size is a power of two, between an eighth (above the
+  // smallest size) and 70 % used.
+  std::vector<LiveAllocation> slots_;
+  std::vector<std::uint64_t> used_;
+  std::uint64_t count_ = 0;
   std::uint64_t bytes_ = 0;
   std::uint64_t tensor_bytes_ = 0;
   std::uint64_t device_bytes_ = 0;

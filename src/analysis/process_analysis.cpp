@@ -6,6 +6,8 @@
 #include <nlohmann/json.hpp>
 #include <unordered_map>
 
+#include "analysis/growth_notes.h"
+
 namespace gpuleak::analysis {
 
 using trace::MemoryKind;
@@ -25,13 +27,6 @@ std::string text_field(const nlohmann::json& object, const char* key) {
 bool flag_field(const nlohmann::json& object, const char* key) {
   auto it = object.find(key);
   return it != object.end() && it->is_boolean() && it->get<bool>();
-}
-
-double median(std::vector<double> values) {
-  if (values.empty()) return 0;
-  std::nth_element(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(values.size() / 2),
-                   values.end());
-  return values[values.size() / 2];
 }
 
 bool tracked_for_growth(MemoryKind kind) {
@@ -169,6 +164,16 @@ void ProcessAnalysis::apply(const trace::Record& record) {
       },
       record);
   if (time_ns > last_time_ns_) last_time_ns_ = time_ns;
+  std::uint64_t seq = 0;
+  if (trace::record_seq(record, &seq)) {
+    // Sequence numbers are dense (the collector fills one that has no event
+    // with an empty LostRecord): a jump is events dropped, or a damaged
+    // trace; the iteration they fell in is judged without its changes.
+    if (seq > next_seq_) {
+      for (auto& phase : phases_) phase->growth.on_lost(seq - next_seq_);
+    }
+    if (seq >= next_seq_) next_seq_ = seq + 1;
+  }
   if (!std::holds_alternative<trace::StepRecord>(record)) advance_time_windows(time_ns);
 
   std::visit(
@@ -238,6 +243,10 @@ void ProcessAnalysis::apply(const trace::Record& record) {
           exited_ = true;
         } else if constexpr (std::is_same_v<T, trace::LostRecord>) {
           lost_ += r.events;
+          if (r.events > 0) {
+            // Counted by the sequence gap; this marks the iteration it is in.
+            for (auto& phase : phases_) phase->growth.on_lost(0);
+          }
         }
       },
       record);
@@ -281,17 +290,17 @@ void ProcessAnalysis::on_tick(ClockKey clock, std::uint64_t step_number, std::ui
 void ProcessAnalysis::add_boundary(Phase& phase, std::uint64_t step_number, std::uint64_t time_ns) {
   ++boundaries_;
   phase.growth.on_boundary(step_number, time_ns);
-  phase.rss_at_boundary.push_back(static_cast<double>(host_rss_.value_or(0)));
-  phase.reserved_at_boundary.push_back(static_cast<double>(pool_reserved_.value_or(0)));
-  Timeline& t = phase.timeline;
-  t.step.push_back(step_number);
-  t.time_s.push_back(time_ns > first_time_ns_ ? static_cast<double>(time_ns - first_time_ns_) / 1e9
-                                              : 0);
-  t.live_tensor_bytes.push_back(live_.tensor_bytes());
-  t.live_device_bytes.push_back(live_.device_bytes());
-  t.pool_reserved_bytes.push_back(pool_reserved_);
-  t.device_used_bytes.push_back(device_used_);
-  t.host_rss_bytes.push_back(host_rss_);
+  phase.rss_at_boundary.push(static_cast<double>(host_rss_.value_or(0)));
+  phase.reserved_at_boundary.push(static_cast<double>(pool_reserved_.value_or(0)));
+  TimelineRow row;
+  row.step = step_number;
+  row.time_s = time_ns > first_time_ns_ ? static_cast<double>(time_ns - first_time_ns_) / 1e9 : 0;
+  row.live_tensor_bytes = live_.tensor_bytes();
+  row.live_device_bytes = live_.device_bytes();
+  row.pool_reserved_bytes = pool_reserved_;
+  row.device_used_bytes = device_used_;
+  row.host_rss_bytes = host_rss_;
+  phase.timeline.add(row);
   std::uint64_t n = phase.growth.boundaries();
   // The statistics are O(window^2): evaluate every boundary early on (a
   // verdict should come as soon as it is justified), then every fifth.
@@ -305,6 +314,7 @@ void ProcessAnalysis::evaluate(Phase& phase) {
     }
     if (phase.detected_at.emplace(trend.site_id, phase.growth.boundaries() - 1).second) {
       phase.detection_order.push_back(trend.site_id);
+      phase.timeline.pin();  // the start of the growth stays in the timeline in full
     }
     phase.latest_trend[trend.site_id] = trend;
   }
@@ -435,9 +445,7 @@ SiteGrowth ProcessAnalysis::describe_site(const Phase& phase, const SiteTrend& t
   s.allocations_per_step = trend.allocations_per_step;
   s.live_bytes = trend.live_bytes;
   s.live_allocations = trend.live_allocations;
-  const auto& steps = phase.growth.step_numbers();
-  s.first_growing_step =
-      trend.first_growing_index < steps.size() ? steps[trend.first_growing_index] : 0;
+  s.first_growing_step = trend.first_growing_step;
   s.kind = trend.kind;
   s.tensor_level = is_tensor_kind(trend.kind);
   if (!s.tensor_level) s.origin = catalog_.origin(trend.site_id);
@@ -511,16 +519,28 @@ std::string ProcessAnalysis::phase_reason(const Phase& phase) {
 GrowthReport ProcessAnalysis::phase_report(const Phase& phase) {
   GrowthReport g;
   const GrowthTracker& growth = phase.growth;
-  const auto& steps = growth.step_numbers();
-  g.steps = steps.size();
+  g.steps = growth.boundaries();
   g.step_source = trace::step_source_name(phase.clock.source);
   g.phase = phase_name(phase);
   g.step_source_reason = phase_reason(phase);
   g.warmup_steps = growth.options().warmup_steps;
 
   std::vector<SiteGrowth> leaking, bounded;
+  bool stopped_only = true;  // every bounded site is one that stopped growing
   for (std::uint32_t site : phase.detection_order) {
     SiteGrowth s = describe_site(phase, phase.latest_trend.at(site));
+    if (auto stop = growth.stopped_growing(site)) {
+      s.grew_until_step = stop->grew_until_step;
+      s.flat_steps = stop->flat_steps;
+      s.first_growing_step = stop->first_growing_step;
+      s.live_bytes = stop->bytes;
+      s.bounded = true;
+    } else if (growth.wanders_now(site)) {
+      s.bounded = true;  // a full cache whose entries' sizes vary
+      stopped_only = false;
+    } else if (s.bounded) {
+      stopped_only = false;
+    }
     (s.bounded ? bounded : leaking).push_back(std::move(s));
   }
   std::sort(leaking.begin(), leaking.end(), [](const auto& a, const auto& b) {
@@ -533,14 +553,8 @@ GrowthReport ProcessAnalysis::phase_report(const Phase& phase) {
     g.verdict = Verdict::kNoLeak;
   }
 
-  // Step duration after warm-up, for rates in time.
-  const auto& times = growth.boundary_times_ns();
-  std::vector<double> durations;
-  for (std::size_t i = std::max<std::size_t>(1, g.warmup_steps); i < times.size(); ++i) {
-    if (times[i] > times[i - 1])
-      durations.push_back(static_cast<double>(times[i] - times[i - 1]) / 1e9);
-  }
-  double seconds_per_step = median(durations);
+  // Iteration duration in the recent window, for rates in time.
+  double seconds_per_step = growth.seconds_per_step();
 
   if (auto rss = growth.series_trend(phase.rss_at_boundary))
     g.host_rss_bytes_per_step = rss->bytes_per_step;
@@ -566,7 +580,9 @@ GrowthReport ProcessAnalysis::phase_report(const Phase& phase) {
       first_detection = std::min(first_detection, phase.detected_at.at(s.site_id));
       first_growing = std::min(first_growing, s.first_growing_step);
     }
-    if (first_detection < steps.size()) g.verdict_step = steps[first_detection];
+    if (first_detection < growth.boundaries()) {
+      g.verdict_step = growth.step_number_at(first_detection);
+    }
     g.first_growing_step = first_growing;
     if (seconds_per_step > 0) g.rate_bytes_per_second = g.rate_bytes_per_step / seconds_per_step;
     if (device_total_ && g.rate_bytes_per_second > 0) {
@@ -629,7 +645,10 @@ GrowthReport ProcessAnalysis::phase_report(const Phase& phase) {
   } else if (!bounded.empty()) {
     g.cause = "bounded-growth";
     g.cause_text =
-        "memory grew only inside a bounded container; it stops growing at the container's limit";
+        stopped_only
+            ? stopped_growth_text(bounded.front())
+            : "memory grew only inside a bounded container; it stops growing at the container's "
+              "limit";
     g.holder_json = holder(bounded.front().site_id) ? holder(bounded.front().site_id)->json : "";
   }
   if (g.verdict != Verdict::kLeak && g.pool_reserved_bytes_per_step > 0) {
@@ -637,6 +656,7 @@ GrowthReport ProcessAnalysis::phase_report(const Phase& phase) {
         "reserved memory grows while live tensors do not: the allocator is caching or fragmenting, "
         "not leaking (torch.cuda.empty_cache() would hide this, not fix anything)";
   }
+  describe_lost_events(growth, g);
   g.sites = std::move(leaking);
   for (auto& s : bounded) g.sites.push_back(std::move(s));
   return g;
@@ -861,7 +881,7 @@ ProcessReport ProcessAnalysis::build_report(const std::string& trace_path) {
     r.out_of_memory.push_back(std::move(e));
   }
 
-  if (primary != nullptr) r.timeline = primary->timeline;
+  if (primary != nullptr) r.timeline = primary->timeline.timeline();
   r.cuda_use = activity_.summary();
   return r;
 }

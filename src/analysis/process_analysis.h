@@ -31,6 +31,7 @@
 #include "analysis/report_model.h"
 #include "analysis/stack_catalog.h"
 #include "analysis/suppressions.h"
+#include "analysis/timeline_sampler.h"
 #include "trace/records.h"
 
 namespace gpuleak::analysis {
@@ -101,14 +102,18 @@ class ProcessAnalysis {
     std::string label;  // the program's phase name (gpuleak.phase()), or ""
     ClockKey clock;
     GrowthTracker growth;
-    std::vector<double> rss_at_boundary, reserved_at_boundary;
+    // Samples at the recent boundaries (the trend window).
+    RecentValues rss_at_boundary, reserved_at_boundary;
     // First boundary index at which each site was found growing, and its
     // latest trend.
     std::map<std::uint32_t, std::uint64_t> detected_at;
     std::vector<std::uint32_t> detection_order;
     std::map<std::uint32_t, SiteTrend> latest_trend;
-    Timeline timeline;
-    explicit Phase(const GrowthOptions& options) : growth(options) {}
+    TimelineSampler timeline;
+    explicit Phase(const GrowthOptions& options)
+        : growth(options),
+          rss_at_boundary(options.window_steps),
+          reserved_at_boundary(options.window_steps) {}
   };
 
   void apply(const trace::Record& record);
@@ -171,6 +176,8 @@ class ProcessAnalysis {
 
   // Latest samples.
   std::optional<std::uint64_t> host_rss_, device_used_, device_total_, pool_reserved_;
+  // The next sequence number expected: a jump means events were lost there.
+  std::uint64_t next_seq_ = 0;
 
   std::map<std::uint32_t, HolderFinding> holders_;
 

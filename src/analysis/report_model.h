@@ -105,7 +105,11 @@ struct SiteGrowth {
   trace::MemoryKind kind = trace::MemoryKind::kTorchBlock;
   bool tensor_level = true;  // a tensor (torch block or per-tensor driver call)
   std::string origin;        // for driver allocations: "PyTorch caching allocator", "NCCL", ...
-  bool bounded = false;      // its holder cannot grow without limit
+  bool bounded = false;      // its holder cannot grow without limit, or it stopped growing
+  // A site that grew and has been flat since (GrowthTracker::stopped_growing):
+  // the step of its last rise and the steps since.
+  std::optional<std::uint64_t> grew_until_step;
+  std::uint64_t flat_steps = 0;
   std::vector<Frame> frames;
   Site site;
 };
@@ -155,10 +159,16 @@ struct GrowthReport {
   std::string holder_json;        // the holder annotation for the top site, or empty
   std::string fix;
   std::string note;  // e.g. "reserved memory grows while live tensors do not: cache, not a leak"
+  // Boundaries of the judged window whose events were partly lost; their
+  // changes are left out of every site's trend.
+  std::uint64_t lossy_steps = 0;
+  std::uint64_t window_steps = 0;  // boundaries in that window
 };
 
-// Per-step (or per-time-window) series for plots.
+// Per-step (or per-time-window) series for plots; for long runs a bounded
+// choice of the boundaries (analysis/timeline_sampler.h).
 struct Timeline {
+  std::uint64_t boundaries = 0;  // boundaries in the run; more than step.size() when sampled
   std::vector<std::uint64_t> step;
   std::vector<double> time_s;
   std::vector<std::uint64_t> live_tensor_bytes;

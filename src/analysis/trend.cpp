@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <map>
 #include <vector>
 
 namespace gpuleak::analysis {
@@ -55,26 +54,41 @@ double theil_sen_slope(const double* x, const double* y, std::size_t n) {
 
 double mann_kendall_z(const std::vector<double>& y) {
   std::size_t n = y.size();
-  double s = 0;
+  // Integer sums, so the compiler can vectorize the inner loop.
+  long long s = 0;
   for (std::size_t i = 0; i < n; ++i) {
-    for (std::size_t j = i + 1; j < n; ++j) {
-      double d = y[j] - y[i];
-      s += (d > 0) - (d < 0);
-    }
+    double yi = y[i];
+    long long row = 0;
+    for (std::size_t j = i + 1; j < n; ++j) row += (y[j] > yi) - (y[j] < yi);
+    s += row;
   }
-  std::map<double, std::size_t> tie_groups;
-  for (double v : y) ++tie_groups[v];
+  // Tie groups: runs of equal values once sorted.
+  std::vector<double> sorted(y);
+  std::sort(sorted.begin(), sorted.end());
   auto term = [](double t) { return t * (t - 1) * (2 * t + 5); };
   double variance = term(static_cast<double>(n));
-  for (const auto& [value, count] : tie_groups) variance -= term(static_cast<double>(count));
+  for (std::size_t i = 0; i < n;) {
+    std::size_t j = i + 1;
+    while (j < n && sorted[j] == sorted[i]) ++j;
+    if (j - i > 1) variance -= term(static_cast<double>(j - i));
+    i = j;
+  }
   variance /= 18.0;
   if (variance <= 0) return 0.0;
-  if (s > 0) return (s - 1) / std::sqrt(variance);
-  if (s < 0) return (s + 1) / std::sqrt(variance);
+  auto sum = static_cast<double>(s);
+  if (s > 0) return (sum - 1) / std::sqrt(variance);
+  if (s < 0) return (sum + 1) / std::sqrt(variance);
   return 0.0;
 }
 
 }  // namespace
+
+double theil_sen_slope(std::span<const double> x, std::span<const double> y,
+                       std::size_t max_points) {
+  Points p = thin(x, y, max_points);
+  if (p.x.size() < 2) return 0.0;
+  return theil_sen_slope(p.x.data(), p.y.data(), p.x.size());
+}
 
 Trend fit_trend(std::span<const double> x, std::span<const double> y, const TrendOptions& options) {
   Trend trend;
@@ -82,6 +96,10 @@ Trend fit_trend(std::span<const double> x, std::span<const double> y, const Tren
   std::size_t n = p.x.size();
   trend.points = n;
   if (n < 2) return trend;
+
+  trend.mann_kendall_z = mann_kendall_z(p.y);
+  trend.significant = trend.mann_kendall_z >= options.significance_z;
+  if (options.only_if_significant && !trend.significant) return trend;
 
   trend.slope = theil_sen_slope(p.x.data(), p.y.data(), n);
   std::vector<double> intercepts(n);
@@ -91,9 +109,7 @@ Trend fit_trend(std::span<const double> x, std::span<const double> y, const Tren
   std::size_t half = n / 2;
   if (n - half >= 2)
     trend.recent_slope = theil_sen_slope(p.x.data() + half, p.y.data() + half, n - half);
-  trend.mann_kendall_z = mann_kendall_z(p.y);
 
-  trend.significant = trend.mann_kendall_z >= options.significance_z;
   trend.sustained =
       trend.slope > 0 && trend.recent_slope >= options.sustained_fraction * trend.slope;
   trend.growing = n >= options.min_points && trend.significant && trend.sustained &&

@@ -32,6 +32,9 @@ struct TrendOptions {
   std::size_t min_points = 8;
   // Series longer than this are thinned evenly before the O(n^2) statistics.
   std::size_t max_points = 400;
+  // Stop after the Mann–Kendall test when it is not significant (the slopes
+  // then stay 0): for callers that only want growing trends.
+  bool only_if_significant = false;
 };
 
 struct Trend {
@@ -48,5 +51,9 @@ struct Trend {
 // `x` must be non-decreasing and the same length as `y`.
 Trend fit_trend(std::span<const double> x, std::span<const double> y,
                 const TrendOptions& options = {});
+
+// The Theil–Sen slope alone (same thinning as fit_trend).
+double theil_sen_slope(std::span<const double> x, std::span<const double> y,
+                       std::size_t max_points = 400);
 
 }  // namespace gpuleak::analysis

@@ -1,5 +1,6 @@
 #include "collector/config.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
@@ -30,6 +31,9 @@ Config read_config_from_environment() {
   Config c;
   if (const char* dir = std::getenv("GPULEAK_TRACE_DIR"); dir && *dir) c.trace_dir = dir;
   c.native_depth = number("GPULEAK_NATIVE_DEPTH", c.native_depth, 0, kMaxNativeFrames);
+  c.tensor_native_depth =
+      std::min(c.native_depth,
+               number("GPULEAK_TENSOR_NATIVE_DEPTH", c.tensor_native_depth, 0, kMaxNativeFrames));
   c.python_stacks = flag("GPULEAK_PYTHON_STACKS", c.python_stacks);
   c.native_with_python = flag("GPULEAK_NATIVE_WITH_PYTHON", c.native_with_python);
   c.reuse_stacks = flag("GPULEAK_REUSE_STACKS", c.reuse_stacks);

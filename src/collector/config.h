@@ -11,7 +11,10 @@ namespace gpuleak::collector {
 
 struct Config {
   std::string trace_dir = "gpuleak-traces";  // GPULEAK_TRACE_DIR
-  int native_depth = 64;      // GPULEAK_NATIVE_DEPTH: frames kept, 0 = no native stacks
+  int native_depth = 64;  // GPULEAK_NATIVE_DEPTH: frames kept, 0 = no native stacks
+  // GPULEAK_TENSOR_NATIVE_DEPTH: frames kept for a tensor allocated where no
+  // Python frame is (autograd's backward threads), at most native_depth
+  int tensor_native_depth = 24;
   bool python_stacks = true;  // GPULEAK_PYTHON_STACKS
   bool native_with_python =
       false;  // GPULEAK_NATIVE_WITH_PYTHON: native frames too when Python frames exist

@@ -41,18 +41,20 @@ int keep_program_frames(void* const* raw, int count, std::uint64_t* frames, int 
 // stack is remembered by is the caller's frame.
 [[gnu::always_inline]] inline int capture_native_stack(std::uint64_t* frames, int max_frames) {
   max_frames = std::min(max_frames, kMaxNativeFrames);
+  std::uintptr_t frame_address = 0, return_address = 0;
   if (g_reuse_stacks) {
-    auto frame_address = reinterpret_cast<std::uintptr_t>(__builtin_dwarf_cfa());
-    auto return_address = reinterpret_cast<std::uintptr_t>(__builtin_return_address(0));
+    frame_address = reinterpret_cast<std::uintptr_t>(__builtin_dwarf_cfa());
+    return_address = reinterpret_cast<std::uintptr_t>(__builtin_return_address(0));
     int reused = reuse_remembered_stack(frame_address, return_address, frames, max_frames);
     if (reused >= 0) return reused;
-    if (should_learn_stack(frame_address, return_address, max_frames))
-      return learn_stack(frame_address, return_address, frames, max_frames);
   }
   // A few extra for the collector's own frames, which are dropped.
   void* raw[kMaxNativeFrames + kOwnFrames];
   int count = unw_backtrace(raw, max_frames + kOwnFrames);
-  return keep_program_frames(raw, count, frames, max_frames);
+  int kept = keep_program_frames(raw, count, frames, max_frames);
+  if (g_reuse_stacks && should_learn_stack(frame_address, return_address, max_frames, frames, kept))
+    return learn_stack(frame_address, return_address, frames, max_frames);
+  return kept;
 }
 
 }  // namespace gpuleak::collector

@@ -183,7 +183,8 @@ bool Recorder::indexed(trace::MemoryKind kind) const {
                                          const StackTable::NativeFrames* unwound) {
   std::string definitions;
   std::uint32_t definition_count = 0;
-  std::uint32_t stack_id = stacks_.capture(definitions, definition_count, with_native, unwound);
+  std::uint32_t stack_id = stacks_.capture(definitions, definition_count, with_native, unwound,
+                                           kind == trace::MemoryKind::kTorchBlock);
   trace::AllocRecord r;
   r.seq = next_seq();
   r.time_ns = now_ns();

@@ -1,29 +1,52 @@
 // A per-thread memory of recently unwound native stacks, so that a loop which
-// allocates from one place is unwound once instead of on every call.
+// allocates from a few places is unwound once per place instead of on every
+// call.
 //
-// A remembered stack is reused when a capture starts at the same place (the
-// capturing function's canonical frame address and return address are the
-// same) and every return address of the remembered stack still sits in the
-// stack slot it was read from. For frames whose size is fixed at each
-// instruction, which is all compiled code that does not use alloca or
+// A capture starts at a *place*: the capturing function's canonical frame
+// address and return address. Real programs reach one place from many call
+// sites (every allocation of a program through one wrapper, every tensor
+// through PyTorch's allocator hook), so a place remembers up to
+// kMaxRememberedStacks stacks, its *candidates*. They share their innermost
+// slots (the wrapper's own frames) up to the place's *split*, the first slot
+// where they differ; the return address found in that slot picks the
+// candidate, whose remaining slots are then checked. A capture costs one
+// read per frame whether the place has one candidate or sixty.
+//
+// A remembered stack is reused when every one of its return addresses still
+// sits in the stack slot it was read from. For frames whose size is fixed at
+// each instruction, which is all compiled code that does not use alloca or
 // variable-length arrays, that proves the stack is the same: a frame's slot
 // follows from the previous frame's address and return address, and the
 // check reads them in that order. A frame that changes size between calls
 // could, with stale memory holding the old return addresses, let a different
 // stack pass the check; GPULEAK_REUSE_STACKS=0 turns reuse off.
 //
+// Learning a stack (unwinding it frame by frame to find its slots) costs
+// several plain unwinds, so a stack is learned the second time it is seen
+// at a place, and a place where learning does not pay (more stacks taking
+// turns than it can remember, each evicted before it is seen again) stops
+// learning for a while and unwinds plainly: reuse never costs more than a
+// plain unwind and a few comparisons.
+//
 // Only stacks inside the thread's own pthread stack are remembered: every
 // slot is then above the current stack pointer of a later capture with the
 // same frame address, so reading it cannot fault (a fiber's or signal
-// stack's captures are always unwound).
+// stack's captures are always unwound). A capture made while the thread is
+// inside this memory already (a signal handler interrupting a capture) is
+// unwound plainly and leaves the memory alone.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 
 namespace gpuleak::collector {
 
 // Longer stacks are always unwound.
 constexpr int kMaxRememberedFrames = 64;
+// Stacks a thread remembers, over all its places.
+constexpr int kMaxRememberedStacks = 64;
+// Places a thread remembers.
+constexpr int kMaxRememberedPlaces = 8;
 
 struct StackSlot {
   std::uintptr_t address;  // where the return address was read
@@ -31,55 +54,108 @@ struct StackSlot {
 };
 
 struct RememberedStack {
-  std::uintptr_t frame_address = 0;  // the capturing function's canonical frame address
-  std::uintptr_t return_address = 0;
-  // -1 while the place was seen once (a one-off stack is not worth the slower
-  // walk that learns the slots); else the number of slots.
-  int count = -1;
-  int max_frames = 0;     // the limit it was captured with
-  int failed_checks = 0;  // in a row: after a few, the stack is learned again
+  int count = 0;  // slots; 0 while the entry is free
+  int place = -1;
+  std::uint64_t last_used = 0;
   StackSlot slots[kMaxRememberedFrames];
 };
 
+struct RememberedPlace {
+  std::uintptr_t frame_address = 0;  // the capturing function's canonical frame address
+  std::uintptr_t return_address = 0;
+  int max_frames = 0;  // the limit its stacks were captured with
+  bool in_use = false;
+  std::uint64_t last_used = 0;
+  // Candidates: every one has the same slots [0, split); each has slots
+  // beyond it, and its return address in slot `split` is split_ips[i].
+  int candidates = 0;
+  int split = 0;
+  std::uint8_t entries[kMaxRememberedStacks];
+  std::uint64_t split_ips[kMaxRememberedStacks];
+  // Whether learning pays here, over windows of captures.
+  std::uint32_t hits = 0, misses = 0, learned = 0;
+  std::uint32_t paused_windows = 0;  // windows left without learning
+  // Hashes of stacks unwound here once (learned when seen again).
+  static constexpr int kSeen = 64;
+  std::uint64_t seen[kSeen] = {};
+};
+
 struct RememberedStacks {
-  static constexpr int kEntries = 16;
   std::uintptr_t stack_low = 0;  // the thread's pthread stack
   std::uintptr_t stack_high = 0;
-  RememberedStack entries[kEntries];
-
-  RememberedStack& entry_for(std::uintptr_t frame_address, std::uintptr_t return_address) {
-    std::uint64_t h = (frame_address ^ (return_address * 0x9e3779b97f4a7c15ull)) >> 4;
-    return entries[(h ^ (h >> 17)) % kEntries];
-  }
+  bool busy = false;  // a capture is using the memory (see the header comment)
+  std::uint64_t clock = 0;
+  RememberedPlace places[kMaxRememberedPlaces];
+  RememberedStack stacks[kMaxRememberedStacks];
 };
 
 // This thread's memory; null until its first miss (and when reuse is off).
 extern thread_local RememberedStacks* t_remembered_stacks;
 
-// Writes the remembered stack for this place to `frames` if it is still the
+// Writes the remembered stack for this place to `frames` if one is still the
 // stack in memory. Returns the number of frames, or -1 when it must be
 // unwound.
 [[gnu::always_inline]] inline int reuse_remembered_stack(std::uintptr_t frame_address,
                                                          std::uintptr_t return_address,
                                                          std::uint64_t* frames, int max_frames) {
   RememberedStacks* memory = t_remembered_stacks;
-  if (!memory) return -1;
-  const RememberedStack& e = memory->entry_for(frame_address, return_address);
-  if (e.count < 0 || e.frame_address != frame_address || e.return_address != return_address ||
-      e.max_frames != max_frames)
-    return -1;
-  for (int i = 0; i < e.count; ++i) {
-    if (*reinterpret_cast<const volatile std::uint64_t*>(e.slots[i].address) != e.slots[i].ip)
-      return -1;
+  if (!memory || memory->busy) return -1;
+  RememberedPlace* place = nullptr;
+  for (RememberedPlace& p : memory->places) {
+    if (p.candidates > 0 && p.frame_address == frame_address &&
+        p.return_address == return_address && p.max_frames == max_frames) {
+      place = &p;
+      break;
+    }
   }
-  for (int i = 0; i < e.count; ++i) frames[i] = e.slots[i].ip;
-  return e.count;
+  if (!place) return -1;
+  memory->busy = true;
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  auto holds = [](const StackSlot& s) {
+    return *reinterpret_cast<const volatile std::uint64_t*>(s.address) == s.ip;
+  };
+  int found = -1;
+  const RememberedStack& first = memory->stacks[place->entries[0]];
+  bool shared = true;
+  for (int i = 0; i < place->split; ++i) {
+    if (!holds(first.slots[i])) {
+      shared = false;
+      break;
+    }
+  }
+  if (shared) {
+    if (place->split == first.count) {
+      found = place->entries[0];  // one candidate, checked whole
+    } else {
+      std::uint64_t split_ip =
+          *reinterpret_cast<const volatile std::uint64_t*>(first.slots[place->split].address);
+      for (int c = 0; c < place->candidates && found < 0; ++c) {
+        if (place->split_ips[c] != split_ip) continue;
+        const RememberedStack& e = memory->stacks[place->entries[c]];
+        bool all = true;
+        for (int i = place->split + 1; i < e.count && all; ++i) all = holds(e.slots[i]);
+        if (all) found = place->entries[c];
+      }
+    }
+  }
+  int count = -1;
+  if (found >= 0) {
+    RememberedStack& e = memory->stacks[found];
+    for (int i = 0; i < e.count; ++i) frames[i] = e.slots[i].ip;
+    e.last_used = ++memory->clock;
+    place->last_used = memory->clock;
+    ++place->hits;
+    count = e.count;
+  }
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  memory->busy = false;
+  return count;
 }
 
-// After a miss: whether this place has missed often enough that its stack
-// should be learned (learn_stack) rather than just unwound.
-bool should_learn_stack(std::uintptr_t frame_address, std::uintptr_t return_address,
-                        int max_frames);
+// After a miss, with the stack unwound plainly in `frames`: whether it
+// should be learned (learn_stack) now.
+bool should_learn_stack(std::uintptr_t frame_address, std::uintptr_t return_address, int max_frames,
+                        const std::uint64_t* frames, int count);
 
 // Unwinds with libunwind's step-by-step cursor, which also gives each frame's
 // stack address, writes up to `max_frames` program frames to `frames` (as

@@ -92,7 +92,7 @@ bool StackTable::native_frames_wanted(bool with_native) const {
 
 [[gnu::hot]] std::uint32_t StackTable::capture(std::string& definitions,
                                                std::uint32_t& definition_count, bool with_native,
-                                               const NativeFrames* unwound) {
+                                               const NativeFrames* unwound, bool tensor) {
   // Python frames: through the compiled reader when there is one (works
   // whether or not this thread holds the GIL), else only with the GIL held.
   constexpr int kMaxPython = PythonCapture::kMaxFrames;
@@ -119,7 +119,11 @@ bool StackTable::native_frames_wanted(bool with_native) const {
     native_frames = unwound->count;
   } else if (config_.native_depth > 0 &&
              (python_frames == 0 || with_native || config_.native_with_python)) {
-    native_frames = capture_native_stack(own, config_.native_depth);
+    // A tensor without Python frames comes from a thread Python does not
+    // know (autograd's backward): the innermost frames name the operation,
+    // the rest is the engine's, and unwinding it all costs.
+    int depth = tensor && python_frames == 0 ? config_.tensor_native_depth : config_.native_depth;
+    if (depth > 0) native_frames = capture_native_stack(own, depth);
   }
   // A thread without Python frames (autograd's engine thread) borrows those
   // of the thread whose backward() it runs (lent_python_stack.h).

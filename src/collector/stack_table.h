@@ -41,8 +41,10 @@ class StackTable {
   // taken when there are no Python frames, or always with `with_native`
   // (driver allocations: their native frames tell PyTorch's cache, NCCL
   // and cuBLAS apart); `unwound`, if given, are used instead of unwinding.
+  // `tensor`: a tensor allocation, whose native frames (when it has no
+  // Python ones) stop at the config's tensor_native_depth.
   std::uint32_t capture(std::string& definitions, std::uint32_t& definition_count, bool with_native,
-                        const NativeFrames* unwound = nullptr);
+                        const NativeFrames* unwound = nullptr, bool tensor = false);
 
  private:
   static constexpr int kShards = 64;

@@ -45,7 +45,7 @@ class ThreadBuffer {
   // ---- The recording thread only ----
 
   // Room for `size` contiguous bytes, or nullptr when the thread already has
-  // kMaxBufferBytes waiting (the writer is stalled): then call drop().
+  // max_buffer_bytes() waiting (the writer is stalled): then call drop().
   char* reserve(std::size_t size);
   // Hands the `size` bytes written at the last reserve() to the writer.
   // Returns true when the writer should be woken (a large chunk filled up).

@@ -462,7 +462,15 @@ class PageWriter {
                                                    : "step")
          << ". Shaded: warm-up, ignored when judging growth."
          << (r.growth.verdict == Verdict::kLeak ? " Dashed line: the first growing step." : "")
-         << " Click a legend entry to hide its series.</p>\n";
+         << " Click a legend entry to hide its series."
+         << (r.timeline.boundaries > r.timeline.step.size()
+                 ? fmt::format(
+                       " {} of {} steps are drawn: every step of the first 512, the last 1,024 "
+                       "and those before the growth was found; elsewhere each span's lowest and "
+                       "highest.",
+                       r.timeline.step.size(), r.timeline.boundaries)
+                 : std::string())
+         << "</p>\n";
   }
 
   void write_frame_item(const Frame& f) {
@@ -529,11 +537,17 @@ class PageWriter {
     for (const analysis::SiteGrowth& s : g.sites) {
       out_ << "<div class=\"gl-item gl-growing-site\">\n<p class=\"gl-item-head\">"
            << "<span class=\"gl-site\">" << escape(s.site.label()) << "</span> ";
-      std::string facts = fmt::format(
-          "{} {}, {:.1f} allocations/step, {} live now ({}), growing since step {}",
-          s.bounded ? "bounded growth" : "grows", format_rate(s.rate_bytes_per_step, "step"),
-          s.allocations_per_step, format_bytes(s.live_bytes),
-          plural(s.live_allocations, "allocation", "allocations"), s.first_growing_step);
+      std::string facts =
+          s.grew_until_step
+              ? fmt::format("grew from step {} until step {}, flat for {} steps since, {} held",
+                            s.first_growing_step, *s.grew_until_step, s.flat_steps,
+                            format_bytes(s.live_bytes))
+              : fmt::format(
+                    "{} {}, {:.1f} allocations/step, {} live now ({}), growing since step {}",
+                    s.bounded ? "bounded growth" : "grows",
+                    format_rate(s.rate_bytes_per_step, "step"), s.allocations_per_step,
+                    format_bytes(s.live_bytes),
+                    plural(s.live_allocations, "allocation", "allocations"), s.first_growing_step);
       facts += fmt::format(" · {}", trace::memory_kind_name(s.kind));
       if (!s.origin.empty()) facts += " · " + s.origin;
       if (!s.tensor_level) facts += " · not a tensor";

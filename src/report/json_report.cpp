@@ -112,6 +112,8 @@ json to_json(const analysis::ProcessReport& r) {
                      {"tensor_level", s.tensor_level},
                      {"origin", s.origin},
                      {"bounded", s.bounded},
+                     {"grew_until_step", optional_json(s.grew_until_step)},
+                     {"flat_steps", s.flat_steps},
                      {"site", site_json(s.site)},
                      {"frames", frames_json(s.frames)}});
   }
@@ -148,6 +150,8 @@ json to_json(const analysis::ProcessReport& r) {
                  {"holder", parsed_or_null(g.holder_json)},
                  {"fix", g.fix},
                  {"note", g.note},
+                 {"lossy_steps", g.lossy_steps},
+                 {"window_steps", g.window_steps},
                  {"sites", sites}};
 
   json origins = json::array();
@@ -157,7 +161,8 @@ json to_json(const analysis::ProcessReport& r) {
   }
 
   const analysis::Timeline& t = r.timeline;
-  json timeline = {{"step", t.step},
+  json timeline = {{"boundaries", t.boundaries},
+                   {"step", t.step},
                    {"time_s", t.time_s},
                    {"live_tensor_bytes", t.live_tensor_bytes},
                    {"live_device_bytes", t.live_device_bytes},

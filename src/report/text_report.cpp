@@ -169,6 +169,16 @@ void write_growth(std::ostream& out, const ProcessReport& r) {
   out << '\n';
   if (!g.note.empty()) out << "  Note: " << g.note << '\n';
   for (const analysis::SiteGrowth& s : g.sites) {
+    if (s.grew_until_step) {
+      out << fmt::format(
+          "\n  Grew from step {} until step {}, flat for {} steps since ({} held{}){}\n",
+          s.first_growing_step, *s.grew_until_step, s.flat_steps, format_bytes(s.live_bytes),
+          s.origin.empty() ? "" : ", " + s.origin, s.tensor_level ? "" : " [not a tensor]");
+      TextOptions frames;
+      write_frames(out, s.frames, frames, "    ");
+      if (!s.site.source_line.empty()) out << "    > " << s.site.source_line << '\n';
+      continue;
+    }
     out << fmt::format(
         "\n  {} {} ({} allocations/{}, {} live now{}){}\n",
         s.bounded ? "Bounded growth" : "Growing", format_rate(s.rate_bytes_per_step, noun.c_str()),

@@ -8,24 +8,40 @@ SyntheticTrace::SyntheticTrace() {
   p.parent_pid = 1;
   p.start_monotonic_ns = time_ns_;
   p.command_line = "python train.py";
-  records_.push_back(p);
+  emit(p);
+}
+
+SyntheticTrace::SyntheticTrace(ProcessAnalysis& sink) : sink_(&sink) {
+  trace::ProcessRecord p;
+  p.pid = 4242;
+  p.parent_pid = 1;
+  p.start_monotonic_ns = time_ns_;
+  p.command_line = "python train.py";
+  emit(p);
+}
+
+void SyntheticTrace::emit(trace::Record record) {
+  if (sink_)
+    sink_->consume(record);
+  else
+    records_.push_back(std::move(record));
 }
 
 std::uint32_t SyntheticTrace::python_site(const std::string& file, std::uint32_t line,
                                           const std::string& function) {
   std::uint32_t code = next_code_++;
-  records_.push_back(trace::PythonCodeRecord{code, file, function, line > 3 ? line - 3 : 1});
+  emit(trace::PythonCodeRecord{code, file, function, line > 3 ? line - 3 : 1});
   std::uint32_t stack = next_stack_++;
-  records_.push_back(trace::StackRecord{stack, {}, {{code, line}}});
+  emit(trace::StackRecord{stack, {}, {{code, line}}});
   return stack;
 }
 
 std::uint32_t SyntheticTrace::native_site(const std::string& module_path) {
   std::uint64_t base = next_module_base_;
   next_module_base_ += 0x1000000;
-  records_.push_back(trace::ModuleRecord{base, base, base + 0x100000, module_path});
+  emit(trace::ModuleRecord{base, base, base + 0x100000, module_path});
   std::uint32_t stack = next_stack_++;
-  records_.push_back(trace::StackRecord{stack, {base + 0x1234, base + 0x5678}, {}});
+  emit(trace::StackRecord{stack, {base + 0x1234, base + 0x5678}, {}});
   return stack;
 }
 
@@ -36,12 +52,12 @@ std::uint32_t SyntheticTrace::python_stack(const std::vector<PyFrame>& outermost
     auto [it, inserted] = codes_.try_emplace({f->file, f->function}, next_code_);
     if (inserted) {
       ++next_code_;
-      records_.push_back(
+      emit(
           trace::PythonCodeRecord{it->second, f->file, f->function, f->line > 3 ? f->line - 3 : 1});
     }
     stack.python.push_back({it->second, f->line});
   }
-  records_.push_back(stack);
+  emit(stack);
   return stack.stack_id;
 }
 
@@ -49,13 +65,13 @@ std::uint32_t SyntheticTrace::native_stack(const std::vector<std::uint64_t>& out
   trace::StackRecord stack;
   stack.stack_id = next_stack_++;
   stack.native.assign(outermost_first.rbegin(), outermost_first.rend());
-  records_.push_back(stack);
+  emit(stack);
   return stack.stack_id;
 }
 
 void SyntheticTrace::step_from(trace::StepSource source, std::uint64_t step_number,
                                std::uint32_t clock) {
-  records_.push_back(trace::StepRecord{next_seq(), time_ns_, step_number, source, clock});
+  emit(trace::StepRecord{next_seq(), time_ns_, step_number, source, clock});
 }
 
 std::uint64_t SyntheticTrace::alloc(std::uint32_t stack, std::uint64_t size,
@@ -71,7 +87,7 @@ std::uint64_t SyntheticTrace::alloc(std::uint32_t stack, std::uint64_t size,
   r.device = 0;
   r.stack_id = stack;
   r.thread_id = thread_id_;
-  records_.push_back(r);
+  emit(r);
   return address;
 }
 
@@ -83,25 +99,28 @@ void SyntheticTrace::free(std::uint64_t address, trace::MemoryKind kind) {
   r.kind = kind;
   r.device = 0;
   r.thread_id = thread_id_;
-  records_.push_back(r);
+  emit(r);
 }
 
 void SyntheticTrace::step(std::uint64_t step_number) {
-  records_.push_back(
-      trace::StepRecord{next_seq(), time_ns_, step_number, trace::StepSource::kOptimizerHook});
+  emit(trace::StepRecord{next_seq(), time_ns_, step_number, trace::StepSource::kOptimizerHook});
+}
+
+void SyntheticTrace::lost_record(std::uint64_t events) {
+  emit(trace::LostRecord{next_seq(), time_ns_, events});
 }
 
 void SyntheticTrace::sample(trace::Metric metric, std::uint64_t value) {
-  records_.push_back(trace::SampleRecord{next_seq(), time_ns_, metric, 0, value});
+  emit(trace::SampleRecord{next_seq(), time_ns_, metric, 0, value});
 }
 
 void SyntheticTrace::annotate(const std::string& key, const std::string& value) {
-  records_.push_back(trace::AnnotationRecord{next_seq(), time_ns_, key, value});
+  emit(trace::AnnotationRecord{next_seq(), time_ns_, key, value});
 }
 
 void SyntheticTrace::alloc_failed(std::uint32_t stack, std::uint64_t size) {
-  records_.push_back(trace::AllocFailedRecord{next_seq(), time_ns_, size,
-                                              trace::MemoryKind::kDevice, 243, 0, 2, 1, stack});
+  emit(trace::AllocFailedRecord{next_seq(), time_ns_, size, trace::MemoryKind::kDevice, 243, 0, 2,
+                                1, stack});
 }
 
 ProcessAnalysis SyntheticTrace::analyze(const AnalysisOptions& options) const {

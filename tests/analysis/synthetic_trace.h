@@ -16,6 +16,9 @@ namespace gpuleak::analysis::testing {
 class SyntheticTrace {
  public:
   SyntheticTrace();
+  // Streams every record straight into `sink` instead of keeping it (for
+  // runs too long to hold in memory); records() then stays empty.
+  explicit SyntheticTrace(ProcessAnalysis& sink);
 
   // A Python call site "file:line in function"; returns its stack id.
   std::uint32_t python_site(const std::string& file, std::uint32_t line,
@@ -47,6 +50,11 @@ class SyntheticTrace {
   void annotate(const std::string& key, const std::string& value);
   void alloc_failed(std::uint32_t stack, std::uint64_t size);
   void advance_ms(double ms) { time_ns_ += static_cast<std::uint64_t>(ms * 1e6); }
+  // Events the collector dropped: their sequence numbers are taken, nothing
+  // is recorded (the trace shows a gap).
+  void lose_events(std::uint64_t events) { seq_ += events; }
+  // The collector's own count of what it dropped (a LostRecord).
+  void lost_record(std::uint64_t events);
 
   const std::vector<trace::Record>& records() const { return records_; }
   // Feeds everything to a fresh analysis.
@@ -54,6 +62,8 @@ class SyntheticTrace {
 
  private:
   std::uint64_t next_seq() { return seq_++; }
+  void emit(trace::Record record);
+  ProcessAnalysis* sink_ = nullptr;
   std::vector<trace::Record> records_;
   std::uint64_t seq_ = 0;
   std::uint64_t time_ns_ = 1'000'000'000;

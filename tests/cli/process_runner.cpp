@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -90,10 +91,14 @@ ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOpt
   bool out_open = true, err_open = true;
   int status = 0;
   bool reaped = false;
+  struct rusage usage {};
   while (out_open || err_open || !reaped) {
     if (!reaped) {
-      pid_t done = ::waitpid(pid, &status, WNOHANG);
-      if (done == pid) reaped = true;
+      pid_t done = ::wait4(pid, &status, WNOHANG, &usage);
+      if (done == pid) {
+        reaped = true;
+        result.max_rss_kib = usage.ru_maxrss;
+      }
     }
     if (std::chrono::steady_clock::now() > deadline) {
       if (reaped) break;  // something it started still holds the pipes

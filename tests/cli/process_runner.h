@@ -31,6 +31,7 @@ struct ProcessResult {
   int exit_code = -1;  // when it exited
   int signal = 0;      // when a signal ended it
   bool timed_out = false;
+  long max_rss_kib = 0;  // the child's peak resident memory (wait4's ru_maxrss)
   std::string out;
   std::string err;
   // The non-empty lines of `err`.

@@ -740,6 +740,45 @@ TEST(CollectorCupti, remembered_stacks_tell_callers_at_the_same_stack_address_ap
   }
 }
 
+// Eighty callers reach one allocating function at the same stack address:
+// more than a thread remembers, taking turns all together, 48 at a time, two
+// at a time and in runs. Every allocation's stack must name its own caller
+// (caller K allocates 4096 * (K + 1) bytes), with reuse on and off.
+TEST(CollectorCupti, remembered_stacks_name_the_right_caller_among_eighty_taking_turns) {
+  SKIP_WITHOUT_COLLECTOR();
+  std::map<std::string, std::map<int, std::uint64_t>> allocations_by_reuse;
+  for (const char* reuse : {"1", "0"}) {
+    SCOPED_TRACE(std::string("GPULEAK_REUSE_STACKS=") + reuse);
+    ScratchDir dir;
+    ProcessOptions options = cupti_options(dir.path());
+    options.set_env.push_back(std::string("GPULEAK_REUSE_STACKS=") + reuse);
+    ProcessResult run =
+        run_process({kCuptiChild, kCollector, kStandInCupti, "many-callers"}, options);
+    ASSERT_EQ(run.exit_code, 0) << run.describe();
+    EXPECT_EQ(run.out, "calls=700\n");
+    auto files = traces_in(dir.path());
+    ASSERT_EQ(files.size(), 1u);
+    analysis::ProcessReport report = analysis::analyze_trace_file(files[0], {});
+    std::map<int, std::uint64_t>& by_caller = allocations_by_reuse[reuse];
+    std::uint64_t total = 0;
+    for (const auto& group : report.leaks.groups) {
+      int caller = -1;
+      for (const auto& frame : group.frames) {
+        auto at = frame.function.find("many_caller<");
+        if (at != std::string::npos) caller = std::atoi(frame.function.c_str() + at + 12);
+      }
+      ASSERT_GE(caller, 0) << "a stack without its caller: " << group.site.label();
+      EXPECT_EQ(group.bytes, group.allocations * 4096ull * (caller + 1))
+          << "allocations of another caller were given caller " << caller << "'s stack";
+      by_caller[caller] += group.allocations;
+      total += group.allocations;
+    }
+    EXPECT_EQ(total, 700u);
+    EXPECT_EQ(by_caller.size(), 80u);
+  }
+  EXPECT_EQ(allocations_by_reuse["1"], allocations_by_reuse["0"]);
+}
+
 // A profiler that subscribed first keeps CUPTI; the collector says so once
 // and the program runs untouched, its driver calls answered as before.
 TEST(CollectorCupti, another_cupti_client_first_means_one_line_and_an_untouched_program) {

@@ -22,6 +22,10 @@
 //       both through allocate_block(), so that each allocation is made at
 //       the same stack address: runs of one caller, then the two taking
 //       turns (what a remembered stack must tell apart)
+//   cupti_child COLLECTOR.so STAND_IN_CUPTI.so many-callers
+//       80 callers (more than a thread remembers) reach allocate_block in
+//       turn, 48 in turn, two in turn and in runs; caller K allocates
+//       4096 * (K + 1) bytes
 //   cupti_child COLLECTOR.so STAND_IN_CUPTI.so bench PAIRS ROUNDS DEPTH
 //       the CPU counterpart of bench/cuda/alloc_pairs --in-process: each
 //       round times PAIRS stream-ordered alloc/free pairs DEPTH frames deep
@@ -32,12 +36,14 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "collector/stand_in_cupti.h"
@@ -185,6 +191,41 @@ int callers() {
   return 0;
 }
 
+// ---- many callers --------------------------------------------------------------
+
+// Caller K allocates 4096 * (K + 1) bytes through allocate_block, so the
+// report can tell from a group's size which caller its stack must name.
+constexpr int kManyCallers = 80;  // more than a thread remembers
+
+template <int K>
+__attribute__((noinline)) void many_caller() {
+  allocate_block(4096ull * (K + 1));
+  asm volatile("" ::: "memory");
+}
+
+template <int... K>
+constexpr std::array<void (*)(), sizeof...(K)> make_many_callers(std::integer_sequence<int, K...>) {
+  return {&many_caller<K>...};
+}
+constexpr auto kManyCallerFunctions =
+    make_many_callers(std::make_integer_sequence<int, kManyCallers>{});
+
+int many_callers() {
+  int calls = 0;
+  auto call = [&](int k) {
+    kManyCallerFunctions[k]();
+    ++calls;
+  };
+  for (int round = 0; round < 5; ++round)
+    for (int k = 0; k < kManyCallers; ++k) call(k);  // all in turn
+  for (int i = 0; i < 200; ++i) call(i % 48);        // 48 in turn: within what is remembered
+  for (int i = 0; i < 40; ++i) call(i % 2 ? 3 : 70);
+  for (int k = 0; k < kManyCallers; k += 7)
+    for (int i = 0; i < 5; ++i) call(k);  // runs
+  std::printf("calls=%d\n", calls);
+  return 0;
+}
+
 // ---- bench -------------------------------------------------------------------
 
 __attribute__((noinline)) double time_pairs(int depth, std::uint64_t pairs) {
@@ -243,9 +284,10 @@ int bench(std::uint64_t pairs, int rounds, int depth) {
 
 int main(int argc, char** argv) {
   if (argc < 4) {
-    std::fprintf(stderr,
-                 "usage: cupti_child COLLECTOR.so STAND_IN_CUPTI.so "
-                 "events|events-after-another-client|callers|bench PAIRS ROUNDS DEPTH\n");
+    std::fprintf(
+        stderr,
+        "usage: cupti_child COLLECTOR.so STAND_IN_CUPTI.so "
+        "events|events-after-another-client|callers|many-callers|bench PAIRS ROUNDS DEPTH\n");
     return 2;
   }
   std::string mode = argv[3];
@@ -258,6 +300,7 @@ int main(int argc, char** argv) {
       mode == "events-initialized-twice" || mode == "events-initialized-concurrently")
     return events();
   if (mode == "callers") return callers();
+  if (mode == "many-callers") return many_callers();
   if (mode == "bench" && argc > 6) {
     return bench(std::strtoull(argv[4], nullptr, 10), std::atoi(argv[5]), std::atoi(argv[6]));
   }

@@ -64,6 +64,40 @@ def test_build_ahead_says_clearly_why_it_cannot_build_on_cpu_torch(tmp_path):
     assert "built without CUDA" in result.stdout
 
 
+def test_build_ahead_finds_a_built_hook_without_importing_torch(tmp_path):
+    # `gpuleak run` asks before every Python program; importing torch to
+    # answer took seconds, also for a program that never uses torch.
+    env = dict(os.environ, PYTHONPATH=PACKAGE_DIR, GPULEAK_CACHE_DIR=str(tmp_path))
+    probe = subprocess.run([PYTHON, "-c", """
+import sys
+from gpuleak import torch_hook
+found = torch_hook.installed_shim_path()
+print("torch" in sys.modules)
+import torch
+print(found == torch_hook.shim_path(torch))
+print(found)
+"""], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=120)
+    assert probe.returncode == 0, probe.stderr
+    imported_early, same, path = probe.stdout.splitlines()
+    assert imported_early == "False"
+    assert same == "True", "the hook is looked for where torch's own version puts it"
+    with open(path, "wb"):
+        pass  # as if built before
+    result = subprocess.run([PYTHON, "-c", """
+import runpy, sys
+sys.argv = ["torch_hook", "--build"]
+try:
+    runpy.run_module("gpuleak.torch_hook", run_name="__main__")
+except SystemExit as end:
+    print("exit", end.code)
+print("torch imported", "torch" in sys.modules)
+"""], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "exit 0" in result.stdout
+    assert "torch imported False" in result.stdout
+    assert "allocator hook is built" in result.stdout
+
+
 def test_build_ahead_rejects_unknown_arguments(tmp_path):
     env = dict(os.environ, PYTHONPATH=PACKAGE_DIR, GPULEAK_CACHE_DIR=str(tmp_path))
     result = subprocess.run([PYTHON, "-m", "gpuleak.torch_hook"], env=env,

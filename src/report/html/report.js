@@ -105,7 +105,11 @@
       marks.warmupEnd = x.values[Math.min(warmup, x.values.length - 1)];
     }
     if (growth.verdict === "LEAK" && growth.first_growing_step !== null) {
+      // A long run's timeline is sampled: the first kept step at or after it.
       var at = steps.indexOf(growth.first_growing_step);
+      for (var i = 0; at < 0 && i < steps.length; i++) {
+        if (steps[i] >= growth.first_growing_step) at = i;
+      }
       if (at >= 0) marks.growthStart = x.values[at];
     }
     return marks;

@@ -1,0 +1,82 @@
+// Verdicts that stay right when the collector dropped events (a loaded
+// machine): a dropped free leaves an allocation live that is not, which
+// must not turn a steady loop into a leak; a real leak stays a leak; and
+// when most recent steps lost events, "NO LEAK" is not said.
+#include <gtest/gtest.h>
+
+#include "analysis/synthetic_trace.h"
+
+namespace gpuleak::analysis {
+namespace {
+
+using testing::SyntheticTrace;
+
+// One step of a loop that keeps its last output until the next step, with
+// the output's free dropped every `drop_every`-th step (0: never).
+void keep_last_output(SyntheticTrace& t, std::uint32_t site, std::uint64_t& last,
+                      std::uint64_t step, std::uint64_t drop_every) {
+  std::uint64_t next = t.alloc(site, 1 << 20);
+  if (last) {
+    if (drop_every && step % drop_every == 0) {
+      t.lose_events(1);  // the free of the previous output
+      t.lost_record(1);
+    } else {
+      t.free(last);
+    }
+  }
+  last = next;
+}
+
+TEST(LostEventsVerdict, dropped_frees_of_a_steady_loop_are_not_a_leak) {
+  SyntheticTrace t;
+  auto output = t.python_site("/work/train.py", 30, "train");
+  std::uint64_t last = 0;
+  for (std::uint64_t step = 0; step < 400; ++step) {
+    keep_last_output(t, output, last, step, 5);  // 20 % of frees lost
+    t.advance_ms(10);
+    t.step(step);
+  }
+  ProcessReport r = t.analyze().build_report("lossy");
+  EXPECT_NE(r.growth.verdict, Verdict::kLeak)
+      << "80 frees were lost, 80 MiB look live: " << r.growth.cause_text;
+  EXPECT_GT(r.growth.lossy_steps, 0u);
+  EXPECT_NE(r.growth.note.find("events were lost"), std::string::npos) << r.growth.note;
+}
+
+TEST(LostEventsVerdict, a_real_leak_is_still_found_when_some_steps_lost_events) {
+  SyntheticTrace t;
+  auto output = t.python_site("/work/train.py", 30, "train");
+  auto leak = t.python_site("/work/train.py", 42, "train");
+  std::uint64_t last = 0;
+  for (std::uint64_t step = 0; step < 300; ++step) {
+    keep_last_output(t, output, last, step, 5);
+    t.alloc(leak, 64 << 10);
+    t.advance_ms(10);
+    t.step(step);
+  }
+  ProcessReport r = t.analyze().build_report("lossy-leak");
+  ASSERT_EQ(r.growth.verdict, Verdict::kLeak);
+  ASSERT_FALSE(r.growth.sites.empty());
+  EXPECT_EQ(r.growth.sites.front().site.label(), "train.py:42");
+  EXPECT_NEAR(r.growth.rate_bytes_per_step, 64 << 10, 1);
+}
+
+TEST(LostEventsVerdict, no_leak_is_not_said_when_most_recent_steps_lost_events) {
+  SyntheticTrace t;
+  auto output = t.python_site("/work/train.py", 30, "train");
+  std::uint64_t last = 0;
+  for (std::uint64_t step = 0; step < 400; ++step) {
+    std::uint64_t next = t.alloc(output, 1 << 20);
+    if (last) t.free(last);
+    last = next;
+    if (step >= 150 && step % 4 != 0) t.lose_events(3);  // other events of the step
+    t.advance_ms(10);
+    t.step(step);
+  }
+  ProcessReport r = t.analyze().build_report("mostly-lost");
+  EXPECT_EQ(r.growth.verdict, Verdict::kNotYet) << r.growth.note;
+  EXPECT_NE(r.growth.note.find("too few complete steps"), std::string::npos) << r.growth.note;
+}
+
+}  // namespace
+}  // namespace gpuleak::analysis

@@ -1,0 +1,95 @@
+// `gpuleak report` keeps bounded memory and time whatever a trace says: a
+// small crafted trace (issue 17) whose events are days apart once made
+// 10,000 time windows times every site's series (gigabytes, then
+// std::bad_alloc). Run through the real binary as a child process; its peak
+// resident memory comes from wait4 and its time from the clock.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "cli/process_runner.h"
+#include "trace/codec.h"
+#include "trace/records.h"
+#include "trace/trace_writer.h"
+
+namespace gpuleak::cli {
+namespace {
+
+using gpuleak::testing::run_process;
+using gpuleak::testing::ScratchDir;
+using nlohmann::json;
+
+const std::string kGpuleak = GPULEAK_TEST_GPULEAK;
+
+constexpr std::uint64_t kSecondNs = 1'000'000'000ull;
+
+// `sites` stacks each holding one allocation, then `silences` host-RSS
+// samples a million seconds apart: every silence is worth (at least) a
+// thousand time windows of a program that marks no steps.
+void write_silent_trace(const std::string& path, std::uint32_t sites, std::uint32_t silences) {
+  std::string error;
+  auto writer = trace::TraceWriter::create(path, &error);
+  if (!writer) throw std::runtime_error(error);
+  std::string block;
+  std::uint32_t records = 0;
+  auto flush = [&] {
+    if (!writer->write_block(block, records, &error)) throw std::runtime_error(error);
+    block.clear();
+    records = 0;
+  };
+  std::uint64_t start_ns = 1000 * kSecondNs;
+  trace::encode_record(trace::ProcessRecord{4242, 1, 1700000000000000000ull, start_ns,
+                                            "/usr/bin/app", "app --serve", "node-1", "0.1.0"},
+                       block);
+  trace::encode_record(trace::ApiNameRecord{243, "cuMemAlloc_v2"}, block);
+  records += 2;
+  std::uint64_t seq = 0;
+  for (std::uint32_t s = 1; s <= sites; ++s) {
+    trace::encode_record(trace::StackRecord{s, {0x401000ull + s * 16, 0x402000ull}, {}}, block);
+    trace::AllocRecord a;
+    a.seq = seq++;
+    a.time_ns = start_ns + s;
+    a.address = 0x7f0000000000ull + std::uint64_t{s} * 4096;
+    a.size = 4096;
+    a.kind = trace::MemoryKind::kDevice;
+    a.api = 243;
+    a.device = 0;
+    a.stack_id = s;
+    trace::encode_record(a, block);
+    records += 2;
+    if (records >= 20000) flush();
+  }
+  for (std::uint32_t i = 1; i <= silences; ++i) {
+    trace::encode_record(trace::SampleRecord{seq++, start_ns + i * 1'000'000ull * kSecondNs,
+                                             trace::Metric::kHostRssBytes, -1, 1ull << 30},
+                         block);
+    ++records;
+  }
+  flush();
+}
+
+TEST(ReportBounds, a_trace_with_silences_of_days_reports_within_a_gib_and_thirty_seconds) {
+  ScratchDir dir;
+  std::string trace = dir.file("gpuleak-4242.trace");
+  write_silent_trace(trace, 20000, 20);
+  ASSERT_LT(std::filesystem::file_size(trace), 1u << 20) << "the crafted trace is small";
+  auto begin = std::chrono::steady_clock::now();
+  auto result = run_process({kGpuleak, "report", "--json-report", dir.file("report.json"), trace});
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
+  ASSERT_EQ(result.exit_code, 0) << result.describe();
+  EXPECT_LT(result.max_rss_kib, 1L << 20) << "peak resident KiB";
+  EXPECT_LT(seconds, 30.0);
+  std::ifstream in(dir.file("report.json"));
+  json report = json::parse(in);
+  const json& process = report.at("processes").at(0);
+  // Every window is counted; the timeline carries a bounded choice of them.
+  EXPECT_GE(process.at("timeline").at("boundaries").get<std::uint64_t>(), 20000u);
+  EXPECT_LE(process.at("timeline").at("step").size(), 8192u);
+  EXPECT_EQ(process.at("events").at("allocations").get<std::uint64_t>(), 20000u);
+}
+
+}  // namespace
+}  // namespace gpuleak::cli
