@@ -260,13 +260,16 @@ def on_cuda_initialized(torch, collector, clock):
         distributed = distributed_role(os.environ)
         if distributed:
             collector.annotate("distributed", json.dumps(distributed))
-        from gpuleak._backward_lines import lend_stacks_during_backward
-
-        lend_stacks_during_backward(torch, collector)
         from gpuleak._process_role import annotate_process_role, install_exit_marker
 
         annotate_process_role(collector)
         install_exit_marker(collector)
+        try:
+            from gpuleak._backward_lines import lend_stacks_during_backward
+
+            lend_stacks_during_backward(torch, collector)
+        except Exception as error:  # backward lines are a refinement: the rest stays on
+            say_once("backward-lines", "lending Python stacks to backward failed (%s)" % error)
         from gpuleak._memory_samples import MemorySampler
 
         clock.sampler = MemorySampler(torch, collector, tracking["mode"] == "cudaMallocAsync")

@@ -671,13 +671,33 @@ GrowthReport ProcessAnalysis::growth_report_of_phases(const Phase** primary_phas
     reports.push_back(phase_report(*phase));
     order.push_back(phase.get());
   }
+  // A loop found in library code (the per-parameter loop inside
+  // torch.optim's step) is a piece of a step the program's own clock already
+  // counts: when such a clock reached a verdict, the library loop's
+  // iterations are not the program's (on the H200 a loop of one allocation in
+  // Adam's _multi_tensor_adam was judged LEAK while 500 optimizer steps said
+  // NO LEAK).
+  bool trusted_verdict = false;
+  for (std::size_t i = 0; i < reports.size(); ++i) {
+    trace::StepSource source = order[i]->clock.source;
+    if ((source == trace::StepSource::kExplicit || source == trace::StepSource::kOptimizerHook ||
+         source == trace::StepSource::kDataLoader) &&
+        reports[i].verdict != Verdict::kNotYet)
+      trusted_verdict = true;
+  }
+  auto library_loop = [&](std::size_t i) {
+    if (!trusted_verdict || order[i]->clock.source != trace::StepSource::kAllocationPeriod)
+      return false;
+    auto frame = finder_.loop_frame(order[i]->clock.clock, catalog_);
+    return frame && frame->internal;
+  };
   // The phase the report is about: a leaking one (the fastest), else one
   // that reached a verdict, else the one with the most iterations; time
-  // windows only when nothing else ticked.
+  // windows (and library loops, above) only when nothing else ticked.
   auto rank = [&](std::size_t i) {
     const GrowthReport& r = reports[i];
     int verdict = r.verdict == Verdict::kLeak ? 2 : r.verdict == Verdict::kNoLeak ? 1 : 0;
-    bool windows = is_time_windows(*order[i]);
+    bool windows = is_time_windows(*order[i]) || library_loop(i);
     // Between phases with the same verdict, the program's own word first.
     int trust = -trust_rank(order[i]->clock.source);
     return std::make_tuple(!windows, verdict, verdict == 2 ? r.rate_bytes_per_step : 0.0, trust,
@@ -703,6 +723,7 @@ GrowthReport ProcessAnalysis::growth_report_of_phases(const Phase** primary_phas
     // their warm-up (a loop that went round a few times during set-up).
     if (other_than_windows && is_time_windows(*order[i])) continue;
     if (reports[i].steps <= options_.growth.warmup_steps && !(primary && i == *primary)) continue;
+    if (library_loop(i) && !(primary && i == *primary)) continue;
     PhaseSummary p;
     p.name = reports[i].phase;
     p.label = order[i]->label;

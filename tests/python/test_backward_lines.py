@@ -94,7 +94,11 @@ def test_an_allocation_on_a_thread_without_python_is_blamed_on_the_lending_line(
         pytest.skip("no gpuleak binary at %s" % gpuleak)
     run = run_traced(PROGRAM, extra_env={"ENGINE_LIBRARY": engine_library})
     assert run.returncode == 0, run.stderr
-    out = subprocess.run([gpuleak, "report", "--json", run.trace_dir], stdout=subprocess.PIPE,
+    # The program's source is read from its folder (report reads sources only
+    # from the trace or from --source-root: docs/security.md).
+    source_root = os.path.dirname(str(run.trace_dir))
+    out = subprocess.run([gpuleak, "report", "--json", "--source-root", source_root, run.trace_dir],
+                         stdout=subprocess.PIPE,
                          stderr=subprocess.PIPE, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     groups = json.loads(out.stdout)["processes"][0]["leaks"]["groups"]

@@ -31,6 +31,17 @@ def built(name):
     return path
 
 
+def assert_program_succeeded(status, text):
+    """The scenario's main program succeeded; it ends with os._exit (stand_in_gpu.leave:
+    the collector can hang in its exit handler under the stand-ins), so its trace has no
+    exit record and `run` says so with exit status 3 (docs/cli.md) -- or 0 when a
+    scenario's main never started the collector."""
+    if "has no exit record" in text:
+        assert status == 3, text[-2000:]
+    else:
+        assert status == 0, text[-2000:]
+
+
 @pytest.fixture
 def gpuleak_run(tmp_path, collector_path):
     """Runs a scenario under `gpuleak run`; returns (exit status, report, truth, text)."""
@@ -50,7 +61,7 @@ def gpuleak_run(tmp_path, collector_path):
                    PYTHONPATH=os.pathsep.join([SCENARIOS, PACKAGE_DIR]),
                    PYTHONDONTWRITEBYTECODE="1")
         env.pop("CUDA_INJECTION64_PATH", None)
-        command = [gpuleak, "run", "--no-live", "--torch-mode", "off", "--orphan-grace", str(grace),
+        command = [gpuleak, "run", "--no-live", "--backend", "cupti", "--torch-mode", "off", "--orphan-grace", str(grace),
                    "-o", str(tmp_path / "traces"), "--json-report", str(report)]
         command += ["--html", str(html)] if html else []
         command += ["--", PYTHON, os.path.join(SCENARIOS, script)]
@@ -80,7 +91,7 @@ def findings(report, kind):
 
 def test_dataloader_workers_that_use_the_gpu_are_named_with_their_context(gpuleak_run):
     status, report, truth, text = gpuleak_run("dataloader_workers.py", "TRUTH")
-    assert status == 0, text[-2000:]
+    assert_program_succeeded(status, text)
     processes = job_processes(report)
     workers = truth["dataloader_worker"]
     assert processes[truth["main"]]["role"] == "main"
@@ -115,7 +126,7 @@ def test_dataloader_workers_that_use_the_gpu_are_named_with_their_context(gpulea
 
 def test_idle_pool_workers_holding_a_context_are_a_finding(gpuleak_run):
     status, report, truth, text = gpuleak_run("pool_idle.py", "TRUTH", "4")
-    assert status == 0, text[-2000:]
+    assert_program_succeeded(status, text)
     processes = job_processes(report)
     for pid in truth["pool_worker"]:
         assert processes[pid]["role"] == "pool_worker", processes[pid]
@@ -127,13 +138,13 @@ def test_idle_pool_workers_holding_a_context_are_a_finding(gpuleak_run):
 
 def test_pool_closed_right_after_its_work_is_no_finding(gpuleak_run):
     status, report, truth, text = gpuleak_run("pool_idle.py", "TRUTH", "0")
-    assert status == 0, text[-2000:]
+    assert_program_succeeded(status, text)
     assert report["job"]["findings"] == [], report["job"]["findings"]
 
 
 def test_a_child_still_running_after_the_main_program_returned_is_named(gpuleak_run):
     status, report, truth, text = gpuleak_run("child_after_return.py", "left-running", "TRUTH", "3")
-    assert status == 0, text[-2000:]
+    assert_program_succeeded(status, text)
     [child] = truth["multiprocessing_worker"]
     assert job_processes(report)[child]["role"] == "multiprocessing_worker"
     [finding] = findings(report, "left_running")
@@ -170,7 +181,7 @@ def test_a_child_that_ends_within_the_grace_period_is_no_orphan(gpuleak_run):
 
 def test_an_unreaped_child_is_a_zombie_holding_no_memory(gpuleak_run):
     status, report, truth, text = gpuleak_run("child_after_return.py", "zombie", "TRUTH", "3")
-    assert status == 0, text[-2000:]
+    assert_program_succeeded(status, text)
     [child] = truth["multiprocessing_worker"]
     [finding] = findings(report, "zombie")
     assert finding["pids"] == [child]
@@ -182,7 +193,7 @@ def test_an_unreaped_child_is_a_zombie_holding_no_memory(gpuleak_run):
 def test_a_helper_that_only_initialized_cuda_gets_one_line_and_no_section(gpuleak_run, tmp_path):
     page = tmp_path / "report.html"
     status, report, truth, text = gpuleak_run("helper_without_gpu_work.py", "TRUTH", html=page)
-    assert status == 0, text[-2000:]
+    assert_program_succeeded(status, text)
     [helper] = truth["subprocess"]
     process = job_processes(report)[helper]
     assert process["role"] == "subprocess" and process["cuda_initialized"]

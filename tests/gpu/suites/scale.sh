@@ -18,16 +18,25 @@
 #    program that never uses torch (`print(1)`), hook built beforehand.
 timeout 120 env PYTHONPATH="$D/python" python3 -m gpuleak.torch_hook --build 2>&1 | tail -3
 
+# SCALE_PARTS (default all: sites,steps,startup) and SCALE_STEP_CONFIGS (the
+# GPT-2 configurations) narrow a run when device time is short.
+parts=${SCALE_PARTS:-sites,steps,startup}
+step_configs=${SCALE_STEP_CONFIGS:-native,history,gpuleak_hook,hook_only,tracker_only,hook_no_stacks,hook_python_only,gpuleak_no_sampling,gpuleak_deep_tensor_stacks}
+if [[ $parts == *sites* ]]; then
 log "scale: allocation pairs from several call sites"
 timeout 150 python3 bench/run_alloc_sites.py "$D/bench/alloc_pairs" "$D/lib/libgpuleak_collector.so" \
   "$R/alloc-sites.json" --sites 1,8,48 --processes 3 2>&1 | tail -5
 
+fi
+if [[ $parts == *steps* ]]; then
 log "scale: GPT-2 step time"
 timeout 330 python3 bench/torch/run_overhead.py "$D/gpuleak" "$R/torch-step-time.json" 3 \
   --models gpt2-tiny,gpt2-12 \
-  --configs native,history,gpuleak_hook,hook_only,tracker_only,hook_no_stacks,hook_python_only,gpuleak_no_sampling,gpuleak_deep_tensor_stacks \
+  --configs "$step_configs" \
   --config-models "gpt2-12=native+history+gpuleak_hook" 2>&1 | tail -4
 
+fi
+if [[ $parts == *startup* ]]; then
 log "scale: start-up of --torch-mode auto"
 timeout 60 python3 - "$D/gpuleak" "$R/startup.json" <<'EOF' 2>&1 | tail -3
 import json, statistics, subprocess, sys, tempfile, time
@@ -47,6 +56,7 @@ result["added_under_0.5s"] = result["added_s"] < 0.5
 json.dump(result, open(out, "w"), indent=1)
 print(json.dumps({k: v for k, v in result.items() if not k.startswith("all")}))
 EOF
+fi
 
 python3 - "$R" <<'EOF'
 import json, os, sys
