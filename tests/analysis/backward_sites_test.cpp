@@ -72,18 +72,22 @@ TEST(BackwardSites, a_lent_python_stack_blames_the_program_line_of_a_backward_al
   if (reports.empty()) {
     GTEST_SKIP() << folder << " is not recorded yet (tests/gpu/suites/holders.sh keeps it)";
   }
+  // The recording (40 steps, bundle 6c5eea2) is too short for a growth
+  // verdict, so the sites are those of what is still live at exit: the
+  // gradients the hook keeps, allocated by the engine's thread.
   bool found = false;
+  auto check = [&found](const Site& site) {
+    EXPECT_FALSE(is_gpuleak_frame(site));
+    if (site.backward_node.empty()) return;
+    EXPECT_NE(site.file.find("holder_tensor_hook_gradients.py"), std::string::npos)
+        << site.label() << " " << site.function;
+    found = true;
+  };
   for (const ProcessReport& r : reports) {
-    for (const SiteGrowth& s : r.growth.sites) {
-      EXPECT_FALSE(is_gpuleak_frame(s.site));
-      if (!s.site.backward_node.empty()) {
-        EXPECT_NE(s.site.file.find("holder_tensor_hook_gradients.py"), std::string::npos)
-            << s.site.label() << " " << s.site.function;
-        found = true;
-      }
-    }
+    for (const SiteGrowth& s : r.growth.sites) check(s.site);
+    for (const LeakGroup& g : r.leaks.groups) check(g.site);
   }
-  EXPECT_TRUE(found) << "no growing site was made by the backward pass";
+  EXPECT_TRUE(found) << "no allocation made by the backward pass was blamed on the program";
 }
 
 }  // namespace
