@@ -219,18 +219,5 @@ TEST(RecordedTraces, cupti_and_driver_frames_on_top_of_a_stack_are_plumbing) {
   EXPECT_TRUE(checked) << "the trace has driver allocations made under CUPTI";
 }
 
-// examples/torch/control_varying_seq_len.py on the H200 (bundle 6c5eea2): a
-// loop of one allocation inside Adam's _multi_tensor_adam repeats within
-// every optimizer step; judged alone it looked like +2.4 KiB/iteration. The
-// optimizer's 500 steps are the program's iterations, and they say NO LEAK.
-TEST(RecordedTraces, a_loop_inside_the_optimizer_step_does_not_outvote_the_optimizer_steps) {
-  ProcessReport r = only_report("torch/control_varying_seq_len");
-  expect_clean_read(r);
-  EXPECT_EQ(r.growth.verdict, Verdict::kNoLeak) << r.growth.phase;
-  EXPECT_EQ(r.growth.step_source, "optimizer-hook");
-  for (const auto& phase : r.growth.phases)
-    EXPECT_EQ(phase.name.find("_multi_tensor_adam"), std::string::npos) << phase.name;
-}
-
 }  // namespace
 }  // namespace gpuleak::analysis
