@@ -261,16 +261,32 @@ std::uint64_t GrowthTracker::lossy_boundaries_in_window() const {
 bool GrowthTracker::grows_often_and_throughout(std::span<const double> values) const {
   std::size_t n = values.size();
   if (n < 4) return false;
-  std::uint64_t increases = 0;
+  std::vector<std::size_t> increases;
   bool quarter_grew[4] = {false, false, false, false};
   for (std::size_t i = 1; i < n; ++i) {
     if (values[i] > values[i - 1]) {
-      ++increases;
+      increases.push_back(i);
       quarter_grew[std::min<std::size_t>(3, 4 * i / n)] = true;
     }
   }
-  return increases >= options_.min_increases && quarter_grew[0] && quarter_grew[1] &&
-         quarter_grew[2] && quarter_grew[3];
+  if (!(quarter_grew[0] && quarter_grew[1] && quarter_grew[2] && quarter_grew[3])) return false;
+  if (increases.size() >= options_.min_increases) return true;
+  if (increases.size() < std::max<std::uint64_t>(2, options_.min_regular_increases)) return false;
+  return increases_are_regular(increases, n);
+}
+
+bool GrowthTracker::increases_are_regular(std::span<const std::size_t> increases,
+                                          std::size_t values) const {
+  std::size_t shortest = values, longest = 0;
+  for (std::size_t k = 1; k < increases.size(); ++k) {
+    std::size_t gap = increases[k] - increases[k - 1];
+    shortest = std::min(shortest, gap);
+    longest = std::max(longest, gap);
+  }
+  // The time since the last increase counts as a gap that is still open: a
+  // staircase that stopped is not regular any more once it waited too long.
+  longest = std::max(longest, values - 1 - increases.back());
+  return static_cast<double>(longest) <= options_.max_gap_spread * static_cast<double>(shortest);
 }
 
 bool GrowthTracker::rises_most_of_the_way(std::span<const double> values) const {
@@ -482,7 +498,7 @@ std::vector<SiteTrend> GrowthTracker::growing_sites() const {
       // site began there: it rose from nothing).
       std::size_t changes =
           site.levels.size() - site.head - (site.levels[site.head].index <= begin ? 1 : 0);
-      if (changes < options_.min_increases ||
+      if (changes < std::min(options_.min_increases, options_.min_regular_increases) ||
           site.levels.back().bytes <
               level_at(site, begin) + static_cast<double>(options_.min_growth_bytes)) {
         cheap_no = true;

@@ -67,6 +67,13 @@ struct GrowthOptions {
   // increases a handful of times. Growth needs this many increases, and at
   // least one in each quarter of the window.
   std::uint64_t min_increases = 8;
+  // Fewer increases are enough when they come at a steady interval (a
+  // validation every 10 steps that keeps its outputs grows in a staircase):
+  // record highs come ever rarer, a periodic leak does not. This many
+  // increases, no gap between them (or since the last one) more than
+  // `max_gap_spread` times the shortest gap, and still one in each quarter.
+  std::uint64_t min_regular_increases = 4;
+  double max_gap_spread = 1.5;
   // A site found growing has stopped after this many boundaries (and at
   // least as many as it grew) without rising by more than min_growth_bytes.
   std::uint64_t stop_flat_steps = 200;
@@ -236,6 +243,9 @@ class GrowthTracker {
   bool holds_over_longer_horizons(const Site& site, double bytes_per_step,
                                   std::uint64_t first_growing_index) const;
   bool grows_often_and_throughout(std::span<const double> values) const;
+  // Indices of the increases (into a window of `values` values) at a steady
+  // interval: see GrowthOptions::min_regular_increases.
+  bool increases_are_regular(std::span<const std::size_t> increases, std::size_t values) const;
   // Net rise at least min_rise_of_movement of the sum of the changes' sizes.
   bool rises_most_of_the_way(std::span<const double> values) const;
   // First boundary index of the window that ends at `boundaries`.

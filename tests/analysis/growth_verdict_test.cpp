@@ -80,6 +80,50 @@ TEST(GrowthVerdict, leak_every_fifth_step_is_found_once_enough_increases_are_see
   EXPECT_NEAR(run.growth.rate_bytes_per_step, (1 << 20) / 5.0, 1);
 }
 
+TEST(GrowthVerdict, validation_every_tenth_step_keeping_outputs_is_found_within_50_steps) {
+  // A staircase: 12 MiB kept by a validation pass every 10 training steps
+  // (examples/loops/leak_validation_inside_training.py's shape). Four
+  // increases at a steady interval are enough; eight would take 80 steps.
+  SyntheticTrace t;
+  auto kept = t.python_site("/work/train.py", 77, "validate");
+  for (int step = 0; step < 50; ++step) {
+    if (step % 10 == 9) t.alloc(kept, 12 << 20);
+    t.step(step);
+  }
+  Outcome run = analyze(t);
+  ASSERT_EQ(run.growth.verdict, Verdict::kLeak);
+  EXPECT_NEAR(run.growth.rate_bytes_per_step, (12 << 20) / 10.0, (12 << 20) / 40.0);
+}
+
+TEST(GrowthVerdict, a_staircase_that_stopped_is_not_regular_growth) {
+  // Four rises 10 steps apart and then 40 flat steps: the open gap since
+  // the last rise is four times the interval, so the few rises do not pass.
+  SyntheticTrace t;
+  auto site = t.python_site("/work/cache.py", 8, "fill");
+  for (int step = 0; step < 90; ++step) {
+    if (step % 10 == 9 && step < 45) t.alloc(site, 12 << 20);
+    t.step(step);
+  }
+  EXPECT_NE(analyze(t).growth.verdict, Verdict::kLeak);
+}
+
+TEST(GrowthVerdict, record_highs_at_doubling_steps_are_not_regular_growth) {
+  // A buffer re-grown for a new longest batch: its rises come ever rarer.
+  SyntheticTrace t;
+  auto site = t.python_site("/work/model.py", 30, "grow_buffer");
+  std::uint64_t buffer = 0;
+  std::uint64_t size = 1 << 20;
+  for (int step = 0; step < 300; ++step) {
+    if (step == 6 || step == 12 || step == 24 || step == 48 || step == 96 || step == 192) {
+      if (buffer) t.free(buffer);
+      size *= 2;
+      buffer = t.alloc(site, size);
+    }
+    t.step(step);
+  }
+  EXPECT_NE(analyze(t).growth.verdict, Verdict::kLeak);
+}
+
 TEST(GrowthVerdict, allocator_warmup_is_not_a_leak) {
   SyntheticTrace t;
   auto state = t.python_site("/work/optim.py", 5, "step");
