@@ -10,11 +10,22 @@ costs 2-4 us (the exception included), a time check 0.1 us, and nothing
 needs the answer sooner. When the file exists the request is taken (renamed
 first, so a request written meanwhile is not lost), deleted, answered by the
 holder walk, and the answer written as one `holder` annotation.
+
+Loops with no boundary inside the process (their iterations are found in
+the trace, from the period of the allocation stream) would never answer:
+a watcher thread (RequestWatcher) looks for the request file whenever no
+in-process step came for GPULEAK_HOLDER_IDLE_MS (1 s) and has the main
+thread answer it through Python's pending-call queue (Py_AddPendingCall),
+at its next bytecode boundary. The walk must run on the main thread: the
+forked copy keeps only the thread that forked, and the loop's locals (the
+usual holders) live on the main thread's stack.
 """
 
+import ctypes
 import json
 import os
 import select
+import threading
 import time
 import warnings
 
@@ -103,6 +114,7 @@ def answer_isolated(request, seconds):
 class HolderRequests:
     def __init__(self, collector, trace_dir, seconds, poll_interval_s=0.1, clock=time.monotonic):
         self.collector = collector
+        self.last_step = clock()
         self.trace_dir = os.path.abspath(trace_dir)
         self.seconds = seconds
         self.poll_interval_s = poll_interval_s
@@ -122,6 +134,7 @@ class HolderRequests:
         # Sites the collector saw growing at 8 consecutive steps: answered now,
         # in the process, so short jobs get their holders too (a request from
         # gpuleak run can only come after the trace reached it).
+        self.last_step = self.clock()
         take = getattr(self.collector, "take_growth_candidates", None)
         candidates = take() if take is not None else []
         if candidates:
@@ -166,3 +179,68 @@ class HolderRequests:
         else:
             answer = answer_isolated(request, self.seconds)
         self.collector.annotate("holder", json.dumps(answer, default=str))
+
+
+# Py_AddPendingCall's callback type: int (*)(void *); it runs on the main
+# thread with the GIL held and must return 0 (-1 would raise there).
+_PENDING_CALL = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p)
+
+
+class RequestWatcher(threading.Thread):
+    """Answers holder requests while the program marks no steps in the process.
+
+    Every poll interval, when the last in-process step (requests.last_step)
+    is older than idle_s and the request file exists, one pending call is
+    queued; the main thread runs it at its next bytecode boundary (after a
+    long operator returns, if it is in one) and answers the request there,
+    as a step boundary would. A step boundary that comes first answers it
+    instead (the file is taken by a rename; only one of them finds it).
+    Costs one stat of a missing file per interval while the loop is idle.
+    """
+
+    def __init__(self, requests, idle_s=1.0, clock=time.monotonic):
+        super().__init__(name="gpuleak-holder-requests", daemon=True)
+        self.requests, self.idle_s, self.clock = requests, idle_s, clock
+        self.interval_s = max(0.05, requests.poll_interval_s)
+        self.queued = threading.Event()
+        self.stopped = threading.Event()
+        self.answered = 0
+        # Kept referenced for as long as a call may be pending.
+        self.callback = _PENDING_CALL(self.on_main_thread)
+        try:
+            self.add_pending_call = ctypes.pythonapi.Py_AddPendingCall
+            self.add_pending_call.argtypes = [_PENDING_CALL, ctypes.c_void_p]
+            self.add_pending_call.restype = ctypes.c_int
+        except (AttributeError, OSError):
+            self.add_pending_call = None
+
+    def run(self):
+        while not self.stopped.wait(self.interval_s):
+            try:
+                if self.queued.is_set() or self.clock() - self.requests.last_step < self.idle_s:
+                    continue
+                if not os.path.exists(self.requests.request_path()):
+                    continue
+                if self.add_pending_call is None:
+                    say_once("holder-watcher", "this Python cannot queue calls to its main thread; "
+                             "holder requests are answered at step boundaries only")
+                    return
+                self.queued.set()
+                if self.add_pending_call(self.callback, None) != 0:
+                    self.queued.clear()  # the queue was full: try again next interval
+            except Exception as error:
+                say_once("holder-watcher", "watching for holder requests failed (%s); they are "
+                         "answered at step boundaries only" % error)
+                return
+
+    def on_main_thread(self, _argument):
+        try:
+            path = self.requests.request_path()
+            if os.path.exists(path):
+                self.requests.answer(path)
+                self.answered += 1
+        except Exception as error:
+            say_once("holder-watcher", "answering a holder request between steps failed (%s)" % error)
+        finally:
+            self.queued.clear()
+        return 0

@@ -22,6 +22,7 @@ def clock():
                 collector, os.environ.get("GPULEAK_TRACE_DIR") or "gpuleak-traces",
                 seconds=_number_from_environment("GPULEAK_HOLDER_SECONDS", 2.0),
                 poll_interval_s=_number_from_environment("GPULEAK_HOLDER_POLL_MS", 100.0) / 1000)
+            _start_request_watcher(made.holder_requests)
         _clock = made
     return _clock
 
@@ -31,3 +32,18 @@ def _number_from_environment(name, default):
         return max(0.0, float(os.environ[name]))
     except (KeyError, ValueError):
         return default
+
+
+def _start_request_watcher(requests):
+    """The thread that answers holder requests in loops without in-process steps. Never raises."""
+    try:
+        from gpuleak._holder_requests import RequestWatcher
+
+        watcher = RequestWatcher(requests, idle_s=_number_from_environment("GPULEAK_HOLDER_IDLE_MS", 1000.0) / 1000)
+        watcher.start()
+        requests.watcher = watcher
+    except Exception as error:
+        from gpuleak._notice import say_once
+
+        say_once("holder-watcher", "cannot start the holder-request watcher (%s); requests are "
+                 "answered at step boundaries only" % error)

@@ -136,3 +136,43 @@ def test_the_isolated_walk_returns_the_answer():
     big = {"sites": [{"site_id": i, "note": "x" * 1000} for i in range(500)]}  # more than a pipe holds
     result, failure = run_isolated(lambda: big, 10.0)
     assert failure is None and result == big
+
+
+LOOP_WITHOUT_STEPS = '''
+import json, os, time
+import torch
+
+request_path = os.path.join(os.environ["GPULEAK_TRACE_DIR"],
+                            "gpuleak-%d.holder-request.json" % os.getpid())
+kept = []
+started = None
+for i in range(100000):
+    x = torch.randn(64) * 2
+    kept.append(x)  # the leak: no optimizer, no module, no gpuleak.step()
+    if i == 5:
+        request = {"request_id": 9, "sites": [{"site_id": 4, "addresses": [[t.data_ptr(), 256] for t in kept]}]}
+        with open(request_path + ".partial", "w") as f:
+            f.write(json.dumps(request))
+        os.replace(request_path + ".partial", request_path)
+        started = time.monotonic()
+    if started is not None and (not os.path.exists(request_path) or time.monotonic() - started > 20):
+        break
+    time.sleep(0.01)
+print("answered after %.1f s, request file left: %s" % (time.monotonic() - started, os.path.exists(request_path)))
+time.sleep(0.3)
+leave_traced_program()
+'''
+
+
+def test_request_in_a_loop_without_steps_is_answered_by_the_watcher(run_traced):
+    run = run_traced(LOOP_WITHOUT_STEPS, {"GPULEAK_HOLDER_REQUESTS": "1", "GPULEAK_HOLDER_IDLE_MS": "300"})
+    assert run.returncode == 0, run.stderr
+    assert "request file left: False" in run.stdout, run.stdout + run.stderr
+    assert run.steps() == []  # nothing in the process marked a step
+    (answer,) = run.annotations("holder")
+    assert answer["request_id"] == 9
+    (site,) = answer["sites"]
+    assert site["holder"]["name"] == "kept" and site["holder"]["owner"] == "module __main__"
+    assert site["holder"]["kept_at"]["statement"].startswith("kept.append(x)")
+    assert run.gpuleak_lines() == []
+
