@@ -95,6 +95,61 @@ def run_once(argv, env_extra):
     raise RuntimeError("no step time from %s (exit %d): %s" % (argv[:6], out.returncode, out.stderr[-600:]))
 
 
+def summarise(samples, errors, started):
+    medians = {m: {n: statistics.median(v) for n, v in s.items() if v} for m, s in samples.items()}
+    ratios = {m: {n: v / med["native"] for n, v in med.items() if n != "native"}
+              for m, med in medians.items() if "native" in med}
+    paired = {}
+    for m, per_config in samples.items():
+        native = per_config.get("native", [])
+        paired[m] = {n: statistics.median(v / b for v, b in zip(values, native))
+                     for n, values in per_config.items()
+                     if n != "native" and values and len(values) == len(native)}
+    verdicts = {}
+    if "transformer" in ratios and "gpuleak_hook" in ratios["transformer"]:
+        verdicts["gpu_bound_hook_within_1.03x"] = ratios["transformer"]["gpuleak_hook"] <= 1.03
+        # Issue 12: finding iterations must not cost the training process.
+        verdicts["gpu_bound_hook_within_1.01x"] = ratios["transformer"]["gpuleak_hook"] <= 1.01
+    if "mlp" in paired and "gpuleak_hook" in paired["mlp"]:
+        # The launch-bound figure before iterations were found (docs/torch.md:
+        # 1.07x, per-round ratio medians over 15 rounds).
+        verdicts["launch_bound_hook_not_slower_than_1.07x"] = paired["mlp"]["gpuleak_hook"] <= 1.07
+    for launch_bound in ("gpt2-tiny",):
+        if launch_bound in paired and "gpuleak_hook" in paired[launch_bound]:
+            verdicts[launch_bound + "_hook_within_1.1x"] = paired[launch_bound]["gpuleak_hook"] <= 1.1
+            if "history" in paired[launch_bound]:
+                verdicts[launch_bound + "_hook_below_history"] = (
+                    paired[launch_bound]["gpuleak_hook"] < paired[launch_bound]["history"])
+    if "gpt2-12" in paired and "gpuleak_hook" in paired["gpt2-12"]:
+        verdicts["gpt2-12_hook_within_1.03x"] = paired["gpt2-12"]["gpuleak_hook"] <= 1.03
+    if "mlp" in ratios and "gpuleak_hook" in ratios["mlp"]:
+        verdicts["launch_bound_hook_within_1.25x"] = ratios["mlp"]["gpuleak_hook"] <= 1.25
+        if "history" in medians["mlp"]:
+            verdicts["launch_bound_hook_not_slower_than_history"] = (
+                medians["mlp"]["gpuleak_hook"] <= medians["mlp"]["history"])
+    # The per-part split: each part's share of a step (in native step times),
+    # from the differences of the per-round ratios of the configurations.
+    parts = [("pytorch_trace_path_and_calls", "tracker_only", None),
+             ("recording_without_stacks", "hook_no_stacks", "tracker_only"),
+             ("python_frames", "hook_python_only", "hook_no_stacks"),
+             ("native_stacks_of_threads_without_python", "hook_only", "hook_python_only"),
+             ("gpuleak_run_rest_cupti_step_hooks_samples", "gpuleak_hook", "hook_only"),
+             ("memory_samples", "gpuleak_hook", "gpuleak_no_sampling")]
+    split = {}
+    for m, per_config in paired.items():
+        shares = {}
+        for part, with_it, without in parts:
+            if with_it in per_config and (without is None or without in per_config):
+                shares[part] = round(per_config[with_it] - (per_config[without] if without else 1.0), 4)
+        if shares:
+            split[m] = shares
+    result = {"command": "python3 bench/torch/run_overhead.py " + " ".join(sys.argv[1:]),
+              "what": "median seconds per training step over interleaved runs; ratios to native",
+              "samples_step_seconds": samples, "median_step_seconds": medians, "ratio_to_native": ratios,
+              "median_of_round_ratios": paired, "split_of_the_overhead": split, "targets_met": verdicts, "errors": errors, "seconds": round(time.time() - started, 1)}
+    return result
+
+
 def main():
     parser = argparse.ArgumentParser(description="gpuleak step-time overhead on PyTorch loops")
     parser.add_argument("gpuleak")
@@ -131,53 +186,13 @@ def main():
                 except Exception as e:  # keep measuring the others
                     errors.append("%s/%s round %d: %s" % (model, name, r, e))
                 print("round %d %s %s: %s" % (r, model, name, samples[model][name][-1:] or "failed"), flush=True)
-    medians = {m: {n: statistics.median(v) for n, v in s.items() if v} for m, s in samples.items()}
-    ratios = {m: {n: v / med["native"] for n, v in med.items() if n != "native"}
-              for m, med in medians.items() if "native" in med}
-    paired = {}
-    for m, per_config in samples.items():
-        native = per_config.get("native", [])
-        paired[m] = {n: statistics.median(v / b for v, b in zip(values, native))
-                     for n, values in per_config.items()
-                     if n != "native" and values and len(values) == len(native)}
-    verdicts = {}
-    if "transformer" in ratios and "gpuleak_hook" in ratios["transformer"]:
-        verdicts["gpu_bound_hook_within_1.03x"] = ratios["transformer"]["gpuleak_hook"] <= 1.03
-    for launch_bound in ("gpt2-tiny",):
-        if launch_bound in paired and "gpuleak_hook" in paired[launch_bound]:
-            verdicts[launch_bound + "_hook_within_1.1x"] = paired[launch_bound]["gpuleak_hook"] <= 1.1
-            if "history" in paired[launch_bound]:
-                verdicts[launch_bound + "_hook_below_history"] = (
-                    paired[launch_bound]["gpuleak_hook"] < paired[launch_bound]["history"])
-    if "gpt2-12" in paired and "gpuleak_hook" in paired["gpt2-12"]:
-        verdicts["gpt2-12_hook_within_1.03x"] = paired["gpt2-12"]["gpuleak_hook"] <= 1.03
-    if "mlp" in ratios and "gpuleak_hook" in ratios["mlp"]:
-        verdicts["launch_bound_hook_within_1.25x"] = ratios["mlp"]["gpuleak_hook"] <= 1.25
-        if "history" in medians["mlp"]:
-            verdicts["launch_bound_hook_not_slower_than_history"] = (
-                medians["mlp"]["gpuleak_hook"] <= medians["mlp"]["history"])
-    # The per-part split: each part's share of a step (in native step times),
-    # from the differences of the per-round ratios of the configurations.
-    parts = [("pytorch_trace_path_and_calls", "tracker_only", None),
-             ("recording_without_stacks", "hook_no_stacks", "tracker_only"),
-             ("python_frames", "hook_python_only", "hook_no_stacks"),
-             ("native_stacks_of_threads_without_python", "hook_only", "hook_python_only"),
-             ("gpuleak_run_rest_cupti_step_hooks_samples", "gpuleak_hook", "hook_only"),
-             ("memory_samples", "gpuleak_hook", "gpuleak_no_sampling")]
-    split = {}
-    for m, per_config in paired.items():
-        shares = {}
-        for part, with_it, without in parts:
-            if with_it in per_config and (without is None or without in per_config):
-                shares[part] = round(per_config[with_it] - (per_config[without] if without else 1.0), 4)
-        if shares:
-            split[m] = shares
-    result = {"command": "python3 bench/torch/run_overhead.py " + " ".join(sys.argv[1:]),
-              "what": "median seconds per training step over interleaved runs; ratios to native",
-              "samples_step_seconds": samples, "median_step_seconds": medians, "ratio_to_native": ratios,
-              "median_of_round_ratios": paired, "split_of_the_overhead": split, "targets_met": verdicts, "errors": errors, "seconds": round(time.time() - started, 1)}
-    with open(out_json, "w") as f:
-        json.dump(result, f, indent=2)
+        # Written after every round: a run cut short at its time limit keeps
+        # the rounds it finished.
+        result = summarise(samples, errors, started)
+        with open(out_json, "w") as f:
+            json.dump(result, f, indent=2)
+    ratios, paired, split, verdicts = (result["ratio_to_native"], result["median_of_round_ratios"],
+                                       result["split_of_the_overhead"], result["targets_met"])
     print(json.dumps({"ratio_to_native": ratios, "median_of_round_ratios": paired, "split_of_the_overhead": split,
                       "targets_met": verdicts, "errors": errors[:3]}), flush=True)
 

@@ -6,8 +6,10 @@
 # a time; the timing runs (without and with gpuleak, 40 steps) one at a time.
 # Writes $R/summary.json (tests/gpu/client_matrix.py explains every field)
 # and prints the table. Usually about 300 s; at most 410: run as clients:420.
+# Alone on the machine (the timing runs want that), CLIENTS_SECONDS gives the
+# matrix more time (default 290).
 timeout 60 env PYTHONPATH="$D/python" python3 -m gpuleak.torch_hook --build 2>&1 | tail -2
-timeout 290 python3 tests/gpu/client_matrix.py --gpuleak "$D/gpuleak" --programs "$D/examples/clients" \
+timeout "${CLIENTS_SECONDS:-290}" python3 tests/gpu/client_matrix.py --gpuleak "$D/gpuleak" --programs "$D/examples/clients" \
   --out "$R" --jobs 6 --timeout 150 --timing-steps 40 2>&1 | tail -40
 grep -l -E "corrupted|Segmentation fault|Aborted|core dumped|internal error|collector disabled" "$R"/*/log.txt 2>/dev/null | sed 's/^/collector trouble in: /'
 true

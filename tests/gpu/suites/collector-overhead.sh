@@ -9,7 +9,7 @@
 # backend each traced configuration really ran with. Needs about 200 s: run
 # as collector-overhead:240.
 timeout 230 python3 bench/run_collector_overhead.py "$D/bench/alloc_pairs" "$D/lib/libgpuleak_collector.so" \
-  "$R/collector-overhead.json" 8 \
+  "$R/collector-overhead.json" "${OVERHEAD_ROUNDS:-8}" \
   --configs native,gpuleak,gpuleak_interposer,gpuleak_interposer_no_native_stacks,cupti_empty_callbacks,compute_sanitizer 2>&1 | tail -5
 python3 - "$R" <<'PY'
 import json, sys

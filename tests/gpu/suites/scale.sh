@@ -30,10 +30,16 @@ timeout 150 python3 bench/run_alloc_sites.py "$D/bench/alloc_pairs" "$D/lib/libg
 fi
 if [[ $parts == *steps* ]]; then
 log "scale: GPT-2 step time"
-timeout 330 python3 bench/torch/run_overhead.py "$D/gpuleak" "$R/torch-step-time.json" 3 \
-  --models gpt2-tiny,gpt2-12 \
+# SCALE_STEP_MODELS adds bench/torch/step_time.py's own loops (mlp: launch-
+# bound, transformer: GPU-bound; issue 12's overhead check) to GPT-2, each with
+# the configurations SCALE_CONFIG_MODELS allows; the result file is rewritten
+# after every round, so a run cut at SCALE_STEP_SECONDS keeps what it measured.
+step_models=${SCALE_STEP_MODELS:-gpt2-tiny,gpt2-12}
+config_models=${SCALE_CONFIG_MODELS:-gpt2-12=native+history+gpuleak_hook;mlp=native+history+gpuleak_hook;transformer=native+history+gpuleak_hook}
+timeout "${SCALE_STEP_SECONDS:-330}" python3 bench/torch/run_overhead.py "$D/gpuleak" "$R/torch-step-time.json" "${SCALE_STEP_ROUNDS:-3}" \
+  --models "$step_models" \
   --configs "$step_configs" \
-  --config-models "gpt2-12=native+history+gpuleak_hook" 2>&1 | tail -4
+  --config-models "$config_models" 2>&1 | tail -4
 
 fi
 if [[ $parts == *startup* ]]; then
