@@ -50,8 +50,12 @@ class Collector:
                                          [u64, i32, ctypes.c_uint32, i32])
         except AttributeError:
             self.mark_clock_step = lambda step, source, clock, pacing: self.mark_step(step, source)
-        self.record_sample = entry("gpuleak_record_sample", [i32, i32, u64])
+        self._record_sample = entry("gpuleak_record_sample", [i32, i32, u64])
         self._annotate = entry("gpuleak_annotate", [text, text])
+        # Annotations made before the recorder started (JAX and CuPy are set
+        # up at import, before the program's first CUDA call starts it) wait
+        # here and are written by the first annotation or sample after it did.
+        self._waiting_annotations = []
         self.flush = entry("gpuleak_flush", [])
         try:  # older collectors have no array events
             self.record_array_alloc = entry("gpuleak_record_array_alloc", [u64, u64, i32, u64, i32])
@@ -86,7 +90,29 @@ class Collector:
         return sites
 
     def annotate(self, key, value_json):
-        self._annotate(key.encode("utf-8"), value_json.encode("utf-8", "replace"))
+        entry = (key.encode("utf-8"), value_json.encode("utf-8", "replace"))
+        if not self.is_recording():
+            if len(self._waiting_annotations) < MAX_WAITING_ANNOTATIONS:
+                self._waiting_annotations.append(entry)
+            return
+        if self._waiting_annotations:
+            self._write_waiting_annotations()
+        self._annotate(*entry)
+
+    def record_sample(self, metric, device, value):
+        if self._waiting_annotations and self.is_recording():
+            self._write_waiting_annotations()
+        self._record_sample(metric, device, value)
+
+    def _write_waiting_annotations(self):
+        waiting, self._waiting_annotations = self._waiting_annotations, []
+        for entry in waiting:
+            self._annotate(*entry)
+
+
+# Annotations kept while the recorder has not started (a handful are made at
+# import time; more would mean something annotates in a loop).
+MAX_WAITING_ANNOTATIONS = 64
 
 
 _loaded = None

@@ -171,6 +171,34 @@ leave_traced_program()
     assert "XLA_PYTHON_CLIENT_ALLOCATOR=platform" in report.stdout + report.stderr
 
 
+def test_jax_set_up_before_recording_starts_is_still_said(run_traced, tmp_path):
+    # As on a GPU: `import jax` runs before the program's first CUDA call
+    # starts the recorder, so the framework annotation is made while nothing
+    # records. It waits and is written with the first pool sample after the
+    # start (the H200 traces of JAX programs had none before).
+    stand_ins = tmp_path / "site-packages"
+    write_package(stand_ins, STAND_IN_JAX)
+    run = run_traced('''
+import ctypes, os, sys, time
+collector = ctypes.PyDLL(os.environ["GPULEAK_COLLECTOR"])
+import jax
+assert collector.gpuleak_is_recording() == 0
+assert collector.gpuleak_start_recording() == 1  # the first CUDA call, later
+time.sleep(0.3)
+sys.stdout.flush()
+collector.gpuleak_flush()
+os._exit(0)
+''', {"PYTHONPATH": package_path(stand_ins), "GPULEAK_DEVICE_SAMPLE_MS": "20"}, prelude=False)
+    assert run.returncode == 0, run.stderr
+    tracking = run.annotations("framework_tracking")
+    assert [t["mode"] for t in tracking] == ["preallocated-pool"]
+    records = run.records()
+    first_sample = next(i for i, r in enumerate(records) if r["type"] == "sample" and r["metric"] == 5)
+    annotated = next(i for i, r in enumerate(records)
+                     if r["type"] == "annotation" and r["key"] == "framework_tracking")
+    assert annotated < first_sample
+
+
 def test_jax_platform_allocator_hides_nothing(run_traced, tmp_path):
     stand_ins = tmp_path / "site-packages"  # where CuPy and JAX are installed
     write_package(stand_ins, STAND_IN_JAX)
