@@ -19,6 +19,14 @@ def _register_frame_reader():
     _boot.register_frame_reader(build_if_missing=True)
 
 
+def _answer_holder_requests():
+    """A CuPy or JAX loop marks no step in the process: the step clock (made on
+    first use) brings the holder-request watcher, which answers between steps."""
+    from gpuleak import _runtime
+
+    _runtime.clock()
+
+
 def _set_up_cupy(module):
     from gpuleak import _collector, cupy_arrays
 
@@ -26,6 +34,7 @@ def _set_up_cupy(module):
     if collector is not None:
         _register_frame_reader()
         cupy_arrays.install(module, collector)
+        _answer_holder_requests()
 
 
 def _set_up_jax(module):
@@ -35,6 +44,7 @@ def _set_up_jax(module):
     if collector is not None:
         _register_frame_reader()
         jax_arrays.install(module, collector)
+        _answer_holder_requests()
 
 
 SET_UP = {"cupy": _set_up_cupy, "jax": _set_up_jax}

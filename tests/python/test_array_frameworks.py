@@ -20,10 +20,15 @@ from cupy import cuda
 from cupy.cuda import memory_hook
 __version__ = "stand-in"
 
+class MemoryPointer:
+    def __init__(self, ptr):
+        self.ptr = ptr
+
 class ndarray:
     def __init__(self, nbytes):
         self.nbytes = nbytes
         self.ptr = cuda.POOL.malloc(nbytes)
+        self.data = MemoryPointer(self.ptr)  # CuPy's arrays say where they are in .data.ptr
     def __del__(self):
         cuda.POOL.free(self.ptr, self.nbytes)
 
@@ -144,6 +149,45 @@ leave_traced_program()
                      if "# the kept line" in line)
     assert any(g["site"]["line"] == kept_line and g["allocations"] == 6 for g in groups), groups
     assert process["framework_tracking"]["framework"] == "CuPy"
+
+
+def test_cupy_arrays_kept_in_a_list_get_their_holder_without_torch(run_traced, tmp_path):
+    # A CuPy loop marks no step in the process and imports no torch: the
+    # holder request from `gpuleak run` is answered between its iterations,
+    # by the walk over CuPy's arrays.
+    stand_ins = tmp_path / "site-packages"
+    write_package(stand_ins, STAND_IN_CUPY)
+    run = run_traced('''
+import json, os, sys, time
+import cupy
+
+request_path = os.path.join(os.environ["GPULEAK_TRACE_DIR"], "gpuleak-%d.holder-request.json" % os.getpid())
+spectra = []
+started = None
+for step in range(100000):
+    power = cupy.empty(1 << 12)
+    spectra.append(power)  # the kept line
+    if step == 6:
+        request = {"request_id": 5, "sites": [{"site_id": 2, "addresses": [[a.data.ptr, a.nbytes] for a in spectra]}]}
+        with open(request_path + ".partial", "w") as f:
+            f.write(json.dumps(request))
+        os.replace(request_path + ".partial", request_path)
+        started = time.monotonic()
+    if started is not None and (not os.path.exists(request_path) or time.monotonic() - started > 20):
+        break
+    time.sleep(0.01)
+time.sleep(0.3)
+print("torch imported:", "torch" in sys.modules)
+leave_traced_program()
+''', {"PYTHONPATH": package_path(stand_ins), "GPULEAK_HOLDER_REQUESTS": "1",
+      "GPULEAK_HOLDER_IDLE_MS": "300"})
+    assert run.returncode == 0, run.stderr
+    assert "torch imported: False" in run.stdout
+    (answer,) = run.annotations("holder")
+    (site,) = answer["sites"]
+    assert site["kind"] == "tensor" and site["matched_addresses"] == 7, site
+    assert site["holder"]["name"] == "spectra" and site["holder"]["owner"] == "module __main__"
+    assert site["holder"]["kept_at"]["statement"].startswith("spectra.append(power)")
 
 
 def test_jax_preallocation_is_said_with_the_settings_that_show_arrays(run_traced, tmp_path):

@@ -460,4 +460,33 @@ def test_walk_restores_the_garbage_collector_state():
 def test_walk_without_torch_says_so(monkeypatch):
     monkeypatch.delitem(sys.modules, "torch")
     site = holders.answer_request({"sites": [{"site_id": 3, "addresses": [[4096, 8]]}]})["sites"][0]
-    assert site["kind"] == "unknown" and "torch is not imported" in site["note"]
+    assert site["kind"] == "unknown" and "neither torch nor CuPy nor JAX" in site["note"]
+
+
+replaced_points = []
+
+
+def test_gradients_of_replaced_parameters_lead_to_the_optimizer_state():
+    # examples/torch/holders/holder_optimizer_state_replaced_param.py's
+    # shape: a parameter replaced every step while Adam's state keeps the old
+    # one. Its gradient is held by the old leaf in C++ only; the walk climbs
+    # from the gradient to the leaf, and from the leaf to Adam's state.
+    points = torch.nn.Parameter(torch.randn(64, 3))
+    optimizer = torch.optim.Adam([points], lr=0.01)
+    gradients = []
+    for _ in range(6):
+        loss = points.pow(2).sum()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        gradients.append(points.grad)
+        grown = torch.nn.Parameter(torch.cat([points.detach(), torch.randn(4, 3)]))
+        optimizer.param_groups[0]["params"] = [grown]
+        optimizer.state[grown] = {}
+        points = grown
+    old_gradients = addresses(gradients[:-1])
+    del gradients
+    site = ask_one(old_gradients)
+    assert site["kind"] == "tensor" and site["matched_addresses"] == 5, site
+    holder = site["holder"]
+    assert holder["name"] == "state" and holder["owner"] == "attribute of Adam", holder

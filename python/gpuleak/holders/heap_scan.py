@@ -175,11 +175,11 @@ class HeapScan:
         if is_a(state, dict):
             self.optimizer_states[id(state)] = type(optimizer).__name__
 
-    def match_tensors(self, tensors, ranges, sites):
+    def match_tensors(self, tensors, ranges, sites, span_of=storage_range):
         for count, tensor in enumerate(tensors):
             if count % 1024 == 0 and self.out_of_time():
                 return
-            span = storage_range(tensor)
+            span = span_of(tensor)
             if span is None:
                 continue
             for site_index, range_index in ranges.overlapping(*span):

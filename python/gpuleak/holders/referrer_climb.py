@@ -85,12 +85,21 @@ class ReferrerClimb:
             target_ids = {id(obj) for obj in expandable}
             referrers = self.own(gc.get_referrers(*targets))
             next_frontier = self.own([])
-            for referrer in referrers:
+            # A leaf's .grad is held by the leaf in C++ (no Python reference
+            # leads to it): the leaf counts as its referrer, so that the
+            # gradients of replaced parameters lead to the optimizer state
+            # that keeps the parameters.
+            grad_owners = getattr(self, "grad_owners", None) or {}
+            links = [(referrer, None) for referrer in referrers]
+            links += [(grad_owners[id(obj)], [id(obj)]) for obj in expandable
+                      if id(obj) in grad_owners]
+            for referrer, children in links:
                 if self.ignored(referrer):
                     continue
-                referents = gc.get_referents(referrer)
-                children = [id(obj) for obj in referents if id(obj) in target_ids]
-                del referents
+                if children is None:
+                    referents = gc.get_referents(referrer)
+                    children = [id(obj) for obj in referents if id(obj) in target_ids]
+                    del referents
                 if not children:
                     continue
                 key = id(referrer)
@@ -109,6 +118,7 @@ class ReferrerClimb:
                     if result.traceback.get(child):
                         result.traceback[key] = True
             del referrers[:]
+            del links[:]
             frontier = self.own(next_frontier[:_CLIMB_MAX_FRONTIER])
         return result
 

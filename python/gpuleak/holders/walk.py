@@ -19,6 +19,7 @@ import types
 from gpuleak.holders.diagnosis import cause_and_fix
 from gpuleak.holders.graph_walk import (GraphWalk, grad_fn, is_scalar, median,
                                         plain_tensor_methods)
+from gpuleak.holders.array_scan import array_range, array_types, live_arrays
 from gpuleak.holders.heap_scan import HeapScan, Ranges, storage_range
 from gpuleak.holders.keeping_statement import KeepingStatements, is_library_file
 from gpuleak.holders.naming import Naming
@@ -53,6 +54,7 @@ class Walk(HeapScan, GraphWalk, ReferrerClimb, Naming):
         self.optimizer_states = {}          # id(optimizer.state) -> optimizer type
         self.saved_names_by_type = {}
         self.checkpointing = False
+        self.grad_owners = None             # id(leaf.grad) -> leaf (index_gradients)
         self.frame_locals = None            # id(value) -> (owner, name, function, code)
         self.user_code = self.own([])       # code objects of the program's running frames
         self.statements = None
@@ -66,6 +68,7 @@ class Walk(HeapScan, GraphWalk, ReferrerClimb, Naming):
     def release(self):
         """Drops every reference to the program's objects."""
         self.keep.clear()
+        self.grad_owners = None
         del self.hook_callables[:]
         del self.user_code[:]
         self.frame_locals = None
@@ -79,7 +82,7 @@ class Walk(HeapScan, GraphWalk, ReferrerClimb, Naming):
 
     def run(self, sites):
         if self.torch is None:
-            return [unmatched(site, "torch is not imported in this process") for site in sites]
+            return self.run_on_arrays(sites)
         gc_was_enabled = gc.isenabled()
         gc.disable()
         try:
@@ -87,6 +90,7 @@ class Walk(HeapScan, GraphWalk, ReferrerClimb, Naming):
             ranges = Ranges(sites)
             tensors = self.scan_heap()
             with plain_tensor_methods(self.torch):
+                self.index_gradients(tensors)
                 self.match_tensors(tensors, ranges, sites)
                 # Even when every address matched a live tensor: torch keeps the
                 # Python object of a tensor saved for backward alive from C++,
@@ -97,6 +101,44 @@ class Walk(HeapScan, GraphWalk, ReferrerClimb, Naming):
                 del tensors[:]
                 for site in sites:
                     self.classify(site)
+            self.find_holders(sites)
+            return [site.answer for site in sites]
+        finally:
+            if gc_was_enabled:
+                gc.enable()
+
+    def index_gradients(self, tensors):
+        """id(leaf.grad) -> leaf, for the climb: a gradient's only holder is its leaf, in C++."""
+        owners = self.own({})
+        for count, tensor in enumerate(tensors):
+            if count % 1024 == 0 and self.out_of_time():
+                break
+            try:
+                if not tensor.is_leaf:
+                    continue
+                gradient = tensor.grad
+            except Exception:
+                continue
+            if gradient is not None:
+                owners[id(gradient)] = tensor
+        self.grad_owners = owners
+
+    def run_on_arrays(self, sites):
+        """The walk for a process without torch: CuPy's or JAX's arrays stand for tensors."""
+        types_ = array_types()
+        if not types_:
+            return [unmatched(site, "neither torch nor CuPy nor JAX is imported in this process")
+                    for site in sites]
+        gc_was_enabled = gc.isenabled()
+        gc.disable()
+        try:
+            self.index_modules()
+            ranges = Ranges(sites)
+            arrays = self.own(live_arrays(types_))
+            self.match_tensors(arrays, ranges, sites, span_of=array_range)
+            del arrays[:]
+            for site in sites:
+                self.classify(site)
             self.find_holders(sites)
             return [site.answer for site in sites]
         finally:
@@ -284,7 +326,8 @@ class Walk(HeapScan, GraphWalk, ReferrerClimb, Naming):
         answer["holder"] = holder
         keys = [key for key, _ in members(holder_obj)[:64]] if is_a(holder_obj, dict) else []
         integer_keys = bool(keys) and all(is_a(key, int) for key in keys)
-        if is_a(holder_obj, self.torch.Tensor):  # a tensor holds itself: judge that one
+        if self.torch is not None and is_a(holder_obj, self.torch.Tensor):
+            # a tensor holds itself: judge that one
             scalar = is_scalar(holder_obj)
         else:
             scalar = all(is_scalar(t) for t in elements[:CLIMB_SAMPLE_PER_SITE])
