@@ -12,12 +12,13 @@ inline std::size_t shard_of(std::uint64_t key, int shards) {
 }
 }  // namespace
 
-void LiveIndex::change(std::uint32_t stack_id, int delta) {
+void LiveIndex::change(std::uint32_t stack_id, int delta, std::int64_t bytes) {
   CountShard& shard = counts_[shard_of(stack_id, kShards)];
   std::uint64_t epoch = epoch_.load(std::memory_order_relaxed);
   std::lock_guard<SpinLock> lock(shard.lock);
   Count& count = shard.counts[stack_id];
   count.live += delta;
+  count.live_bytes += bytes;
   if (count.touched_epoch != epoch) {
     count.touched_epoch = epoch;
     shard.touched.push_back(stack_id);
@@ -27,6 +28,7 @@ void LiveIndex::change(std::uint32_t stack_id, int delta) {
 void LiveIndex::on_alloc(std::uint64_t address, std::uint64_t size, std::uint32_t stack_id) {
   AddressShard& shard = addresses_[shard_of(address, kShards)];
   std::uint32_t replaced = 0;
+  std::uint64_t replaced_size = 0;
   bool had = false;
   {
     std::lock_guard<SpinLock> lock(shard.lock);
@@ -34,24 +36,27 @@ void LiveIndex::on_alloc(std::uint64_t address, std::uint64_t size, std::uint32_
     if (!inserted) {  // a free we did not see: the old allocation is gone
       had = true;
       replaced = it->second.stack_id;
+      replaced_size = it->second.size;
       it->second = Entry{stack_id, size};
     }
   }
-  if (had) change(replaced, -1);
-  change(stack_id, +1);
+  if (had) change(replaced, -1, -static_cast<std::int64_t>(replaced_size));
+  change(stack_id, +1, static_cast<std::int64_t>(size));
 }
 
 void LiveIndex::on_free(std::uint64_t address) {
   AddressShard& shard = addresses_[shard_of(address, kShards)];
   std::uint32_t stack_id = 0;
+  std::uint64_t size = 0;
   {
     std::lock_guard<SpinLock> lock(shard.lock);
     auto it = shard.entries.find(address);
     if (it == shard.entries.end()) return;
     stack_id = it->second.stack_id;
+    size = it->second.size;
     shard.entries.erase(it);
   }
-  change(stack_id, -1);
+  change(stack_id, -1, -static_cast<std::int64_t>(size));
 }
 
 void LiveIndex::on_boundary() {
@@ -65,8 +70,12 @@ void LiveIndex::on_boundary() {
     for (std::uint32_t stack_id : shard.touched) {
       Count& count = shard.counts[stack_id];
       if (count.boundary_epoch + 1 != ending) count.streak = 0;
-      count.streak = count.live > count.at_last_boundary ? count.streak + 1 : 0;
+      bool rose = count.live > count.at_last_boundary ||
+                  (count.live == count.at_last_boundary && count.live > 0 &&
+                   count.live_bytes > count.bytes_at_last_boundary);
+      count.streak = rose ? count.streak + 1 : 0;
       count.at_last_boundary = count.live;
+      count.bytes_at_last_boundary = count.live_bytes;
       count.boundary_epoch = ending;
       if (count.streak >= kStreak && !count.reported) {
         count.reported = true;

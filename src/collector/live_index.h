@@ -23,7 +23,10 @@ struct GrowthCandidate {
 class LiveIndex {
  public:
   // A stack whose live count rose at this many consecutive step boundaries
-  // becomes a candidate (once).
+  // becomes a candidate (once); so does one whose count held while its live
+  // bytes rose (a tensor re-made bigger every step, preds = torch.cat((preds,
+  // logits)): the holder walk must see it at the boundary that found it,
+  // since the next step frees it for a bigger one at another address).
   static constexpr int kStreak = 8;
   static constexpr std::size_t kMaxCandidates = 16;
   static constexpr std::size_t kMaxAllocationsPerCandidate = 64;
@@ -49,6 +52,8 @@ class LiveIndex {
   struct Count {
     std::int64_t live = 0;
     std::int64_t at_last_boundary = 0;
+    std::int64_t live_bytes = 0;
+    std::int64_t bytes_at_last_boundary = 0;
     std::uint64_t touched_epoch = ~0ull;   // epoch of the last change
     std::uint64_t boundary_epoch = ~0ull;  // epoch whose boundary last judged it
     int streak = 0;
@@ -59,7 +64,7 @@ class LiveIndex {
     std::unordered_map<std::uint32_t, Count> counts;
     std::vector<std::uint32_t> touched;  // stacks changed during the current epoch
   };
-  void change(std::uint32_t stack_id, int delta);
+  void change(std::uint32_t stack_id, int delta, std::int64_t bytes);
 
   AddressShard addresses_[kShards];
   CountShard counts_[kShards];
