@@ -48,7 +48,10 @@ def backend_used(pairs, env_extra, gpuleak):
     none) and, read back with `gpuleak report`, how many of the run's 1000 async and 10
     sync allocations reached the trace (a backend that is blind would time nothing)."""
     trace_dir = tempfile.mkdtemp(prefix="gpuleak-bench-check-")
-    env = dict(os.environ, **env_extra, GPULEAK_VERBOSE="1", GPULEAK_TRACE_DIR=trace_dir)
+    # The configuration's own trace folder is replaced by this check's (a
+    # keyword given twice to dict() is a TypeError: the benchmark never ran).
+    env = dict(os.environ, **env_extra)
+    env.update(GPULEAK_VERBOSE="1", GPULEAK_TRACE_DIR=trace_dir)
     out = subprocess.run([pairs, "1", "1000", "10"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                          text=True, env=env, timeout=120)
     seen = {"backend": "unknown", "allocations": None}

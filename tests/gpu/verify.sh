@@ -32,6 +32,8 @@ trap pack EXIT
 export GPULEAK_CACHE_DIR=/tmp/gpuleak-cache PYTHONUNBUFFERED=1
 # NVLink multicast stays off in every environment these suites start.
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+# The bundle's CUDA programs, when it was made without nvcc.
+bash tests/gpu/build_cuda_programs.sh "$D" 2>&1 | tee -a "$RESULTS/log.txt"
 log "start: commit $(cat "$D/COMMIT" 2>/dev/null || echo unknown); $(nvidia-smi --query-gpu=name,driver_version,memory.used,memory.total --format=csv,noheader 2>&1 | head -1)"
 # VERIFY_PARALLEL=1 starts every suite at once and waits for all (for suites
 # that measure no time: the machine's 16 cores and one GPU are shared); by

@@ -7,10 +7,11 @@
 # Writes $R/summary.json (tests/gpu/client_matrix.py explains every field)
 # and prints the table. Usually about 300 s; at most 410: run as clients:420.
 # Alone on the machine (the timing runs want that), CLIENTS_SECONDS gives the
-# matrix more time (default 290).
+# matrix more time (default 290); CLIENTS_TIMING=0 runs the verdicts only (for
+# a run beside other suites, once the timing runs were made alone).
 timeout 60 env PYTHONPATH="$D/python" python3 -m gpuleak.torch_hook --build 2>&1 | tail -2
 timeout "${CLIENTS_SECONDS:-290}" python3 tests/gpu/client_matrix.py --gpuleak "$D/gpuleak" --programs "$D/examples/clients" \
-  --out "$R" --jobs 6 --timeout 150 --timing-steps 40 2>&1 | tail -40
+  --out "$R" --jobs 6 --timeout 150 --timing-steps 40 $([ "${CLIENTS_TIMING:-1}" = 0 ] && echo --no-timing) 2>&1 | tail -40
 grep -l -E "corrupted|Segmentation fault|Aborted|core dumped|internal error|collector disabled" "$R"/*/log.txt 2>/dev/null | sed 's/^/collector trouble in: /'
 true
 # Why Lightning started the collector twice (issue 14): the Lightning control
