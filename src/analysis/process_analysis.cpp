@@ -735,8 +735,33 @@ GrowthReport ProcessAnalysis::growth_report_of_phases(const Phase** primary_phas
     p.primary = primary && i == *primary;
     g.phases.push_back(std::move(p));
   }
+  // A framework that hands out arrays from a pool it reserved at start (JAX
+  // preallocates) hides them from the driver: no visible growth says
+  // nothing about them, so the run is not called clean.
+  if (g.verdict == Verdict::kNoLeak && framework_hides_allocations()) {
+    g.verdict = Verdict::kNotYet;
+    g.undecided_reason = hidden_allocations_reason();
+    return g;
+  }
   g.undecided_reason = undecided_reason(g);
   return g;
+}
+
+bool ProcessAnalysis::framework_hides_allocations() const {
+  if (framework_tracking_.empty()) return false;
+  auto framework = nlohmann::json::parse(framework_tracking_, nullptr, false);
+  return framework.is_object() && framework.value("hidden_allocations", false);
+}
+
+std::string ProcessAnalysis::hidden_allocations_reason() const {
+  auto framework = nlohmann::json::parse(framework_tracking_, nullptr, false);
+  std::string name = framework.is_object() ? framework.value("framework", std::string("the framework"))
+                                           : std::string("the framework");
+  std::string how = framework.is_object() ? framework.value("how_to_see", std::string()) : "";
+  return fmt::format(
+      "{} allocates its arrays from a pool it reserved at start, which the driver sees as one "
+      "block: nothing visible grows, but that says nothing about the arrays inside it{}",
+      name, how.empty() ? std::string() : "; run with " + how + " to see each array");
 }
 
 std::string ProcessAnalysis::undecided_reason(const GrowthReport& primary) {

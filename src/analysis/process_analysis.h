@@ -127,6 +127,9 @@ class ProcessAnalysis {
   LeakGroup make_group(std::uint32_t stack_id);
   std::vector<LeakGroup> group_live(std::size_t limit);
   SiteGrowth describe_site(const Phase& phase, const SiteTrend& trend);
+  // The framework_tracking annotation says its pool hides arrays (JAX).
+  bool framework_hides_allocations() const;
+  std::string hidden_allocations_reason() const;
   GrowthReport phase_report(const Phase& phase);
   // The growth report of the primary phase, with every phase summarised;
   // `primary_phase` (if given) receives that phase, or null.

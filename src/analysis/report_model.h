@@ -30,6 +30,10 @@ struct Frame {
   bool plumbing = false;
   // The text of file:line, when known (analysis/source_lines.h says from where).
   std::string source_line;
+  // Python only: the frame stands at its function's `def` line. Code that
+  // torch.compile (TorchDynamo) made runs in the original function's frame
+  // and reports no statement of it; the caller's line is the one to show.
+  bool at_definition = false;
 };
 
 // Whether a report folds this frame away unless all frames are asked for:

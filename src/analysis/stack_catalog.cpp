@@ -94,14 +94,27 @@ std::string backward_node_of(const std::string& function) {
   return name;
 }
 
+bool is_def_line(std::string_view text) {
+  std::size_t start = text.find_first_not_of(" \t");
+  if (start == std::string_view::npos) return false;
+  text.remove_prefix(start);
+  return text.starts_with("def ") || text.starts_with("async def ");
+}
+
 Site choose_site(const std::vector<Frame>& frames) {
   Site site;
   const Frame* pick = nullptr;
+  // The innermost frame of the program's own code that runs a statement of
+  // it (a compiled function's frame, at its def line, gives way to its caller).
   for (const Frame& f : frames) {
-    if (!f.internal && !f.file.empty()) {
+    if (!f.internal && !f.file.empty() && !f.at_definition) {
       pick = &f;
       break;
     }
+  }
+  for (const Frame& f : frames) {
+    if (pick) break;
+    if (!f.internal && !f.file.empty()) pick = &f;
   }
   // Never a frame of gpuleak's own plumbing (the allocator hook, CUPTI, the
   // collector): the innermost other frame with a file, then with a name.
@@ -232,13 +245,16 @@ std::vector<Frame> StackCatalog::frames(std::uint32_t stack_id) {
     for (const trace::PythonFrame& p : s->python) {
       Frame f;
       f.language = Frame::Language::kPython;
+      std::uint32_t first_line = 0;
       if (auto c = codes_.find(p.code_id); c != codes_.end()) {
         f.function = c->second.function;
         f.file = c->second.filename;
+        first_line = c->second.first_line;
       }
       f.line = p.line;
       f.internal = is_internal_python(f.file);
       f.source_line = source_text(f.file, f.line);
+      f.at_definition = f.line != 0 && f.line == first_line && is_def_line(f.source_line);
       out.push_back(std::move(f));
     }
   }

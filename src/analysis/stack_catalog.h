@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -64,11 +65,15 @@ class StackCatalog {
   std::string source_text(const std::string& file, std::uint32_t line);
 };
 
-// Picks the frame to blame: the innermost non-internal frame with a file,
-// else the innermost frame with a file, else the innermost with a name --
-// never one of gpuleak's plumbing frames. Also names the autograd node
-// whose backward made the allocation, when a native frame is one.
+// Picks the frame to blame: the innermost non-internal frame with a file
+// that is not standing at its def line (Frame::at_definition), else the
+// innermost non-internal frame with a file, else the innermost frame with a
+// file, else the innermost with a name -- never one of gpuleak's plumbing
+// frames. Also names the autograd node whose backward made the allocation,
+// when a native frame is one.
 Site choose_site(const std::vector<Frame>& frames);
+// Whether a source line is a function's def statement (after indentation).
+bool is_def_line(std::string_view source_line);
 // "AddmmBackward0" for "torch::autograd::generated::AddmmBackward0::apply(...)", else "".
 std::string backward_node_of(const std::string& function);
 // True for frames inside CUDA, CUPTI, the collector, the Python interpreter,

@@ -124,6 +124,25 @@ TEST(GrowthVerdict, record_highs_at_doubling_steps_are_not_regular_growth) {
   EXPECT_NE(analyze(t).growth.verdict, Verdict::kLeak);
 }
 
+TEST(GrowthVerdict, a_pool_that_hides_arrays_is_never_called_clean) {
+  // JAX preallocates: its arrays live inside one block the driver saw at
+  // start. A steady loop of visible allocations says nothing about them.
+  SyntheticTrace t;
+  t.annotate("framework_tracking",
+             R"({"framework": "JAX", "mode": "preallocated-pool", "hidden_allocations": true,
+                 "how_to_see": "XLA_PYTHON_CLIENT_PREALLOCATE=false XLA_PYTHON_CLIENT_ALLOCATOR=platform"})");
+  auto forward = t.python_site("/work/train.py", 20, "train_step");
+  for (int step = 0; step < 200; ++step) {
+    activations(t, forward, 1 << 20, 4);
+    t.step(step);
+  }
+  Outcome run = analyze(t);
+  EXPECT_EQ(run.growth.verdict, Verdict::kNotYet);
+  EXPECT_NE(run.growth.undecided_reason.find("JAX allocates its arrays from a pool"), std::string::npos)
+      << run.growth.undecided_reason;
+  EXPECT_NE(run.growth.undecided_reason.find("XLA_PYTHON_CLIENT_ALLOCATOR=platform"), std::string::npos);
+}
+
 TEST(GrowthVerdict, allocator_warmup_is_not_a_leak) {
   SyntheticTrace t;
   auto state = t.python_site("/work/optim.py", 5, "step");

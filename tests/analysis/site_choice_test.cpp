@@ -1,0 +1,61 @@
+// Which frame of a stack a report blames (analysis/stack_catalog.h).
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "analysis/stack_catalog.h"
+
+namespace gpuleak::analysis {
+namespace {
+
+Frame python(const char* function, const char* file, std::uint32_t line, const char* text,
+             bool internal = false) {
+  Frame f;
+  f.language = Frame::Language::kPython;
+  f.function = function;
+  f.file = file;
+  f.line = line;
+  f.source_line = text;
+  f.internal = internal;
+  return f;
+}
+
+TEST(SiteChoice, a_compiled_function_at_its_def_line_gives_way_to_its_caller) {
+  // torch.compile: the logits are made by code TorchDynamo put under the
+  // original forward's frame, which stands at `def forward`.
+  std::vector<Frame> frames = {
+      python("TinyLM.forward", "/work/lm.py", 30, "    def forward(self, tokens):"),
+      python("Module._call_impl", "/usr/lib/python3/torch/nn/modules/module.py", 1750,
+             "        return forward_call(*args, **kwargs)", true),
+      python("main", "/work/lm.py", 61, "        logits = model(tokens)"),
+  };
+  frames[0].at_definition = true;
+  Site site = choose_site(frames);
+  EXPECT_EQ(site.function, "main");
+  EXPECT_EQ(site.line, 61u);
+}
+
+TEST(SiteChoice, a_frame_running_a_statement_of_its_function_is_blamed) {
+  std::vector<Frame> frames = {
+      python("TinyLM.forward", "/work/lm.py", 33, "        return self.head(hidden)"),
+      python("main", "/work/lm.py", 61, "        logits = model(tokens)"),
+  };
+  EXPECT_EQ(choose_site(frames).line, 33u);
+}
+
+TEST(SiteChoice, when_every_program_frame_is_at_its_def_line_the_innermost_is_still_named) {
+  std::vector<Frame> frames = {python("f", "/work/a.py", 3, "def f(x):")};
+  frames[0].at_definition = true;
+  EXPECT_EQ(choose_site(frames).function, "f");
+}
+
+TEST(SiteChoice, def_lines_are_told_from_other_statements) {
+  EXPECT_TRUE(is_def_line("    def forward(self, tokens):"));
+  EXPECT_TRUE(is_def_line("async def serve(request):"));
+  EXPECT_FALSE(is_def_line("    default = torch.zeros(3)"));
+  EXPECT_FALSE(is_def_line("    x = lambda t: t * 2"));
+  EXPECT_FALSE(is_def_line(""));
+}
+
+}  // namespace
+}  // namespace gpuleak::analysis
