@@ -528,7 +528,64 @@ bool FileAnalysis::is_model_expression(NodeId e, NodeId at) const {
   std::string_view last = vocabulary::last_component(dotted);
   if (is_capitalized(last)) return false;  // a class: constructing, not calling
   if (loss_keys_.count(dotted)) return false;
-  return vocabulary::is_model_name(last);
+  if (!vocabulary::is_model_name(last)) return false;
+  // The name says network; what the file binds to it may say otherwise.
+  return !defined_as_function(dotted) && !bound_only_to_non_models(dotted, at);
+}
+
+bool FileAnalysis::defined_as_function(const std::string& dotted) const {
+  // `def _setup_model(self, model)` called as `self._setup_model(...)`, or a
+  // module-level `def generator(...)`: a function, whose result the
+  // summaries describe. A property (`self.model` returning a module) is not.
+  bool method = dotted.rfind("self.", 0) == 0 && dotted.find('.', 5) == std::string::npos;
+  if (!method && dotted.find('.') != std::string::npos) return false;
+  std::string_view last = vocabulary::last_component(dotted);
+  if (last == "forward" || last == "__call__") return false;
+  for (std::size_t s : scopes_named(last)) {
+    const Scope& scope = scopes_[s];
+    if ((scope.class_node != kNoNode) != method) continue;
+    if (tree_.kind(scope.node) != NodeKind::kFunctionDefinition) continue;
+    bool property = false;
+    if (scope.definition != scope.node) {
+      for (NodeId d : tree_.named_children(scope.definition)) {
+        if (tree_.kind(d) == NodeKind::kDecorator &&
+            tree_.text(d).find("property") != std::string_view::npos) {
+          property = true;
+        }
+      }
+    }
+    if (!property) return true;
+  }
+  return false;
+}
+
+bool FileAnalysis::bound_only_to_non_models(const std::string& dotted, NodeId at) const {
+  // `generator = None; generator = gen_ops_library`: every binding of the
+  // local is None or another name that is no network.
+  if (dotted.find('.') != std::string::npos || at == kNoNode) return false;
+  const std::vector<NodeId>& all = assignments_to(dotted);
+  if (all.empty()) return false;
+  std::size_t scope = scope_index_of(at);
+  bool any = false;
+  for (NodeId a : all) {
+    if (scope_index_of(a) != scope) continue;
+    NodeId right = tree_.child_by_field(a, Field::kRight);
+    if (right == kNoNode) return false;
+    NodeKind k = tree_.kind(right);
+    if (k == NodeKind::kNone) {
+      any = true;
+      continue;
+    }
+    if (k != NodeKind::kIdentifier && k != NodeKind::kAttribute) return false;
+    std::string value = dotted_text(tree_, right);
+    if (value.empty() || value == dotted || model_keys_.count(value) ||
+        vocabulary::is_model_name(vocabulary::last_component(value)) || value == "self" ||
+        value.rfind("self.", 0) == 0) {
+      return false;
+    }
+    any = true;
+  }
+  return any;
 }
 
 bool FileAnalysis::is_model_call(NodeId call) const {

@@ -197,6 +197,12 @@ class FileAnalysis {
   std::vector<std::size_t> functions_passed_as(NodeId argument, int depth) const;
   void collect_per_step();
   bool is_model_expression(NodeId callee_expression, NodeId at) const;
+  // A def of this file (not a property) answers to `dotted`: calling it runs
+  // a function, not a network.
+  bool defined_as_function(const std::string& dotted) const;
+  // Every binding of the local `dotted` in the scope of `at` is None or a
+  // name that is no network (`generator = gen_ops_library`).
+  bool bound_only_to_non_models(const std::string& dotted, NodeId at) const;
 
   const SyntaxTree& tree_;
   ImportTable imports_;
