@@ -191,6 +191,7 @@ void FileAnalysis::collect_structure() {
                 switched_off_.emplace(vocabulary::last_component(target));
               }
               assignments_by_target_[target].push_back(id);
+              scoped_assignments_[scoped_key(open.back().index, target)].push_back(id);
             }
           }
           if (left != kNoNode && right != kNoNode && tree_.kind(left) == NodeKind::kIdentifier &&
@@ -327,14 +328,19 @@ std::vector<std::size_t> FileAnalysis::callees_of(NodeId call) const {
   }
   std::string_view name = callee_last_name(call);
   if (name.empty()) return out;
-  for (std::size_t s : scopes_named(name)) {
+  const std::vector<std::size_t>& named = scopes_named_ref(name);
+  // A name defined this often in one file (`__init__`, `get` in a module of
+  // many classes) says nothing about which one runs: resolving it to all of
+  // them would cost a pass over each, per call.
+  if (named.size() > kMaxCalleesByName) return out;
+  for (std::size_t s : named) {
     bool is_method = scopes_[s].class_node != kNoNode;
     if (is_method == method) out.push_back(s);
   }
   if (out.empty() && !method) {
     // log = make_logger(); log(x): the def the factory returns.
     auto it = factory_calls_by_name_.find(std::string(name));
-    if (it != factory_calls_by_name_.end()) {
+    if (it != factory_calls_by_name_.end() && it->second.size() <= kMaxCalleesByName) {
       for (NodeId right : it->second) {
         for (std::size_t s : functions_passed_as(right)) out.push_back(s);
       }
@@ -472,6 +478,31 @@ const std::vector<NodeId>& FileAnalysis::assignments_to(const std::string& dotte
   static const std::vector<NodeId> kNone;
   auto it = assignments_by_target_.find(dotted);
   return it == assignments_by_target_.end() ? kNone : it->second;
+}
+
+std::string FileAnalysis::scoped_key(std::size_t scope, std::string_view dotted) {
+  std::string key = std::to_string(scope);
+  key += ':';
+  key += dotted;
+  return key;
+}
+
+const std::vector<NodeId>& FileAnalysis::assignments_in_scope(std::string_view dotted,
+                                                              std::size_t scope) const {
+  static const std::vector<NodeId> kNone;
+  auto it = scoped_assignments_.find(scoped_key(scope, dotted));
+  return it == scoped_assignments_.end() ? kNone : it->second;
+}
+
+NodeId FileAnalysis::last_assignment_before(std::string_view dotted, NodeId at,
+                                            std::size_t scope) const {
+  // In source order per scope: a binary search, however often the name is
+  // bound elsewhere in a large file.
+  auto it = scoped_assignments_.find(scoped_key(scope, dotted));
+  if (it == scoped_assignments_.end()) return kNoNode;
+  const std::vector<NodeId>& all = it->second;
+  auto end = std::lower_bound(all.begin(), all.end(), at);
+  return end == all.begin() ? kNoNode : *(end - 1);
 }
 
 const std::vector<NodeId>& FileAnalysis::calls_named(std::string_view name) const {
@@ -656,8 +687,13 @@ const ClassFacts* FileAnalysis::class_facts(NodeId class_node) const {
 }
 
 std::vector<std::size_t> FileAnalysis::scopes_named(std::string_view name) const {
+  return scopes_named_ref(name);
+}
+
+const std::vector<std::size_t>& FileAnalysis::scopes_named_ref(std::string_view name) const {
+  static const std::vector<std::size_t> kNone;
   auto it = scopes_by_name_.find(std::string(name));
-  return it == scopes_by_name_.end() ? std::vector<std::size_t>() : it->second;
+  return it == scopes_by_name_.end() ? kNone : it->second;
 }
 
 NodeId FileAnalysis::innermost_loop(NodeId node) const {

@@ -34,10 +34,16 @@ bool is_capitalized(std::string_view s) {
 // weakref.ref(x), StorageWeakRefWrapper(x), TensorWeakRef(x): the referent is
 // not kept alive by the result.
 bool is_weak_reference(std::string_view qualified) {
-  std::string lower(qualified);
-  std::transform(lower.begin(), lower.end(), lower.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return lower.find("weakref") != std::string::npos;
+  constexpr std::string_view kWord = "weakref";
+  for (std::size_t i = 0; i + kWord.size() <= qualified.size(); ++i) {
+    std::size_t j = 0;
+    while (j < kWord.size() &&
+           std::tolower(static_cast<unsigned char>(qualified[i + j])) == kWord[j]) {
+      ++j;
+    }
+    if (j == kWord.size()) return true;
+  }
+  return false;
 }
 
 // Methods whose result is a Python value, not a tensor.
@@ -1391,13 +1397,15 @@ std::uint8_t GraphFlow::eval_call(NodeId call, Env& env) {
   return 0;
 }
 
-bool GraphFlow::constructs_module(NodeId call) const {
+bool GraphFlow::constructs_module(NodeId call) {
   if (file_.is_torch_module_constructor(call)) return true;
-  std::string_view name = file_.callee_last_name(call);
-  for (const ClassFacts& c : file_.classes_) {
-    if (c.is_module && c.name == name) return true;
+  if (!module_classes_ready_) {
+    module_classes_ready_ = true;
+    for (const ClassFacts& c : file_.classes_) {
+      if (c.is_module) module_classes_.insert(c.name);
+    }
   }
-  return false;
+  return module_classes_.count(std::string(file_.callee_last_name(call))) != 0;
 }
 
 }  // namespace gpuleak::lint

@@ -73,7 +73,7 @@ class GraphFlow {
   void bind_pattern(NodeId target, std::uint8_t bits, Env& env);
   void bind_loop_targets(NodeId target, NodeId iterable, std::uint8_t bits, Env& env);
   // `nn.Linear(...)`, or a class of this file that is an nn.Module.
-  bool constructs_module(NodeId call) const;
+  bool constructs_module(NodeId call);
 
   std::uint8_t eval(NodeId expression, Env& env);
   std::uint8_t eval_attribute(NodeId attribute, Env& env);
@@ -108,6 +108,8 @@ class GraphFlow {
   std::vector<std::uint8_t> parameter_sinks_;  // per scope: bit i = positional parameter i
   bool any_parameter_sinks_ = false;
   bool private_values_scanned_ = false;
+  bool module_classes_ready_ = false;
+  std::unordered_set<std::string> module_classes_;  // nn.Module subclasses of the file
   std::unordered_set<std::string> passed_as_value_;  // private defs used as values
   // Memos: each answer costs a scan of the whole file.
   std::unordered_map<std::string, bool> bounded_containers_;

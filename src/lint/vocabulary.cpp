@@ -84,11 +84,19 @@ std::string_view last_component(std::string_view dotted) {
   return dot == std::string_view::npos ? dotted : dotted.substr(dot + 1);
 }
 
+static bool names_a_network(std::string_view raw);
+
 bool is_model_name(std::string_view raw) {
+  // The name looks like a network's, and no verb or maker word says it is a
+  // function handling one (checked second: it splits the name into words).
+  return names_a_network(raw) && !starts_with_action(raw);
+}
+
+static bool names_a_network(std::string_view raw) {
   std::string original(last_component(raw));
   while (!original.empty() && original.front() == '_') original.erase(0, 1);
   std::string n = normalized(raw);
-  if (n.empty() || starts_with_action(raw)) return false;
+  if (n.empty()) return false;
   if (one_of(n, {"model",         "net",      "network",    "encoder", "decoder",     "generator",
                  "discriminator", "backbone", "classifier", "policy",  "critic",      "actor",
                  "teacher",       "student",  "unet",       "vae",     "autoencoder", "transformer",

@@ -32,7 +32,8 @@ constexpr RuleInfo kInfo{
 // keeping them until then is the point.
 bool raised_later(const FileAnalysis& file, const std::string& container, std::size_t scope) {
   const SyntaxTree& tree = file.tree();
-  for (NodeId id = 0; id < tree.size(); ++id) {
+  NodeId root = file.scopes()[scope].node;
+  for (NodeId id = root; id < tree.node(root).subtree_end; ++id) {
     if (tree.kind(id) != NodeKind::kRaiseStatement || file.scope_index_of(id) != scope) continue;
     for (NodeId t = id; t < tree.node(id).subtree_end; ++t) {
       if (tree.kind(t) == NodeKind::kIdentifier && tree.text(t) == container) return true;
@@ -67,9 +68,13 @@ bool raised_by_the_class(const FileAnalysis& file, const StoreEvent& store) {
   for (NodeId id = owner; id < tree.node(owner).subtree_end; ++id) {
     if (tree.kind(id) == NodeKind::kRaiseStatement && mentions_path(id)) return true;
   }
-  for (std::size_t s = 0; s < file.scopes().size(); ++s) {
+  for (NodeId def = owner; def < tree.node(owner).subtree_end; ++def) {
+    if (tree.kind(def) != NodeKind::kFunctionDefinition || def + 1 >= tree.node(def).subtree_end) {
+      continue;
+    }
+    std::size_t s = file.scope_index_of(def + 1);
     const Scope& method = file.scopes()[s];
-    if (method.class_node != owner || s == store.scope) continue;
+    if (method.node != def || method.class_node != owner || s == store.scope) continue;
     bool raises = false;
     for (NodeId id = method.node; id < tree.node(method.node).subtree_end && !raises; ++id) {
       raises = tree.kind(id) == NodeKind::kRaiseStatement && file.scope_index_of(id) == s;
@@ -135,7 +140,8 @@ bool returned_by_owner(const FileAnalysis& file, const StoreEvent& store) {
 
 bool deleted_in_scope(const FileAnalysis& file, const std::string& name, std::size_t scope) {
   const SyntaxTree& tree = file.tree();
-  for (NodeId id = 0; id < tree.size(); ++id) {
+  NodeId root = file.scopes()[scope].node;
+  for (NodeId id = root; id < tree.node(root).subtree_end; ++id) {
     if (tree.kind(id) != NodeKind::kDeleteStatement || file.scope_index_of(id) != scope) continue;
     for (NodeId t = id; t < tree.node(id).subtree_end; ++t) {
       if (tree.kind(t) == NodeKind::kIdentifier && tree.text(t) == name) return true;
