@@ -191,6 +191,7 @@ void FileAnalysis::collect_structure() {
                 switched_off_.emplace(vocabulary::last_component(target));
               }
               assignments_by_target_[target].push_back(id);
+              scoped_assignments_[scoped_key(open.back().index, target)].push_back(id);
             }
           }
           if (left != kNoNode && right != kNoNode && tree_.kind(left) == NodeKind::kIdentifier &&
@@ -327,14 +328,19 @@ std::vector<std::size_t> FileAnalysis::callees_of(NodeId call) const {
   }
   std::string_view name = callee_last_name(call);
   if (name.empty()) return out;
-  for (std::size_t s : scopes_named(name)) {
+  const std::vector<std::size_t>& named = scopes_named_ref(name);
+  // A name defined this often in one file (`__init__`, `get` in a module of
+  // many classes) says nothing about which one runs: resolving it to all of
+  // them would cost a pass over each, per call.
+  if (named.size() > kMaxCalleesByName) return out;
+  for (std::size_t s : named) {
     bool is_method = scopes_[s].class_node != kNoNode;
     if (is_method == method) out.push_back(s);
   }
   if (out.empty() && !method) {
     // log = make_logger(); log(x): the def the factory returns.
     auto it = factory_calls_by_name_.find(std::string(name));
-    if (it != factory_calls_by_name_.end()) {
+    if (it != factory_calls_by_name_.end() && it->second.size() <= kMaxCalleesByName) {
       for (NodeId right : it->second) {
         for (std::size_t s : functions_passed_as(right)) out.push_back(s);
       }
@@ -474,6 +480,31 @@ const std::vector<NodeId>& FileAnalysis::assignments_to(const std::string& dotte
   return it == assignments_by_target_.end() ? kNone : it->second;
 }
 
+std::string FileAnalysis::scoped_key(std::size_t scope, std::string_view dotted) {
+  std::string key = std::to_string(scope);
+  key += ':';
+  key += dotted;
+  return key;
+}
+
+const std::vector<NodeId>& FileAnalysis::assignments_in_scope(std::string_view dotted,
+                                                              std::size_t scope) const {
+  static const std::vector<NodeId> kNone;
+  auto it = scoped_assignments_.find(scoped_key(scope, dotted));
+  return it == scoped_assignments_.end() ? kNone : it->second;
+}
+
+NodeId FileAnalysis::last_assignment_before(std::string_view dotted, NodeId at,
+                                            std::size_t scope) const {
+  // In source order per scope: a binary search, however often the name is
+  // bound elsewhere in a large file.
+  auto it = scoped_assignments_.find(scoped_key(scope, dotted));
+  if (it == scoped_assignments_.end()) return kNoNode;
+  const std::vector<NodeId>& all = it->second;
+  auto end = std::lower_bound(all.begin(), all.end(), at);
+  return end == all.begin() ? kNoNode : *(end - 1);
+}
+
 const std::vector<NodeId>& FileAnalysis::calls_named(std::string_view name) const {
   static const std::vector<NodeId> kNone;
   auto it = calls_by_name_.find(std::string(name));
@@ -528,7 +559,64 @@ bool FileAnalysis::is_model_expression(NodeId e, NodeId at) const {
   std::string_view last = vocabulary::last_component(dotted);
   if (is_capitalized(last)) return false;  // a class: constructing, not calling
   if (loss_keys_.count(dotted)) return false;
-  return vocabulary::is_model_name(last);
+  if (!vocabulary::is_model_name(last)) return false;
+  // The name says network; what the file binds to it may say otherwise.
+  return !defined_as_function(dotted) && !bound_only_to_non_models(dotted, at);
+}
+
+bool FileAnalysis::defined_as_function(const std::string& dotted) const {
+  // `def _setup_model(self, model)` called as `self._setup_model(...)`, or a
+  // module-level `def generator(...)`: a function, whose result the
+  // summaries describe. A property (`self.model` returning a module) is not.
+  bool method = dotted.rfind("self.", 0) == 0 && dotted.find('.', 5) == std::string::npos;
+  if (!method && dotted.find('.') != std::string::npos) return false;
+  std::string_view last = vocabulary::last_component(dotted);
+  if (last == "forward" || last == "__call__") return false;
+  for (std::size_t s : scopes_named(last)) {
+    const Scope& scope = scopes_[s];
+    if ((scope.class_node != kNoNode) != method) continue;
+    if (tree_.kind(scope.node) != NodeKind::kFunctionDefinition) continue;
+    bool property = false;
+    if (scope.definition != scope.node) {
+      for (NodeId d : tree_.named_children(scope.definition)) {
+        if (tree_.kind(d) == NodeKind::kDecorator &&
+            tree_.text(d).find("property") != std::string_view::npos) {
+          property = true;
+        }
+      }
+    }
+    if (!property) return true;
+  }
+  return false;
+}
+
+bool FileAnalysis::bound_only_to_non_models(const std::string& dotted, NodeId at) const {
+  // `generator = None; generator = gen_ops_library`: every binding of the
+  // local is None or another name that is no network.
+  if (dotted.find('.') != std::string::npos || at == kNoNode) return false;
+  const std::vector<NodeId>& all = assignments_to(dotted);
+  if (all.empty()) return false;
+  std::size_t scope = scope_index_of(at);
+  bool any = false;
+  for (NodeId a : all) {
+    if (scope_index_of(a) != scope) continue;
+    NodeId right = tree_.child_by_field(a, Field::kRight);
+    if (right == kNoNode) return false;
+    NodeKind k = tree_.kind(right);
+    if (k == NodeKind::kNone) {
+      any = true;
+      continue;
+    }
+    if (k != NodeKind::kIdentifier && k != NodeKind::kAttribute) return false;
+    std::string value = dotted_text(tree_, right);
+    if (value.empty() || value == dotted || model_keys_.count(value) ||
+        vocabulary::is_model_name(vocabulary::last_component(value)) || value == "self" ||
+        value.rfind("self.", 0) == 0) {
+      return false;
+    }
+    any = true;
+  }
+  return any;
 }
 
 bool FileAnalysis::is_model_call(NodeId call) const {
@@ -599,8 +687,13 @@ const ClassFacts* FileAnalysis::class_facts(NodeId class_node) const {
 }
 
 std::vector<std::size_t> FileAnalysis::scopes_named(std::string_view name) const {
+  return scopes_named_ref(name);
+}
+
+const std::vector<std::size_t>& FileAnalysis::scopes_named_ref(std::string_view name) const {
+  static const std::vector<std::size_t> kNone;
   auto it = scopes_by_name_.find(std::string(name));
-  return it == scopes_by_name_.end() ? std::vector<std::size_t>() : it->second;
+  return it == scopes_by_name_.end() ? kNone : it->second;
 }
 
 NodeId FileAnalysis::innermost_loop(NodeId node) const {

@@ -117,6 +117,10 @@ class FileAnalysis {
   // order) whose target is exactly `dotted`; the calls whose callee's last
   // name is `name`; the `del` statements.
   const std::vector<NodeId>& assignments_to(const std::string& dotted) const;
+  // The last `dotted = ...` of `scope` that starts before `at`; kNoNode if none.
+  NodeId last_assignment_before(std::string_view dotted, NodeId at, std::size_t scope) const;
+  // Every `dotted = ...` of `scope`, in source order.
+  const std::vector<NodeId>& assignments_in_scope(std::string_view dotted, std::size_t scope) const;
   const std::vector<NodeId>& calls_named(std::string_view name) const;
   const std::vector<NodeId>& delete_statements() const { return deletes_; }
   // A name or attribute whose last component is `last` is set to a literal
@@ -144,6 +148,9 @@ class FileAnalysis {
   const ClassFacts* class_facts(NodeId class_node) const;
   // Functions and lambdas by name, for resolving `collate_fn=my_collate`.
   std::vector<std::size_t> scopes_named(std::string_view name) const;
+  const std::vector<std::size_t>& scopes_named_ref(std::string_view name) const;
+  // callees_of() leaves a call unresolved when more defs than this share its name.
+  static constexpr std::size_t kMaxCalleesByName = 16;
   // The functions an argument passes as a callback: a name, `self.method`,
   // a lambda, `functools.partial(fn, ...)`, or `make_hook(...)` whose body
   // returns a nested def. Empty when it cannot be resolved in this file.
@@ -197,6 +204,12 @@ class FileAnalysis {
   std::vector<std::size_t> functions_passed_as(NodeId argument, int depth) const;
   void collect_per_step();
   bool is_model_expression(NodeId callee_expression, NodeId at) const;
+  // A def of this file (not a property) answers to `dotted`: calling it runs
+  // a function, not a network.
+  bool defined_as_function(const std::string& dotted) const;
+  // Every binding of the local `dotted` in the scope of `at` is None or a
+  // name that is no network (`generator = gen_ops_library`).
+  bool bound_only_to_non_models(const std::string& dotted, NodeId at) const;
 
   const SyntaxTree& tree_;
   ImportTable imports_;
@@ -213,6 +226,9 @@ class FileAnalysis {
   std::vector<std::uint8_t> hook_scope_;
   std::vector<std::uint8_t> per_step_;
   std::unordered_map<std::string, std::vector<NodeId>> assignments_by_target_;
+  // The same per scope, keyed by scoped_key(scope, target).
+  std::unordered_map<std::string, std::vector<NodeId>> scoped_assignments_;
+  static std::string scoped_key(std::size_t scope, std::string_view dotted);
   std::unordered_map<std::string, std::vector<NodeId>> calls_by_name_;
   std::vector<NodeId> deletes_;
   std::unordered_map<NodeId, std::size_t> scope_by_node_;  // def/lambda node -> its scope

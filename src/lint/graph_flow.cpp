@@ -31,6 +31,21 @@ bool is_capitalized(std::string_view s) {
   return !s.empty() && std::isupper(static_cast<unsigned char>(s.front()));
 }
 
+// weakref.ref(x), StorageWeakRefWrapper(x), TensorWeakRef(x): the referent is
+// not kept alive by the result.
+bool is_weak_reference(std::string_view qualified) {
+  constexpr std::string_view kWord = "weakref";
+  for (std::size_t i = 0; i + kWord.size() <= qualified.size(); ++i) {
+    std::size_t j = 0;
+    while (j < kWord.size() &&
+           std::tolower(static_cast<unsigned char>(qualified[i + j])) == kWord[j]) {
+      ++j;
+    }
+    if (j == kWord.size()) return true;
+  }
+  return false;
+}
+
 // Methods whose result is a Python value, not a tensor.
 bool returns_python_value(std::string_view method) {
   return one_of(method, {"item",          "tolist",       "numpy",         "__float__", "__int__",
@@ -79,8 +94,61 @@ void GraphFlow::run() {
     for (std::size_t i = 0; i < n; ++i) analyze_scope(i);
     bool stable = next_ == learnt_;
     learnt_ = std::move(next_);
+    if (disable_grad_in_private_functions()) stable = false;
     if (stable && round > 0) break;
   }
+}
+
+bool GraphFlow::disable_grad_in_private_functions() {
+  // `_generate_speech(...)` called only from `@torch.no_grad() def generate(...)`:
+  // a private function (leading underscore: not called from outside the file
+  // by convention) runs with gradients off when every call of it in the file
+  // does, and it is never passed as a value (`executor.submit(_work)`).
+  std::unordered_map<std::string_view, bool> candidates;  // name -> may run with grad
+  for (std::size_t i = 1; i < file_.scopes_.size(); ++i) {
+    const Scope& scope = file_.scopes_[i];
+    if (scope.grad_disabled || scope.name.size() < 2 || scope.name[0] != '_' ||
+        scope.name[1] == '_' || tree_.kind(scope.node) != NodeKind::kFunctionDefinition) {
+      continue;
+    }
+    candidates.emplace(scope.name, false);
+  }
+  if (candidates.empty()) return false;
+  if (!private_values_scanned_) {
+    // Once per file: names used other than as a callee or a def's name.
+    private_values_scanned_ = true;
+    for (NodeId id = 0; id < tree_.size(); ++id) {
+      if (tree_.kind(id) != NodeKind::kIdentifier) continue;
+      auto it = candidates.find(tree_.text(id));
+      if (it == candidates.end()) continue;
+      NodeId expression = id;
+      Field f = tree_.node(id).field;
+      if (f == Field::kName) continue;  // def _name(...)
+      if (f == Field::kAttributeName) expression = tree_.parent(id);
+      NodeId parent = tree_.parent(expression);
+      bool callee = parent != kNoNode && tree_.kind(parent) == NodeKind::kCall &&
+                    tree_.node(expression).field == Field::kFunction;
+      if (!callee) passed_as_value_.insert(std::string(tree_.text(id)));
+    }
+  }
+  bool changed = false;
+  for (std::size_t i = 1; i < file_.scopes_.size(); ++i) {
+    Scope& scope = file_.scopes_[i];
+    if (!candidates.count(scope.name) || passed_as_value_.count(scope.name)) continue;
+    bool called = false;
+    bool all_without_grad = true;
+    for (NodeId call : file_.calls_named(scope.name)) {
+      std::vector<std::size_t> targets = file_.callees_of(call);
+      if (std::find(targets.begin(), targets.end(), i) == targets.end()) continue;
+      called = true;
+      if (!file_.grad_disabled_at(call)) all_without_grad = false;
+    }
+    if (called && all_without_grad) {
+      scope.grad_disabled = true;
+      changed = true;
+    }
+  }
+  return changed;
 }
 
 std::uint8_t GraphFlow::strip_if_no_grad(std::uint8_t bits) const {
@@ -286,7 +354,7 @@ void GraphFlow::walk_statement(NodeId statement, Env& env) {
       NodeId left = tree_.child_by_field(statement, Field::kLeft);
       // `for out in outputs`: elements of a list of carriers are carriers.
       Env entry = env;
-      bind_pattern(left, iterated, env);
+      bind_loop_targets(left, tree_.child_by_field(statement, Field::kRight), iterated, env);
       if (body != kNoNode) walk_loop_body(body, env);
       merge_into(env, entry);
       NodeId alternative = tree_.child_by_field(statement, Field::kAlternative);
@@ -369,16 +437,65 @@ void GraphFlow::walk_statement(NodeId statement, Env& env) {
   }
 }
 
+std::optional<GraphFlow::TensorTest> GraphFlow::tensor_test(NodeId condition) const {
+  while (condition != kNoNode && tree_.kind(condition) == NodeKind::kParenthesizedExpression) {
+    condition = tree_.first_named_child(condition);
+  }
+  if (condition == kNoNode) return std::nullopt;
+  NodeKind k = tree_.kind(condition);
+  if (k == NodeKind::kCall && file_.qualified_name(file_.callee(condition)) == "isinstance") {
+    std::vector<NodeId> args = file_.positional_arguments(condition);
+    if (args.size() != 2 || tree_.text(args[1]).find("Tensor") == std::string_view::npos) {
+      return std::nullopt;
+    }
+    std::string name = dotted_text(tree_, args[0]);
+    if (name.empty()) return std::nullopt;
+    return TensorTest{name, false};
+  }
+  if (k == NodeKind::kNotOperator) {
+    std::optional<TensorTest> inner = tensor_test(tree_.first_named_child(condition));
+    if (inner) inner->true_means_not_tensor = !inner->true_means_not_tensor;
+    return inner;
+  }
+  if (k == NodeKind::kComparisonOperator) {
+    // `x is None`: true means no tensor.
+    std::vector<NodeId> parts = tree_.named_children(condition);
+    if (parts.size() == 2 && tree_.kind(parts[1]) == NodeKind::kNone &&
+        tree_.text(condition).find(" is not ") == std::string_view::npos &&
+        tree_.text(condition).find(" is ") != std::string_view::npos) {
+      std::string name = dotted_text(tree_, parts[0]);
+      if (!name.empty()) return TensorTest{name, true};
+    }
+    return std::nullopt;
+  }
+  if (k == NodeKind::kBooleanOperator) {
+    // `x is None or not isinstance(x, torch.Tensor)`: each side says no tensor.
+    NodeId op = tree_.child_by_field(condition, Field::kOperator);
+    if (op == kNoNode || tree_.text(op) != "or") return std::nullopt;
+    std::optional<TensorTest> l = tensor_test(tree_.child_by_field(condition, Field::kLeft));
+    std::optional<TensorTest> r = tensor_test(tree_.child_by_field(condition, Field::kRight));
+    if (l && r && l->name == r->name && l->true_means_not_tensor && r->true_means_not_tensor) {
+      return l;
+    }
+  }
+  return std::nullopt;
+}
+
 void GraphFlow::walk_if(NodeId statement, Env& env) {
-  eval(tree_.child_by_field(statement, Field::kCondition), env);
+  NodeId condition = tree_.child_by_field(statement, Field::kCondition);
+  eval(condition, env);
+  // `if isinstance(out, torch.Tensor): ... else: <out is no tensor>`.
+  std::optional<TensorTest> test = tensor_test(condition);
   Env start = env;
   NodeId consequence = tree_.child_by_field(statement, Field::kConsequence);
+  if (test && test->true_means_not_tensor) env.erase(test->name);
   if (consequence != kNoNode) walk_block(consequence, env);
   Env result = std::move(env);
   bool has_else = false;
   for (NodeId c = tree_.first_child(statement); c != kNoNode; c = tree_.next_sibling(c)) {
     if (tree_.node(c).field != Field::kAlternative) continue;
     Env branch = start;
+    if (test && !test->true_means_not_tensor) branch.erase(test->name);
     if (tree_.kind(c) == NodeKind::kElifClause) {
       eval(tree_.child_by_field(c, Field::kCondition), branch);
       NodeId body = tree_.child_by_field(c, Field::kConsequence);
@@ -561,6 +678,24 @@ void GraphFlow::walk_augmented(NodeId assignment, Env& env) {
 
 void GraphFlow::bind_pattern(NodeId target, std::uint8_t bits, Env& env) {
   for (NodeId name : bound_targets(tree_, target)) set(env, dotted_text(tree_, name), bits);
+}
+
+void GraphFlow::bind_loop_targets(NodeId target, NodeId iterable, std::uint8_t bits, Env& env) {
+  // `for i, out in enumerate(outputs)`: the first name counts, it is an int.
+  if (target != kNoNode && iterable != kNoNode && tree_.kind(iterable) == NodeKind::kCall &&
+      file_.qualified_name(file_.callee(iterable)) == "enumerate") {
+    NodeKind k = tree_.kind(target);
+    if (k == NodeKind::kPatternList || k == NodeKind::kTuplePattern ||
+        k == NodeKind::kTuple || k == NodeKind::kExpressionList) {
+      std::vector<NodeId> parts = tree_.named_children(target);
+      if (parts.size() == 2) {
+        bind_pattern(parts[0], 0, env);
+        bind_pattern(parts[1], bits, env);
+        return;
+      }
+    }
+  }
+  bind_pattern(target, bits, env);
 }
 
 void GraphFlow::assign_target(NodeId target, NodeId value, std::uint8_t bits, Env& env,
@@ -870,8 +1005,19 @@ std::uint8_t GraphFlow::eval(NodeId e, Env& env) {
     }
     case NodeKind::kConditionalExpression: {
       std::vector<NodeId> parts = tree_.named_children(e);
+      // `x.item() if isinstance(x, torch.Tensor) else x`: the else part is no tensor.
+      std::optional<TensorTest> test =
+          parts.size() == 3 ? tensor_test(parts[1]) : std::optional<TensorTest>();
       for (std::size_t i = 0; i < parts.size(); ++i) {
-        std::uint8_t b = eval(parts[i], env);
+        std::uint8_t b = 0;
+        if (test && ((i == 0 && test->true_means_not_tensor) ||
+                     (i == 2 && !test->true_means_not_tensor))) {
+          Env narrowed = env;
+          narrowed.erase(test->name);
+          b = eval(parts[i], narrowed);
+        } else {
+          b = eval(parts[i], env);
+        }
         if (i != 1) r |= b;  // [then, condition, else]
       }
       break;
@@ -945,8 +1091,9 @@ std::uint8_t GraphFlow::eval_comprehension(NodeId e, Env& env) {
   for (std::size_t i = 1; i < parts.size(); ++i) {
     NodeId part = parts[i];
     if (tree_.kind(part) == NodeKind::kForInClause) {
-      std::uint8_t iterated = eval(tree_.child_by_field(part, Field::kRight), inner);
-      bind_pattern(tree_.child_by_field(part, Field::kLeft), iterated, inner);
+      NodeId right = tree_.child_by_field(part, Field::kRight);
+      std::uint8_t iterated = eval(right, inner);
+      bind_loop_targets(tree_.child_by_field(part, Field::kLeft), right, iterated, inner);
     } else {
       eval(part, inner);
     }
@@ -1151,6 +1298,7 @@ std::uint8_t GraphFlow::eval_call(NodeId call, Env& env) {
   }
 
   if (q == "sys.exc_info" || q == "sys.exception") return kException;
+  if (is_weak_reference(q)) return 0;
   if (starts_with(q, "traceback.") || starts_with(q, "logging.") || starts_with(q, "np.") ||
       starts_with(q, "numpy.") || starts_with(q, "math.") || starts_with(q, "statistics.")) {
     return 0;
@@ -1240,10 +1388,24 @@ std::uint8_t GraphFlow::eval_call(NodeId call, Env& env) {
     if (summary != 0) return strip_if_no_grad(summary);
   }
   if (receiver == kNoNode && is_capitalized(name)) {
+    // A module built from tensors holds its own parameters, not one value per
+    // step; a weak reference keeps nothing alive.
+    if (constructs_module(call) || is_weak_reference(q)) return 0;
     // A constructor keeps what it is given (a record of (step, loss, error)).
     return arg_bits;
   }
   return 0;
+}
+
+bool GraphFlow::constructs_module(NodeId call) {
+  if (file_.is_torch_module_constructor(call)) return true;
+  if (!module_classes_ready_) {
+    module_classes_ready_ = true;
+    for (const ClassFacts& c : file_.classes_) {
+      if (c.is_module) module_classes_.insert(c.name);
+    }
+  }
+  return module_classes_.count(std::string(file_.callee_last_name(call))) != 0;
 }
 
 }  // namespace gpuleak::lint

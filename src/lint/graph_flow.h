@@ -24,8 +24,10 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "file_analysis.h"
@@ -49,9 +51,19 @@ class GraphFlow {
   };
 
   void analyze_scope(std::size_t scope);
+  // Marks private functions whose every call in the file runs without
+  // gradients; true when one was marked.
+  bool disable_grad_in_private_functions();
   void walk_block(NodeId block, Env& env);
   void walk_statement(NodeId statement, Env& env);
   void walk_if(NodeId statement, Env& env);
+  // What an `if` condition says of a name: `isinstance(x, torch.Tensor)`
+  // false, `not isinstance(...)` or `x is None` true, mean x is no tensor.
+  struct TensorTest {
+    std::string name;
+    bool true_means_not_tensor = false;
+  };
+  std::optional<TensorTest> tensor_test(NodeId condition) const;
   void walk_try(NodeId statement, Env& env);
   void walk_with(NodeId statement, Env& env);
   void walk_loop_body(NodeId body, Env& env);
@@ -59,6 +71,9 @@ class GraphFlow {
   void walk_augmented(NodeId assignment, Env& env);
   void assign_target(NodeId target, NodeId value, std::uint8_t bits, Env& env, NodeId site);
   void bind_pattern(NodeId target, std::uint8_t bits, Env& env);
+  void bind_loop_targets(NodeId target, NodeId iterable, std::uint8_t bits, Env& env);
+  // `nn.Linear(...)`, or a class of this file that is an nn.Module.
+  bool constructs_module(NodeId call);
 
   std::uint8_t eval(NodeId expression, Env& env);
   std::uint8_t eval_attribute(NodeId attribute, Env& env);
@@ -92,6 +107,10 @@ class GraphFlow {
   FileAnalysis& file_;
   std::vector<std::uint8_t> parameter_sinks_;  // per scope: bit i = positional parameter i
   bool any_parameter_sinks_ = false;
+  bool private_values_scanned_ = false;
+  bool module_classes_ready_ = false;
+  std::unordered_set<std::string> module_classes_;  // nn.Module subclasses of the file
+  std::unordered_set<std::string> passed_as_value_;  // private defs used as values
   // Memos: each answer costs a scan of the whole file.
   std::unordered_map<std::string, bool> bounded_containers_;
   const SyntaxTree& tree_;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -55,8 +56,64 @@ std::string describe_syntax_error(const SyntaxTree& tree, NodeId error) {
 // expression list (`host, *rest = endpoint, *[]`, `a = b, *(c, d)`), not a
 // starred name or call. The bracketed operand becomes a name of the same
 // length (`*__`): every offset stays, and only that operand is not analysed.
+//
+// It also rejects unparenthesized starred elements after `return` and
+// `yield` (`return *[None] * 3, *grads`, valid since Python 3.8). Those stars
+// become spaces: the elements stay (a tuple of the iterables instead of their
+// items, which carries the same values for the analysis) and so do the offsets.
+bool is_word_char(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+}
+
+void unstar_returned_elements(std::string& out) {
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    // A `return` or `yield` that starts a statement (after indentation).
+    if (i > 0 && out[i - 1] != '\n') continue;
+    while (i < out.size() && (out[i] == ' ' || out[i] == '\t')) ++i;
+    std::size_t word = i;
+    while (i < out.size() && is_word_char(out[i])) ++i;
+    std::string_view keyword(out.data() + word, i - word);
+    if (keyword != "return" && keyword != "yield") {
+      while (i < out.size() && out[i] != '\n') ++i;
+      continue;
+    }
+    int depth = 0;
+    char quote = 0;
+    bool element_start = true;  // after the keyword or a top-level comma
+    for (; i < out.size() && out[i] != '\n'; ++i) {
+      char c = out[i];
+      if (quote != 0) {
+        if (c == '\\') {
+          ++i;
+        } else if (c == quote) {
+          quote = 0;
+        }
+        continue;
+      }
+      if (c == '#') break;
+      if (c == '\'' || c == '"') {
+        quote = c;
+        element_start = false;
+        continue;
+      }
+      if (c == ' ' || c == '\t') continue;
+      if (c == '(' || c == '[' || c == '{') ++depth;
+      if (c == ')' || c == ']' || c == '}') --depth;
+      if (depth == 0 && c == '*' && element_start && i + 1 < out.size() && out[i + 1] != '*') {
+        out[i] = ' ';
+        continue;
+      }
+      element_start = depth == 0 && c == ',';
+    }
+    if (i < out.size() && out[i] != '\n') {
+      while (i < out.size() && out[i] != '\n') ++i;
+    }
+  }
+}
+
 std::string starred_brackets_as_names(std::string_view code) {
   std::string out(code);
+  unstar_returned_elements(out);
   for (std::size_t i = 0; i + 1 < out.size(); ++i) {
     if (out[i] != '*' || (out[i + 1] != '[' && out[i + 1] != '(')) continue;
     std::size_t before = i;

@@ -1,5 +1,8 @@
 #include "store_growth.h"
 
+#include <algorithm>
+
+#include "training_loop.h"
 #include "vocabulary.h"
 
 namespace gpuleak::lint {
@@ -67,6 +70,17 @@ bool container_is_tensor(const FileAnalysis& file, const std::string& path) {
   const SyntaxTree& tree = file.tree();
   for (NodeId id : file.assignments_to(path)) {
     NodeId right = tree.child_by_field(id, Field::kRight);
+    // `-torch.ones(...)`, `(torch.zeros(...))`, `torch.ones(...) * -1`: still a tensor.
+    for (int hops = 0; hops < 4 && right != kNoNode; ++hops) {
+      NodeKind k = tree.kind(right);
+      if (k == NodeKind::kUnaryOperator || k == NodeKind::kParenthesizedExpression) {
+        right = tree.first_named_child(right);
+      } else if (k == NodeKind::kBinaryOperator) {
+        right = tree.child_by_field(right, Field::kLeft);
+      } else {
+        break;
+      }
+    }
     for (int hops = 0; hops < 4 && right != kNoNode && tree.kind(right) == NodeKind::kCall;
          ++hops) {
       std::string q = file.qualified_name(file.callee(right));
@@ -90,6 +104,27 @@ bool container_is_tensor(const FileAnalysis& file, const std::string& path) {
     }
   }
   return false;
+}
+
+// `c[k] = c[k].to(...)` (or `.cpu()`, `.contiguous()` ...): the value is the
+// very slot it replaces, moved or cast.
+bool replaces_slot_with_itself(const FileAnalysis& file, const StoreEvent& store) {
+  const SyntaxTree& tree = file.tree();
+  if (store.value == kNoNode || store.key == kNoNode || store.container == kNoNode) return false;
+  NodeId v = store.value;
+  for (int hops = 0; hops < 4 && v != kNoNode && tree.kind(v) == NodeKind::kCall; ++hops) {
+    std::string_view m = file.callee_last_name(v);
+    if (m != "to" && m != "cuda" && m != "cpu" && m != "contiguous" && m != "pin_memory" &&
+        m != "detach" && m != "clone" && m != "half" && m != "float" && m != "bfloat16") {
+      return false;
+    }
+    v = file.method_receiver(v);
+  }
+  if (v == kNoNode || tree.kind(v) != NodeKind::kSubscript) return false;
+  NodeId key = tree.child_by_field(v, Field::kSubscriptIndex);
+  NodeId container = tree.child_by_field(v, Field::kValue);
+  return key != kNoNode && container != kNoNode && tree.text(key) == tree.text(store.key) &&
+         tree.text(container) == tree.text(store.container);
 }
 
 bool is_parameter(const Scope& scope, const std::string& name) {
@@ -136,12 +171,15 @@ namespace {
 NodeId value_assigned_before(const FileAnalysis& file, std::string_view name, NodeId at) {
   const SyntaxTree& tree = file.tree();
   std::size_t scope = file.scope_index_of(at);
-  NodeId found = kNoNode;
-  for (NodeId id : file.assignments_to(std::string(name))) {
-    if (id >= at) break;
-    if (file.scope_index_of(id) == scope) found = tree.child_by_field(id, Field::kRight);
+  // Assignments are in source order: search back from `at` (a common name
+  // such as `x` has thousands of them in a large file).
+  const std::vector<NodeId>& all = file.assignments_to(std::string(name));
+  auto end = std::lower_bound(all.begin(), all.end(), at);
+  for (auto it = end; it != all.begin();) {
+    --it;
+    if (file.scope_index_of(*it) == scope) return tree.child_by_field(*it, Field::kRight);
   }
-  return found;
+  return kNoNode;
 }
 
 enum class KeyChange { kNone, kPerStep, kPerSize };
@@ -201,7 +239,8 @@ bool container_bounded_elsewhere(const FileAnalysis& file, const std::string& pa
   for (std::string_view m : {"clear", "pop", "popleft", "popitem", "remove"}) {
     for (NodeId call : file.calls_named(m)) {
       NodeId receiver = file.method_receiver(call);
-      if (receiver != kNoNode && dotted_text(tree, receiver) == path) return true;
+      // `self.inputs[obj].pop(frame)` empties what `self.inputs[obj][frame] = x` fills.
+      if (receiver != kNoNode && container_path(file, receiver) == path) return true;
     }
   }
   for (NodeId id : file.delete_statements()) {
@@ -288,6 +327,8 @@ GrowthVerdict store_growth(const FileAnalysis& file, const StoreEvent& store) {
     case StoreKind::kSubscript:
       // `buffer[i] = x` into a preallocated tensor copies in place.
       if (container_is_tensor(file, v.container)) return v;
+      // `states[i] = states[i].to(device)`: the slot replaced by a copy of itself.
+      if (replaces_slot_with_itself(file, store)) return v;
       if (key_varies_with_sizes(file, store.key)) {
         sized_key = true;
       } else if (!key_varies_per_step(file, store.key)) {
@@ -317,6 +358,15 @@ GrowthVerdict store_growth(const FileAnalysis& file, const StoreEvent& store) {
     }
     if (outlived == 0) return v;
     if (!v.local && container_bounded_elsewhere(file, v.container)) return v;
+    // A loop over a collection (parameters, layers, outputs) in a function
+    // that runs once, at setup, fills the container once: it grows across
+    // steps only when a loop around it is a step loop or the function runs
+    // per step, as outside loops.
+    if (!v.local && !any_step_loop(file, loop, outlived) &&
+        (scope.name == "__init__" ||
+         (!file.runs_per_step(store.scope) && store.kind != StoreKind::kSubscript))) {
+      return v;
+    }
     v.growth = Growth::kPerIteration;
     v.loop = loop;
     v.loops_outlived = v.local ? outlived : outlived + 1;

@@ -1,5 +1,7 @@
 #include "training_loop.h"
 
+#include <algorithm>
+
 #include "vocabulary.h"
 
 namespace gpuleak::lint {
@@ -73,16 +75,8 @@ long constant_range_bound(const FileAnalysis& file, NodeId loop) {
   if (args.empty() || args.size() > 2) return -1;
   NodeId bound = args.back();
   if (tree.kind(bound) == NodeKind::kIdentifier) {
-    NodeId literal = kNoNode;
-    std::size_t scope = file.scope_index_of(loop);
-    for (NodeId id = 0; id < loop; ++id) {
-      if (tree.kind(id) != NodeKind::kAssignment || file.scope_index_of(id) != scope) continue;
-      NodeId left = tree.child_by_field(id, Field::kLeft);
-      if (left != kNoNode && tree.text(left) == tree.text(bound)) {
-        literal = tree.child_by_field(id, Field::kRight);
-      }
-    }
-    bound = literal;
+    NodeId last = file.last_assignment_before(tree.text(bound), loop, file.scope_index_of(loop));
+    bound = last != kNoNode ? tree.child_by_field(last, Field::kRight) : kNoNode;
   }
   if (bound == kNoNode || tree.kind(bound) != NodeKind::kInteger) return -1;
   try {
@@ -110,16 +104,8 @@ bool is_small_constant_loop(const FileAnalysis& file, NodeId loop) {
   NodeId bound = args.back();
   if (tree.kind(bound) == NodeKind::kIdentifier) {
     // n = 8 earlier in the same function.
-    NodeId literal = kNoNode;
-    std::size_t scope = file.scope_index_of(loop);
-    for (NodeId id = 0; id < loop; ++id) {
-      if (tree.kind(id) != NodeKind::kAssignment || file.scope_index_of(id) != scope) continue;
-      NodeId left = tree.child_by_field(id, Field::kLeft);
-      if (left != kNoNode && tree.text(left) == tree.text(bound)) {
-        literal = tree.child_by_field(id, Field::kRight);
-      }
-    }
-    bound = literal;
+    NodeId last = file.last_assignment_before(tree.text(bound), loop, file.scope_index_of(loop));
+    bound = last != kNoNode ? tree.child_by_field(last, Field::kRight) : kNoNode;
   }
   if (bound == kNoNode || tree.kind(bound) != NodeKind::kInteger) return false;
   try {
@@ -154,19 +140,22 @@ bool is_evaluation_context(const FileAnalysis& file, NodeId site, NodeId loop) {
     if (mentions_evaluation_name(file, file.loop_iterable(l))) return true;
   }
   // model.eval() earlier in the same scope, with no model.train() after it.
-  const SyntaxTree& tree = file.tree();
+  // The last `x.eval()` and the last `x.train(...)` before the anchor, found
+  // from the anchor backwards (not by a pass over every call before it).
   NodeId anchor = loop != kNoNode ? loop : site;
-  bool evaluating = false;
-  for (NodeId call : file.calls()) {
-    if (tree.node(call).start_byte >= tree.node(anchor).start_byte) break;
-    if (file.scope_index_of(call) != file.scope_index_of(site)) continue;
-    std::string_view m = file.callee_last_name(call);
-    NodeId receiver = file.method_receiver(call);
-    if (receiver == kNoNode) continue;
-    if (m == "eval" && file.positional_arguments(call).empty()) evaluating = true;
-    if (m == "train") evaluating = false;
-  }
-  return evaluating;
+  std::size_t scope_index = file.scope_index_of(site);
+  auto last_before = [&](std::string_view method, bool without_arguments) {
+    const std::vector<NodeId>& calls = file.calls_named(method);
+    for (auto it = std::lower_bound(calls.begin(), calls.end(), anchor); it != calls.begin();) {
+      --it;
+      if (file.scope_index_of(*it) != scope_index || file.method_receiver(*it) == kNoNode) continue;
+      if (without_arguments && !file.positional_arguments(*it).empty()) continue;
+      return static_cast<long>(*it);
+    }
+    return -1L;
+  };
+  long eval = last_before("eval", true);
+  return eval >= 0 && eval > last_before("train", false);
 }
 
 bool differentiated_in_scope(const FileAnalysis& file, const std::string& name, std::size_t scope) {
@@ -183,8 +172,19 @@ bool differentiated_in_scope(const FileAnalysis& file, const std::string& name, 
     return false;
   };
   std::vector<std::string> names{name};
+  // Only the scope's own nodes: its subtree (the whole file for the module).
+  NodeId first = file.scopes()[scope].node;
+  NodeId end = tree.node(first).subtree_end;
+  // The backward calls come first: without one, nothing is differentiated.
+  std::vector<NodeId> backward;
+  const std::vector<NodeId>& calls = file.calls();
+  for (auto it = std::lower_bound(calls.begin(), calls.end(), first);
+       it != calls.end() && *it < end; ++it) {
+    if (file.scope_index_of(*it) == scope && file.is_backward_call(*it)) backward.push_back(*it);
+  }
+  if (backward.empty()) return false;
   // One hop: `loss = torch.stack(losses).sum()`.
-  for (NodeId id = 0; id < tree.size(); ++id) {
+  for (NodeId id = first; id < end; ++id) {
     if (tree.kind(id) != NodeKind::kAssignment || file.scope_index_of(id) != scope) continue;
     NodeId left = tree.child_by_field(id, Field::kLeft);
     NodeId right = tree.child_by_field(id, Field::kRight);
@@ -192,8 +192,7 @@ bool differentiated_in_scope(const FileAnalysis& file, const std::string& name, 
     std::string target = dotted_text(tree, left);
     if (!target.empty() && target != name && mentions_any(right, {name})) names.push_back(target);
   }
-  for (NodeId call : file.calls()) {
-    if (file.scope_index_of(call) != scope || !file.is_backward_call(call)) continue;
+  for (NodeId call : backward) {
     NodeId receiver = file.method_receiver(call);
     if (receiver != kNoNode && mentions_any(receiver, names)) return true;
     NodeId args = tree.child_by_field(call, Field::kArguments);

@@ -54,6 +54,29 @@ std::vector<std::string> words(std::string_view raw) {
   return out;
 }
 
+// `setup_model`, `unwrap_model`, `load_net`: a verb first names an action on a
+// network (a function that builds, wraps or returns one), not the network.
+bool starts_with_action(std::string_view raw) {
+  std::vector<std::string> w = words(raw);
+  // `model_init`, `model_factory`, `net_builder`: what makes a network.
+  if (w.size() >= 2 && one_of(w.back(), {"init", "initializer", "factory", "builder",
+                                         "constructor", "creator", "maker", "loader", "getter",
+                                         "cls", "class", "type", "config", "cfg", "name", "path",
+                                         "dir", "kwargs", "args"})) {
+    return true;
+  }
+  return w.size() >= 2 &&
+         one_of(w.front(), {"setup",   "unwrap", "wrap",    "get",     "build",  "create",
+                            "make",    "load",   "save",    "init",    "initialize",
+                            "prepare", "configure", "register", "convert", "export", "copy",
+                            "freeze",  "compile", "restore", "reset",   "set",    "update",
+                            "apply",   "move",   "print",   "log",     "is",     "has",
+                            "check",   "validate", "patch",  "replace", "fuse",   "quantize",
+                            "shard",   "broadcast", "sync",  "offload", "dispatch", "resolve",
+                            "find",    "lookup", "select",  "instantiate", "clone", "attach",
+                            "detach"});
+}
+
 }  // namespace
 
 std::string_view last_component(std::string_view dotted) {
@@ -61,7 +84,15 @@ std::string_view last_component(std::string_view dotted) {
   return dot == std::string_view::npos ? dotted : dotted.substr(dot + 1);
 }
 
+static bool names_a_network(std::string_view raw);
+
 bool is_model_name(std::string_view raw) {
+  // The name looks like a network's, and no verb or maker word says it is a
+  // function handling one (checked second: it splits the name into words).
+  return names_a_network(raw) && !starts_with_action(raw);
+}
+
+static bool names_a_network(std::string_view raw) {
   std::string original(last_component(raw));
   while (!original.empty() && original.front() == '_') original.erase(0, 1);
   std::string n = normalized(raw);
@@ -123,7 +154,20 @@ bool is_loader_name(std::string_view raw) {
 bool is_step_counter_name(std::string_view raw) {
   std::string n = normalized(raw);
   if (one_of(n, {"i", "t", "n", "it", "ii"})) return true;
-  for (const std::string& w : words(raw)) {
+  std::vector<std::string> ws = words(raw);
+  // `layer_idx`, `head_index`, `state_idx`: the index of a part of the model
+  // (a fixed set), not of a step.
+  for (const std::string& w : ws) {
+    if (one_of(w, {"layer", "layers", "head", "heads", "block", "blocks", "expert", "experts",
+                   "group", "groups", "channel", "channels", "stage", "stages", "level",
+                   "levels", "module", "modules", "param", "params", "parameter", "state",
+                   "states", "shard", "shards", "rank", "device", "gpu", "dim", "axis",
+                   "bucket", "buckets", "slot", "slots", "obj", "object", "class", "feature",
+                   "features", "scale", "scales", "codebook", "quantizer"})) {
+      return false;
+    }
+  }
+  for (const std::string& w : ws) {
     if (one_of(w, {"idx", "index", "step", "steps", "epoch", "iteration", "iter", "counter",
                    "count", "i", "it", "t", "n"})) {
       return true;

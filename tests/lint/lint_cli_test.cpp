@@ -373,6 +373,29 @@ TEST(lint_cli, a_statement_that_does_not_parse_is_reported_and_the_rest_linted) 
   EXPECT_TRUE(v.err.empty()) << v.err;
 }
 
+TEST(lint_cli, starred_elements_after_return_and_yield_parse) {
+  // torch/_higher_order_ops/associative_scan.py returns `*[None] * 3, *g_xs, ...`
+  // (valid since Python 3.8), which tree-sitter-python 0.23 rejects.
+  ScratchFolder dir("cli-return-starred");
+  auto f = dir.write("scan.py",
+                     "import torch\n\n\n"
+                     "def backward(ctx, *grads):\n"
+                     "    g_xs = [g * 2 for g in grads]\n"
+                     "    return *[None] * 3, *g_xs, *[None] * ctx.num_additional_inputs\n\n\n"
+                     "def chunks(xs, tail):\n"
+                     "    yield *xs, *tail  # a comment with return *x\n");
+  auto r = lint({"--no-config", "--format", "json", f.string()});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  auto doc = nlohmann::json::parse(r.out);
+  EXPECT_TRUE(doc["statements_not_parsed"].empty()) << r.out;
+  EXPECT_TRUE(doc["files_not_linted"].empty()) << r.out;
+  // A statement that is invalid for another reason is still reported.
+  auto bad = dir.write("bad.py", "import torch\n\n\ndef f(x):\n    return *x, [1, 2 3]\n");
+  auto b = lint({"--no-config", "--format", "json", bad.string()});
+  auto bad_doc = nlohmann::json::parse(b.out);
+  EXPECT_EQ(bad_doc["statements_not_parsed"].size(), 1u) << b.out;
+}
+
 TEST(lint_cli, unknown_key_in_the_configuration_is_a_usage_error) {
   ScratchFolder dir("cli-config-key");
   dir.write("pyproject.toml", "[tool.gpuleak]\nselct = [\"GL1\"]\n");

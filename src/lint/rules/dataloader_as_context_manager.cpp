@@ -51,16 +51,10 @@ class DataloaderAsContextManager final : public Rule {
     if (tree.kind(expression) == NodeKind::kCall) return file.is_dataloader_constructor(expression);
     std::string dotted = dotted_text(tree, expression);
     if (dotted.empty()) return false;
-    std::size_t scope = file.scope_index_of(at);
-    bool bound = false;
-    for (NodeId id = 0; id < at; ++id) {
-      if (tree.kind(id) != NodeKind::kAssignment || file.scope_index_of(id) != scope) continue;
-      NodeId left = tree.child_by_field(id, Field::kLeft);
-      NodeId right = tree.child_by_field(id, Field::kRight);
-      if (left == kNoNode || right == kNoNode || dotted_text(tree, left) != dotted) continue;
-      bound = tree.kind(right) == NodeKind::kCall && file.is_dataloader_constructor(right);
-    }
-    return bound;
+    NodeId last = file.last_assignment_before(dotted, at, file.scope_index_of(at));
+    NodeId right = last != kNoNode ? tree.child_by_field(last, Field::kRight) : kNoNode;
+    return right != kNoNode && tree.kind(right) == NodeKind::kCall &&
+           file.is_dataloader_constructor(right);
   }
 };
 

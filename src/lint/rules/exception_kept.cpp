@@ -32,7 +32,8 @@ constexpr RuleInfo kInfo{
 // keeping them until then is the point.
 bool raised_later(const FileAnalysis& file, const std::string& container, std::size_t scope) {
   const SyntaxTree& tree = file.tree();
-  for (NodeId id = 0; id < tree.size(); ++id) {
+  NodeId root = file.scopes()[scope].node;
+  for (NodeId id = root; id < tree.node(root).subtree_end; ++id) {
     if (tree.kind(id) != NodeKind::kRaiseStatement || file.scope_index_of(id) != scope) continue;
     for (NodeId t = id; t < tree.node(id).subtree_end; ++t) {
       if (tree.kind(t) == NodeKind::kIdentifier && tree.text(t) == container) return true;
@@ -41,9 +42,106 @@ bool raised_later(const FileAnalysis& file, const std::string& container, std::s
   return false;
 }
 
+bool touches_tensors(const FileAnalysis& file, std::size_t scope);
+
+// `self._error = ex` in one method, `raise self._error` in another (a
+// thread's join(), the next call, teardown()): a deferred error, kept to be
+// raised, and released when it is.
+bool raised_by_the_class(const FileAnalysis& file, const StoreEvent& store) {
+  const SyntaxTree& tree = file.tree();
+  std::string path = dotted_text(tree, store.container);
+  if (path.empty()) path = container_path(file, store.container);
+  if (path.empty()) return false;
+  NodeId owner = tree.ancestor_of_kind(store.site, {NodeKind::kClassDefinition});
+  if (owner == kNoNode) return false;
+  auto mentions_path = [&](NodeId root) {
+    for (NodeId t = root; t < tree.node(root).subtree_end; ++t) {
+      NodeKind k = tree.kind(t);
+      if ((k == NodeKind::kAttribute || k == NodeKind::kIdentifier) && dotted_text(tree, t) == path) {
+        return true;
+      }
+    }
+    return false;
+  };
+  // `raise self._error`; or a method other than the storing one that reads
+  // the errors and raises (`maybe_raise_errors_on_exit`).
+  for (NodeId id = owner; id < tree.node(owner).subtree_end; ++id) {
+    if (tree.kind(id) == NodeKind::kRaiseStatement && mentions_path(id)) return true;
+  }
+  for (NodeId def = owner; def < tree.node(owner).subtree_end; ++def) {
+    if (tree.kind(def) != NodeKind::kFunctionDefinition || def + 1 >= tree.node(def).subtree_end) {
+      continue;
+    }
+    std::size_t s = file.scope_index_of(def + 1);
+    const Scope& method = file.scopes()[s];
+    if (method.node != def || method.class_node != owner || s == store.scope) continue;
+    bool raises = false;
+    for (NodeId id = method.node; id < tree.node(method.node).subtree_end && !raises; ++id) {
+      raises = tree.kind(id) == NodeKind::kRaiseStatement && file.scope_index_of(id) == s;
+    }
+    if (raises && mentions_path(method.node)) return true;
+  }
+  return false;
+}
+
+// The handler's `try` body calls nothing, or it catches an ImportError: the
+// traceback holds this frame alone (or import machinery), and this function
+// handles no tensors.
+bool no_tensor_frames(const FileAnalysis& file, const StoreEvent& store) {
+  const SyntaxTree& tree = file.tree();
+  NodeId handler = tree.ancestor_of_kind(
+      store.site, {NodeKind::kExceptClause, NodeKind::kFunctionDefinition, NodeKind::kLambda});
+  if (handler == kNoNode || tree.kind(handler) != NodeKind::kExceptClause) return false;
+  NodeId statement = tree.parent(handler);
+  if (statement == kNoNode || tree.kind(statement) != NodeKind::kTryStatement) return false;
+  if (touches_tensors(file, store.scope)) return false;
+  std::string_view type;
+  for (NodeId c : tree.named_children(handler)) {
+    if (tree.kind(c) != NodeKind::kBlock) {
+      type = tree.text(c);
+      break;
+    }
+  }
+  if (type.find("ImportError") != std::string_view::npos ||
+      type.find("ModuleNotFoundError") != std::string_view::npos) {
+    return true;
+  }
+  NodeId body = tree.child_by_field(statement, Field::kBody);
+  if (body == kNoNode) return false;
+  for (NodeId id = body; id < tree.node(body).subtree_end; ++id) {
+    if (tree.kind(id) == NodeKind::kCall) return false;
+  }
+  return true;
+}
+
+// `report[name] = e` where `report` is what the function that made it
+// returns (`return report`): the exceptions are its result, handed over.
+bool returned_by_owner(const FileAnalysis& file, const StoreEvent& store) {
+  const SyntaxTree& tree = file.tree();
+  std::string path = container_path(file, store.container);
+  std::string root = path.substr(0, path.find('.'));
+  if (root.empty() || root == "self" || root == "cls") return false;
+  for (std::size_t s = store.scope;;) {
+    const Scope& scope = file.scopes()[s];
+    if (scope.assigned.count(root) && !scope.declared_global.count(root)) {
+      for (NodeId id = scope.node; id < tree.node(scope.node).subtree_end; ++id) {
+        if (tree.kind(id) != NodeKind::kReturnStatement || file.scope_index_of(id) != s) continue;
+        NodeId value = tree.first_named_child(id);
+        if (value != kNoNode && tree.text(value) == root) return true;
+      }
+      return false;
+    }
+    if (s == 0) return false;
+    NodeId up = tree.parent(scope.node);
+    if (up == kNoNode) return false;
+    s = file.scope_index_of(up);
+  }
+}
+
 bool deleted_in_scope(const FileAnalysis& file, const std::string& name, std::size_t scope) {
   const SyntaxTree& tree = file.tree();
-  for (NodeId id = 0; id < tree.size(); ++id) {
+  NodeId root = file.scopes()[scope].node;
+  for (NodeId id = root; id < tree.node(root).subtree_end; ++id) {
     if (tree.kind(id) != NodeKind::kDeleteStatement || file.scope_index_of(id) != scope) continue;
     for (NodeId t = id; t < tree.node(id).subtree_end; ++t) {
       if (tree.kind(t) == NodeKind::kIdentifier && tree.text(t) == name) return true;
@@ -187,6 +285,7 @@ class ExceptionKept final : public Rule {
         case StoreKind::kGlobalName:
           if (store.kind == StoreKind::kAttribute && !long_lived_root(file, store)) continue;
           if (traceback_dropped(file, store)) continue;
+          if (raised_by_the_class(file, store) || no_tensor_frames(file, store)) continue;
           r.message = fmt::format(
               "`{}` keeps `{}` after its handler: its traceback holds the frames of the failed "
               "step and every CUDA tensor they reference",
@@ -197,6 +296,11 @@ class ExceptionKept final : public Rule {
           std::string container = container_path(file, store.container);
           if (!container.empty() && raised_later(file, container, store.scope)) continue;
           if (traceback_dropped(file, store)) continue;
+          if (raised_by_the_class(file, store) || no_tensor_frames(file, store)) continue;
+          if (returned_by_owner(file, store) &&
+              !any_step_loop(file, file.innermost_loop(store.site), 8)) {
+            continue;
+          }
           // A local list of errors lives as long as its call; it matters when
           // it outlives the steps of a loop that keeps failing, or the call.
           if (!long_lived_root(file, store)) {

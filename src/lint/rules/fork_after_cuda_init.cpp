@@ -55,19 +55,23 @@ class ForkAfterCudaInit final : public Rule {
         break;
       }
     }
+    // The first call of each scope that uses CUDA, found on first need with
+    // one pass over the calls (not one pass per fork).
+    std::vector<NodeId> first_use;
     for (NodeId call : file.calls()) {
       ProcessStart kind = process_start_kind(file, call);
       if (kind == ProcessStart::kNone || kind == ProcessStart::kPopen) continue;
       if (start_method(file, call, kind) != "fork") continue;
       std::size_t scope = file.scope_index_of(call);
-      NodeId use = kNoNode;
-      for (NodeId earlier : file.calls()) {
-        if (tree.node(earlier).start_byte >= tree.node(call).start_byte) break;
-        if (file.scope_index_of(earlier) == scope && call_uses_cuda(file, earlier)) {
-          use = earlier;
-          break;
+      if (first_use.empty()) {
+        first_use.assign(file.scopes().size(), kNoNode);
+        for (NodeId c : file.calls()) {
+          std::size_t s = file.scope_index_of(c);
+          if (first_use[s] == kNoNode && call_uses_cuda(file, c)) first_use[s] = c;
         }
       }
+      NodeId use = first_use[scope];
+      if (use != kNoNode && tree.node(use).start_byte >= tree.node(call).start_byte) use = kNoNode;
       if (use == kNoNode && scope != 0) use = import_time_use;
       if (use == kNoNode) continue;
       RuleReport r;

@@ -102,25 +102,32 @@ NodeId model_call_assigned_before(const FileAnalysis& file, NodeId name, NodeId 
   }
   NodeId block = tree.parent(statement);
   if (block == kNoNode) return kNoNode;
-  NodeId found = kNoNode;
-  for (NodeId st = tree.first_child(block); st != kNoNode && st != statement;
-       st = tree.next_sibling(st)) {
-    if (tree.kind(st) != NodeKind::kExpressionStatement) continue;
-    NodeId a = tree.first_named_child(st);
-    if (a == kNoNode || tree.kind(a) != NodeKind::kAssignment) continue;
-    NodeId l = tree.child_by_field(a, Field::kLeft);
+  // The scope's assignments to the name, from `at` back to the block's start:
+  // the first one that is a statement of this block.
+  const std::vector<NodeId>& all = file.assignments_in_scope(tree.text(name), file.scope_index_of(at));
+  for (auto it = std::lower_bound(all.begin(), all.end(), statement); it != all.begin();) {
+    --it;
+    NodeId a = *it;
+    if (a < block) break;
+    NodeId st = tree.parent(a);
+    if (st == kNoNode || tree.kind(st) != NodeKind::kExpressionStatement ||
+        tree.parent(st) != block || tree.first_named_child(st) != a) {
+      continue;
+    }
     NodeId r = tree.child_by_field(a, Field::kRight);
-    if (l == kNoNode || tree.text(l) != tree.text(name)) continue;
-    found = r != kNoNode && tree.kind(r) == NodeKind::kCall && file.is_model_call(r) ? r : kNoNode;
+    return r != kNoNode && tree.kind(r) == NodeKind::kCall && file.is_model_call(r) ? r : kNoNode;
   }
-  return found;
+  return kNoNode;
 }
 
-bool scope_calls_backward(const FileAnalysis& file, std::size_t scope) {
+// Per scope: whether it calls backward(); one pass over the calls for the
+// whole file, not one per assignment.
+std::vector<bool> scopes_calling_backward(const FileAnalysis& file) {
+  std::vector<bool> out(file.scopes().size(), false);
   for (NodeId call : file.calls()) {
-    if (file.scope_index_of(call) == scope && file.is_backward_call(call)) return true;
+    if (file.is_backward_call(call)) out[file.scope_index_of(call)] = true;
   }
-  return false;
+  return out;
 }
 
 class HiddenStateNotDetached final : public Rule {
@@ -129,6 +136,7 @@ class HiddenStateNotDetached final : public Rule {
 
   void check(const FileAnalysis& file, FindingSink& sink) const override {
     const SyntaxTree& tree = file.tree();
+    std::vector<bool> calls_backward;  // filled on first use
     for (NodeId id = 0; id < tree.size(); ++id) {
       if (tree.kind(id) != NodeKind::kAssignment) continue;
       NodeId left = tree.child_by_field(id, Field::kLeft);
@@ -173,7 +181,8 @@ class HiddenStateNotDetached final : public Rule {
                      loop_steps_optimizer(file, loop) || file.is_unbounded_loop(loop);
         // Nothing differentiates the graph: evaluation, or any loop that is
         // not a handful of known iterations, only makes it longer.
-        bool never_consumed = !scope_calls_backward(file, file.scope_index_of(id));
+        if (calls_backward.empty()) calls_backward = scopes_calling_backward(file);
+        bool never_consumed = !calls_backward[file.scope_index_of(id)];
         bool evaluation = never_consumed && (is_evaluation_context(file, id, loop) ||
                                              is_large_constant_loop(file, loop));
         if (!steps && !evaluation) continue;

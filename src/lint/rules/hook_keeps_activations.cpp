@@ -24,6 +24,21 @@ constexpr RuleInfo kInfo{
     "each step, or remove the hook (`handle.remove()`) when done.",
 };
 
+// The container a hook stores into is reached through self, a global or a
+// closure variable; not a local the hook fetches on each call
+// (`collected = _active_collector.get()`), which keeps nothing between calls.
+bool outlives_the_hook(const FileAnalysis& file, const StoreEvent& store) {
+  const Scope& hook = file.scopes()[store.scope];
+  std::string container = container_path(file, store.container);
+  if (container.empty()) return false;
+  std::string root = container.substr(0, container.find('.'));
+  bool outer = root == "self" || hook.declared_global.count(root) || !hook.assigned.count(root);
+  for (const auto& p : hook.parameters) {
+    if (p == root && root != "self") outer = false;
+  }
+  return outer;
+}
+
 class HookKeepsActivations final : public Rule {
  public:
   const RuleInfo& info() const override { return kInfo; }
@@ -53,13 +68,8 @@ class HookKeepsActivations final : public Rule {
       if (!grows) continue;
       const Scope& hook = file.scopes()[store.scope];
       std::string container = container_path(file, store.container);
-      if (container.empty()) continue;
-      std::string root = container.substr(0, container.find('.'));
-      bool outer = root == "self" || hook.declared_global.count(root) || !hook.assigned.count(root);
-      for (const auto& p : hook.parameters) {
-        if (p == root && root != "self") outer = false;
-      }
-      if (!outer || container_bounded_elsewhere(file, container)) continue;
+      if (container.empty() || !outlives_the_hook(file, store)) continue;
+      if (container_bounded_elsewhere(file, container)) continue;
       if (guarded_by_flag_turned_off(file, store.site)) continue;
       RuleReport r;
       r.node = store.site;
@@ -132,7 +142,7 @@ class HookKeepsActivations final : public Rule {
         for (const StoreEvent& store : file.stores()) {
           if (store.scope == hook &&
               (store.kind == StoreKind::kAppend || store.kind == StoreKind::kExtend) &&
-              (store.value_bits & kDeviceTensor)) {
+              (store.value_bits & kDeviceTensor) && outlives_the_hook(file, store)) {
             accumulates = true;
           }
         }

@@ -29,7 +29,7 @@ constexpr RuleInfo kInfo{
 
 bool is_cleanup_method(std::string_view m) {
   return m == "join" || m == "terminate" || m == "kill" || m == "close" || m == "wait" ||
-         m == "shutdown" || m == "communicate";
+         m == "shutdown" || m == "communicate" || m == "send_signal";
 }
 
 // What names reach the process object: `p = Process(...)`, `procs.append(Process(...))`,
@@ -150,6 +150,32 @@ bool waits_for_each(const FileAnalysis& file, NodeId statement,
   return body != kNoNode && hands_over(file, body, each);
 }
 
+// `_launch_process_observer(self.procs)` somewhere in the class: the list of
+// children is handed to code that watches and terminates them.
+bool handed_over_by_class(const FileAnalysis& file, NodeId class_node,
+                          const std::vector<std::string>& names) {
+  const SyntaxTree& tree = file.tree();
+  for (NodeId id = class_node; id < tree.node(class_node).subtree_end; ++id) {
+    if (tree.kind(id) != NodeKind::kCall) continue;
+    std::string_view callee = file.callee_last_name(id);
+    if (is_collecting_method(callee) || callee == "len" || callee == "print" ||
+        callee == "isinstance" || callee == "str" || callee == "repr" || callee == "list" ||
+        callee == "tuple" || callee == "sorted" || callee == "any" || callee == "all" ||
+        callee == "enumerate" || callee == "zip" || callee == "iter" || callee == "bool" ||
+        callee == "id" || callee == "type" || callee == "set" || callee == "format" ||
+        callee == "join" || callee.empty()) {
+      continue;
+    }
+    for (NodeId a : file.positional_arguments(id)) {
+      std::string d = dotted_text(tree, a);
+      if (d.rfind("self.", 0) == 0 && std::find(names.begin(), names.end(), d) != names.end()) {
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
 NodeId statement_of(const SyntaxTree& tree, NodeId node) {
   NodeId child = node;
   for (NodeId p = tree.parent(node); p != kNoNode; child = p, p = tree.parent(p)) {
@@ -210,9 +236,12 @@ class ProcessNotJoinedOnFailure final : public Rule {
         }
       }
       if (safe) continue;
-      // Kept on an object: its class manages the lifetime (close(), __exit__).
-      if (!names.empty() && names.front().rfind("self.", 0) == 0 && s.class_node != kNoNode &&
-          cleans_up(file, s.class_node, names)) {
+      // Kept on an object (`self.proc = p`, `self.procs.append(p)`): its class
+      // manages the lifetime (close(), kill(), __exit__).
+      bool kept_on_self = false;
+      for (const auto& n : names) kept_on_self |= n.rfind("self.", 0) == 0;
+      if (kept_on_self && s.class_node != kNoNode &&
+          (cleans_up(file, s.class_node, names) || handed_over_by_class(file, s.class_node, names))) {
         continue;
       }
       // p.start() immediately followed by p.join(), or by handing p to
@@ -248,11 +277,23 @@ class ProcessNotJoinedOnFailure final : public Rule {
             break;
           }
           if (decided) break;
-          // The block ended: only a loop body continues after its loop.
+          // The block ended: a loop body continues after its loop; the body
+          // of a `try` (whose handlers run only if something in it raised,
+          // the start included), of an `if` branch or of a `with` continues
+          // after that statement.
           NodeId block = tree.parent(statement);
           NodeId owner = block != kNoNode ? tree.parent(block) : kNoNode;
-          if (owner == kNoNode || (tree.kind(owner) != NodeKind::kForStatement &&
-                                   tree.kind(owner) != NodeKind::kWhileStatement)) {
+          if (owner != kNoNode && (tree.kind(owner) == NodeKind::kElseClause ||
+                                   tree.kind(owner) == NodeKind::kElifClause)) {
+            owner = tree.parent(owner);  // the if statement
+          }
+          if (owner == kNoNode ||
+              (tree.kind(owner) != NodeKind::kForStatement &&
+               tree.kind(owner) != NodeKind::kWhileStatement &&
+               tree.kind(owner) != NodeKind::kIfStatement &&
+               tree.kind(owner) != NodeKind::kWithStatement &&
+               !(tree.kind(owner) == NodeKind::kTryStatement &&
+                 tree.child_by_field(owner, Field::kBody) == block))) {
             break;
           }
           statement = owner;

@@ -47,7 +47,22 @@ bool is_growing_kind(const FileAnalysis& file, const StoreEvent& store) {
 // the list is for. It becomes a leak when the list survives every loop of
 // its function and those loops are training steps (backward, optimizer
 // step, an endless loop), or span several epochs of batches.
-bool local_container_grows_for_the_whole_run(const FileAnalysis& file,
+// `return torch.cat(cross_attentions)` after the loop: the function uses what
+// it collected for its result.
+bool used_after_loop(const FileAnalysis& file, const std::string& name, NodeId loop,
+                     std::size_t scope) {
+  const SyntaxTree& tree = file.tree();
+  NodeId root = file.scopes()[scope].node;
+  for (NodeId id = tree.node(loop).subtree_end; id < tree.node(root).subtree_end; ++id) {
+    if (tree.kind(id) == NodeKind::kIdentifier && file.scope_index_of(id) == scope &&
+        tree.text(id) == name) {
+      return true;
+    }
+  }
+  return false;
+}
+
+bool local_container_grows_for_the_whole_run(const FileAnalysis& file, const StoreEvent& store,
                                              const GrowthVerdict& growth) {
   int depth = 0;
   for (NodeId l = growth.loop; l != kNoNode; l = file.outer_loop(l)) ++depth;
@@ -59,6 +74,16 @@ bool local_container_grows_for_the_whole_run(const FileAnalysis& file,
     training |=
         loop_calls_backward(file, l) || loop_steps_optimizer(file, l) || file.is_unbounded_loop(l);
   }
+  bool steps = false;
+  NodeId outermost = growth.loop;
+  for (NodeId l = growth.loop; l != kNoNode; l = file.outer_loop(l)) {
+    steps |= loop_calls_backward(file, l) || loop_steps_optimizer(file, l) ||
+             iterates_over_batches(file, l);
+    outermost = l;
+  }
+  // A decoding loop (`while True` ... `break`, over no batches) whose
+  // collection the function uses once it ends: the list is the call's result.
+  if (!steps && used_after_loop(file, growth.container, outermost, store.scope)) return false;
   if (training) return true;
   return growth.loops_outlived >= 2 && any_step_loop(file, growth.loop, growth.loops_outlived);
 }
@@ -75,7 +100,7 @@ class TensorKeptInGrowingContainer final : public Rule {
       GrowthVerdict growth = store_growth(file, store);
       if (growth.growth == Growth::kBounded) continue;
       if (growth.growth == Growth::kPerIteration && growth.local &&
-          !local_container_grows_for_the_whole_run(file, growth)) {
+          !local_container_grows_for_the_whole_run(file, store, growth)) {
         continue;
       }
       RuleReport r;
