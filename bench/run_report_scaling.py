@@ -3,7 +3,9 @@
 
 Three shapes (bench/cpu/trace_shapes.cpp): `steady` (nothing grows),
 `growing` (one 4 KiB tensor kept every step), `lossy` (a fifth of the events
-dropped, as a loaded collector drops them). Each trace is written once by
+dropped, as a loaded collector drops them, with their ranges); and, on
+request, `lossy-fresh` (lossy from an allocator that never reuses an address:
+the worst case for the live set). Each trace is written once by
 build/bench/trace_shapes, then reported `--rounds` times; the report's wall
 time and peak resident memory (wait4's ru_maxrss) are kept, the median of
 the rounds is the figure. The growth law is the exponent k of
@@ -40,6 +42,19 @@ def run_wait4(argv):
             usage.ru_utime + usage.ru_stime)
 
 
+def commit():
+    """The checkout's commit, marked when its tracked files differ from it."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    try:
+        head = subprocess.run(["git", "-C", here, "rev-parse", "--short", "HEAD"], check=True,
+                       stdout=subprocess.PIPE, text=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", here, "status", "--porcelain", "--untracked-files=no"],
+                        check=True, stdout=subprocess.PIPE, text=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return head + (" (with uncommitted changes)" if dirty else "")
+
+
 def cpu_model():
     try:
         with open("/proc/cpuinfo") as f:
@@ -70,6 +85,7 @@ def main():
     parser.add_argument("--gpuleak", default=None, help="the gpuleak to time (default BUILD/gpuleak)")
     args = parser.parse_args()
 
+    load_before = os.getloadavg()
     gpuleak = args.gpuleak or os.path.join(args.build, "gpuleak")
     shapes_tool = args.shapes_tool or os.path.join(args.build, "bench", "trace_shapes")
     work = args.work or tempfile.mkdtemp(prefix="gpuleak-scaling-")
@@ -123,7 +139,9 @@ def main():
                 "and peak RSS per size and shape; growth law: exponent k of time ~ events^k",
         "command": " ".join([sys.argv[0]] + sys.argv[1:]),
         "gpuleak": gpuleak,
-        "machine": {"cpus": os.cpu_count(), "cpu": cpu_model(), "load_before": os.getloadavg()},
+        "machine": {"cpus": os.cpu_count(), "cpu": cpu_model(), "load_before": load_before,
+                    "load_after": os.getloadavg()},
+        "commit": commit(),
         "results": results,
         "growth_law": laws,
     }

@@ -10,14 +10,25 @@
 //   lossy    the steady shape with a fifth of the events dropped the way a
 //            loaded collector drops them: runs of 64 consecutive events of
 //            the step lost (their sequence numbers taken, nothing written),
-//            and the collector's count of them written when its buffer is
-//            drained, a few steps later
+//            and a LostRecord with their count and ranges (as the collector
+//            writes them since format 1.2) written when its buffer is
+//            drained, a few steps later, after the events that followed
+//   lossy-fresh
+//            the lossy shape from an allocator that never hands an address
+//            out twice: each allocation whose free was lost stays live to the
+//            end (the worst case for the live set; a real allocator hands the
+//            block out again, which tells the analysis it was freed)
+//
+// Addresses come from a caching allocator's free lists (one per size, last
+// freed first out), as PyTorch's hands blocks out again step after step; the
+// program frees a block whether or not the collector dropped the free event.
 //
 // Records are encoded with the trace codec and written by the trace writer
 // in blocks of 65,536, as the collector does; times advance 20 ms a step.
 //
 // usage: trace_shapes SHAPE EVENTS OUT.trace
 #include <cstdint>
+#include <map>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -72,12 +83,13 @@ class Writer {
 
 int main(int argc, char** argv) {
   if (argc != 4) {
-    std::fprintf(stderr, "usage: trace_shapes steady|growing|lossy EVENTS OUT.trace\n");
+    std::fprintf(stderr, "usage: trace_shapes steady|growing|lossy|lossy-fresh EVENTS OUT.trace\n");
     return 2;
   }
   std::string shape = argv[1];
   std::uint64_t events = std::strtoull(argv[2], nullptr, 10);
-  bool growing = shape == "growing", lossy = shape == "lossy";
+  bool fresh = shape == "lossy-fresh";
+  bool growing = shape == "growing", lossy = shape == "lossy" || fresh;
   if (!growing && !lossy && shape != "steady") {
     std::fprintf(stderr, "trace_shapes: unknown shape %s\n", shape.c_str());
     return 2;
@@ -96,12 +108,20 @@ int main(int argc, char** argv) {
     out.add(trace::StackRecord{s, {}, {{s, 10 * s + 2}}});
   }
   std::uint64_t next_address = 0x7f0000000000ull;
+  std::map<std::uint64_t, std::vector<std::uint64_t>> free_blocks;  // by rounded size
   auto alloc = [&](std::uint32_t stack, std::uint64_t size) {
     trace::AllocRecord a;
     a.seq = seq++;
     a.time_ns = time_ns;
-    a.address = next_address;
-    next_address += (size + 511) / 512 * 512;
+    std::uint64_t rounded = (size + 511) / 512 * 512;
+    std::vector<std::uint64_t>& blocks = free_blocks[rounded];
+    if (!fresh && !blocks.empty()) {
+      a.address = blocks.back();
+      blocks.pop_back();
+    } else {
+      a.address = next_address;
+      next_address += rounded;
+    }
     a.size = size;
     a.kind = trace::MemoryKind::kTorchBlock;
     a.api = 1000;
@@ -111,6 +131,7 @@ int main(int argc, char** argv) {
     return a;
   };
   auto free_of = [&](const trace::AllocRecord& a) {
+    free_blocks[(a.size + 511) / 512 * 512].push_back(a.address);
     trace::FreeRecord f;
     f.seq = seq++;
     f.time_ns = time_ns;
@@ -126,6 +147,7 @@ int main(int argc, char** argv) {
   std::uint64_t event_number = 0;
   std::uint64_t step = 0;
   bool losing = false;
+  std::vector<trace::SeqRange> lost_ranges;
   auto emit = [&](const trace::Record& r) {
     ++event_number;
     // A fifth of the events, in runs of 64.
@@ -133,6 +155,14 @@ int main(int argc, char** argv) {
     if (losing) {
       ++lost_unreported;
       ++lost_total;
+      std::uint64_t lost_seq = 0;
+      trace::record_seq(r, &lost_seq);
+      if (!lost_ranges.empty() &&
+          lost_ranges.back().first_seq + lost_ranges.back().count == lost_seq) {
+        ++lost_ranges.back().count;
+      } else {
+        lost_ranges.push_back(trace::SeqRange{lost_seq, 1});
+      }
       return;
     }
     out.add(r);
@@ -166,9 +196,10 @@ int main(int argc, char** argv) {
     ++written;
     // The writer drains every few steps and says what it dropped.
     if (lossy && step % 5 == 4 && lost_unreported > 0) {
-      out.add(trace::LostRecord{seq++, time_ns, lost_unreported});
+      out.add(trace::LostRecord{seq++, time_ns, lost_unreported, lost_ranges});
       ++written;
       lost_unreported = 0;
+      lost_ranges.clear();
     }
     ++step;
   }

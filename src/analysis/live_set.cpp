@@ -82,7 +82,8 @@ void LiveSet::account(const LiveAllocation& a, bool adding) {
   if (occupies_device(a.kind)) apply(device_bytes_, a.size);
 }
 
-bool LiveSet::add(const trace::AllocRecord& r, std::uint64_t step_index) {
+bool LiveSet::add(const trace::AllocRecord& r, std::uint64_t step_index,
+                  LiveAllocation* replaced_entry) {
   LiveAllocation a{r.seq, r.time_ns, r.address,  r.size,      r.kind,
                    r.api, r.device,  r.stack_id, r.thread_id, step_index};
   if ((count_ + 1) * 10 > slots_.size() * 7)
@@ -91,6 +92,7 @@ bool LiveSet::add(const trace::AllocRecord& r, std::uint64_t step_index) {
   bool replaced = used(i);
   if (replaced) {
     account(slots_[i], false);
+    if (replaced_entry) *replaced_entry = slots_[i];
   } else {
     set_used(i, true);
     ++count_;

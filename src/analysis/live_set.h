@@ -43,8 +43,10 @@ bool occupies_device(trace::MemoryKind kind);
 class LiveSet {
  public:
   // Adds an allocation. Returns true if it replaced an entry with the same
-  // key (a free the trace did not contain).
-  bool add(const trace::AllocRecord& record, std::uint64_t step_index);
+  // key (a free the trace did not contain); the entry replaced goes to
+  // `replaced` when given.
+  bool add(const trace::AllocRecord& record, std::uint64_t step_index,
+           LiveAllocation* replaced = nullptr);
   // Removes the allocation a free refers to; nullopt if it is not live.
   std::optional<LiveAllocation> remove(const trace::FreeRecord& record);
 

@@ -170,6 +170,7 @@ void ProcessAnalysis::apply(const trace::Record& record) {
     // with an empty LostRecord): a jump is events dropped, or a damaged
     // trace; the iteration they fell in is judged without its changes.
     if (seq > next_seq_) {
+      events_missing_ = true;
       for (auto& phase : phases_) phase->growth.on_lost(seq - next_seq_);
     }
     if (seq >= next_seq_) next_seq_ = seq + 1;
@@ -182,7 +183,19 @@ void ProcessAnalysis::apply(const trace::Record& record) {
         if constexpr (std::is_same_v<T, trace::AllocRecord>) {
           ++allocations_;
           if (r.kind == MemoryKind::kTorchBlock) pool_blocks_seen_ = true;
-          live_.add(r, boundaries_);
+          LiveAllocation stale;
+          if (live_.add(r, boundaries_, &stale)) {
+            // The block was handed out again: its free is not in the trace.
+            // The sites forget it now, and when events were lost this step's
+            // change is the late echo of a lost free, not growth.
+            activity_.on_free(stale, r.time_ns);
+            if (tracked_for_growth(stale.kind)) {
+              for (auto& phase : phases_) phase->growth.on_free(stale);
+            }
+            if (events_missing_) {
+              for (auto& phase : phases_) phase->growth.on_lost(0);
+            }
+          }
           LiveAllocation a{r.seq, r.time_ns, r.address,  r.size,      r.kind,
                            r.api, r.device,  r.stack_id, r.thread_id, boundaries_};
           activity_.on_alloc(a);
@@ -198,6 +211,12 @@ void ProcessAnalysis::apply(const trace::Record& record) {
           if (removed) activity_.on_free(*removed, r.time_ns);
           if (!removed) {
             ++unmatched_frees_;
+            // After lost events, a free that matches nothing is most likely
+            // that of a lost allocation: the step it is in changes what the
+            // loss left, and is judged as a lossy step.
+            if (events_missing_) {
+              for (auto& phase : phases_) phase->growth.on_lost(0);
+            }
           } else if (tracked_for_growth(removed->kind)) {
             for (auto& phase : phases_) phase->growth.on_free(*removed);
           }
@@ -244,6 +263,7 @@ void ProcessAnalysis::apply(const trace::Record& record) {
         } else if constexpr (std::is_same_v<T, trace::LostRecord>) {
           lost_ += r.events;
           if (r.events > 0) {
+            events_missing_ = true;
             // Counted by the sequence gap; this marks the iteration it is in.
             for (auto& phase : phases_) phase->growth.on_lost(0);
           }

@@ -181,6 +181,8 @@ class ProcessAnalysis {
   std::optional<std::uint64_t> host_rss_, device_used_, device_total_, pool_reserved_;
   // The next sequence number expected: a jump means events were lost there.
   std::uint64_t next_seq_ = 0;
+  // Events were lost so far (a gap in the sequence numbers, or a LostRecord).
+  bool events_missing_ = false;
 
   std::map<std::uint32_t, HolderFinding> holders_;
 

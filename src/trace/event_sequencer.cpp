@@ -198,7 +198,9 @@ bool EventSequencer::pop(Record& out) {
       skip_to(until, false);
       continue;
     }
-    if (!finished_ && held_.size() <= max_pending_) return false;
+    // Give up at max_pending_ held, not one past it: the held events'
+    // vectors then stop at a power of two instead of doubling once more.
+    if (!finished_ && held_.size() < max_pending_) return false;
     if (findings_.gaps.size() < SequenceFindings::kMaxGapsKept) {
       findings_.gaps.push_back(SequenceGap{next_seq_, top.seq - next_seq_, finished_,
                                            last_delivered_time_ns_, latest_time_ns_});

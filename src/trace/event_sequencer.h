@@ -12,7 +12,7 @@
 // LostRecord declared it: exactly, by its `ranges`, or (traces written
 // before ranges existed) by its `events` count, which covers missing numbers
 // below the LostRecord's own. Any other missing number is skipped when the
-// input ends, or when more than `max_pending` events wait behind it; those
+// input ends, or when `max_pending` events wait behind it; those
 // are undeclared gaps (part of the file is missing, or the process was
 // killed before its last flush). An event whose number was already
 // delivered is a repeat (a duplicated or spliced block): it is counted and

@@ -78,6 +78,18 @@ std::uint64_t SyntheticTrace::alloc(std::uint32_t stack, std::uint64_t size,
                                     trace::MemoryKind kind) {
   std::uint64_t address = next_address_;
   next_address_ += (size + 0xfff) & ~0xfffull;
+  return alloc_at(stack, size, address, kind);
+}
+
+std::uint64_t SyntheticTrace::lose_alloc(std::uint64_t size) {
+  std::uint64_t address = next_address_;
+  next_address_ += (size + 0xfff) & ~0xfffull;
+  lose_events(1);
+  return address;
+}
+
+std::uint64_t SyntheticTrace::alloc_at(std::uint32_t stack, std::uint64_t size,
+                                       std::uint64_t address, trace::MemoryKind kind) {
   trace::AllocRecord r;
   r.seq = next_seq();
   r.time_ns = time_ns_;

@@ -44,6 +44,10 @@ class SyntheticTrace {
 
   std::uint64_t alloc(std::uint32_t stack, std::uint64_t size,
                       trace::MemoryKind kind = trace::MemoryKind::kTorchBlock);
+  // An allocation at a chosen address: an allocator handing a freed block
+  // out again.
+  std::uint64_t alloc_at(std::uint32_t stack, std::uint64_t size, std::uint64_t address,
+                         trace::MemoryKind kind = trace::MemoryKind::kTorchBlock);
   void free(std::uint64_t address, trace::MemoryKind kind = trace::MemoryKind::kTorchBlock);
   void step(std::uint64_t step_number);
   void sample(trace::Metric metric, std::uint64_t value);
@@ -53,6 +57,9 @@ class SyntheticTrace {
   // Events the collector dropped: their sequence numbers are taken, nothing
   // is recorded (the trace shows a gap).
   void lose_events(std::uint64_t events) { seq_ += events; }
+  // An allocation the collector dropped: its number and address are taken,
+  // nothing is recorded; returns the address (its free may be recorded).
+  std::uint64_t lose_alloc(std::uint64_t size);
   // The collector's own count of what it dropped (a LostRecord).
   void lost_record(std::uint64_t events);
 

@@ -71,6 +71,79 @@ void write_silent_trace(const std::string& path, std::uint32_t sites, std::uint3
   flush();
 }
 
+// Ten allocations, then sequence number 10 missing with no LostRecord
+// declaring it (part of the file lost), then `pairs` allocation/free pairs
+// of one reused block: the event sequencer waits for number 10 until its
+// bound of held events is reached.
+void write_undeclared_gap_trace(const std::string& path, std::uint64_t pairs) {
+  std::string error;
+  auto writer = trace::TraceWriter::create(path, &error);
+  if (!writer) throw std::runtime_error(error);
+  std::string block;
+  std::uint32_t records = 0;
+  auto add = [&](const trace::Record& r) {
+    trace::encode_record(r, block);
+    if (++records >= 65536) {
+      if (!writer->write_block(block, records, &error)) throw std::runtime_error(error);
+      block.clear();
+      records = 0;
+    }
+  };
+  std::uint64_t time_ns = 1000 * kSecondNs;
+  add(trace::ProcessRecord{4242, 1, 1700000000000000000ull, time_ns, "/usr/bin/python3",
+                           "python3 train.py", "node-1", "0.1.0"});
+  add(trace::ApiNameRecord{243, "cuMemAlloc_v2"});
+  add(trace::StackRecord{1, {0x401010ull, 0x402000ull}, {}});
+  auto alloc = [&](std::uint64_t seq, std::uint64_t address) {
+    trace::AllocRecord a;
+    a.seq = seq;
+    a.time_ns = time_ns;
+    a.address = address;
+    a.size = 4096;
+    a.kind = trace::MemoryKind::kDevice;
+    a.api = 243;
+    a.device = 0;
+    a.stack_id = 1;
+    return a;
+  };
+  std::uint64_t seq = 0;
+  for (int i = 0; i < 10; ++i) add(alloc(seq++, 0x7f0000000000ull + i * 4096));
+  ++seq;  // never comes
+  for (std::uint64_t i = 0; i < pairs; ++i) {
+    time_ns += 1000;
+    add(alloc(seq++, 0x7f1000000000ull));
+    trace::FreeRecord f;
+    f.seq = seq++;
+    f.time_ns = time_ns;
+    f.address = 0x7f1000000000ull;
+    f.kind = trace::MemoryKind::kDevice;
+    f.api = 244;
+    f.device = 0;
+    add(f);
+  }
+  add(trace::ExitRecord{seq++, time_ns});
+  if (!writer->write_block(block, records, &error)) throw std::runtime_error(error);
+}
+
+TEST(ReportBounds, an_undeclared_gap_before_millions_of_events_reports_within_a_gib) {
+  // Events behind a gap nothing declared are held until the sequencer gives
+  // up on it (2^22 of them): that bound must keep the report under 1 GiB.
+  ScratchDir dir;
+  std::string trace = dir.file("gpuleak-4242.trace");
+  constexpr std::uint64_t kPairs = 2'250'000;  // 4.5M events behind the gap
+  write_undeclared_gap_trace(trace, kPairs);
+  auto result = run_process({kGpuleak, "report", "--json-report", dir.file("report.json"), trace});
+  RecordProperty("max_rss_kib", std::to_string(result.max_rss_kib));
+  // Part of the trace is missing: reported, with exit status 3.
+  ASSERT_EQ(result.exit_code, 3) << result.describe();
+  EXPECT_LT(result.max_rss_kib, 1L << 20) << "peak resident KiB";
+  std::ifstream in(dir.file("report.json"));
+  json report = json::parse(in);
+  const json& events = report.at("processes").at(0).at("events");
+  EXPECT_EQ(events.at("allocations").get<std::uint64_t>(), 10 + kPairs);
+  EXPECT_EQ(events.at("frees").get<std::uint64_t>(), kPairs);
+}
+
 TEST(ReportBounds, a_trace_with_silences_of_days_reports_within_a_gib_and_thirty_seconds) {
   ScratchDir dir;
   std::string trace = dir.file("gpuleak-4242.trace");
