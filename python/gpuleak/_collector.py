@@ -58,10 +58,10 @@ class Collector:
         self._waiting_annotations = []
         self.flush = entry("gpuleak_flush", [])
         try:  # older collectors have no array events
-            self.record_array_alloc = entry("gpuleak_record_array_alloc", [u64, u64, i32, u64, i32])
+            self._record_array_alloc = entry("gpuleak_record_array_alloc", [u64, u64, i32, u64, i32])
             self.record_array_free = entry("gpuleak_record_array_free", [u64, i32, i32])
         except AttributeError:
-            self.record_array_alloc = self.record_array_free = lambda *args: None
+            self._record_array_alloc = self.record_array_free = lambda *args: None
         try:  # older collectors have no growth candidates
             self._take_candidates = entry(
                 "gpuleak_take_growth_candidates",
@@ -96,15 +96,24 @@ class Collector:
                 self._waiting_annotations.append(entry)
             return
         if self._waiting_annotations:
-            self._write_waiting_annotations()
+            self.write_waiting_annotations()
         self._annotate(*entry)
 
     def record_sample(self, metric, device, value):
-        if self._waiting_annotations and self.is_recording():
-            self._write_waiting_annotations()
+        if self._waiting_annotations:
+            self.write_waiting_annotations()
         self._record_sample(metric, device, value)
 
-    def _write_waiting_annotations(self):
+    def record_array_alloc(self, address, size, device, stream, framework):
+        # The first array CuPy hands out comes after the recorder started.
+        if self._waiting_annotations:
+            self.write_waiting_annotations()
+        self._record_array_alloc(address, size, device, stream, framework)
+
+    def write_waiting_annotations(self):
+        """Writes the annotations made before the recorder started, once it has."""
+        if not self._waiting_annotations or not self.is_recording():
+            return
         waiting, self._waiting_annotations = self._waiting_annotations, []
         for entry in waiting:
             self._annotate(*entry)

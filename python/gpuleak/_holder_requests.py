@@ -115,6 +115,7 @@ class HolderRequests:
     def __init__(self, collector, trace_dir, seconds, poll_interval_s=0.1, clock=time.monotonic):
         self.collector = collector
         self.last_step = clock()
+        self.stepped = False  # an in-process step came at least once
         self.trace_dir = os.path.abspath(trace_dir)
         self.seconds = seconds
         self.poll_interval_s = poll_interval_s
@@ -135,6 +136,7 @@ class HolderRequests:
         # in the process, so short jobs get their holders too (a request from
         # gpuleak run can only come after the trace reached it).
         self.last_step = self.clock()
+        self.stepped = True
         take = getattr(self.collector, "take_growth_candidates", None)
         candidates = take() if take is not None else []
         if candidates:
@@ -186,6 +188,10 @@ class HolderRequests:
 _PENDING_CALL = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p)
 
 
+# How long the watcher waits in a process that never marked a step.
+NO_STEPS_IDLE_S = 0.2
+
+
 class RequestWatcher(threading.Thread):
     """Answers holder requests while the program marks no steps in the process.
 
@@ -217,7 +223,10 @@ class RequestWatcher(threading.Thread):
     def run(self):
         while not self.stopped.wait(self.interval_s):
             try:
-                if self.queued.is_set() or self.clock() - self.requests.last_step < self.idle_s:
+                # A program that never marked a step in the process (a CuPy or
+                # JAX loop) is answered sooner: short runs end before a second.
+                idle_s = self.idle_s if self.requests.stepped else min(self.idle_s, NO_STEPS_IDLE_S)
+                if self.queued.is_set() or self.clock() - self.requests.last_step < idle_s:
                     continue
                 if not os.path.exists(self.requests.request_path()):
                     continue

@@ -69,6 +69,9 @@ class PoolSampler(threading.Thread):
                     if not gpus:
                         return
                     device = gpus[0]
+                # With the platform allocator memory_stats() may say nothing:
+                # the set-up annotation must not wait for a sample then.
+                self.collector.write_waiting_annotations()
                 stats = device.memory_stats() or {}
                 used = stats.get("bytes_in_use")
                 reserved = stats.get("bytes_reserved") or stats.get("bytes_limit")

@@ -243,6 +243,25 @@ os._exit(0)
     assert annotated < first_sample
 
 
+def test_cupy_set_up_before_recording_starts_is_said_with_its_first_array(run_traced, tmp_path):
+    # `import cupy` comes before the first CUDA call; CuPy records no samples,
+    # so the waiting framework annotation goes out with its first array.
+    stand_ins = tmp_path / "site-packages"
+    write_package(stand_ins, STAND_IN_CUPY)
+    run = run_traced('''
+import ctypes, os, sys
+collector = ctypes.PyDLL(os.environ["GPULEAK_COLLECTOR"])
+import cupy
+assert collector.gpuleak_start_recording() == 1
+kept = [cupy.empty(4096) for _ in range(3)]
+sys.stdout.flush()
+collector.gpuleak_flush()
+os._exit(0)
+''', {"PYTHONPATH": package_path(stand_ins)}, prelude=False)
+    assert run.returncode == 0, run.stderr
+    assert [t["framework"] for t in run.annotations("framework_tracking")] == ["CuPy"]
+
+
 def test_jax_platform_allocator_hides_nothing(run_traced, tmp_path):
     stand_ins = tmp_path / "site-packages"  # where CuPy and JAX are installed
     write_package(stand_ins, STAND_IN_JAX)
