@@ -62,6 +62,15 @@ bool is_internal_native(const std::string& module, const std::string& function) 
          function == "_start";
 }
 
+bool is_toolkit_header(const std::string& file) {
+  // The CUDA runtime's templates (cudaMalloc<float> in cuda_runtime.h) are
+  // inlined into the program: their lines are the toolkit's, the caller's is
+  // the one to blame.
+  return contains(file, "/cuda/include/") || contains(file, "/targets/x86_64-linux/include/") ||
+         contains(file, "/targets/sbsa-linux/include/") ||
+         (contains(file, "/cuda") && contains(file, "/include/cuda_runtime"));
+}
+
 bool is_internal_python(const std::string& filename) {
   if (filename.empty() || filename[0] == '<') return true;  // <frozen ...>, <string>
   if (contains(filename, "/site-packages/torch/") || contains(filename, "/dist-packages/torch/"))
@@ -223,7 +232,7 @@ std::vector<Frame> StackCatalog::frames(std::uint32_t stack_id) {
       f.line = n.line;
       f.module = n.module;
       f.address = address;
-      f.internal = is_internal_native(n.module, n.function);
+      f.internal = is_internal_native(n.module, n.function) || is_toolkit_header(n.file);
       leading = leading && is_plumbing_module(n.module);
       f.plumbing = leading;
       f.inlined = !n.inlined_into.empty();
@@ -237,7 +246,8 @@ std::vector<Frame> StackCatalog::frames(std::uint32_t stack_id) {
         caller.file = n.inlined_into[i].file;
         caller.line = n.inlined_into[i].line;
         caller.inlined = i + 1 < n.inlined_into.size();
-        caller.internal = is_internal_native(n.module, caller.function);
+        caller.internal =
+            is_internal_native(n.module, caller.function) || is_toolkit_header(caller.file);
         caller.source_line = source_text(caller.file, caller.line);
         out.push_back(std::move(caller));
       }

@@ -80,5 +80,7 @@ std::string backward_node_of(const std::string& function);
 // the standard library, PyTorch's own code, or gpuleak's Python package.
 bool is_internal_native(const std::string& module, const std::string& function);
 bool is_internal_python(const std::string& filename);
+// A source file among the CUDA toolkit's headers (its inlined templates).
+bool is_toolkit_header(const std::string& file);
 
 }  // namespace gpuleak::analysis
