@@ -1,5 +1,5 @@
 // The analysis on traces recorded by the real collector on an NVIDIA H200
-// (examples/traces, committed; bench/results/gpu-2026-11-29-* say how they
+// (examples/traces, committed; examples/traces/README.md says how they
 // were made). Symbols are embedded in the traces, so the stacks resolve on a
 // machine without the programs, CUDA or PyTorch.
 #include <gtest/gtest.h>
