@@ -18,7 +18,7 @@
 #include <cstddef>
 #include <span>
 
-namespace gpuleak::analysis {
+namespace gpuleak::quantity {
 
 struct TrendOptions {
   // Slopes below this (in y units per x unit) count as flat.
@@ -56,4 +56,4 @@ Trend fit_trend(std::span<const double> x, std::span<const double> y,
 double theil_sen_slope(std::span<const double> x, std::span<const double> y,
                        std::size_t max_points = 400);
 
-}  // namespace gpuleak::analysis
+}  // namespace gpuleak::quantity

@@ -1,10 +1,10 @@
-#include "analysis/trend.h"
+#include "quantity/trend.h"
 
 #include <algorithm>
 #include <cmath>
 #include <vector>
 
-namespace gpuleak::analysis {
+namespace gpuleak::quantity {
 
 namespace {
 
@@ -117,4 +117,4 @@ Trend fit_trend(std::span<const double> x, std::span<const double> y, const Tren
   return trend;
 }
 
-}  // namespace gpuleak::analysis
+}  // namespace gpuleak::quantity

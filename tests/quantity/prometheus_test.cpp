@@ -1,11 +1,11 @@
+#include "quantity/prometheus.h"
+
 #include <gtest/gtest.h>
 
 #include <limits>
 #include <stdexcept>
 
-#include "report/prometheus.h"
-
-namespace gpuleak::report {
+namespace gpuleak::quantity {
 namespace {
 
 TEST(PrometheusExposition, writes_help_type_and_labelled_samples) {
@@ -51,4 +51,4 @@ TEST(PrometheusExposition, misuse_is_a_programming_error) {
 }
 
 }  // namespace
-}  // namespace gpuleak::report
+}  // namespace gpuleak::quantity

@@ -1,4 +1,4 @@
-#include "analysis/trend.h"
+#include "quantity/trend.h"
 
 #include <gtest/gtest.h>
 
@@ -6,7 +6,7 @@
 #include <random>
 #include <vector>
 
-namespace gpuleak::analysis {
+namespace gpuleak::quantity {
 namespace {
 
 std::vector<double> steps(std::size_t n) {
@@ -99,4 +99,4 @@ TEST(Trend, min_slope_filters_tiny_growth) {
 }
 
 }  // namespace
-}  // namespace gpuleak::analysis
+}  // namespace gpuleak::quantity

@@ -1,11 +1,11 @@
-#include "report/prometheus.h"
+#include "quantity/prometheus.h"
 
 #include <fmt/format.h>
 
 #include <cmath>
 #include <stdexcept>
 
-namespace gpuleak::report {
+namespace gpuleak::quantity {
 
 namespace {
 
@@ -134,4 +134,4 @@ void ExpositionWriter::sample(const MetricLabels& labels, double value) {
   text_ += '\n';
 }
 
-}  // namespace gpuleak::report
+}  // namespace gpuleak::quantity

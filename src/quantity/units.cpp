@@ -1,10 +1,10 @@
-#include "report/units.h"
+#include "quantity/units.h"
 
 #include <fmt/format.h>
 
 #include <cmath>
 
-namespace gpuleak::report {
+namespace gpuleak::quantity {
 
 namespace {
 
@@ -49,4 +49,4 @@ std::string format_rate(double bytes_per_unit, const char* unit) {
   return fmt::format("{}/{}", format_signed_bytes(bytes_per_unit), unit);
 }
 
-}  // namespace gpuleak::report
+}  // namespace gpuleak::quantity

@@ -17,7 +17,7 @@
 #include <utility>
 #include <vector>
 
-namespace gpuleak::report {
+namespace gpuleak::quantity {
 
 // The Content-Type a /metrics response carries.
 inline constexpr const char* kPrometheusContentType = "text/plain; version=0.0.4; charset=utf-8";
@@ -52,4 +52,4 @@ std::string format_sample_value(double value);
 bool is_valid_metric_name(std::string_view name);
 bool is_valid_label_name(std::string_view name);
 
-}  // namespace gpuleak::report
+}  // namespace gpuleak::quantity

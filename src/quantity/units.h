@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string>
 
-namespace gpuleak::report {
+namespace gpuleak::quantity {
 
 // 0 B, 512 B, 4.0 KiB, 38.2 MiB, 1.50 GiB.
 std::string format_bytes(std::uint64_t bytes);
@@ -20,4 +20,4 @@ inline std::string format_rate(double bytes_per_unit, const std::string& unit) {
   return format_rate(bytes_per_unit, unit.c_str());
 }
 
-}  // namespace gpuleak::report
+}  // namespace gpuleak::quantity
