@@ -166,7 +166,7 @@ int main(int argc, char** argv) {
     ++written;
     // The writer drains every few steps and says what it dropped.
     if (lossy && step % 5 == 4 && lost_unreported > 0) {
-      out.add(trace::LostRecord{seq++, time_ns, lost_unreported});
+      out.add(trace::LostRecord{seq++, time_ns, lost_unreported, {}});
       ++written;
       lost_unreported = 0;
     }

@@ -44,32 +44,32 @@
   X(JAX, 2, "jax")
 
 /* The causes users read: the `cause` of a growth verdict in the report
- * (text, JSON, HTML) and of a lint rule (text, JSON, SARIF).
+ * (text, JSON, HTML) and of a lint rule (text, JSON, SARIF). They do not
+ * cross into Python as numbers, so NAME is the C++ enumerator's (kNAME).
  * X(NAME, slug, title) */
-#define GPULEAK_CAUSES(X)                                                                         \
-  X(TENSORS_KEPT_ALIVE, "tensors-kept-alive", "tensors kept alive")                               \
-  X(AUTOGRAD_GRAPH_KEPT_ALIVE, "autograd-graph-kept-alive", "autograd graph kept alive")          \
-  X(DATALOADER_WORKERS_WITH_CUDA, "dataloader-workers-with-cuda", "DataLoader workers with CUDA") \
-  X(CONTEXTS_LEFT_BEHIND, "contexts-left-behind", "CUDA contexts left behind")                    \
-  X(NON_TENSOR_DRIVER_ALLOCATIONS, "non-tensor-driver-allocations",                               \
-    "driver allocations outside the tensor allocator")                                            \
-  X(BOUNDED_GROWTH, "bounded-growth", "growth that stops at a bound")                             \
-  X(INEFFECTIVE_FIX, "ineffective-fix", "ineffective fix, frees nothing leaked")                  \
-  X(RAISES_AT_RUNTIME, "raises-at-runtime", "raises at run time")                                 \
-  X(CORRECTNESS_NOT_A_LEAK, "correctness-not-a-leak", "correctness bug, not a leak")
+#define GPULEAK_CAUSES(X)                                                                      \
+  X(TensorsKeptAlive, "tensors-kept-alive", "tensors kept alive")                              \
+  X(AutogradGraphKeptAlive, "autograd-graph-kept-alive", "autograd graph kept alive")          \
+  X(DataloaderWorkersWithCuda, "dataloader-workers-with-cuda", "DataLoader workers with CUDA") \
+  X(ContextsLeftBehind, "contexts-left-behind", "CUDA contexts left behind")                   \
+  X(NonTensorDriverAllocations, "non-tensor-driver-allocations",                               \
+    "driver allocations outside the tensor allocator")                                         \
+  X(BoundedGrowth, "bounded-growth", "growth that stops at a bound")                           \
+  X(IneffectiveFix, "ineffective-fix", "ineffective fix, frees nothing leaked")                \
+  X(RaisesAtRuntime, "raises-at-runtime", "raises at run time")                                \
+  X(CorrectnessNotALeak, "correctness-not-a-leak", "correctness bug, not a leak")
 
-/* The numeric ids as plain macros, for C callers and static_asserts. */
-#define GPULEAK_VOCABULARY_ID_(PREFIX, NAME, ID, ...) enum { PREFIX##NAME = ID };
-#define GPULEAK_METRIC_ID_(NAME, ID, TEXT) GPULEAK_VOCABULARY_ID_(GPULEAK_METRIC_, NAME, ID)
-#define GPULEAK_STEP_SOURCE_ID_(NAME, ID, TEXT) GPULEAK_VOCABULARY_ID_(GPULEAK_STEP_FROM_, NAME, ID)
-#define GPULEAK_FRAMEWORK_ID_(NAME, ID, TEXT) GPULEAK_VOCABULARY_ID_(GPULEAK_FRAMEWORK_, NAME, ID)
-GPULEAK_METRICS(GPULEAK_METRIC_ID_)
-GPULEAK_STEP_SOURCES(GPULEAK_STEP_SOURCE_ID_)
-GPULEAK_FRAMEWORKS(GPULEAK_FRAMEWORK_ID_)
+/* The numeric ids as enumerators (GPULEAK_METRIC_*, GPULEAK_STEP_FROM_*,
+ * GPULEAK_FRAMEWORK_*), for C callers and for trace::Metric/StepSource. */
+#define GPULEAK_METRIC_ID_(NAME, ID, TEXT) GPULEAK_METRIC_##NAME = ID,
+#define GPULEAK_STEP_SOURCE_ID_(NAME, ID, TEXT) GPULEAK_STEP_FROM_##NAME = ID,
+#define GPULEAK_FRAMEWORK_ID_(NAME, ID, TEXT) GPULEAK_FRAMEWORK_##NAME = ID,
+enum gpuleak_metric_id { GPULEAK_METRICS(GPULEAK_METRIC_ID_) };
+enum gpuleak_step_source_id { GPULEAK_STEP_SOURCES(GPULEAK_STEP_SOURCE_ID_) };
+enum gpuleak_framework_id { GPULEAK_FRAMEWORKS(GPULEAK_FRAMEWORK_ID_) };
 #undef GPULEAK_METRIC_ID_
 #undef GPULEAK_STEP_SOURCE_ID_
 #undef GPULEAK_FRAMEWORK_ID_
-#undef GPULEAK_VOCABULARY_ID_
 
 #ifdef __cplusplus
 #include <string_view>
