@@ -1,4 +1,4 @@
-#include "cli/process_runner.h"
+#include "support/process_runner.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -142,23 +142,6 @@ ProcessResult run_process(const std::vector<std::string>& argv, const ProcessOpt
   if (WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
   if (WIFSIGNALED(status)) result.signal = WTERMSIG(status);
   return result;
-}
-
-ScratchDir::ScratchDir() {
-  std::string pattern = (std::filesystem::temp_directory_path() / "gpuleak-test-XXXXXX").string();
-  if (!::mkdtemp(pattern.data())) throw std::runtime_error("mkdtemp failed");
-  path_ = pattern;
-}
-
-ScratchDir::~ScratchDir() {
-  std::error_code ignored;
-  std::filesystem::remove_all(path_, ignored);
-}
-
-void write_text_file(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << text;
-  if (!out) throw std::runtime_error("cannot write " + path);
 }
 
 }  // namespace gpuleak::testing
