@@ -34,11 +34,16 @@ trace=$(ls "$source_dir"/examples/traces/cuda/forgot_free/*.trace | head -1)
 "$p/bin/gpuleak" report "$trace" > "$work/report.txt" || true
 grep -q 'forgot_free' "$work/report.txt" || { cat "$work/report.txt"; fail "report of $trace does not name forgot_free"; }
 cd "$work"
+# On a machine without an NVIDIA driver `run` records nothing and says so
+# with exit 3 (data missing, docs/cli.md); with a driver the program's own
+# exit 0 comes back. Anything else is a failure of the installed layout.
+rc=0
 out=$(env -u PYTHONPATH -u GPULEAK_COLLECTOR -u GPULEAK_PYTHON_DIR \
   "$p/bin/gpuleak" run -q -o "$work/traces" -- /usr/bin/python3 -c \
   'import gpuleak, os; print("package:", os.path.realpath(gpuleak.__file__)); print("collector:", os.environ.get("CUDA_INJECTION64_PATH", ""))' 2>&1) \
-  || { echo "$out"; fail "gpuleak run failed"; }
+  || rc=$?
 echo "$out"
+[ "$rc" = 0 ] || [ "$rc" = 3 ] || fail "gpuleak run exited $rc"
 echo "$out" | grep -qx "package: $(realpath "$p")/share/gpuleak/python/gpuleak/__init__.py" \
   || fail "the program did not import the installed Python package"
 echo "$out" | grep -q "collector: $(realpath "$p")/lib/gpuleak/libgpuleak_collector.so" \
