@@ -7,6 +7,11 @@ find_package(Threads REQUIRED)
 find_package(CLI11 CONFIG REQUIRED)
 find_package(fmt CONFIG REQUIRED)
 find_package(nlohmann_json CONFIG REQUIRED)
+find_package(tomlplusplus CONFIG REQUIRED)
+if(GPULEAK_BUILD_TESTS)
+  find_package(GTest REQUIRED)
+  find_package(Python3 COMPONENTS Interpreter)
+endif()
 
 pkg_check_modules(ZSTD REQUIRED IMPORTED_TARGET libzstd)
 pkg_check_modules(LIBDW REQUIRED IMPORTED_TARGET libdw)
@@ -23,12 +28,17 @@ find_path(GPULEAK_CUDA_INCLUDE cuda.h HINTS ${GPULEAK_CUDA_ROOT}/include)
 if(GPULEAK_CUPTI_INCLUDE AND GPULEAK_CUDA_INCLUDE)
   set(GPULEAK_HAVE_CUDA_HEADERS ON)
   message(STATUS "gpuleak: CUDA headers in ${GPULEAK_CUDA_INCLUDE}; building the collector")
+elseif(GPULEAK_REQUIRE_COLLECTOR)
+  message(FATAL_ERROR "gpuleak: no cupti.h/cuda.h under ${GPULEAK_CUDA_ROOT} (GPULEAK_CUDA_ROOT), and "
+                      "GPULEAK_REQUIRE_COLLECTOR is on: the collector and its tests would not be built")
 else()
   set(GPULEAK_HAVE_CUDA_HEADERS OFF)
   message(STATUS "gpuleak: no cupti.h/cuda.h; the collector is not built")
 endif()
 
 find_program(GPULEAK_NVCC nvcc HINTS ${GPULEAK_CUDA_ROOT}/bin)
+# Tools the tests use when present (tests/report: headless Chromium via node).
+find_program(GPULEAK_NODE node)
 
 # tree-sitter-python's generated parser comes from npm (node_modules), pinned
 # in package-lock.json; it is compiled here, never copied into the repository.

@@ -16,8 +16,9 @@
 extern "C" {
 #endif
 
-/* Called by the CUDA driver during cuInit. Returns 1 (the driver ignores it). */
-int InitializeInjection(void);
+/* Called by the CUDA driver during cuInit. Returns 1 (the driver ignores it).
+ * The name is the driver's (CUDA_INJECTION64_PATH), not ours to choose. */
+int InitializeInjection(void);  // NOLINT(readability-identifier-naming)
 
 /* Version of the collector, e.g. "0.1.0". */
 const char* gpuleak_collector_version(void);

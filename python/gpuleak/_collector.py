@@ -13,18 +13,12 @@ import os
 
 from gpuleak._notice import say_once
 
-# Metric ids of gpuleak_record_sample (trace::Metric in src/trace/records.h).
-METRIC_DEVICE_USED_BYTES = 2
-METRIC_DEVICE_TOTAL_BYTES = 3
-METRIC_POOL_RESERVED_BYTES = 4
-METRIC_POOL_USED_BYTES = 5
-METRIC_TORCH_ALLOCATED_BYTES = 6
-METRIC_TORCH_RESERVED_BYTES = 7
-
-# Step sources of gpuleak_mark_step (trace::StepSource).
-STEP_FROM_OPTIMIZER_HOOK = 1
-STEP_FROM_EXPLICIT_CALL = 2
-STEP_FROM_DATALOADER = 4
+# The ids passed to the C API are the vocabulary's (include/gpuleak/vocabulary.h).
+from gpuleak._vocabulary import (  # noqa: F401 (re-exported for the package's modules)
+    FRAMEWORK_CUPY, FRAMEWORK_JAX, METRIC_DEVICE_TOTAL_BYTES, METRIC_DEVICE_USED_BYTES,
+    METRIC_HOST_RSS_BYTES, METRIC_POOL_RESERVED_BYTES, METRIC_POOL_USED_BYTES,
+    METRIC_TORCH_ALLOCATED_BYTES, METRIC_TORCH_RESERVED_BYTES, STEP_FROM_DATALOADER,
+    STEP_FROM_EXPLICIT, STEP_FROM_OPTIMIZER_HOOK)
 
 
 class Collector:

@@ -38,7 +38,7 @@ from gpuleak._notice import say_once
 
 
 # In-process trust of the sources (0 most trusted), as in clock_arbiter.h.
-_RANK = {_collector.STEP_FROM_EXPLICIT_CALL: 0, _collector.STEP_FROM_OPTIMIZER_HOOK: 1,
+_RANK = {_collector.STEP_FROM_EXPLICIT: 0, _collector.STEP_FROM_OPTIMIZER_HOOK: 1,
          _collector.STEP_FROM_DATALOADER: 2}
 
 
@@ -109,7 +109,7 @@ class StepClock:
     # ---- gpuleak.step() -------------------------------------------------------
 
     def explicit_step(self):
-        self.boundary(_collector.STEP_FROM_EXPLICIT_CALL)
+        self.boundary(_collector.STEP_FROM_EXPLICIT)
 
     # ---- DataLoader batches ---------------------------------------------------
 

@@ -17,8 +17,7 @@ threads are seen only through the driver. `install` never raises.
 import json
 
 from gpuleak._notice import say_once
-
-FRAMEWORK_CUPY = 1
+from gpuleak._vocabulary import FRAMEWORK_CUPY
 
 
 def make_hook_class(memory_hook_base, record_alloc, record_free):

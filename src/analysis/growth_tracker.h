@@ -6,7 +6,7 @@
 // new level (sites that are empty at every boundary, like a step's
 // activations, cost nothing, and a site that holds the same memory for a
 // million steps holds one level). After the warm-up, a site is *growing*
-// when the trend test (trend.h) over the last `window_steps` boundaries says
+// when the trend test (quantity/trend.h) over the last `window_steps` boundaries says
 // so, the growth over the window is at least `min_growth_bytes`, and at
 // least `min_steps` boundaries have passed since warm-up, and the site grew
 // at many of them, spread over the window: a cache that fills for a few
@@ -51,9 +51,16 @@
 #include <vector>
 
 #include "analysis/live_set.h"
-#include "analysis/trend.h"
+#include "quantity/trend.h"
 
 namespace gpuleak::analysis {
+
+// The trend test is the quantity library's (src/quantity/trend.h), shared
+// with the monitor; the analysis uses it under its own names.
+using quantity::fit_trend;
+using quantity::theil_sen_slope;
+using quantity::Trend;
+using quantity::TrendOptions;
 
 struct GrowthOptions {
   std::uint64_t warmup_steps = 5;

@@ -7,10 +7,13 @@
 #include <unordered_map>
 
 #include "analysis/growth_notes.h"
+#include "gpuleak/vocabulary.h"
 
 namespace gpuleak::analysis {
 
 using trace::MemoryKind;
+using vocabulary::Cause;
+using vocabulary::cause_slug;
 
 namespace {
 
@@ -458,7 +461,7 @@ std::vector<std::pair<std::uint64_t, std::uint64_t>> ProcessAnalysis::recent_all
   return out;
 }
 
-SiteGrowth ProcessAnalysis::describe_site(const Phase& phase, const SiteTrend& trend) {
+SiteGrowth ProcessAnalysis::describe_site(const Phase& /*phase*/, const SiteTrend& trend) {
   SiteGrowth s;
   s.site_id = trend.site_id;
   s.rate_bytes_per_step = trend.bytes_per_step;
@@ -626,17 +629,17 @@ GrowthReport ProcessAnalysis::phase_report(const Phase& phase) {
       many_together = low >= 0.5 && high <= 3 * low;
     }
     if (top_holder && top_holder->kind == "graph") {
-      g.cause = "autograd-graph-kept-alive";
+      g.cause = cause_slug(Cause::kAutogradGraphKeptAlive);
     } else if (top_holder && top_holder->kind == "tensor") {
-      g.cause = "tensors-kept-alive";
+      g.cause = cause_slug(Cause::kTensorsKeptAlive);
     } else if (!top.tensor_level) {
-      g.cause = "non-tensor-driver-allocations";
+      g.cause = cause_slug(Cause::kNonTensorDriverAllocations);
     } else if (many_together) {
-      g.cause = "autograd-graph-kept-alive";
+      g.cause = cause_slug(Cause::kAutogradGraphKeptAlive);
     } else {
-      g.cause = "tensors-kept-alive";
+      g.cause = cause_slug(Cause::kTensorsKeptAlive);
     }
-    if (g.cause == "autograd-graph-kept-alive") {
+    if (g.cause == cause_slug(Cause::kAutogradGraphKeptAlive)) {
       g.cause_text =
           "an autograd graph is kept alive: a tensor that still has grad_fn is stored across "
           "steps, "
@@ -644,7 +647,7 @@ GrowthReport ProcessAnalysis::phase_report(const Phase& phase) {
       g.fix =
           "keep loss.item() or .detach() instead of the tensor, and run evaluation under "
           "torch.no_grad()";
-    } else if (g.cause == "tensors-kept-alive") {
+    } else if (g.cause == cause_slug(Cause::kTensorsKeptAlive)) {
       g.cause_text =
           "tensors are kept alive by a Python reference (a list, dict, attribute, global, cache, "
           "exception or hook) that grows every step";
@@ -663,7 +666,7 @@ GrowthReport ProcessAnalysis::phase_report(const Phase& phase) {
       if (!top_holder->fix.empty()) g.fix = top_holder->fix;
     }
   } else if (!bounded.empty()) {
-    g.cause = "bounded-growth";
+    g.cause = cause_slug(Cause::kBoundedGrowth);
     g.cause_text =
         stopped_only
             ? stopped_growth_text(bounded.front())

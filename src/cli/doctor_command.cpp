@@ -20,8 +20,8 @@
 #include "monitor/kill_plan.h"
 #include "monitor/sampler.h"
 #include "monitor/snapshot.h"
+#include "quantity/units.h"
 #include "report/json_text.h"
-#include "report/units.h"
 
 namespace gpuleak::cli {
 
@@ -49,7 +49,8 @@ bool confirm(const monitor::KillRecord& record) {
     std::fprintf(stderr, "  PID %d  %s\n", candidate.target.pid,
                  candidate.target.description.c_str());
   }
-  std::string held = bytes > 0 ? " holding " + report::format_bytes(bytes) + " of GPU memory" : "";
+  std::string held =
+      bytes > 0 ? " holding " + quantity::format_bytes(bytes) + " of GPU memory" : "";
   std::string what =
       count == 1 ? "this orphaned process" : std::to_string(count) + " orphaned processes";
   std::fprintf(stderr, "End %s%s (SIGTERM, then SIGKILL)? [y/N] ", what.c_str(), held.c_str());

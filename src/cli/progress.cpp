@@ -4,7 +4,7 @@
 
 #include <cstdio>
 
-#include "report/units.h"
+#include "quantity/units.h"
 
 namespace gpuleak::cli {
 
@@ -33,8 +33,8 @@ void Progress::draw(std::uint64_t done) {
   std::string count;
   switch (unit_) {
     case Unit::kBytes:
-      count = report::format_bytes(done);
-      if (total_ > 0) count += " of " + report::format_bytes(total_);
+      count = quantity::format_bytes(done);
+      if (total_ > 0) count += " of " + quantity::format_bytes(total_);
       break;
     case Unit::kFiles:
     case Unit::kItems:

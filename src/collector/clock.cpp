@@ -58,6 +58,10 @@ struct TscMapping {
   std::atomic<std::uint64_t> base_ns{0};
   std::atomic<std::uint64_t> slope{0};
 };
+// The 64x32-bit products of the TSC mapping need 96 bits; GCC and clang's
+// 128-bit integer is an extension (-Wpedantic says so), hence __extension__.
+__extension__ typedef unsigned __int128 Uint128;
+
 TscMapping g_tsc;
 
 // The first anchor, for the long-baseline rate; writer-side only.
@@ -67,8 +71,7 @@ inline std::uint64_t map_tsc(std::uint64_t tsc, std::uint64_t base_tsc, std::uin
                              std::uint64_t slope) {
   // A read racing an update may see a TSC just before the new base.
   std::uint64_t ticks = tsc > base_tsc ? tsc - base_tsc : 0;
-  return base_ns +
-         static_cast<std::uint64_t>((static_cast<unsigned __int128>(ticks) * slope) >> 32);
+  return base_ns + static_cast<std::uint64_t>((static_cast<Uint128>(ticks) * slope) >> 32);
 }
 
 std::uint64_t tsc_now_ns() {
@@ -140,8 +143,7 @@ bool start_tsc() {
     read_pair(&tsc1, &ns1);
   } while (ns1 - ns0 < 2'000'000);
   if (tsc1 <= tsc0) return false;
-  auto slope =
-      static_cast<std::uint64_t>((static_cast<unsigned __int128>(ns1 - ns0) << 32) / (tsc1 - tsc0));
+  auto slope = static_cast<std::uint64_t>((static_cast<Uint128>(ns1 - ns0) << 32) / (tsc1 - tsc0));
   if (slope == 0) return false;
   g_first_tsc = tsc0;
   g_first_ns = ns0;

@@ -117,7 +117,8 @@ void annotate_capture(Recorder& recorder) {
 StartResult try_backend(std::unique_ptr<CaptureBackend> backend, Recorder& recorder,
                         std::string* why) {
   StartResult result = backend->start(recorder, why);
-  if (result == StartResult::kStarted) backend.release();  // lives as long as the process
+  // A started backend lives as long as the process: it is never deleted.
+  if (result == StartResult::kStarted) (void)backend.release();
   return result;
 }
 

@@ -93,6 +93,7 @@ void LiveIndex::on_boundary() {
     reported_total_ += grown.size();
   }
   std::vector<GrowthCandidate> found;
+  found.reserve(grown.size());
   for (std::uint32_t stack_id : grown) found.push_back(GrowthCandidate{stack_id, {}});
   for (AddressShard& shard : addresses_) {
     std::lock_guard<SpinLock> lock(shard.lock);

@@ -271,6 +271,8 @@ bool should_learn_stack(std::uintptr_t frame_address, std::uintptr_t return_addr
     const StackSlot& slot = walked[first + i];
     if (slot.address < frame_address - sizeof(std::uint64_t) || slot.address < m->stack_low ||
         slot.address + sizeof(std::uint64_t) > m->stack_high ||
+        // A stack slot's address, read back to check it still holds the return address.
+        // NOLINTNEXTLINE(performance-no-int-to-ptr)
         *reinterpret_cast<const std::uint64_t*>(slot.address) != slot.ip)
       return kept;
   }

@@ -112,6 +112,9 @@ extern thread_local RememberedStacks* t_remembered_stacks;
   memory->busy = true;
   std::atomic_signal_fence(std::memory_order_seq_cst);
   auto holds = [](const StackSlot& s) {
+    // The slot's address is a stack address read from memory, not a pointer
+    // the compiler could track: the cast is the point.
+    // NOLINTNEXTLINE(performance-no-int-to-ptr)
     return *reinterpret_cast<const volatile std::uint64_t*>(s.address) == s.ip;
   };
   int found = -1;
@@ -127,8 +130,9 @@ extern thread_local RememberedStacks* t_remembered_stacks;
     if (place->split == first.count) {
       found = place->entries[0];  // one candidate, checked whole
     } else {
-      std::uint64_t split_ip =
-          *reinterpret_cast<const volatile std::uint64_t*>(first.slots[place->split].address);
+      const auto split_address = first.slots[place->split].address;
+      // NOLINTNEXTLINE(performance-no-int-to-ptr): a stack slot's address, as above
+      std::uint64_t split_ip = *reinterpret_cast<const volatile std::uint64_t*>(split_address);
       for (int c = 0; c < place->candidates && found < 0; ++c) {
         if (place->split_ips[c] != split_ip) continue;
         const RememberedStack& e = memory->stacks[place->entries[c]];

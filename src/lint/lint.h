@@ -38,8 +38,8 @@ enum class Cause {
 };
 
 std::string_view severity_name(Severity severity);  // "error", "warning", "info"
-std::string_view cause_slug(Cause cause);           // "autograd-graph-kept"
-std::string_view cause_title(Cause cause);          // "autograd graph kept"
+std::string_view cause_slug(Cause cause);           // "autograd-graph-kept-alive"
+std::string_view cause_title(Cause cause);          // "autograd graph kept alive"
 
 // What a rule is; one per file under src/lint/rules/. Ids never change meaning.
 struct RuleInfo {

@@ -1,4 +1,5 @@
 // The words people read for severities and causes.
+#include "gpuleak/vocabulary.h"
 #include "lint.h"
 
 namespace gpuleak::lint {
@@ -15,44 +16,32 @@ std::string_view severity_name(Severity severity) {
   return "warning";
 }
 
-std::string_view cause_slug(Cause cause) {
+// The causes are the vocabulary's (include/gpuleak/vocabulary.h): the same
+// slug and title as the analysis prints for a growth verdict.
+namespace {
+vocabulary::Cause shared_cause(Cause cause) {
   switch (cause) {
     case Cause::kAutogradGraphKept:
-      return "autograd-graph-kept";
+      return vocabulary::Cause::kAutogradGraphKeptAlive;
     case Cause::kTensorsKeptAlive:
-      return "tensors-kept-alive";
+      return vocabulary::Cause::kTensorsKeptAlive;
     case Cause::kWorkersWithCuda:
-      return "dataloader-workers-with-cuda";
+      return vocabulary::Cause::kDataloaderWorkersWithCuda;
     case Cause::kContextsLeftBehind:
-      return "contexts-left-behind";
+      return vocabulary::Cause::kContextsLeftBehind;
     case Cause::kIneffectiveFix:
-      return "ineffective-fix";
+      return vocabulary::Cause::kIneffectiveFix;
     case Cause::kRaisesAtRuntime:
-      return "raises-at-runtime";
+      return vocabulary::Cause::kRaisesAtRuntime;
     case Cause::kCorrectness:
-      return "correctness-not-a-leak";
+      return vocabulary::Cause::kCorrectnessNotALeak;
   }
-  return "unknown";
+  return vocabulary::Cause::kTensorsKeptAlive;
 }
+}  // namespace
 
-std::string_view cause_title(Cause cause) {
-  switch (cause) {
-    case Cause::kAutogradGraphKept:
-      return "autograd graph kept";
-    case Cause::kTensorsKeptAlive:
-      return "tensors kept alive";
-    case Cause::kWorkersWithCuda:
-      return "DataLoader workers with CUDA";
-    case Cause::kContextsLeftBehind:
-      return "CUDA contexts left behind";
-    case Cause::kIneffectiveFix:
-      return "ineffective fix, frees nothing leaked";
-    case Cause::kRaisesAtRuntime:
-      return "raises at run time";
-    case Cause::kCorrectness:
-      return "correctness bug, not a leak";
-  }
-  return "unknown";
-}
+std::string_view cause_slug(Cause cause) { return vocabulary::cause_slug(shared_cause(cause)); }
+
+std::string_view cause_title(Cause cause) { return vocabulary::cause_title(shared_cause(cause)); }
 
 }  // namespace gpuleak::lint

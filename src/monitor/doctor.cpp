@@ -7,13 +7,13 @@
 #include <set>
 
 #include "monitor/process_tree.h"
-#include "report/units.h"
+#include "quantity/units.h"
 
 namespace gpuleak::monitor {
 
 namespace {
 
-using report::format_bytes;
+using quantity::format_bytes;
 
 std::string gpu_label(const MonitorSample& sample, unsigned index) {
   for (const auto& device : sample.devices) {

@@ -3,13 +3,13 @@
 #include <fmt/format.h>
 
 #include "monitor/container_id.h"
-#include "report/units.h"
+#include "quantity/units.h"
 
 namespace gpuleak::monitor {
 
 namespace {
 
-using report::format_bytes;
+using quantity::format_bytes;
 
 const char* severity_heading(Severity severity) {
   switch (severity) {

@@ -10,7 +10,7 @@
 #include "monitor/metrics_exposition.h"
 #include "monitor/sampler.h"
 #include "monitor/snapshot.h"
-#include "report/prometheus.h"
+#include "quantity/prometheus.h"
 
 namespace gpuleak::monitor {
 
@@ -42,7 +42,7 @@ ExporterServer::ExporterServer(ExporterOptions options)
       [this, index](const std::string& path) -> std::optional<HttpEndpoint::Response> {
         if (path == "/metrics") {
           std::lock_guard<std::mutex> lock(mutex_);
-          return HttpEndpoint::Response{200, report::kPrometheusContentType, metrics_text_};
+          return HttpEndpoint::Response{200, quantity::kPrometheusContentType, metrics_text_};
         }
         if (path == "/") return HttpEndpoint::Response{200, "text/html; charset=utf-8", index};
         return std::nullopt;

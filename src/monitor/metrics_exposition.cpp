@@ -3,15 +3,15 @@
 #include <limits>
 #include <map>
 
-#include "report/prometheus.h"
+#include "quantity/prometheus.h"
 
 namespace gpuleak::monitor {
 
 namespace {
 
-using report::ExpositionWriter;
-using report::MetricLabels;
-using report::MetricType;
+using quantity::ExpositionWriter;
+using quantity::MetricLabels;
+using quantity::MetricType;
 
 constexpr double kInfinity = std::numeric_limits<double>::infinity();
 

@@ -5,15 +5,15 @@
 #include <ctime>
 
 #include "monitor/container_id.h"
-#include "report/units.h"
+#include "quantity/units.h"
 
 namespace gpuleak::monitor {
 
 namespace {
 
-using report::format_bytes;
-using report::format_duration_seconds;
-using report::format_rate;
+using quantity::format_bytes;
+using quantity::format_duration_seconds;
+using quantity::format_rate;
 
 // Below this many points a slope is noise; show nothing rather than a guess.
 constexpr std::size_t kMinPointsForSlope = 3;

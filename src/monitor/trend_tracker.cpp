@@ -39,7 +39,7 @@ TrendSummary TrendTracker::trend(const std::string& key,
   double origin = x.front();
   for (double& t : x) t -= origin;
   std::vector<double> y(series.bytes.begin(), series.bytes.end());
-  analysis::Trend fit = analysis::fit_trend(x, y, trend_options_);
+  quantity::Trend fit = quantity::fit_trend(x, y, trend_options_);
   summary.slope_bytes_per_s = fit.slope;
   summary.leak = fit.growing;
   if (summary.leak && headroom_bytes && fit.slope > 0) {

@@ -1,5 +1,5 @@
 // Time series of byte counts, one per key, each kept for a sliding window,
-// and the shared robust trend test (analysis/trend.h) applied to them.
+// and the shared robust trend test (quantity/trend.h) applied to them.
 //
 // Keys are whatever the caller uses to name a series (a process identity
 // and a device, a GPU uuid). A series that is not updated in a round is
@@ -16,7 +16,7 @@
 #include <optional>
 #include <string>
 
-#include "analysis/trend.h"
+#include "quantity/trend.h"
 
 namespace gpuleak::monitor {
 
@@ -60,7 +60,7 @@ class TrendTracker {
     bool touched = false;
   };
   Options options_;
-  analysis::TrendOptions trend_options_;
+  quantity::TrendOptions trend_options_;
   std::map<std::string, Series> series_;
 };
 

@@ -19,13 +19,17 @@
 
 #include "analysis/process_verdict.h"
 #include "generated/html_report_assets.h"
+#include "quantity/units.h"
 #include "report/holder_text.h"
 #include "report/json_report.h"
 #include "report/json_text.h"
 #include "report/process_finding_text.h"
-#include "report/units.h"
 
 namespace gpuleak::report {
+
+using quantity::format_bytes;
+using quantity::format_duration_seconds;
+using quantity::format_rate;
 
 using analysis::Frame;
 using analysis::LeakGroup;

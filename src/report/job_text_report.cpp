@@ -4,11 +4,13 @@
 
 #include <algorithm>
 
+#include "quantity/units.h"
 #include "report/process_finding_text.h"
 #include "report/text_report.h"
-#include "report/units.h"
 
 namespace gpuleak::report {
+
+using quantity::format_duration_seconds;
 
 namespace {
 

@@ -2,9 +2,12 @@
 
 #include <fmt/format.h>
 
-#include "report/units.h"
+#include "quantity/units.h"
 
 namespace gpuleak::report {
+
+using quantity::format_bytes;
+using quantity::format_duration_seconds;
 
 using analysis::JobProcess;
 using analysis::JobReport;

@@ -6,10 +6,14 @@
 #include <sstream>
 
 #include "analysis/process_verdict.h"
+#include "quantity/units.h"
 #include "report/holder_text.h"
-#include "report/units.h"
 
 namespace gpuleak::report {
+
+using quantity::format_bytes;
+using quantity::format_duration_seconds;
+using quantity::format_rate;
 
 using analysis::Frame;
 using analysis::LeakGroup;

@@ -52,38 +52,25 @@ const char* memory_kind_name(MemoryKind kind) {
   return "unknown";
 }
 
+// The names are the vocabulary's (include/gpuleak/vocabulary.h).
 const char* metric_name(Metric metric) {
-  switch (metric) {
-    case Metric::kHostRssBytes:
-      return "host_rss_bytes";
-    case Metric::kDeviceUsedBytes:
-      return "device_used_bytes";
-    case Metric::kDeviceTotalBytes:
-      return "device_total_bytes";
-    case Metric::kPoolReservedBytes:
-      return "pool_reserved_bytes";
-    case Metric::kPoolUsedBytes:
-      return "pool_used_bytes";
-    case Metric::kTorchAllocatedBytes:
-      return "torch_allocated_bytes";
-    case Metric::kTorchReservedBytes:
-      return "torch_reserved_bytes";
+  switch (static_cast<int>(metric)) {
+#define GPULEAK_METRIC_NAME_(NAME, ID, TEXT) \
+  case ID:                                   \
+    return TEXT;
+    GPULEAK_METRICS(GPULEAK_METRIC_NAME_)
+#undef GPULEAK_METRIC_NAME_
   }
   return "unknown";
 }
 
 const char* step_source_name(StepSource source) {
-  switch (source) {
-    case StepSource::kOptimizerHook:
-      return "optimizer-hook";
-    case StepSource::kExplicit:
-      return "explicit";
-    case StepSource::kTimeWindow:
-      return "time-window";
-    case StepSource::kDataLoader:
-      return "dataloader";
-    case StepSource::kAllocationPeriod:
-      return "allocation-period";
+  switch (static_cast<int>(source)) {
+#define GPULEAK_STEP_SOURCE_NAME_(NAME, ID, TEXT) \
+  case ID:                                        \
+    return TEXT;
+    GPULEAK_STEP_SOURCES(GPULEAK_STEP_SOURCE_NAME_)
+#undef GPULEAK_STEP_SOURCE_NAME_
   }
   return "unknown";
 }

@@ -31,6 +31,8 @@
 #include <variant>
 #include <vector>
 
+#include "gpuleak/vocabulary.h"
+
 namespace gpuleak::trace {
 
 inline constexpr char kFileMagic[8] = {'G', 'P', 'U', 'L', 'E', 'A', 'K', 'T'};
@@ -56,24 +58,27 @@ enum class MemoryKind : std::uint8_t {
 
 // Where a step boundary came from. Stored as u8.
 enum class StepSource : std::uint8_t {
-  kOptimizerHook = 1,  // torch.optim global step post-hook
-  kExplicit = 2,       // gpuleak.step() called by the program
-  kTimeWindow = 3,     // fallback: fixed time windows
-  kDataLoader = 4,     // a torch DataLoader iterator handed out a batch
+  kOptimizerHook = GPULEAK_STEP_FROM_OPTIMIZER_HOOK,  // torch.optim global step post-hook
+  kExplicit = GPULEAK_STEP_FROM_EXPLICIT,             // gpuleak.step() called by the program
+  kTimeWindow = GPULEAK_STEP_FROM_TIME_WINDOW,        // fallback: fixed time windows
+  kDataLoader = GPULEAK_STEP_FROM_DATALOADER,  // a torch DataLoader iterator handed out a batch
   // Found by the analysis in the allocation stream itself (a loop body that
   // repeats); never written into a trace.
-  kAllocationPeriod = 5,
+  kAllocationPeriod = GPULEAK_STEP_FROM_ALLOCATION_PERIOD,
 };
 
-// What a sample measures. Stored as u8; values are stable.
+// What a sample measures. Stored as u8; values are stable. The ids are
+// include/gpuleak/vocabulary.h's, which the Python package shares.
 enum class Metric : std::uint8_t {
-  kHostRssBytes = 1,         // the process's resident set size
-  kDeviceUsedBytes = 2,      // device memory in use, whole device (cuMemGetInfo / NVML)
-  kDeviceTotalBytes = 3,     // device memory capacity
-  kPoolReservedBytes = 4,    // stream-ordered pool: reserved (cudaMemPoolAttrReservedMemCurrent)
-  kPoolUsedBytes = 5,        // stream-ordered pool: used (cudaMemPoolAttrUsedMemCurrent)
-  kTorchAllocatedBytes = 6,  // torch.cuda.memory_allocated()
-  kTorchReservedBytes = 7,   // torch.cuda.memory_reserved()
+  kHostRssBytes = GPULEAK_METRIC_HOST_RSS_BYTES,  // the process's resident set size
+  kDeviceUsedBytes =
+      GPULEAK_METRIC_DEVICE_USED_BYTES,  // device memory in use (cuMemGetInfo / NVML)
+  kDeviceTotalBytes = GPULEAK_METRIC_DEVICE_TOTAL_BYTES,  // device memory capacity
+  // stream-ordered pool: reserved (cudaMemPoolAttrReservedMemCurrent)
+  kPoolReservedBytes = GPULEAK_METRIC_POOL_RESERVED_BYTES,
+  kPoolUsedBytes = GPULEAK_METRIC_POOL_USED_BYTES,  // stream-ordered pool: used (...UsedMemCurrent)
+  kTorchAllocatedBytes = GPULEAK_METRIC_TORCH_ALLOCATED_BYTES,  // torch.cuda.memory_allocated()
+  kTorchReservedBytes = GPULEAK_METRIC_TORCH_RESERVED_BYTES,    // torch.cuda.memory_reserved()
 };
 
 enum class ContextAction : std::uint8_t {

@@ -72,8 +72,9 @@ TEST(AnalysisMemoryBound, a_million_steps_cost_no_more_memory_than_a_hundred_tho
   std::uint64_t resident_at_end = resident_bytes();
   ProcessReport report = analysis.build_report("million-steps");
   EXPECT_EQ(report.growth.steps, kSteps);
-  // What grew and then stopped is not a leak now.
-  EXPECT_NE(report.growth.verdict, Verdict::kLeak) << report.growth.cause_text;
+  // What grew and then stopped is not a leak now: 998,000 flat steps are
+  // plenty for a verdict, so NOT YET would be wrong too.
+  EXPECT_EQ(report.growth.verdict, Verdict::kNoLeak) << report.growth.cause_text;
   EXPECT_LE(report.timeline.step.size(), 8192u);
   EXPECT_EQ(report.timeline.boundaries, kSteps);
   // The old per-step series took about 100 bytes per step (90 MB over the

@@ -117,8 +117,8 @@ TEST_P(GrowthCorpus, verdict_is_the_one_a_reader_of_the_report_would_give) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Cases, GrowthCorpus, ::testing::ValuesIn(corpus_files()),
-                         [](const ::testing::TestParamInfo<std::string>& info) {
-                           return fs::path(info.param).stem().string();
+                         [](const ::testing::TestParamInfo<std::string>& case_info) {
+                           return fs::path(case_info.param).stem().string();
                          });
 
 }  // namespace

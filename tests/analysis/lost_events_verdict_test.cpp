@@ -37,7 +37,8 @@ TEST(LostEventsVerdict, dropped_frees_of_a_steady_loop_are_not_a_leak) {
     t.step(step);
   }
   ProcessReport r = t.analyze().build_report("lossy");
-  EXPECT_NE(r.growth.verdict, Verdict::kLeak)
+  // A fifth of the steps lost events, under the half that caps it at NOT YET.
+  EXPECT_EQ(r.growth.verdict, Verdict::kNoLeak)
       << "80 frees were lost, 80 MiB look live: " << r.growth.cause_text;
   EXPECT_GT(r.growth.lossy_steps, 0u);
   EXPECT_NE(r.growth.note.find("events were lost"), std::string::npos) << r.growth.note;

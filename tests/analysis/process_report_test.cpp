@@ -127,7 +127,7 @@ TEST(ProcessReport, bad_suppression_line_is_reported_with_its_number) {
 // Two threads' buffers flushed out of order: the free of an address is in
 // an earlier block than its allocation. The reader must restore the order.
 TEST(ProcessReport, events_flushed_out_of_order_are_accounted_exactly) {
-  trace::testing::TempDir dir;
+  trace::testing::ScratchDir dir;
   std::string path = dir.file("t.trace");
   std::string error;
   auto writer = trace::TraceWriter::create(path, &error);
@@ -160,7 +160,7 @@ TEST(ProcessReport, events_flushed_out_of_order_are_accounted_exactly) {
 }
 
 TEST(ProcessReport, damaged_trace_reports_its_prefix_and_the_error) {
-  trace::testing::TempDir dir;
+  trace::testing::ScratchDir dir;
   std::string path = dir.file("t.trace");
   std::vector<trace::Record> records;
   records.push_back(trace::ProcessRecord{1, 0, 0, 0, "", "", "", ""});

@@ -8,18 +8,14 @@
 #include <cstdio>
 #include <fstream>
 
+#include "support/scratch_dir.h"
+
 namespace gpuleak::analysis {
 namespace {
 
-std::string temporary_path() {
-  char pattern[] = "/tmp/gpuleak-process-samplesXXXXXX";
-  int fd = mkstemp(pattern);
-  close(fd);
-  return pattern;
-}
-
 TEST(ProcessSamples, what_is_written_reads_back) {
-  std::string path = temporary_path();
+  gpuleak::testing::ScratchDir dir;
+  std::string path = dir.file("processes.jsonl");
   {
     ProcessSampleWriter writer(path);
     ASSERT_TRUE(writer.ok());
@@ -36,7 +32,6 @@ TEST(ProcessSamples, what_is_written_reads_back) {
     writer.write_grace(1800, 1.5, {4711});
   }
   auto job = read_process_samples(path);
-  std::remove(path.c_str());
   ASSERT_TRUE(job);
   EXPECT_EQ(job->main_pid, 4700);
   EXPECT_EQ(job->start_monotonic_ns, 1000u);
@@ -56,7 +51,8 @@ TEST(ProcessSamples, what_is_written_reads_back) {
 }
 
 TEST(ProcessSamples, damaged_lines_are_skipped_and_counted) {
-  std::string path = temporary_path();
+  gpuleak::testing::ScratchDir dir;
+  std::string path = dir.file("processes.jsonl");
   std::ofstream(path) << R"({"record":"job","schema":"gpuleak-processes/1","main_pid":5})"
                          "\n"
                       << R"({"record":"sample","time_ns":10,"alive":[[5,"S",1]]})"
@@ -71,7 +67,6 @@ TEST(ProcessSamples, damaged_lines_are_skipped_and_counted) {
                       << R"({"record":"sample","time_ns":40,"alive":[[5,"Z",1]]})"
                          "\n";
   auto job = read_process_samples(path);
-  std::remove(path.c_str());
   ASSERT_TRUE(job);
   EXPECT_EQ(job->damaged_lines, 3u);
   ASSERT_EQ(job->samples.size(), 2u);
@@ -79,11 +74,11 @@ TEST(ProcessSamples, damaged_lines_are_skipped_and_counted) {
 }
 
 TEST(ProcessSamples, a_file_without_a_job_record_is_not_process_samples) {
-  std::string path = temporary_path();
+  gpuleak::testing::ScratchDir dir;
+  std::string path = dir.file("processes.jsonl");
   std::ofstream(path) << R"({"record":"sample","time_ns":10})"
                          "\n";
   EXPECT_FALSE(read_process_samples(path));
-  std::remove(path.c_str());
   EXPECT_FALSE(read_process_samples("/nonexistent/processes.jsonl"));
 }
 

@@ -119,7 +119,7 @@ void SyntheticTrace::step(std::uint64_t step_number) {
 }
 
 void SyntheticTrace::lost_record(std::uint64_t events) {
-  emit(trace::LostRecord{next_seq(), time_ns_, events});
+  emit(trace::LostRecord{next_seq(), time_ns_, events, {}});
 }
 
 void SyntheticTrace::sample(trace::Metric metric, std::uint64_t value) {

@@ -8,7 +8,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "cli/process_runner.h"
+#include "support/process_runner.h"
+#include "support/scratch_dir.h"
 #include "trace/codec.h"
 #include "trace/records.h"
 #include "trace/trace_writer.h"
@@ -154,10 +155,10 @@ TEST(ReportTorchExit, memory_live_at_exit_is_no_leak_in_a_pytorch_process) {
   ProcessResult leak =
       run_process({kGpuleak, "report", "--fail-on-leak", traces + "leak_small_tensor_per_step"});
   EXPECT_EQ(leak.exit_code, 1) << leak.describe();
-  ProcessResult json =
+  ProcessResult json_run =
       run_process({kGpuleak, "report", "--json", traces + "control_replay_buffer"});
-  ASSERT_EQ(json.exit_code, 0) << json.describe();
-  auto report = nlohmann::json::parse(json.out, nullptr, false);
+  ASSERT_EQ(json_run.exit_code, 0) << json_run.describe();
+  auto report = nlohmann::json::parse(json_run.out, nullptr, false);
   ASSERT_FALSE(report.is_discarded());
   EXPECT_EQ(report["processes"][0]["leaks"]["counts_as_leak"], false);
   // A CUDA program's memory at exit is still a leak.

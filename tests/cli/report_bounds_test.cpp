@@ -10,7 +10,8 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-#include "cli/process_runner.h"
+#include "support/process_runner.h"
+#include "support/scratch_dir.h"
 #include "trace/codec.h"
 #include "trace/records.h"
 #include "trace/trace_writer.h"

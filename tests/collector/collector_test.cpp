@@ -18,7 +18,8 @@
 
 #include "analysis/process_verdict.h"
 #include "analysis/trace_loader.h"
-#include "cli/process_runner.h"
+#include "support/process_runner.h"
+#include "support/scratch_dir.h"
 #include "trace/event_sequencer.h"
 #include "trace/trace_reader.h"
 

@@ -66,7 +66,7 @@ TEST(lint_output, json_has_every_documented_field) {
     EXPECT_TRUE(f.contains(key)) << key;
   }
   EXPECT_EQ(f["rule"], "GL101");
-  EXPECT_EQ(f["cause"], "autograd-graph-kept");
+  EXPECT_EQ(f["cause"], "autograd-graph-kept-alive");
   EXPECT_TRUE(f["cell"].is_null());
   EXPECT_EQ(f["line"], 9);
   ASSERT_EQ(doc["files_not_linted"].size(), 1u);

@@ -34,17 +34,8 @@ bool read_stat(pid_t pid, ProcessInfo& info) {
 }  // namespace
 
 StandInDevice::StandInDevice() {
-  char pattern[] = "/tmp/gpuleak-stand-in-devXXXXXX";
-  const char* made = mkdtemp(pattern);
-  if (!made) throw std::runtime_error("mkdtemp failed");
-  directory_ = made;
-  std::ofstream(gpu_file()) << "stand-in for /dev/nvidia0\n";
-  std::ofstream(control_file()) << "stand-in for /dev/nvidiactl\n";
-}
-
-StandInDevice::~StandInDevice() {
-  std::error_code ignored;
-  std::filesystem::remove_all(directory_, ignored);
+  gpuleak::testing::write_text_file(gpu_file(), "stand-in for /dev/nvidia0\n");
+  gpuleak::testing::write_text_file(control_file(), "stand-in for /dev/nvidiactl\n");
 }
 
 Child::Child(const std::function<void()>& body) {

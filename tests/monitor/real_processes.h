@@ -13,24 +13,23 @@
 #include <string>
 #include <vector>
 
+#include "support/scratch_dir.h"
+
 namespace gpuleak::monitor::testing {
 
-// A temporary directory with files named like NVIDIA's device nodes
+// A scratch directory with files named like NVIDIA's device nodes
 // (nvidia0, nvidiactl), and the glob that matches them.
 class StandInDevice {
  public:
   StandInDevice();
-  ~StandInDevice();
-  StandInDevice(const StandInDevice&) = delete;
-  StandInDevice& operator=(const StandInDevice&) = delete;
 
-  const std::string& directory() const { return directory_; }
-  std::string glob() const { return directory_ + "/nvidia*"; }
-  std::string gpu_file() const { return directory_ + "/nvidia0"; }
-  std::string control_file() const { return directory_ + "/nvidiactl"; }
+  const std::string& directory() const { return directory_.path(); }
+  std::string glob() const { return directory() + "/nvidia*"; }
+  std::string gpu_file() const { return directory() + "/nvidia0"; }
+  std::string control_file() const { return directory() + "/nvidiactl"; }
 
  private:
-  std::string directory_;
+  gpuleak::testing::ScratchDir directory_;
 };
 
 // A forked child running `body`; killed (SIGKILL) and reaped on destruction.

@@ -10,7 +10,7 @@
 namespace gpuleak::trace {
 namespace {
 
-using testing::TempDir;
+using testing::ScratchDir;
 
 std::vector<Record> steps(std::size_t n) {
   std::vector<Record> r;
@@ -47,7 +47,7 @@ TEST(TraceReaderErrors, missing_file_names_the_file) {
 }
 
 TEST(TraceReaderErrors, not_a_trace_is_refused_at_offset_zero) {
-  TempDir dir;
+  ScratchDir dir;
   testing::write_bytes(dir.file("x"), std::vector<std::uint8_t>(100, 'a'));
   Outcome o = read_until_error(dir.file("x"));
   ASSERT_TRUE(o.failed);
@@ -56,7 +56,7 @@ TEST(TraceReaderErrors, not_a_trace_is_refused_at_offset_zero) {
 }
 
 TEST(TraceReaderErrors, short_file_reports_its_size) {
-  TempDir dir;
+  ScratchDir dir;
   testing::write_bytes(dir.file("x"), {'G', 'P', 'U'});
   Outcome o = read_until_error(dir.file("x"));
   ASSERT_TRUE(o.failed);
@@ -64,7 +64,7 @@ TEST(TraceReaderErrors, short_file_reports_its_size) {
 }
 
 TEST(TraceReaderErrors, newer_format_version_is_refused_with_advice) {
-  TempDir dir;
+  ScratchDir dir;
   testing::write_trace(dir.file("t"), steps(2), 10);
   auto bytes = testing::file_bytes(dir.file("t"));
   bytes[8] = static_cast<std::uint8_t>(kFormatVersion + 1);
@@ -75,7 +75,7 @@ TEST(TraceReaderErrors, newer_format_version_is_refused_with_advice) {
 }
 
 TEST(TraceReaderErrors, older_format_version_is_refused_with_advice) {
-  TempDir dir;
+  ScratchDir dir;
   testing::write_trace(dir.file("t"), steps(2), 10);
   auto bytes = testing::file_bytes(dir.file("t"));
   bytes[8] = 0;
@@ -86,7 +86,7 @@ TEST(TraceReaderErrors, older_format_version_is_refused_with_advice) {
 }
 
 TEST(TraceReaderErrors, truncated_last_block_keeps_the_prefix_and_names_the_offset) {
-  TempDir dir;
+  ScratchDir dir;
   testing::write_trace(dir.file("t"), steps(30), 10);  // three blocks
   auto bytes = testing::file_bytes(dir.file("t"));
   std::size_t full = bytes.size();
@@ -102,7 +102,7 @@ TEST(TraceReaderErrors, truncated_last_block_keeps_the_prefix_and_names_the_offs
 }
 
 TEST(TraceReaderErrors, truncated_block_header_is_reported) {
-  TempDir dir;
+  ScratchDir dir;
   testing::write_trace(dir.file("t"), steps(10), 10);
   auto bytes = testing::file_bytes(dir.file("t"));
   std::size_t end_of_first = bytes.size();
@@ -116,7 +116,7 @@ TEST(TraceReaderErrors, truncated_block_header_is_reported) {
 }
 
 TEST(TraceReaderErrors, flipped_payload_byte_is_detected_by_checksum) {
-  TempDir dir;
+  ScratchDir dir;
   testing::write_trace(dir.file("t"), steps(20), 10);
   auto bytes = testing::file_bytes(dir.file("t"));
   bytes[bytes.size() - 10] ^= 0x5a;  // inside the second block's zstd frame
@@ -128,7 +128,7 @@ TEST(TraceReaderErrors, flipped_payload_byte_is_detected_by_checksum) {
 }
 
 TEST(TraceReaderErrors, garbage_block_header_is_reported) {
-  TempDir dir;
+  ScratchDir dir;
   testing::write_trace(dir.file("t"), steps(10), 10);
   auto bytes = testing::file_bytes(dir.file("t"));
   bytes[32] ^= 0xff;  // first block's magic
@@ -141,7 +141,7 @@ TEST(TraceReaderErrors, garbage_block_header_is_reported) {
 }
 
 TEST(TraceReaderErrors, follow_mode_waits_for_a_block_being_written) {
-  TempDir dir;
+  ScratchDir dir;
   testing::write_trace(dir.file("full"), steps(20), 10);
   auto bytes = testing::file_bytes(dir.file("full"));
   auto first_block_end = bytes.size();
@@ -179,7 +179,7 @@ std::size_t open_descriptors() {
 // gpuleak run opens a new trace again every poll until its header is there:
 // a refused file must not keep its descriptor.
 TEST(TraceReaderErrors, refused_files_leave_no_descriptor_open) {
-  TempDir dir;
+  ScratchDir dir;
   testing::write_bytes(dir.file("text"), std::vector<std::uint8_t>(100, 'a'));
   testing::write_bytes(dir.file("empty"), {});
   testing::write_trace(dir.file("newer"), steps(2), 10);
@@ -191,14 +191,14 @@ TEST(TraceReaderErrors, refused_files_leave_no_descriptor_open) {
     for (const char* name : {"text", "empty", "newer"}) {
       EXPECT_TRUE(read_until_error(dir.file(name)).failed);
     }
-    EXPECT_TRUE(read_until_error(dir.path().string()).failed);
+    EXPECT_TRUE(read_until_error(dir.path()).failed);
   }
   EXPECT_EQ(open_descriptors(), before);
 }
 
 TEST(TraceReaderErrors, directory_is_refused) {
-  TempDir dir;
-  Outcome o = read_until_error(dir.path().string());
+  ScratchDir dir;
+  Outcome o = read_until_error(dir.path());
   ASSERT_TRUE(o.failed);
   EXPECT_NE(o.message.find("directory"), std::string::npos);
 }
@@ -206,7 +206,7 @@ TEST(TraceReaderErrors, directory_is_refused) {
 // A FIFO named as a trace (a folder may hold one) is refused at once: no
 // wait for a writer that never comes.
 TEST(TraceReaderErrors, fifo_is_refused_without_blocking) {
-  TempDir dir;
+  ScratchDir dir;
   std::string path = dir.file("pipe.trace");
   ASSERT_EQ(::mkfifo(path.c_str(), 0600), 0);
   Outcome out = read_until_error(path);

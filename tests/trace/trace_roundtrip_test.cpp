@@ -12,10 +12,10 @@
 namespace gpuleak::trace {
 namespace {
 
-using testing::TempDir;
+using testing::ScratchDir;
 
 TEST(TraceRoundTrip, every_record_kind_reads_back_identically) {
-  TempDir dir;
+  ScratchDir dir;
   auto records = testing::one_of_each_record();
   testing::write_trace(dir.file("t.trace"), records, 3);
   auto back = testing::read_all(dir.file("t.trace"));
@@ -59,7 +59,7 @@ TEST(TraceRoundTrip, extreme_field_values_and_every_enum_value_read_back_identic
   r.push_back(StackRecord{0, {}, {}});
   r.push_back(StackRecord{1, {0}, {}});
   r.push_back(StackRecord{2, {}, {{0, 0}}});
-  r.push_back(SymbolRecord{kU64, odd, long_text, kU32, ""});
+  r.push_back(SymbolRecord{kU64, odd, long_text, kU32, "", {}});
   r.push_back(SymbolRecord{1,
                            "inlined",
                            "a.h",
@@ -86,7 +86,7 @@ TEST(TraceRoundTrip, extreme_field_values_and_every_enum_value_read_back_identic
   r.push_back(LostRecord{kU64, kU64, kU64, {{kU64 - 1, 1}, {0, kU64}}});
   r.push_back(LostRecord{0, 0, 0, {}});
 
-  TempDir dir;
+  ScratchDir dir;
   testing::write_trace(dir.file("t.trace"), r, 7);
   auto back = testing::read_all(dir.file("t.trace"));
   ASSERT_EQ(back.size(), r.size());
@@ -113,7 +113,7 @@ TEST(TraceRoundTrip, fixed_size_event_encoders_match_general_encoder) {
 }
 
 TEST(TraceRoundTrip, unknown_record_types_are_skipped_and_counted) {
-  TempDir dir;
+  ScratchDir dir;
   std::string error;
   auto writer = TraceWriter::create(dir.file("t.trace"), &error);
   ASSERT_TRUE(writer) << error;
@@ -134,13 +134,13 @@ TEST(TraceRoundTrip, unknown_record_types_are_skipped_and_counted) {
 }
 
 TEST(TraceRoundTrip, appended_blocks_follow_the_original_ones) {
-  TempDir dir;
+  ScratchDir dir;
   testing::write_trace(dir.file("t.trace"), {StepRecord{0, 1, 1, StepSource::kExplicit}}, 10);
   std::string error;
   auto writer = TraceWriter::append_to(dir.file("t.trace"), &error);
   ASSERT_TRUE(writer) << error;
   std::string block;
-  encode_record(SymbolRecord{0x10, "main", "main.cu", 3, "/bin/a"}, block);
+  encode_record(SymbolRecord{0x10, "main", "main.cu", 3, "/bin/a", {}}, block);
   ASSERT_TRUE(writer->write_block(block, 1, &error));
   writer.reset();
   auto back = testing::read_all(dir.file("t.trace"));
@@ -203,7 +203,7 @@ TEST(TraceRoundTrip, lost_record_with_a_range_count_larger_than_its_body_is_malf
 }
 
 TEST(TraceRoundTrip, new_traces_are_private_to_their_user) {
-  TempDir dir;
+  ScratchDir dir;
   ::umask(0);  // whatever the umask, the trace is 0600
   testing::write_trace(dir.file("t.trace"), testing::one_of_each_record(), 4);
   ::umask(022);
@@ -216,7 +216,7 @@ TEST(TraceRoundTrip, new_traces_are_private_to_their_user) {
 // so the process gets no SIGXFSZ (which would end it), and the file is left
 // ending inside a block header, so readers see where it stops.
 TEST(TraceRoundTrip, block_past_the_file_size_limit_is_refused_and_the_trace_marked_cut) {
-  TempDir dir;
+  ScratchDir dir;
   std::string path = dir.file("t.trace");
   pid_t child = ::fork();
   ASSERT_GE(child, 0);
@@ -252,7 +252,7 @@ TEST(TraceRoundTrip, block_past_the_file_size_limit_is_refused_and_the_trace_mar
 }
 
 TEST(TraceRoundTrip, create_refuses_to_overwrite_an_existing_trace) {
-  TempDir dir;
+  ScratchDir dir;
   testing::write_trace(dir.file("t.trace"), {}, 1);
   std::string error;
   EXPECT_FALSE(TraceWriter::create(dir.file("t.trace"), &error));

@@ -12,18 +12,6 @@
 
 namespace gpuleak::trace::testing {
 
-TempDir::TempDir() {
-  std::string pattern = (std::filesystem::temp_directory_path() / "gpuleak-test-XXXXXX").string();
-  char* made = ::mkdtemp(pattern.data());
-  if (!made) throw std::runtime_error("mkdtemp failed");
-  path_ = made;
-}
-
-TempDir::~TempDir() {
-  std::error_code ignored;
-  std::filesystem::remove_all(path_, ignored);
-}
-
 std::vector<Record> one_of_each_record() {
   std::vector<Record> r;
   r.push_back(ProcessRecord{4242, 1, 1700000000123456789ull, 987654321, "/usr/bin/train",
@@ -33,7 +21,7 @@ std::vector<Record> one_of_each_record() {
   r.push_back(ModuleRecord{0x7f0000000000, 0x7f0000001000, 0x7f0000090000, "/lib/libx.so"});
   r.push_back(PythonCodeRecord{7, "train.py", "step", 40});
   r.push_back(StackRecord{3, {0x401000, 0x7fffffffffff, 1}, {{7, 42}, {8, 100000}}});
-  r.push_back(SymbolRecord{0x401000, "leak(int)", "leak.cu", 17, "/bin/leak"});
+  r.push_back(SymbolRecord{0x401000, "leak(int)", "leak.cu", 17, "/bin/leak", {}});
   r.push_back(SourceLineRecord{"train.py", 42, "losses.append(loss)"});
   r.push_back(AllocRecord{9, 10, 0x7f00deadbe00, 1 << 20, MemoryKind::kDeviceAsync, 598, 3, 0xabc,
                           4243, 3});

@@ -6,21 +6,13 @@
 #include <string>
 #include <vector>
 
+#include "support/scratch_dir.h"
 #include "trace/records.h"
 
 namespace gpuleak::trace::testing {
 
-// A fresh, empty directory removed when the object goes away.
-class TempDir {
- public:
-  TempDir();
-  ~TempDir();
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-  const std::filesystem::path& path() const { return path_; }
-
- private:
-  std::filesystem::path path_;
-};
+// Scratch directories are the tests' shared one (tests/support).
+using gpuleak::testing::ScratchDir;
 
 // One record of every type, with every field set to a distinct value.
 std::vector<Record> one_of_each_record();

@@ -7,7 +7,7 @@
 
   var UNITS = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
 
-  // The rules of src/report/units.cpp: 512 B, 4.00 KiB, 38.2 MiB, 150 GiB.
+  // The rules of src/quantity/units.cpp: 512 B, 4.00 KiB, 38.2 MiB, 150 GiB.
   function formatBytes(value) {
     if (value === null || value === undefined || !isFinite(value)) return "–";
     var magnitude = Math.abs(value);

@@ -1,0 +1,129 @@
+"""The architecture's arrows, checked: every #include "..." in src/, include/
+and python/gpuleak is allowed by the table "Allowed include edges" of
+docs/architecture.md, and the Python package calls only C functions that
+include/gpuleak/collector_api.h declares (or its own C files define)."""
+import os
+import re
+import subprocess
+
+ROOT = os.path.abspath(os.environ.get("GPULEAK_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", "..")))
+SOURCE_SUFFIXES = (".c", ".cc", ".cpp", ".h", ".hpp", ".cu")
+# Headers a build generates into the build tree (src/report/html/html_assets.cmake).
+GENERATED = {"generated/html_report_assets.h"}
+
+
+def read(*parts):
+    with open(os.path.join(ROOT, *parts), encoding="utf-8") as f:
+        return f.read()
+
+
+def allowed_edges():
+    text = read("docs", "architecture.md")
+    section = text.split("## Allowed include edges", 1)[1].split("\n## ", 1)[0]
+    table = {}
+    for line in section.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) != 2 or cells[0] in ("module", "") or set(cells[0]) <= set("-"):
+            continue
+        table[cells[0]] = {c.strip() for c in cells[1].split(",") if c.strip()}
+    assert table, "docs/architecture.md has no table of allowed include edges"
+    return table
+
+
+def tracked_sources():
+    out = subprocess.run(["git", "-C", ROOT, "ls-files", "src", "include", "python/gpuleak"],
+                         capture_output=True, text=True)
+    if out.returncode == 0 and out.stdout.strip():
+        files = out.stdout.split()
+    else:  # not a git checkout (a source tarball): walk the folders
+        files = [os.path.relpath(os.path.join(d, n), ROOT)
+                 for top in ("src", "include", "python/gpuleak")
+                 for d, _, names in os.walk(os.path.join(ROOT, top)) for n in names]
+    return [f for f in files if f.endswith(SOURCE_SUFFIXES)]
+
+
+def module_of(path):
+    parts = path.split("/")
+    if parts[0] == "src":
+        return "src/" + parts[1]
+    if parts[0] == "include":
+        return "include/gpuleak"
+    return "python/gpuleak"
+
+
+def target_of(including, name):
+    """(module, file) an include names: "trace/records.h" is src/trace,
+    "gpuleak/x.h" include/gpuleak, a bare name a file beside the includer."""
+    first = name.split("/")[0]
+    if first == "gpuleak":
+        return "include/gpuleak", "include/" + name
+    if os.path.isdir(os.path.join(ROOT, "src", first)) and "/" in name:
+        return "src/" + first, "src/" + name
+    beside = os.path.normpath(os.path.join(os.path.dirname(including), name))
+    if os.path.exists(os.path.join(ROOT, beside)):
+        return module_of(beside), beside
+    return None, name
+
+
+def edges():
+    for path in tracked_sources():
+        with open(os.path.join(ROOT, path), encoding="utf-8", errors="replace") as f:
+            for number, line in enumerate(f, 1):
+                match = re.match(r'\s*#\s*include\s+"([^"]+)"', line)
+                if match:
+                    yield path, number, match.group(1)
+
+
+def test_every_include_is_an_allowed_edge():
+    table = allowed_edges()
+    broken = []
+    for path, number, name in edges():
+        module = module_of(path)
+        assert module in table, "%s is in no row of docs/architecture.md's table" % module
+        target, target_file = target_of(path, name)
+        if target is None:
+            if name not in GENERATED:
+                broken.append("%s:%d includes \"%s\", which is no file of the tree" % (path, number, name))
+            continue
+        if target == module or target in table[module] or target_file in table[module]:
+            continue
+        broken.append("%s:%d: %s -> %s (\"%s\") is not an allowed edge" % (path, number, module, target, name))
+    assert not broken, "include edges docs/architecture.md does not allow:\n" + "\n".join(broken)
+
+
+def test_the_table_names_only_modules_that_exist():
+    table = allowed_edges()
+    for module, targets in table.items():
+        for entry in {module} | targets:
+            assert os.path.exists(os.path.join(ROOT, entry)), "docs/architecture.md names %s" % entry
+
+
+def declared_c_functions():
+    names = set()
+    for header in ("collector_api.h", "interposer_api.h"):
+        names |= set(re.findall(r"\b(gpuleak_[a-z_0-9]+)\s*\(", read("include", "gpuleak", header)))
+    return names
+
+
+def test_python_calls_only_declared_c_functions():
+    declared = declared_c_functions()
+    defined_by_package = set()
+    called = {}
+    for folder, _, files in os.walk(os.path.join(ROOT, "python", "gpuleak")):
+        for name in files:
+            path = os.path.join(folder, name)
+            text = open(path, encoding="utf-8", errors="replace").read()
+            if name.endswith((".c", ".cpp")):
+                defined_by_package |= set(re.findall(r"\b(gpuleak_[a-z_0-9]+)\s*\(", text))
+            elif name.endswith(".py"):
+                for found in re.findall(r'["\.](gpuleak_[a-z_0-9]+)\b', text):
+                    called.setdefault(found, os.path.relpath(path, ROOT))
+    unknown = {n: where for n, where in called.items() if n not in declared | defined_by_package}
+    assert not unknown, ("the Python package calls C functions that include/gpuleak/collector_api.h "
+                         "does not declare: %s" % unknown)
+
+
+def test_the_collector_exports_every_declared_function():
+    exported = read("src", "collector", "collector.map")
+    assert re.search(r"^\s*gpuleak_\*;", exported, re.M), "collector.map no longer exports gpuleak_*"
+    assert declared_c_functions(), "collector_api.h declares no gpuleak_* function"
