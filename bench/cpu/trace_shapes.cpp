@@ -28,9 +28,9 @@
 //
 // usage: trace_shapes SHAPE EVENTS OUT.trace
 #include <cstdint>
-#include <map>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <string>
 #include <vector>
 

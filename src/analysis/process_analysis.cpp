@@ -778,8 +778,9 @@ bool ProcessAnalysis::framework_hides_allocations() const {
 
 std::string ProcessAnalysis::hidden_allocations_reason() const {
   auto framework = nlohmann::json::parse(framework_tracking_, nullptr, false);
-  std::string name = framework.is_object() ? framework.value("framework", std::string("the framework"))
-                                           : std::string("the framework");
+  std::string name = framework.is_object()
+                         ? framework.value("framework", std::string("the framework"))
+                         : std::string("the framework");
   std::string how = framework.is_object() ? framework.value("how_to_see", std::string()) : "";
   return fmt::format(
       "{} allocates its arrays from a pool it reserved at start, which the driver sees as one "

@@ -685,8 +685,8 @@ void GraphFlow::bind_loop_targets(NodeId target, NodeId iterable, std::uint8_t b
   if (target != kNoNode && iterable != kNoNode && tree_.kind(iterable) == NodeKind::kCall &&
       file_.qualified_name(file_.callee(iterable)) == "enumerate") {
     NodeKind k = tree_.kind(target);
-    if (k == NodeKind::kPatternList || k == NodeKind::kTuplePattern ||
-        k == NodeKind::kTuple || k == NodeKind::kExpressionList) {
+    if (k == NodeKind::kPatternList || k == NodeKind::kTuplePattern || k == NodeKind::kTuple ||
+        k == NodeKind::kExpressionList) {
       std::vector<NodeId> parts = tree_.named_children(target);
       if (parts.size() == 2) {
         bind_pattern(parts[0], 0, env);
@@ -1010,8 +1010,8 @@ std::uint8_t GraphFlow::eval(NodeId e, Env& env) {
           parts.size() == 3 ? tensor_test(parts[1]) : std::optional<TensorTest>();
       for (std::size_t i = 0; i < parts.size(); ++i) {
         std::uint8_t b = 0;
-        if (test && ((i == 0 && test->true_means_not_tensor) ||
-                     (i == 2 && !test->true_means_not_tensor))) {
+        if (test &&
+            ((i == 0 && test->true_means_not_tensor) || (i == 2 && !test->true_means_not_tensor))) {
           Env narrowed = env;
           narrowed.erase(test->name);
           b = eval(parts[i], narrowed);

@@ -109,7 +109,7 @@ class GraphFlow {
   bool any_parameter_sinks_ = false;
   bool private_values_scanned_ = false;
   bool module_classes_ready_ = false;
-  std::unordered_set<std::string> module_classes_;  // nn.Module subclasses of the file
+  std::unordered_set<std::string> module_classes_;   // nn.Module subclasses of the file
   std::unordered_set<std::string> passed_as_value_;  // private defs used as values
   // Memos: each answer costs a scan of the whole file.
   std::unordered_map<std::string, bool> bounded_containers_;

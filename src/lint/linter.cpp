@@ -61,9 +61,7 @@ std::string describe_syntax_error(const SyntaxTree& tree, NodeId error) {
 // `yield` (`return *[None] * 3, *grads`, valid since Python 3.8). Those stars
 // become spaces: the elements stay (a tuple of the iterables instead of their
 // items, which carries the same values for the analysis) and so do the offsets.
-bool is_word_char(char c) {
-  return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
-}
+bool is_word_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
 
 void unstar_returned_elements(std::string& out) {
   for (std::size_t i = 0; i < out.size(); ++i) {

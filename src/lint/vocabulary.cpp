@@ -59,22 +59,22 @@ std::vector<std::string> words(std::string_view raw) {
 bool starts_with_action(std::string_view raw) {
   std::vector<std::string> w = words(raw);
   // `model_init`, `model_factory`, `net_builder`: what makes a network.
-  if (w.size() >= 2 && one_of(w.back(), {"init", "initializer", "factory", "builder",
-                                         "constructor", "creator", "maker", "loader", "getter",
-                                         "cls", "class", "type", "config", "cfg", "name", "path",
-                                         "dir", "kwargs", "args"})) {
+  if (w.size() >= 2 &&
+      one_of(w.back(), {"init", "initializer", "factory", "builder", "constructor", "creator",
+                        "maker", "loader", "getter", "cls", "class", "type", "config", "cfg",
+                        "name", "path", "dir", "kwargs", "args"})) {
     return true;
   }
   return w.size() >= 2 &&
-         one_of(w.front(), {"setup",   "unwrap", "wrap",    "get",     "build",  "create",
-                            "make",    "load",   "save",    "init",    "initialize",
-                            "prepare", "configure", "register", "convert", "export", "copy",
-                            "freeze",  "compile", "restore", "reset",   "set",    "update",
-                            "apply",   "move",   "print",   "log",     "is",     "has",
-                            "check",   "validate", "patch",  "replace", "fuse",   "quantize",
-                            "shard",   "broadcast", "sync",  "offload", "dispatch", "resolve",
-                            "find",    "lookup", "select",  "instantiate", "clone", "attach",
-                            "detach"});
+         one_of(w.front(),
+                {"setup",     "unwrap",   "wrap",        "get",      "build",      "create",
+                 "make",      "load",     "save",        "init",     "initialize", "prepare",
+                 "configure", "register", "convert",     "export",   "copy",       "freeze",
+                 "compile",   "restore",  "reset",       "set",      "update",     "apply",
+                 "move",      "print",    "log",         "is",       "has",        "check",
+                 "validate",  "patch",    "replace",     "fuse",     "quantize",   "shard",
+                 "broadcast", "sync",     "offload",     "dispatch", "resolve",    "find",
+                 "lookup",    "select",   "instantiate", "clone",    "attach",     "detach"});
 }
 
 }  // namespace
@@ -158,12 +158,13 @@ bool is_step_counter_name(std::string_view raw) {
   // `layer_idx`, `head_index`, `state_idx`: the index of a part of the model
   // (a fixed set), not of a step.
   for (const std::string& w : ws) {
-    if (one_of(w, {"layer", "layers", "head", "heads", "block", "blocks", "expert", "experts",
-                   "group", "groups", "channel", "channels", "stage", "stages", "level",
-                   "levels", "module", "modules", "param", "params", "parameter", "state",
-                   "states", "shard", "shards", "rank", "device", "gpu", "dim", "axis",
-                   "bucket", "buckets", "slot", "slots", "obj", "object", "class", "feature",
-                   "features", "scale", "scales", "codebook", "quantizer"})) {
+    if (one_of(w, {"layer",    "layers", "head",    "heads",    "block",    "blocks", "expert",
+                   "experts",  "group",  "groups",  "channel",  "channels", "stage",  "stages",
+                   "level",    "levels", "module",  "modules",  "param",    "params", "parameter",
+                   "state",    "states", "shard",   "shards",   "rank",     "device", "gpu",
+                   "dim",      "axis",   "bucket",  "buckets",  "slot",     "slots",  "obj",
+                   "object",   "class",  "feature", "features", "scale",    "scales", "codebook",
+                   "quantizer"})) {
       return false;
     }
   }

@@ -138,9 +138,11 @@ TEST(GrowthVerdict, a_pool_that_hides_arrays_is_never_called_clean) {
   }
   Outcome run = analyze(t);
   EXPECT_EQ(run.growth.verdict, Verdict::kNotYet);
-  EXPECT_NE(run.growth.undecided_reason.find("JAX allocates its arrays from a pool"), std::string::npos)
+  EXPECT_NE(run.growth.undecided_reason.find("JAX allocates its arrays from a pool"),
+            std::string::npos)
       << run.growth.undecided_reason;
-  EXPECT_NE(run.growth.undecided_reason.find("XLA_PYTHON_CLIENT_ALLOCATOR=platform"), std::string::npos);
+  EXPECT_NE(run.growth.undecided_reason.find("XLA_PYTHON_CLIENT_ALLOCATOR=platform"),
+            std::string::npos);
 }
 
 TEST(GrowthVerdict, allocator_warmup_is_not_a_leak) {

@@ -79,8 +79,8 @@ TEST(LostEventsVerdict, a_block_handed_out_again_after_its_free_was_dropped_is_c
   const std::uint64_t base = 0x7e0000000000ull;
   std::uint64_t last = 0;
   for (std::uint64_t step = 0; step < 400; ++step) {
-    std::uint64_t next = t.alloc_at(output, 1 << 20, base + (step % 2) * (1 << 20),
-                                    trace::MemoryKind::kDevice);
+    std::uint64_t next =
+        t.alloc_at(output, 1 << 20, base + (step % 2) * (1 << 20), trace::MemoryKind::kDevice);
     if (last) {
       if (step % 5 == 0) {
         t.lose_events(1);

@@ -60,7 +60,8 @@ TEST(SiteChoice, def_lines_are_told_from_other_statements) {
 TEST(SiteChoice, the_cuda_runtime_templates_inlined_into_a_program_are_the_toolkit_s) {
   // On the H200 the client matrix's C++ leak was blamed on cudaMalloc<float>
   // at cuda_runtime.h:879, inlined into process_batch.
-  EXPECT_TRUE(is_toolkit_header("/usr/local/cuda/bin/../targets/x86_64-linux/include/cuda_runtime.h"));
+  EXPECT_TRUE(
+      is_toolkit_header("/usr/local/cuda/bin/../targets/x86_64-linux/include/cuda_runtime.h"));
   EXPECT_TRUE(is_toolkit_header("/usr/local/cuda-13.0/include/cuda_runtime.h"));
   EXPECT_TRUE(is_toolkit_header("/opt/cuda/include/cuda_runtime_api.h"));
   EXPECT_FALSE(is_toolkit_header("/work/examples/clients/cuda/leak_scratch_per_batch.cu"));

@@ -36,7 +36,7 @@ TEST(LiveIndex, a_tensor_re_made_bigger_every_step_is_a_candidate_at_its_current
   auto candidates = index.take_candidates();
   ASSERT_EQ(candidates.size(), 1u);
   ASSERT_EQ(candidates[0].allocations.size(), 1u);
-  EXPECT_EQ(candidates[0].allocations[0].second, (LiveIndex::kStreak) * 512u);
+  EXPECT_EQ(candidates[0].allocations[0].second, (LiveIndex::kStreak)*512u);
 }
 
 TEST(LiveIndex, activations_freed_every_step_and_a_same_size_replacement_are_not_candidates) {

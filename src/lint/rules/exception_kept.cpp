@@ -57,7 +57,8 @@ bool raised_by_the_class(const FileAnalysis& file, const StoreEvent& store) {
   auto mentions_path = [&](NodeId root) {
     for (NodeId t = root; t < tree.node(root).subtree_end; ++t) {
       NodeKind k = tree.kind(t);
-      if ((k == NodeKind::kAttribute || k == NodeKind::kIdentifier) && dotted_text(tree, t) == path) {
+      if ((k == NodeKind::kAttribute || k == NodeKind::kIdentifier) &&
+          dotted_text(tree, t) == path) {
         return true;
       }
     }

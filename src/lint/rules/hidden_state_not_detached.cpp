@@ -104,7 +104,8 @@ NodeId model_call_assigned_before(const FileAnalysis& file, NodeId name, NodeId 
   if (block == kNoNode) return kNoNode;
   // The scope's assignments to the name, from `at` back to the block's start:
   // the first one that is a statement of this block.
-  const std::vector<NodeId>& all = file.assignments_in_scope(tree.text(name), file.scope_index_of(at));
+  const std::vector<NodeId>& all =
+      file.assignments_in_scope(tree.text(name), file.scope_index_of(at));
   for (auto it = std::lower_bound(all.begin(), all.end(), statement); it != all.begin();) {
     --it;
     NodeId a = *it;

@@ -241,7 +241,8 @@ class ProcessNotJoinedOnFailure final : public Rule {
       bool kept_on_self = false;
       for (const auto& n : names) kept_on_self |= n.rfind("self.", 0) == 0;
       if (kept_on_self && s.class_node != kNoNode &&
-          (cleans_up(file, s.class_node, names) || handed_over_by_class(file, s.class_node, names))) {
+          (cleans_up(file, s.class_node, names) ||
+           handed_over_by_class(file, s.class_node, names))) {
         continue;
       }
       // p.start() immediately followed by p.join(), or by handing p to
@@ -287,13 +288,12 @@ class ProcessNotJoinedOnFailure final : public Rule {
                                    tree.kind(owner) == NodeKind::kElifClause)) {
             owner = tree.parent(owner);  // the if statement
           }
-          if (owner == kNoNode ||
-              (tree.kind(owner) != NodeKind::kForStatement &&
-               tree.kind(owner) != NodeKind::kWhileStatement &&
-               tree.kind(owner) != NodeKind::kIfStatement &&
-               tree.kind(owner) != NodeKind::kWithStatement &&
-               !(tree.kind(owner) == NodeKind::kTryStatement &&
-                 tree.child_by_field(owner, Field::kBody) == block))) {
+          if (owner == kNoNode || (tree.kind(owner) != NodeKind::kForStatement &&
+                                   tree.kind(owner) != NodeKind::kWhileStatement &&
+                                   tree.kind(owner) != NodeKind::kIfStatement &&
+                                   tree.kind(owner) != NodeKind::kWithStatement &&
+                                   !(tree.kind(owner) == NodeKind::kTryStatement &&
+                                     tree.child_by_field(owner, Field::kBody) == block))) {
             break;
           }
           statement = owner;
