@@ -489,13 +489,16 @@ void IterationFinder::recheck_shallower(const FoundLoop& loop) {
   // Early on, a loop inside one statement (a model's layers) may be all
   // that repeats yet; once the program's own loop has gone round often
   // enough, it shows at a shallower depth, and the finder moves to it.
+  // `loop` lives in loops_, which adopt() may grow: copy what is needed of
+  // it first (ASan found the read after the move on an H200 trace).
+  const std::uint32_t thread_id = loop.thread_id;
   std::vector<std::uint32_t> stacks;
   for (const auto& [thread, stack] : recent_) {
-    if (thread == loop.thread_id) stacks.push_back(stack);
+    if (thread == thread_id) stacks.push_back(stack);
   }
   auto found = search_thread(stacks, loop.depth, /*require_ongoing=*/true);
   if (!found) return;
-  FoundLoop candidate = loop_of(loop.thread_id, stacks, *found);
+  FoundLoop candidate = loop_of(thread_id, stacks, *found);
   candidate.threads = loop.threads;
   std::uint32_t id = adopt(candidate);
   FoundLoop& shallower = loops_[id - 1];
@@ -525,7 +528,7 @@ void IterationFinder::recheck_shallower(const FoundLoop& loop) {
   }
   following_ = id;
   previous_key_.clear();
-  previous_key_[loop.thread_id] = previous;
+  previous_key_[thread_id] = previous;
   since_anchor_ = since;
   next_recheck_ =
       std::max<std::uint64_t>(shallower.iterations * 2, 2 * options_.repetition.min_occurrences);
