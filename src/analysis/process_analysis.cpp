@@ -32,6 +32,22 @@ bool flag_field(const nlohmann::json& object, const char* key) {
   return it != object.end() && it->is_boolean() && it->get<bool>();
 }
 
+// Why no verdict may call the run clean when a framework hands out its arrays
+// from a pool it reserved at start (JAX preallocates): nothing visible grows,
+// which says nothing about the arrays inside. "" when the framework_tracking
+// annotation says nothing is hidden.
+std::string hidden_allocations_reason(const std::string& framework_tracking) {
+  auto framework = nlohmann::json::parse(framework_tracking, nullptr, false);
+  if (!framework.is_object() || !flag_field(framework, "hidden_allocations")) return "";
+  std::string name = text_field(framework, "framework");
+  std::string how = text_field(framework, "how_to_see");
+  return fmt::format(
+      "{} allocates its arrays from a pool it reserved at start, which the driver sees as one "
+      "block: nothing visible grows, but that says nothing about the arrays inside it{}",
+      name.empty() ? std::string("the framework") : name,
+      how.empty() ? std::string() : "; run with " + how + " to see each array");
+}
+
 bool tracked_for_growth(MemoryKind kind) {
   // Address space and mappings hold no memory of their own.
   return kind != MemoryKind::kAddressRange && kind != MemoryKind::kVmmMapping;
@@ -388,6 +404,7 @@ void ProcessAnalysis::on_annotation(const trace::AnnotationRecord& record) {
   }
   if (record.key == "framework_tracking") {
     framework_tracking_ = record.value;
+    hidden_allocations_reason_ = hidden_allocations_reason(record.value);
     return;
   }
   if (record.key == "collector_disabled") {
@@ -761,31 +778,13 @@ GrowthReport ProcessAnalysis::growth_report_of_phases(const Phase** primary_phas
   // A framework that hands out arrays from a pool it reserved at start (JAX
   // preallocates) hides them from the driver: no visible growth says
   // nothing about them, so the run is not called clean.
-  if (g.verdict == Verdict::kNoLeak && framework_hides_allocations()) {
+  if (g.verdict == Verdict::kNoLeak && !hidden_allocations_reason_.empty()) {
     g.verdict = Verdict::kNotYet;
-    g.undecided_reason = hidden_allocations_reason();
+    g.undecided_reason = hidden_allocations_reason_;
     return g;
   }
   g.undecided_reason = undecided_reason(g);
   return g;
-}
-
-bool ProcessAnalysis::framework_hides_allocations() const {
-  if (framework_tracking_.empty()) return false;
-  auto framework = nlohmann::json::parse(framework_tracking_, nullptr, false);
-  return framework.is_object() && framework.value("hidden_allocations", false);
-}
-
-std::string ProcessAnalysis::hidden_allocations_reason() const {
-  auto framework = nlohmann::json::parse(framework_tracking_, nullptr, false);
-  std::string name = framework.is_object()
-                         ? framework.value("framework", std::string("the framework"))
-                         : std::string("the framework");
-  std::string how = framework.is_object() ? framework.value("how_to_see", std::string()) : "";
-  return fmt::format(
-      "{} allocates its arrays from a pool it reserved at start, which the driver sees as one "
-      "block: nothing visible grows, but that says nothing about the arrays inside it{}",
-      name, how.empty() ? std::string() : "; run with " + how + " to see each array");
 }
 
 std::string ProcessAnalysis::undecided_reason(const GrowthReport& primary) {

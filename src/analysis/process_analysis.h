@@ -127,9 +127,6 @@ class ProcessAnalysis {
   LeakGroup make_group(std::uint32_t stack_id);
   std::vector<LeakGroup> group_live(std::size_t limit);
   SiteGrowth describe_site(const Phase& phase, const SiteTrend& trend);
-  // The framework_tracking annotation says its pool hides arrays (JAX).
-  bool framework_hides_allocations() const;
-  std::string hidden_allocations_reason() const;
   GrowthReport phase_report(const Phase& phase);
   // The growth report of the primary phase, with every phase summarised;
   // `primary_phase` (if given) receives that phase, or null.
@@ -168,6 +165,8 @@ class ProcessAnalysis {
   std::string distributed_;
   std::string capture_backend_;     // the collector's capture_backend annotation (JSON)
   std::string framework_tracking_;  // a framework's array tracking (CuPy, JAX), JSON
+  // Set when that annotation says a pool hides the arrays: why the run is not clean.
+  std::string hidden_allocations_reason_;
   std::string collector_disabled_;  // why the collector turned itself off, if it did
   std::uint64_t allocations_ = 0, frees_ = 0, unmatched_frees_ = 0, lost_ = 0;
   std::uint64_t peak_live_bytes_ = 0;
