@@ -10,6 +10,7 @@ drops them all in release(); containers it makes itself are listed in
 `own_ids` so that gc.get_referrers never reports them as holders.
 """
 
+import contextlib
 import gc
 import os
 import sys
@@ -81,24 +82,24 @@ class Walk(HeapScan, GraphWalk, ReferrerClimb, Naming):
     # ---- the walk ----------------------------------------------------
 
     def run(self, sites):
-        if self.torch is None:
-            return self.run_on_arrays(sites)
+        array_kinds = None
+        if self.torch is None:  # CuPy's or JAX's arrays stand for tensors
+            array_kinds = array_types()
+            if not array_kinds:
+                return [unmatched(site, "neither torch nor CuPy nor JAX is imported in this process")
+                        for site in sites]
         gc_was_enabled = gc.isenabled()
         gc.disable()
         try:
             self.index_modules()
             ranges = Ranges(sites)
-            tensors = self.scan_heap()
-            with plain_tensor_methods(self.torch):
-                self.index_gradients(tensors)
-                self.match_tensors(tensors, ranges, sites)
-                # Even when every address matched a live tensor: torch keeps the
-                # Python object of a tensor saved for backward alive from C++,
-                # so matching directly does not mean a Python holder exists.
-                if any(site.ranges for site in sites):
-                    self.match_graphs(tensors, ranges, sites)
-                self.match_grad_cycles(tensors, ranges, sites)
-                del tensors[:]
+            with self.plain_methods():
+                if array_kinds is None:
+                    self.match_torch(ranges, sites)
+                else:
+                    arrays = self.own(live_arrays(array_kinds))
+                    self.match_tensors(arrays, ranges, sites, span_of=array_range)
+                    del arrays[:]
                 for site in sites:
                     self.classify(site)
             self.find_holders(sites)
@@ -106,6 +107,22 @@ class Walk(HeapScan, GraphWalk, ReferrerClimb, Naming):
         finally:
             if gc_was_enabled:
                 gc.enable()
+
+    def plain_methods(self):
+        """plain_tensor_methods for torch; nothing to switch off for CuPy's and JAX's arrays."""
+        return plain_tensor_methods(self.torch) if self.torch is not None else contextlib.nullcontext()
+
+    def match_torch(self, ranges, sites):
+        tensors = self.scan_heap()
+        self.index_gradients(tensors)
+        self.match_tensors(tensors, ranges, sites)
+        # Even when every address matched a live tensor: torch keeps the
+        # Python object of a tensor saved for backward alive from C++,
+        # so matching directly does not mean a Python holder exists.
+        if any(site.ranges for site in sites):
+            self.match_graphs(tensors, ranges, sites)
+        self.match_grad_cycles(tensors, ranges, sites)
+        del tensors[:]
 
     def index_gradients(self, tensors):
         """id(leaf.grad) -> leaf, for the climb: a gradient's only holder is its leaf, in C++."""
@@ -122,28 +139,6 @@ class Walk(HeapScan, GraphWalk, ReferrerClimb, Naming):
             if gradient is not None:
                 owners[id(gradient)] = tensor
         self.grad_owners = owners
-
-    def run_on_arrays(self, sites):
-        """The walk for a process without torch: CuPy's or JAX's arrays stand for tensors."""
-        types_ = array_types()
-        if not types_:
-            return [unmatched(site, "neither torch nor CuPy nor JAX is imported in this process")
-                    for site in sites]
-        gc_was_enabled = gc.isenabled()
-        gc.disable()
-        try:
-            self.index_modules()
-            ranges = Ranges(sites)
-            arrays = self.own(live_arrays(types_))
-            self.match_tensors(arrays, ranges, sites, span_of=array_range)
-            del arrays[:]
-            for site in sites:
-                self.classify(site)
-            self.find_holders(sites)
-            return [site.answer for site in sites]
-        finally:
-            if gc_was_enabled:
-                gc.enable()
 
     def match_grad_cycles(self, tensors, ranges, sites):
         """Leaves in a backward(create_graph=True) cycle whose memory covers requested ranges."""
