@@ -9,6 +9,11 @@ namespace {
 // A loop found inside one long iteration of another must fill this much of it.
 constexpr double kNestedCover = 0.5;
 
+// A thread that was not running the followed loop when it was found joins it
+// after starting this many of its iterations (request handlers started after
+// the first one served a few batches).
+constexpr std::uint32_t kJoinAfterAnchors = 3;
+
 std::uint64_t mix(std::uint64_t seed, std::uint64_t value) {
   std::uint64_t h = seed ^ (value + 0x9e3779b97f4a7c15ull + (seed << 6) + (seed >> 2));
   h ^= h >> 31;
@@ -122,6 +127,7 @@ void IterationFinder::resume(std::uint32_t id) {
   ready_.push_back(FinderItem{true, {}, id, back.iterations++, time_of(held_.back().record)});
   following_ = id;
   previous_key_.clear();
+  outsiders_.clear();
   if (const trace::AllocRecord* a = as_alloc(held_.back().record)) {
     previous_key_[a->thread_id] = back.anchor_key;
   }
@@ -132,8 +138,14 @@ void IterationFinder::resume(std::uint32_t id) {
 
 const FoundLoop* IterationFinder::known_anchor(const trace::AllocRecord& alloc) {
   const FoundLoop* found = nullptr;
+  const FoundLoop* followed = following_ != 0 ? &loops_[following_ - 1] : nullptr;
   for (const FoundLoop& loop : loops_) {
     if (loop.id == following_ || loop.retired || !loop.runs_on(alloc.thread_id)) continue;
+    // A loop under a statement of the followed loop's body is not another
+    // loop coming back: it runs inside each iteration (see search()).
+    if (followed != nullptr && loop.depth > followed->depth &&
+        followed->part_of_every_iteration(key_at(loop.anchor_stack, followed->depth)))
+      continue;
     std::uint64_t key = key_at(alloc.stack_id, loop.depth);
     std::uint64_t& previous = previous_key_by_loop_[{loop.id, alloc.thread_id}];
     bool anchor = key == loop.anchor_key && (loop.anchor_is_leaf || previous != key);
@@ -147,6 +159,10 @@ void IterationFinder::on_alloc_following(const trace::AllocRecord& alloc,
                                          const FoundLoop* returning) {
   FoundLoop& loop = loops_[following_ - 1];
   ++since_anchor_all_;
+  if (!loop.runs_on(alloc.thread_id) && joins_loop(loop, alloc)) {
+    loop.threads.push_back(alloc.thread_id);
+    previous_key_.erase(alloc.thread_id);  // this allocation starts its next iteration
+  }
   if (!loop.runs_on(alloc.thread_id)) {
     // The loop's threads went quiet while others work: it has ended.
     if (static_cast<double>(since_anchor_all_) >
@@ -159,6 +175,8 @@ void IterationFinder::on_alloc_following(const trace::AllocRecord& alloc,
   std::uint64_t& previous_key = previous_key_[alloc.thread_id];
   bool anchor = key == loop.anchor_key && (loop.anchor_is_leaf || previous_key != key);
   previous_key = key;
+  if (anchor) ++loop.body_iterations;
+  loop.count_body_statement(key);
   double overdue_after = std::max(2.0 * static_cast<double>(options_.repetition.min_occurrences),
                                   2.0 * loop.mean_piece_events);
   if (anchor) {
@@ -167,7 +185,7 @@ void IterationFinder::on_alloc_following(const trace::AllocRecord& alloc,
       // validation pass); its iterations are still held.
       std::uint32_t outer = following_;
       following_ = 0;
-      search(/*require_ongoing=*/false, held_.size() - 1, kNestedCover);
+      search(/*require_ongoing=*/false, held_.size() - 1, kNestedCover, outer);
       following_ = outer;
     }
     if (probation_) {
@@ -225,13 +243,26 @@ void IterationFinder::on_alloc_following(const trace::AllocRecord& alloc,
           std::max<std::size_t>(since_anchor_ / 4, options_.repetition.min_occurrences);
       std::uint32_t outer = following_;
       following_ = 0;
-      if (search(/*require_ongoing=*/true, held_.size(), kNestedCover) && following_ != outer)
+      if (search(/*require_ongoing=*/true, held_.size(), kNestedCover, outer) &&
+          following_ != outer)
         return;
       following_ = outer;
     }
   }
   double lost_after = std::max(64.0, options_.lost_after_pieces * loop.mean_piece_events);
   if (static_cast<double>(since_anchor_) > lost_after) lose_loop();
+}
+
+bool IterationFinder::joins_loop(const FoundLoop& loop, const trace::AllocRecord& alloc) {
+  // The key at the loop's depth holds the whole call path down to the
+  // loop's statement: another thread that reaches the anchor by the same
+  // path runs the same loop (one more request handler).
+  Outsider& outsider = outsiders_[alloc.thread_id];
+  std::uint64_t key = key_at(alloc.stack_id, loop.depth);
+  bool anchor = key == loop.anchor_key && (loop.anchor_is_leaf || outsider.previous_key != key);
+  outsider.previous_key = key;
+  if (anchor) ++outsider.anchors;
+  return anchor && outsider.anchors >= kJoinAfterAnchors;
 }
 
 void IterationFinder::lose_loop() {
@@ -304,7 +335,28 @@ FoundLoop IterationFinder::loop_of(std::uint32_t thread, const std::vector<std::
   return loop;
 }
 
-bool IterationFinder::search(bool require_ongoing, std::size_t held_end, double min_cover) {
+void FoundLoop::count_body_statement(std::uint64_t key) {
+  auto it = body_statements.find(key);
+  if (it == body_statements.end()) {
+    if (body_statements.size() >= kMaxBodyStatements) return;
+    it = body_statements.emplace(key, BodyStatement{}).first;
+  }
+  if (it->second.last_iteration != body_iterations) {
+    it->second.last_iteration = body_iterations;
+    ++it->second.iterations;
+  }
+}
+
+bool FoundLoop::part_of_every_iteration(std::uint64_t key) const {
+  if (body_iterations < 8) return false;
+  auto it = body_statements.find(key);
+  return it != body_statements.end() &&
+         2 * it->second.iterations >= static_cast<std::uint64_t>(body_iterations);
+}
+
+bool IterationFinder::search(bool require_ongoing, std::size_t held_end, double min_cover,
+                             std::uint32_t inside_loop) {
+  const FoundLoop* inside = inside_loop != 0 ? &loops_[inside_loop - 1] : nullptr;
   // Each thread's allocations in the held records, latest window only.
   std::unordered_map<std::uint32_t, std::vector<std::uint32_t>> by_thread;
   for (std::size_t i = 0; i < held_end; ++i) {
@@ -334,6 +386,13 @@ bool IterationFinder::search(bool require_ongoing, std::size_t held_end, double 
     // (a validation pass), not a short one that happened in it.
     if (static_cast<double>(found->last - found->first + 1) <
         min_cover * static_cast<double>(stacks.size()))
+      continue;
+    // A loop under a statement that most iterations of the followed loop run
+    // (the requests of a batch, walked inside `model(batch)`) is part of its
+    // body, however long this iteration was: not another phase, as a
+    // validation pass called every 40 steps is.
+    if (inside != nullptr && found->depth > inside->depth &&
+        inside->part_of_every_iteration(key_at(stacks[found->first], inside->depth)))
       continue;
     // The loop that covers most of the thread's work wins; Python frames
     // name the user's loop, native ones (other threads) rarely do.
@@ -400,6 +459,7 @@ void IterationFinder::follow(std::uint32_t id, std::size_t held_end) {
     since_anchor_ = 0;
     since_anchor_all_ = 0;
     previous_key_.clear();
+    outsiders_.clear();
     std::size_t first_anchor = SIZE_MAX, all_between = 0, anchors = 0;
     for (std::size_t i = 0; i < held_.size(); ++i) {
       if (held_[i].boundary_before && held_[i].loop_id == id) {
@@ -468,8 +528,19 @@ void IterationFinder::end_probation(FoundLoop& loop) {
 }
 
 bool IterationFinder::probation_found_shallower(FoundLoop& loop) {
-  std::vector<std::uint32_t> stacks = held_stacks(loop.thread_id);
-  auto found = search_thread(stacks, loop.depth, /*require_ongoing=*/true);
+  // Any of the loop's threads may show the loop around it first (request
+  // handlers each serve a share of the batches).
+  std::vector<std::uint32_t> stacks;
+  std::optional<Candidate> found;
+  std::uint32_t thread_id = loop.thread_id;
+  for (std::uint32_t thread : loop.threads) {
+    stacks = held_stacks(thread);
+    found = search_thread(stacks, loop.depth, /*require_ongoing=*/true);
+    if (found) {
+      thread_id = thread;
+      break;
+    }
+  }
   if (!found) return false;
   // The loop inside took none of its boundaries out yet: drop them and let
   // the loop around it have the whole held stretch.
@@ -479,7 +550,7 @@ bool IterationFinder::probation_found_shallower(FoundLoop& loop) {
   loop.retired = true;
   loop.iterations = 0;
   probation_ = false;
-  FoundLoop outer = loop_of(loop.thread_id, stacks, *found);
+  FoundLoop outer = loop_of(thread_id, stacks, *found);
   outer.threads = loop.threads;
   follow(adopt(outer), held_.size());
   return true;
@@ -491,16 +562,30 @@ void IterationFinder::recheck_shallower(const FoundLoop& loop) {
   // enough, it shows at a shallower depth, and the finder moves to it.
   // `loop` lives in loops_, which adopt() may grow: copy what is needed of
   // it first (ASan found the read after the move on an H200 trace).
-  const std::uint32_t thread_id = loop.thread_id;
+  const std::uint32_t inner_id = loop.id;
+  const std::size_t inner_depth = loop.depth;
+  const std::vector<std::uint32_t> threads = loop.threads;
+  std::uint32_t thread_id = loop.thread_id;
   std::vector<std::uint32_t> stacks;
-  for (const auto& [thread, stack] : recent_) {
-    if (thread == thread_id) stacks.push_back(stack);
+  std::optional<Candidate> found;
+  for (std::uint32_t candidate_thread : threads) {  // any of them may show it first
+    stacks.clear();
+    for (const auto& [thread, stack] : recent_) {
+      if (thread == candidate_thread) stacks.push_back(stack);
+    }
+    found = search_thread(stacks, inner_depth, /*require_ongoing=*/true);
+    if (found) {
+      thread_id = candidate_thread;
+      break;
+    }
   }
-  auto found = search_thread(stacks, loop.depth, /*require_ongoing=*/true);
   if (!found) return;
   FoundLoop candidate = loop_of(thread_id, stacks, *found);
-  candidate.threads = loop.threads;
+  candidate.threads = threads;
   std::uint32_t id = adopt(candidate);
+  // The loop inside is part of the new one's body: it never comes back as
+  // a loop of its own when an iteration runs long.
+  loops_[inner_id - 1].retired = true;
   FoundLoop& shallower = loops_[id - 1];
   place_boundaries(shallower, 0, held_.size());
   std::size_t last_anchor = 0;
@@ -528,6 +613,7 @@ void IterationFinder::recheck_shallower(const FoundLoop& loop) {
   }
   following_ = id;
   previous_key_.clear();
+  outsiders_.clear();
   previous_key_[thread_id] = previous;
   since_anchor_ = since;
   next_recheck_ =
@@ -537,8 +623,9 @@ void IterationFinder::recheck_shallower(const FoundLoop& loop) {
 
 std::uint32_t IterationFinder::adopt(const FoundLoop& candidate) {
   for (FoundLoop& known : loops_) {
-    if (known.runs_on(candidate.thread_id) && known.depth == candidate.depth &&
-        known.anchor_key == candidate.anchor_key) {
+    // The anchor key holds the call path down to the loop's statement: the
+    // same loop found on another thread is one more thread running it.
+    if (known.depth == candidate.depth && known.anchor_key == candidate.anchor_key) {
       known.mean_piece_events = candidate.mean_piece_events;
       known.retired = false;
       for (std::uint32_t thread : candidate.threads) {

@@ -76,6 +76,19 @@ struct FoundLoop {
   double similarity = 0;             // how alike its iterations were when it was found
   bool retired = false;              // a loop inside another one, found first and dropped
   bool runs_on(std::uint32_t thread) const;
+
+  // The statements of its body (keys at its depth) and in how many of the
+  // iterations followed they ran: a loop found under one that runs in most
+  // iterations is the body's own inner loop, not another phase.
+  struct BodyStatement {
+    std::uint64_t iterations = 0;
+    std::uint64_t last_iteration = ~0ull;
+  };
+  static constexpr std::size_t kMaxBodyStatements = 256;
+  std::unordered_map<std::uint64_t, BodyStatement> body_statements;
+  std::uint64_t body_iterations = 0;  // iterations followed (anchors seen) since found
+  void count_body_statement(std::uint64_t key);
+  bool part_of_every_iteration(std::uint64_t key) const;
 };
 
 // What pop() hands out: a record, or a boundary that comes before the next one.
@@ -135,6 +148,9 @@ class IterationFinder {
   FoundLoop loop_of(std::uint32_t thread, const std::vector<std::uint32_t>& stacks,
                     const Candidate& candidate) const;
 
+  // Whether a thread the followed loop does not run on has now gone round
+  // it often enough to count its iterations too.
+  bool joins_loop(const FoundLoop& loop, const trace::AllocRecord& alloc);
   // `returning`: a known loop other than the followed one whose anchor this is.
   void on_alloc_following(const trace::AllocRecord& alloc, const FoundLoop* returning);
   // Follows a loop seen before again, from the last held record on.
@@ -146,7 +162,10 @@ class IterationFinder {
   // starts following the loop found.
   // `min_cover`: the fraction of a thread's held allocations the loop must
   // span (inside one long iteration of another loop: most of it).
-  bool search(bool require_ongoing, std::size_t held_end, double min_cover = 0);
+  // `inside_loop`: the loop followed, when looking for one inside its
+  // current iteration.
+  bool search(bool require_ongoing, std::size_t held_end, double min_cover = 0,
+              std::uint32_t inside_loop = 0);
   // Places a loop's boundaries in held_[0, held_end), lets through what is
   // decided, and follows it when held_end is the end.
   void follow(std::uint32_t id, std::size_t held_end);
@@ -182,6 +201,13 @@ class IterationFinder {
   // Following: the loop thread's key at the loop depth before this event,
   // and its allocations since the anchor last came.
   std::unordered_map<std::uint32_t, std::uint64_t> previous_key_;  // per thread
+  // Threads the followed loop does not run on: their key at its depth, and
+  // how many of its iterations they started (joins_loop()).
+  struct Outsider {
+    std::uint64_t previous_key = 0;
+    std::uint32_t anchors = 0;
+  };
+  std::unordered_map<std::uint32_t, Outsider> outsiders_;
   std::size_t since_anchor_ = 0;        // the loop's threads' allocations since its anchor came
   std::size_t since_anchor_all_ = 0;    // every thread's
   std::uint64_t next_recheck_ = 0;      // iterations of the followed loop at the next recheck

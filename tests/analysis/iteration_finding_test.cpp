@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <random>
+#include <set>
 
 #include "analysis/clock_arbiter.h"
 #include "analysis/repetition.h"
@@ -337,6 +338,108 @@ TEST(IterationFinding, validation_passes_inside_training_are_one_phase) {
   ASSERT_EQ(g.verdict, Verdict::kLeak) << phases_of(g);
   EXPECT_NE(g.phase.find("validate"), std::string::npos) << g.phase;
   EXPECT_GE(g.steps, 100u);  // the ten passes counted as one loop
+}
+
+// The serving loop of examples/loops/leak_serving_shape_keyed_cache.py as its
+// stream looks: four request threads run serve() { x = randn(...); y =
+// model(x, lengths) (an inner loop over the batch's requests) }, the
+// interpreter switching between them every few allocations; the first thread
+// serves a few batches before the others start. A scratch buffer cached by
+// the batch's total length is kept for every new total.
+TEST(IterationFinding, request_threads_running_one_loop_each_count_their_batches) {
+  SyntheticTrace t;
+  Frames thread_frames = {{"/usr/lib/python3.12/threading.py", 1032, "_bootstrap"},
+                          {"/usr/lib/python3.12/threading.py", 1075, "_bootstrap_inner"},
+                          {"/usr/lib/python3.12/threading.py", 1012, "run"}};
+  auto with = [&](Frames tail) {
+    Frames f = thread_frames;
+    f.insert(f.end(), tail.begin(), tail.end());
+    return t.python_stack(f);
+  };
+  const Frames call = {{"/w/serve.py", 97, "serve"}};
+  auto in_forward = [&](std::uint32_t line) {
+    Frames f = call;
+    f.push_back({"/w/serve.py", line, "forward"});
+    return with(f);
+  };
+  auto packed = with({{"/w/serve.py", 96, "serve"}});
+  auto qkv = in_forward(70);
+  auto placeholder =
+      with({call[0], {"/w/serve.py", 72, "forward"}, {"/w/serve.py", 55, "placeholder"}});
+  auto scores = in_forward(76), weights = in_forward(77), sums = in_forward(78);
+  auto joined = in_forward(81), out = in_forward(82);
+  auto result = with(call);  // .abs().mean() on the line that calls the model
+
+  // Each thread's batch as the allocations it makes, in order, and what it frees after.
+  struct Op {
+    std::uint32_t stack;
+    std::uint64_t bytes;
+    bool kept;
+  };
+  std::mt19937 random(3);
+  std::set<std::uint64_t> totals_seen;
+  auto batch_ops = [&]() {
+    std::vector<Op> ops;
+    int requests = 1 + static_cast<int>(random() % 16);
+    std::uint64_t total = 0;
+    for (int r = 0; r < requests; ++r) total += 16 + random() % 497;
+    ops.push_back({packed, total * 2048, false});
+    ops.push_back({qkv, total * 6144, false});
+    if (totals_seen.insert(total).second) ops.push_back({placeholder, total * 64, true});
+    for (int r = 0; r < requests; ++r) {
+      ops.push_back({scores, 64 << 10, false});
+      ops.push_back({weights, 64 << 10, false});
+      ops.push_back({sums, 4 << 10, false});
+    }
+    ops.push_back({joined, total * 2048, false});
+    ops.push_back({out, total * 2048, false});
+    ops.push_back({result, total * 2048, false});
+    ops.push_back({result, 512, false});
+    return ops;
+  };
+  struct Worker {
+    std::uint32_t thread;
+    std::vector<Op> batch;
+    std::size_t next = 0;
+    std::vector<std::uint64_t> transient;
+  };
+  std::vector<Worker> workers;
+  for (std::uint32_t id = 1; id <= 4; ++id) workers.push_back({id, {}, 0, {}});
+  const int batches = 300;
+  int started = 0, served = 0;
+  auto run_slice = [&](Worker& w, int allocations) {
+    t.set_thread(w.thread);
+    for (int i = 0; i < allocations; ++i) {
+      if (w.next == w.batch.size()) {  // the batch is done: free it, take the next
+        for (std::uint64_t a : w.transient) t.free(a);
+        w.transient.clear();
+        if (!w.batch.empty()) ++served;
+        if (started == batches) return false;
+        ++started;
+        w.batch = batch_ops();
+        w.next = 0;
+      }
+      const Op& op = w.batch[w.next++];
+      std::uint64_t a = t.alloc(op.stack, op.bytes);
+      if (!op.kept) w.transient.push_back(a);
+      t.advance_ms(0.05);
+    }
+    return true;
+  };
+  run_slice(workers[0], 150);  // the first thread alone for a few batches
+  bool any = true;
+  while (any) {
+    any = false;
+    for (Worker& w : workers) any |= run_slice(w, 5 + static_cast<int>(random() % 40));
+  }
+  GrowthReport g = growth_of(t);
+  ASSERT_EQ(g.verdict, Verdict::kLeak) << phases_of(g);
+  EXPECT_EQ(g.step_source, "allocation-period");
+  // One iteration per served batch, whichever thread served it.
+  EXPECT_GE(g.steps, 270u) << phases_of(g);
+  EXPECT_LE(g.steps, 310u) << phases_of(g);
+  ASSERT_TRUE(g.verdict_step);
+  EXPECT_LE(*g.verdict_step - g.warmup_steps, 50u);
 }
 
 TEST(IterationFinding, loop_of_a_cuda_program_is_found_from_native_frames) {
