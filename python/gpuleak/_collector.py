@@ -64,9 +64,20 @@ class Collector:
         except AttributeError:
             self._take_candidates = None
         self._candidate_buffers = None
+        try:  # older collectors judge growth at steps only
+            self._growth_tick = entry("gpuleak_growth_tick", [i32])
+        except AttributeError:
+            self._growth_tick = None
+
+    def growth_tick(self, index_driver_allocations):
+        """A growth boundary without a step (see gpuleak_growth_tick); False if unsupported."""
+        if self._growth_tick is None:
+            return False
+        self._growth_tick(1 if index_driver_allocations else 0)
+        return True
 
     def take_growth_candidates(self, max_sites=16, max_allocations=64):
-        """Sites that grew at 8 consecutive steps: [(site_id, [[address, size], ...])]."""
+        """Sites that grew at 8 consecutive steps or growth ticks: [(site_id, [[address, size], ...])]."""
         if self._take_candidates is None:
             return []
         import ctypes

@@ -19,12 +19,21 @@ thread answer it through Python's pending-call queue (Py_AddPendingCall),
 at its next bytecode boundary. The walk must run on the main thread: the
 forked copy keeps only the thread that forked, and the loop's locals (the
 usual holders) live on the main thread's stack.
+
+A CuPy or JAX loop that marks no step may also end before `gpuleak run`'s
+request can come (a 200-iteration loop can take a second). In a process
+without torch that never marked a step, the watcher therefore also ticks
+the collector's live index every GROWTH_TICK_S (gpuleak_growth_tick): a
+site whose live arrays rose at 8 ticks in a row becomes a candidate, and
+the main thread walks for its holder at once, as a step boundary does with
+the candidates of a torch loop.
 """
 
 import ctypes
 import json
 import os
 import select
+import sys
 import threading
 import time
 import warnings
@@ -191,6 +200,27 @@ _PENDING_CALL = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p)
 # How long the watcher waits in a process that never marked a step.
 NO_STEPS_IDLE_S = 0.2
 
+# Between growth ticks of a process without steps or torch: 8 ticks in a row
+# (0.4 s) make a candidate.
+GROWTH_TICK_S = 0.05
+
+
+def ticks_growth(requests):
+    """Whether growth ticks serve this process: no in-process step so far, no torch (whose
+    allocations are judged at its own boundaries), and a collector that has them."""
+    return (not requests.stepped and "torch" not in sys.modules
+            and getattr(requests.collector, "growth_tick", None) is not None)
+
+
+def driver_allocations_are_arrays():
+    """JAX with its platform allocator (and no CuPy, whose arrays share their pool blocks'
+    addresses): each driver allocation is one array."""
+    if "jax" not in sys.modules or "cupy" in sys.modules:
+        return False
+    from gpuleak.jax_arrays import allocator_mode
+
+    return allocator_mode(os.environ)[0] == "platform"
+
 
 class RequestWatcher(threading.Thread):
     """Answers holder requests while the program marks no steps in the process.
@@ -211,6 +241,9 @@ class RequestWatcher(threading.Thread):
         self.queued = threading.Event()
         self.stopped = threading.Event()
         self.answered = 0
+        self.candidates = []  # growth candidates the main thread has still to walk for
+        self.candidates_lock = threading.Lock()
+        self.ticking = True
         # Kept referenced for as long as a call may be pending.
         self.callback = _PENDING_CALL(self.on_main_thread)
         try:
@@ -221,14 +254,20 @@ class RequestWatcher(threading.Thread):
             self.add_pending_call = None
 
     def run(self):
-        while not self.stopped.wait(self.interval_s):
+        next_poll = 0.0
+        while not self.stopped.wait(GROWTH_TICK_S if self.ticking else self.interval_s):
             try:
+                found = self.tick() if self.ticking else False
+                now = self.clock()
+                if not found and now < next_poll:
+                    continue
+                next_poll = now + self.interval_s
                 # A program that never marked a step in the process (a CuPy or
                 # JAX loop) is answered sooner: short runs end before a second.
                 idle_s = self.idle_s if self.requests.stepped else min(self.idle_s, NO_STEPS_IDLE_S)
-                if self.queued.is_set() or self.clock() - self.requests.last_step < idle_s:
+                if self.queued.is_set() or now - self.requests.last_step < idle_s:
                     continue
-                if not os.path.exists(self.requests.request_path()):
+                if not found and not os.path.exists(self.requests.request_path()):
                     continue
                 if self.add_pending_call is None:
                     say_once("holder-watcher", "this Python cannot queue calls to its main thread; "
@@ -242,8 +281,26 @@ class RequestWatcher(threading.Thread):
                          "answered at step boundaries only" % error)
                 return
 
+    def tick(self):
+        """One growth tick while the process qualifies (ticks_growth); whether candidates wait."""
+        if not ticks_growth(self.requests):
+            # Steps came (or torch arrived): their boundaries judge growth from now on.
+            self.ticking = not self.requests.stepped
+            return False
+        self.requests.collector.growth_tick(driver_allocations_are_arrays())
+        found = self.requests.collector.take_growth_candidates()
+        if found:
+            with self.candidates_lock:
+                self.candidates.extend(found)
+        with self.candidates_lock:
+            return bool(self.candidates)
+
     def on_main_thread(self, _argument):
         try:
+            with self.candidates_lock:
+                candidates, self.candidates = self.candidates, []
+            if candidates:
+                self.requests.answer_candidates(candidates)
             path = self.requests.request_path()
             if os.path.exists(path):
                 self.requests.answer(path)

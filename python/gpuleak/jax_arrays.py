@@ -43,7 +43,10 @@ def allocator_mode(environ):
 
 def tracking_annotation(environ):
     mode, hidden = allocator_mode(environ)
-    value = {"framework": "JAX", "mode": mode, "hidden_allocations": hidden}
+    # With the platform allocator each driver allocation is one array: what
+    # grows there is arrays kept alive, not memory outside the framework.
+    value = {"framework": "JAX", "mode": mode, "hidden_allocations": hidden,
+             "driver_allocations_are_arrays": mode == "platform"}
     if hidden:
         value["how_to_see"] = HOW_TO_SEE
     fraction = environ.get("XLA_PYTHON_CLIENT_MEM_FRACTION")

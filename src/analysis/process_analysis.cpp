@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <unordered_map>
 
+#include "analysis/annotation_fields.h"
 #include "analysis/growth_notes.h"
 #include "gpuleak/vocabulary.h"
 
@@ -19,18 +20,6 @@ namespace {
 
 constexpr const char* kCachingAllocator = "PyTorch caching allocator";
 constexpr const char* kCupyPool = "CuPy memory pool";
-
-// Fields of annotation JSON written by the traced process: a wrong type is
-// treated as missing (the trace is input, and input may be damaged).
-std::string text_field(const nlohmann::json& object, const char* key) {
-  auto it = object.find(key);
-  return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
-
-bool flag_field(const nlohmann::json& object, const char* key) {
-  auto it = object.find(key);
-  return it != object.end() && it->is_boolean() && it->get<bool>();
-}
 
 // Why no verdict may call the run clean when a framework hands out its arrays
 // from a pool it reserved at start (JAX preallocates): nothing visible grows,
@@ -405,6 +394,9 @@ void ProcessAnalysis::on_annotation(const trace::AnnotationRecord& record) {
   if (record.key == "framework_tracking") {
     framework_tracking_ = record.value;
     hidden_allocations_reason_ = hidden_allocations_reason(record.value);
+    auto framework = nlohmann::json::parse(record.value, nullptr, false);
+    driver_allocations_are_arrays_ =
+        framework.is_object() && flag_field(framework, "driver_allocations_are_arrays");
     return;
   }
   if (record.key == "collector_disabled") {
@@ -487,7 +479,8 @@ SiteGrowth ProcessAnalysis::describe_site(const Phase& /*phase*/, const SiteTren
   s.live_allocations = trend.live_allocations;
   s.first_growing_step = trend.first_growing_step;
   s.kind = trend.kind;
-  s.tensor_level = is_tensor_kind(trend.kind);
+  s.tensor_level = is_tensor_kind(trend.kind) ||
+                   (driver_allocations_are_arrays_ && trend.kind == MemoryKind::kDevice);
   if (!s.tensor_level) s.origin = catalog_.origin(trend.site_id);
   if (auto h = holder(trend.site_id)) s.bounded = h->bounded;
   s.frames = catalog_.frames(trend.site_id);

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "analysis/annotation_fields.h"
+
 namespace gpuleak::analysis {
 
 using nlohmann::json;
@@ -36,16 +38,6 @@ json parse_object(const std::string& text) {
   if (text.empty()) return json::object();
   json value = json::parse(text, nullptr, false);
   return value.is_object() ? value : json::object();
-}
-
-int int_field(const json& object, const char* key, int otherwise) {
-  auto it = object.find(key);
-  return it != object.end() && it->is_number_integer() ? it->get<int>() : otherwise;
-}
-
-std::string text_field(const json& object, const char* key) {
-  auto it = object.find(key);
-  return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
 }
 
 ProcessRole make(RoleKind kind, int of_pid, std::string text) {

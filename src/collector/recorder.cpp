@@ -172,8 +172,16 @@ void Recorder::append_record(const trace::Record& record) {
 }
 
 bool Recorder::indexed(trace::MemoryKind kind) const {
+  if (kind == trace::MemoryKind::kDevice)
+    return index_device_allocations_.load(std::memory_order_relaxed);
   return (kind == trace::MemoryKind::kTorchBlock || kind == trace::MemoryKind::kDeviceAsync) &&
          index_live_allocations_.load(std::memory_order_relaxed);
+}
+
+void Recorder::growth_tick(bool index_driver_allocations) {
+  index_live_allocations_.store(true, std::memory_order_relaxed);
+  if (index_driver_allocations) index_device_allocations_.store(true, std::memory_order_relaxed);
+  live_index_.on_boundary();
 }
 
 [[gnu::hot]] void Recorder::record_alloc(std::uint64_t address, std::uint64_t size,

@@ -84,6 +84,10 @@ class Recorder {
     state_.store(kStopped);
   }
 
+  // A live-index boundary without a step (gpuleak_growth_tick), for
+  // processes that mark no step; with `index_driver_allocations`, driver
+  // allocations are indexed from then on as well.
+  void growth_tick(bool index_driver_allocations);
   // Sites that kept growing step after step, for the in-process holder walk.
   std::vector<GrowthCandidate> take_growth_candidates() { return live_index_.take_candidates(); }
 
@@ -119,6 +123,9 @@ class Recorder {
   // The index serves step-based growth only: a program that never marks a
   // step (a plain CUDA program) does not pay for it.
   std::atomic<bool> index_live_allocations_{false};
+  // Set by growth ticks where each driver allocation is one of the
+  // framework's arrays (JAX's platform allocator).
+  std::atomic<bool> index_device_allocations_{false};
   std::atomic<int> state_{kRecording};
   std::atomic<bool> in_forked_child_{false};
   std::atomic<bool> first_context_recorded_{false};  // the `first_cuda_use` annotation is written

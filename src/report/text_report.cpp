@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "analysis/annotation_fields.h"
 #include "analysis/process_verdict.h"
 #include "quantity/units.h"
 #include "report/holder_text.h"
@@ -246,18 +247,22 @@ void write_capture_facts(std::ostream& out, const ProcessReport& r) {
     out << "  The collector turned itself off (" << r.collector_disabled
         << "): nothing after that was recorded, so this report cannot call the run clean\n";
   }
+  // Annotations come from the traced process: read with the type-checked
+  // field readers, so a crafted trace cannot make the report throw.
   auto backend = nlohmann::json::parse(r.capture_backend_json, nullptr, false);
-  if (backend.is_object() && backend.contains("name") && backend["name"].is_string()) {
-    std::string reason = backend.value("reason", std::string());
-    out << "  Driver calls captured by: " << backend["name"].get<std::string>()
+  std::string backend_name = analysis::text_field(backend, "name");
+  if (!backend_name.empty()) {
+    std::string reason = analysis::text_field(backend, "reason");
+    out << "  Driver calls captured by: " << backend_name
         << (reason.empty() ? "" : " (" + reason + ")") << '\n';
   }
   auto framework = nlohmann::json::parse(r.framework_tracking_json, nullptr, false);
-  if (framework.is_object() && framework.value("hidden_allocations", false)) {
-    out << "  " << framework.value("framework", std::string("The framework"))
+  if (analysis::flag_field(framework, "hidden_allocations")) {
+    std::string name = analysis::text_field(framework, "framework");
+    out << "  " << (name.empty() ? std::string("The framework") : name)
         << " allocates from a pool it reserved at start, so its arrays are invisible to the "
            "driver";
-    std::string how = framework.value("how_to_see", std::string());
+    std::string how = analysis::text_field(framework, "how_to_see");
     if (!how.empty()) out << "; to see each array, run with " << how;
     out << '\n';
   }

@@ -190,6 +190,51 @@ leave_traced_program()
     assert site["holder"]["kept_at"]["statement"].startswith("spectra.append(power)")
 
 
+SHORT_CUPY_LOOP = '''
+import sys, time
+import cupy
+
+spectra = []
+started = time.monotonic()
+while time.monotonic() - started < {seconds}:
+    power = cupy.empty(1 << 12)
+    {keep}
+    time.sleep(0.002)
+print("torch imported:", "torch" in sys.modules)
+leave_traced_program()
+'''
+
+
+def test_a_short_cupy_loop_gets_its_holder_before_it_ends(run_traced, tmp_path):
+    # A CuPy loop that lasts one second marks no step and ends before any
+    # request of `gpuleak run` could reach it: the watcher's growth ticks
+    # find the growing site in the process and the holder is walked at once.
+    stand_ins = tmp_path / "site-packages"
+    write_package(stand_ins, STAND_IN_CUPY)
+    program = SHORT_CUPY_LOOP.replace("{seconds}", "1.0").replace(
+        "{keep}", "spectra.append(power)  # the kept line")
+    run = run_traced(program, {"PYTHONPATH": package_path(stand_ins), "GPULEAK_HOLDER_REQUESTS": "1"})
+    assert run.returncode == 0, run.stderr
+    assert "torch imported: False" in run.stdout
+    answers = run.annotations("holder")
+    assert answers, run.stderr
+    assert str(answers[0]["request_id"]).startswith("in-process")
+    (site,) = answers[0]["sites"]
+    assert site["kind"] == "tensor" and site["matched_addresses"] >= 8, site
+    assert site["holder"]["name"] == "spectra" and site["holder"]["owner"] == "module __main__"
+    assert site["holder"]["kept_at"]["statement"].startswith("spectra.append(power)")
+    assert run.steps() == []  # the ticks are not steps: nothing of them is in the trace
+
+
+def test_a_short_cupy_loop_that_keeps_nothing_walks_for_no_holder(run_traced, tmp_path):
+    stand_ins = tmp_path / "site-packages"
+    write_package(stand_ins, STAND_IN_CUPY)
+    program = SHORT_CUPY_LOOP.replace("{seconds}", "1.0").replace("{keep}", "del power")
+    run = run_traced(program, {"PYTHONPATH": package_path(stand_ins), "GPULEAK_HOLDER_REQUESTS": "1"})
+    assert run.returncode == 0, run.stderr
+    assert run.annotations("holder") == []
+
+
 def test_jax_preallocation_is_said_with_the_settings_that_show_arrays(run_traced, tmp_path):
     stand_ins = tmp_path / "site-packages"  # where CuPy and JAX are installed
     write_package(stand_ins, STAND_IN_JAX)
@@ -202,6 +247,7 @@ leave_traced_program()
     assert run.returncode == 0, run.stderr
     tracking = run.annotations("framework_tracking")
     assert tracking == [{"framework": "JAX", "mode": "preallocated-pool", "hidden_allocations": True,
+                         "driver_allocations_are_arrays": False,
                          "how_to_see": "XLA_PYTHON_CLIENT_PREALLOCATE=false "
                                        "XLA_PYTHON_CLIENT_ALLOCATOR=platform"}]
     used = [r for r in run.records() if r["type"] == "sample" and r["metric"] == 5]
@@ -272,7 +318,8 @@ leave_traced_program()
       "GPULEAK_DEVICE_SAMPLE_MS": "0"})
     assert run.returncode == 0, run.stderr
     assert run.annotations("framework_tracking") == [
-        {"framework": "JAX", "mode": "platform", "hidden_allocations": False}]
+        {"framework": "JAX", "mode": "platform", "hidden_allocations": False,
+         "driver_allocations_are_arrays": True}]
 
 
 def test_jax_allocator_modes_follow_its_documented_settings():
