@@ -724,13 +724,22 @@ GrowthReport ProcessAnalysis::growth_report_of_phases(const Phase** primary_phas
     auto frame = finder_.loop_frame(order[i]->clock.clock, catalog_);
     return frame && frame->internal;
   };
+  // A loop the finder followed first and then found inside another (a
+  // batch's per-request loop, before the serving loop around it showed):
+  // its iterations are pieces of the other's, and what "grew" between them
+  // is the other iteration's work in flight.
+  auto inner_loop = [&](std::size_t i) {
+    if (order[i]->clock.source != trace::StepSource::kAllocationPeriod) return false;
+    const FoundLoop* loop = finder_.loop(order[i]->clock.clock);
+    return loop != nullptr && loop->retired;
+  };
   // The phase the report is about: a leaking one (the fastest), else one
   // that reached a verdict, else the one with the most iterations; time
   // windows (and library loops, above) only when nothing else ticked.
   auto rank = [&](std::size_t i) {
     const GrowthReport& r = reports[i];
     int verdict = r.verdict == Verdict::kLeak ? 2 : r.verdict == Verdict::kNoLeak ? 1 : 0;
-    bool windows = is_time_windows(*order[i]) || library_loop(i);
+    bool windows = is_time_windows(*order[i]) || library_loop(i) || inner_loop(i);
     // Between phases with the same verdict, the program's own word first.
     int trust = -trust_rank(order[i]->clock.source);
     return std::make_tuple(!windows, verdict, verdict == 2 ? r.rate_bytes_per_step : 0.0, trust,
@@ -756,7 +765,7 @@ GrowthReport ProcessAnalysis::growth_report_of_phases(const Phase** primary_phas
     // their warm-up (a loop that went round a few times during set-up).
     if (other_than_windows && is_time_windows(*order[i])) continue;
     if (reports[i].steps <= options_.growth.warmup_steps && !(primary && i == *primary)) continue;
-    if (library_loop(i) && !(primary && i == *primary)) continue;
+    if ((library_loop(i) || inner_loop(i)) && !(primary && i == *primary)) continue;
     PhaseSummary p;
     p.name = reports[i].phase;
     p.label = order[i]->label;
