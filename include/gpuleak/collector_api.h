@@ -87,8 +87,9 @@ int gpuleak_take_growth_candidates(uint32_t* site_ids, uint32_t* allocation_coun
  * trace): called every few tens of milliseconds by the Python package, it
  * judges the live index as a step boundary would, so a site that keeps
  * growing becomes a candidate while a short job still runs. With
- * index_driver_allocations = 1, driver allocations are indexed from then on
- * too (with JAX's platform allocator each array is one; not with CuPy,
+ * index_driver_allocations = 1, driver allocations and virtual-memory
+ * mappings are indexed from then on too (JAX's platform allocator places
+ * its arrays in them; not with CuPy,
  * whose arrays lie inside its pool's driver allocations, at the same
  * addresses). Records nothing in the trace. */
 void gpuleak_growth_tick(int index_driver_allocations);

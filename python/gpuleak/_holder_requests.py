@@ -214,7 +214,7 @@ def ticks_growth(requests):
 
 def driver_allocations_are_arrays():
     """JAX with its platform allocator (and no CuPy, whose arrays share their pool blocks'
-    addresses): each driver allocation is one array."""
+    addresses): its driver allocations and virtual-memory mappings hold its arrays."""
     if "jax" not in sys.modules or "cupy" in sys.modules:
         return False
     from gpuleak.jax_arrays import allocator_mode

@@ -395,8 +395,8 @@ void ProcessAnalysis::on_annotation(const trace::AnnotationRecord& record) {
     framework_tracking_ = record.value;
     hidden_allocations_reason_ = hidden_allocations_reason(record.value);
     auto framework = nlohmann::json::parse(record.value, nullptr, false);
-    driver_allocations_are_arrays_ =
-        framework.is_object() && flag_field(framework, "driver_allocations_are_arrays");
+    device_memory_holds_arrays_ =
+        framework.is_object() && flag_field(framework, "device_memory_holds_arrays");
     return;
   }
   if (record.key == "collector_disabled") {
@@ -479,8 +479,13 @@ SiteGrowth ProcessAnalysis::describe_site(const Phase& /*phase*/, const SiteTren
   s.live_allocations = trend.live_allocations;
   s.first_growing_step = trend.first_growing_step;
   s.kind = trend.kind;
-  s.tensor_level = is_tensor_kind(trend.kind) ||
-                   (driver_allocations_are_arrays_ && trend.kind == MemoryKind::kDevice);
+  // JAX with its platform allocator: what it takes from the driver (one
+  // allocation per buffer, or granules of virtual memory it maps its
+  // buffers into) holds its arrays and nothing else.
+  bool framework_memory = trend.kind == MemoryKind::kDevice ||
+                          trend.kind == MemoryKind::kDeviceAsync ||
+                          trend.kind == MemoryKind::kVmmPhysical;
+  s.tensor_level = is_tensor_kind(trend.kind) || (device_memory_holds_arrays_ && framework_memory);
   if (!s.tensor_level) s.origin = catalog_.origin(trend.site_id);
   if (auto h = holder(trend.site_id)) s.bounded = h->bounded;
   s.frames = catalog_.frames(trend.site_id);

@@ -167,9 +167,9 @@ class ProcessAnalysis {
   std::string framework_tracking_;  // a framework's array tracking (CuPy, JAX), JSON
   // Set when that annotation says a pool hides the arrays: why the run is not clean.
   std::string hidden_allocations_reason_;
-  // Set when it says each driver allocation is one of the framework's arrays
-  // (JAX's platform allocator): they are judged as tensors are.
-  bool driver_allocations_are_arrays_ = false;
+  // Set when it says the framework's device memory holds only its arrays
+  // (JAX's platform allocator): that memory is judged as tensors are.
+  bool device_memory_holds_arrays_ = false;
   std::string collector_disabled_;  // why the collector turned itself off, if it did
   std::uint64_t allocations_ = 0, frees_ = 0, unmatched_frees_ = 0, lost_ = 0;
   std::uint64_t peak_live_bytes_ = 0;

@@ -172,7 +172,10 @@ void Recorder::append_record(const trace::Record& record) {
 }
 
 bool Recorder::indexed(trace::MemoryKind kind) const {
-  if (kind == trace::MemoryKind::kDevice)
+  // A framework's own device memory: one driver allocation per buffer, or
+  // virtual-memory mappings its buffers are placed in (their addresses are
+  // where the arrays are, unlike the physical handles).
+  if (kind == trace::MemoryKind::kDevice || kind == trace::MemoryKind::kVmmMapping)
     return index_device_allocations_.load(std::memory_order_relaxed);
   return (kind == trace::MemoryKind::kTorchBlock || kind == trace::MemoryKind::kDeviceAsync) &&
          index_live_allocations_.load(std::memory_order_relaxed);

@@ -145,6 +145,30 @@ TEST(GrowthVerdict, a_pool_that_hides_arrays_is_never_called_clean) {
             std::string::npos);
 }
 
+// JAX 0.11 with XLA_PYTHON_CLIENT_ALLOCATOR=platform on the H200 took its
+// memory as virtual-memory granules (cuMemCreate, 2 MiB) and kept a list of
+// arrays alive in them: growth of its device memory is arrays kept alive,
+// not driver memory outside the framework. Without the annotation's flag the
+// same growth stays "non-tensor".
+TEST(GrowthVerdict, device_memory_of_a_framework_that_holds_only_arrays_is_arrays_kept_alive) {
+  for (bool holds_arrays : {true, false}) {
+    SyntheticTrace t;
+    t.annotate("framework_tracking",
+               std::string(R"({"framework": "JAX", "mode": "platform", "hidden_allocations": false,
+                   "device_memory_holds_arrays": )") +
+                   (holds_arrays ? "true}" : "false}"));
+    auto step_site = t.python_site("/work/train.py", 52, "main");
+    for (int step = 0; step < 200; ++step) {
+      if (step % 2 == 0) t.alloc(step_site, 2 << 20, trace::MemoryKind::kVmmPhysical);
+      t.step(step);
+    }
+    Outcome run = analyze(t);
+    ASSERT_EQ(run.growth.verdict, Verdict::kLeak);
+    EXPECT_EQ(run.growth.cause,
+              holds_arrays ? "tensors-kept-alive" : "non-tensor-driver-allocations");
+  }
+}
+
 TEST(GrowthVerdict, allocator_warmup_is_not_a_leak) {
   SyntheticTrace t;
   auto state = t.python_site("/work/optim.py", 5, "step");

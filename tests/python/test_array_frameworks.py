@@ -247,7 +247,7 @@ leave_traced_program()
     assert run.returncode == 0, run.stderr
     tracking = run.annotations("framework_tracking")
     assert tracking == [{"framework": "JAX", "mode": "preallocated-pool", "hidden_allocations": True,
-                         "driver_allocations_are_arrays": False,
+                         "device_memory_holds_arrays": False,
                          "how_to_see": "XLA_PYTHON_CLIENT_PREALLOCATE=false "
                                        "XLA_PYTHON_CLIENT_ALLOCATOR=platform"}]
     used = [r for r in run.records() if r["type"] == "sample" and r["metric"] == 5]
@@ -319,7 +319,7 @@ leave_traced_program()
     assert run.returncode == 0, run.stderr
     assert run.annotations("framework_tracking") == [
         {"framework": "JAX", "mode": "platform", "hidden_allocations": False,
-         "driver_allocations_are_arrays": True}]
+         "device_memory_holds_arrays": True}]
 
 
 def test_jax_allocator_modes_follow_its_documented_settings():
