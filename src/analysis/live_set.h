@@ -96,7 +96,9 @@ class LiveSet {
   static std::uint64_t position_of(std::uint64_t slot) { return (slot >> 32) - 1; }
   static std::uint32_t hash_in(std::uint64_t slot) { return static_cast<std::uint32_t>(slot); }
 
-  LiveAllocation& entry(std::uint64_t p) { return chunks_[p >> kChunkShift][p & (kChunkEntries - 1)]; }
+  LiveAllocation& entry(std::uint64_t p) {
+    return chunks_[p >> kChunkShift][p & (kChunkEntries - 1)];
+  }
   const LiveAllocation& entry(std::uint64_t p) const {
     return chunks_[p >> kChunkShift][p & (kChunkEntries - 1)];
   }
