@@ -66,15 +66,15 @@ void ProcessActivity::consume(const trace::Record& record) {
       record);
 }
 
-void ProcessActivity::on_alloc(const LiveAllocation& a) {
-  last_activity_ns_ = a.time_ns;
-  if (!first_alloc_) first_alloc_ = FirstUse{a.time_ns, a.device, a.stack_id, false};
+void ProcessActivity::on_alloc(const LiveAllocation& a, std::uint64_t time_ns) {
+  last_activity_ns_ = time_ns;
+  if (!first_alloc_) first_alloc_ = FirstUse{time_ns, a.device, a.stack_id, false};
   if (is_tensor_kind(a.kind)) tensor_bytes_ += a.size;
   if (occupies_device(a.kind)) {
     driver_bytes_ += a.size;
     if (from_caching_allocator(a.stack_id)) cache_bytes_ += a.size;
   }
-  note_memory(a.time_ns);
+  note_memory(time_ns);
 }
 
 void ProcessActivity::on_free(const LiveAllocation& a, std::uint64_t free_time_ns) {

@@ -30,7 +30,7 @@ class ProcessActivity {
   explicit ProcessActivity(StackCatalog& catalog) : catalog_(catalog) {}
 
   void consume(const trace::Record& record);
-  void on_alloc(const LiveAllocation& allocation);
+  void on_alloc(const LiveAllocation& allocation, std::uint64_t time_ns);
   void on_free(const LiveAllocation& allocation, std::uint64_t free_time_ns);
 
   ProcessCudaUse summary();

@@ -204,9 +204,8 @@ void ProcessAnalysis::apply(const trace::Record& record) {
               for (auto& phase : phases_) phase->growth.on_lost(0);
             }
           }
-          LiveAllocation a{r.seq, r.time_ns, r.address,  r.size,      r.kind,
-                           r.api, r.device,  r.stack_id, r.thread_id, boundaries_};
-          activity_.on_alloc(a);
+          LiveAllocation a = live_allocation_of(r, boundaries_);
+          activity_.on_alloc(a, r.time_ns);
           if (tracked_for_growth(r.kind)) {
             for (auto& phase : phases_) phase->growth.on_alloc(a);
           }
