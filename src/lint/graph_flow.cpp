@@ -155,17 +155,13 @@ std::uint8_t GraphFlow::strip_if_no_grad(std::uint8_t bits) const {
   return grad_enabled_ ? bits : static_cast<std::uint8_t>(bits & ~kCarriesGraph);
 }
 
-void GraphFlow::set(Env& env, const std::string& key, std::uint8_t bits) {
-  if (key.empty()) return;
-  if (bits == 0) {
-    env.erase(key);
-  } else {
-    env[key] = bits;
-  }
-}
+void GraphFlow::set(Env& env, const std::string& key, std::uint8_t bits) { env.assign(key, bits); }
 
-void GraphFlow::merge_into(Env& into, const Env& from) {
-  for (const auto& [key, bits] : from) into[key] |= bits;
+void GraphFlow::join_with_checkpoint(Env& env, FlowEnvironment::Checkpoint at) {
+  for (const auto& c : env.changes_since(at)) {
+    env.restore(c.key, {c.before.bound || c.after.bound,
+                        static_cast<std::uint8_t>(c.before.bits | c.after.bits)});
+  }
 }
 
 void GraphFlow::analyze_scope(std::size_t index) {
@@ -194,7 +190,7 @@ void GraphFlow::analyze_scope(std::size_t index) {
       if (c != nullptr) {
         std::string prefix = c->name + ".";
         for (const auto& [key, bits] : learnt_.class_attributes) {
-          if (key.rfind(prefix, 0) == 0) env["self." + key.substr(prefix.size())] |= bits;
+          if (key.rfind(prefix, 0) == 0) env.add("self." + key.substr(prefix.size()), bits);
         }
       }
     }
@@ -204,7 +200,7 @@ void GraphFlow::analyze_scope(std::size_t index) {
     std::size_t first = scope.class_node != kNoNode ? 1 : 0;  // skip self
     std::size_t count = scope.parameters.size();
     if (count > first + 1) ++first;  // skip the module argument
-    for (std::size_t p = first; p < count; ++p) env[scope.parameters[p]] |= kDeviceTensor;
+    for (std::size_t p = first; p < count; ++p) env.add(scope.parameters[p], kDeviceTensor);
   }
   if (scope.node == tree_.root()) {
     walk_block(tree_.root(), env);
@@ -299,8 +295,7 @@ std::uint8_t GraphFlow::captured_bits(NodeId function, const Env& env) const {
     if (f == Field::kAttributeName || f == Field::kName || f == Field::kParametersField) continue;
     std::string_view name = tree_.text(id);
     if (name == "self" || own(name)) continue;
-    auto it = env.find(std::string(name));
-    if (it != env.end()) bits |= it->second & kTensorFacts;
+    bits |= env.get(std::string(name)) & kTensorFacts;
   }
   return bits;
 }
@@ -353,10 +348,11 @@ void GraphFlow::walk_statement(NodeId statement, Env& env) {
       NodeId body = tree_.child_by_field(statement, Field::kBody);
       NodeId left = tree_.child_by_field(statement, Field::kLeft);
       // `for out in outputs`: elements of a list of carriers are carriers.
-      Env entry = env;
+      FlowEnvironment::Checkpoint entry = env.open();
       bind_loop_targets(left, tree_.child_by_field(statement, Field::kRight), iterated, env);
       if (body != kNoNode) walk_loop_body(body, env);
-      merge_into(env, entry);
+      join_with_checkpoint(env, entry);
+      env.close(entry);
       NodeId alternative = tree_.child_by_field(statement, Field::kAlternative);
       if (alternative != kNoNode) walk_block(alternative, env);
       return;
@@ -402,8 +398,8 @@ void GraphFlow::walk_statement(NodeId statement, Env& env) {
       }
       return;
     case NodeKind::kMatchStatement: {
-      Env start = env;
-      Env result = start;
+      FlowEnvironment::Checkpoint start = env.open();
+      BranchUnion result;
       for (NodeId id = statement + 1; id < tree_.node(statement).subtree_end; ++id) {
         if (tree_.kind(id) != NodeKind::kBlock) continue;
         NodeId owner = tree_.parent(id);
@@ -411,11 +407,12 @@ void GraphFlow::walk_statement(NodeId statement, Env& env) {
             tree_.parent(tree_.parent(owner)) != statement) {
           continue;  // only the case bodies directly in this match
         }
-        Env branch = start;
-        walk_block(id, branch);
-        merge_into(result, branch);
+        walk_block(id, env);
+        result.add_branch(env.changes_since(start));
+        env.rollback_to(start);
       }
-      env = std::move(result);
+      result.apply(env, true);
+      env.close(start);
       return;
     }
     case NodeKind::kGlobalStatement:
@@ -486,44 +483,47 @@ void GraphFlow::walk_if(NodeId statement, Env& env) {
   eval(condition, env);
   // `if isinstance(out, torch.Tensor): ... else: <out is no tensor>`.
   std::optional<TensorTest> test = tensor_test(condition);
-  Env start = env;
+  FlowEnvironment::Checkpoint start = env.open();
   NodeId consequence = tree_.child_by_field(statement, Field::kConsequence);
   if (test && test->true_means_not_tensor) env.erase(test->name);
   if (consequence != kNoNode) walk_block(consequence, env);
-  Env result = std::move(env);
+  BranchUnion result;
+  result.add_branch(env.changes_since(start));
+  env.rollback_to(start);
   bool has_else = false;
   for (NodeId c = tree_.first_child(statement); c != kNoNode; c = tree_.next_sibling(c)) {
     if (tree_.node(c).field != Field::kAlternative) continue;
-    Env branch = start;
-    if (test && !test->true_means_not_tensor) branch.erase(test->name);
+    if (test && !test->true_means_not_tensor) env.erase(test->name);
     if (tree_.kind(c) == NodeKind::kElifClause) {
-      eval(tree_.child_by_field(c, Field::kCondition), branch);
+      eval(tree_.child_by_field(c, Field::kCondition), env);
       NodeId body = tree_.child_by_field(c, Field::kConsequence);
-      if (body != kNoNode) walk_block(body, branch);
+      if (body != kNoNode) walk_block(body, env);
     } else {
       has_else = true;
       NodeId body = tree_.child_by_field(c, Field::kBody);
-      if (body != kNoNode) walk_block(body, branch);
+      if (body != kNoNode) walk_block(body, env);
     }
-    merge_into(result, branch);
+    result.add_branch(env.changes_since(start));
+    env.rollback_to(start);
   }
-  if (!has_else) merge_into(result, start);
-  env = std::move(result);
+  result.apply(env, !has_else);
+  env.close(start);
 }
 
 void GraphFlow::walk_try(NodeId statement, Env& env) {
-  Env start = env;
+  FlowEnvironment::Checkpoint start = env.open();
   NodeId body = tree_.child_by_field(statement, Field::kBody);
   if (body != kNoNode) walk_block(body, env);
-  Env after_body = env;
-  Env result = after_body;
+  FlowEnvironment::Checkpoint after_body = env.open();
+  BranchUnion result;
   NodeId finally_block = kNoNode;
   for (NodeId c = tree_.first_child(statement); c != kNoNode; c = tree_.next_sibling(c)) {
     NodeKind k = tree_.kind(c);
     if (k == NodeKind::kExceptClause || k == NodeKind::kExceptGroupClause) {
-      // The handler may start from any point of the body.
-      Env handler = start;
-      merge_into(handler, after_body);
+      // The handler may start from any point of the body: what it starts
+      // with is the union of the states before and after the body.
+      Env& handler = env;
+      join_with_checkpoint(handler, start);
       NodeId alias = tree_.child_by_field(c, Field::kAlias);
       NodeId value = tree_.child_by_field(c, Field::kValue);
       if (value != kNoNode) {
@@ -541,18 +541,21 @@ void GraphFlow::walk_try(NodeId statement, Env& env) {
       for (NodeId b : tree_.named_children(c)) {
         if (tree_.kind(b) == NodeKind::kBlock) walk_block(b, handler);
       }
-      merge_into(result, handler);
+      result.add_branch(env.changes_since(after_body));
+      env.rollback_to(after_body);
     } else if (k == NodeKind::kElseClause) {
-      Env branch = after_body;
       NodeId b = tree_.child_by_field(c, Field::kBody);
       if (b == kNoNode) b = tree_.first_named_child(c);
-      if (b != kNoNode) walk_block(b, branch);
-      merge_into(result, branch);
+      if (b != kNoNode) walk_block(b, env);
+      result.add_branch(env.changes_since(after_body));
+      env.rollback_to(after_body);
     } else if (k == NodeKind::kFinallyClause) {
       finally_block = c;
     }
   }
-  env = std::move(result);
+  result.apply(env, true);
+  env.close(after_body);
+  env.close(start);
   if (finally_block != kNoNode) {
     for (NodeId b : tree_.named_children(finally_block)) {
       if (tree_.kind(b) == NodeKind::kBlock) walk_block(b, env);
@@ -609,20 +612,23 @@ void GraphFlow::walk_with(NodeId statement, Env& env) {
 }
 
 void GraphFlow::walk_loop_body(NodeId body, Env& env) {
-  Env entry = env;
+  FlowEnvironment::Checkpoint entry = env.open();
   ++loop_depth_;
   walk_block(body, env);
   if (loop_depth_ <= kMaxLoopDepthWalkedTwice) {
-    Env merged = entry;
-    merge_into(merged, env);
-    if (merged != entry) {
+    bool grows = false;
+    for (const auto& c : env.changes_since(entry)) {
+      grows |= (c.after.bound && !c.before.bound) || (c.after.bits & ~c.before.bits) != 0;
+    }
+    if (grows) {
       // Something new reaches the next iteration: walk again with it.
-      env = std::move(merged);
+      join_with_checkpoint(env, entry);
       walk_block(body, env);
     }
   }
   --loop_depth_;
-  merge_into(env, entry);
+  join_with_checkpoint(env, entry);
+  env.close(entry);
 }
 
 void GraphFlow::walk_assignment(NodeId assignment, Env& env) {
@@ -742,7 +748,7 @@ void GraphFlow::assign_target(NodeId target, NodeId value, std::uint8_t bits, En
       if (key != kNoNode) eval(key, env);
       record_store(StoreKind::kSubscript, site, container, key, value, bits);
       std::string holder = dotted_text(tree_, container);
-      if (!holder.empty()) env[holder] |= bits;
+      if (!holder.empty()) env.add(holder, bits);
       return;
     }
     case NodeKind::kPatternList:
@@ -951,8 +957,7 @@ std::uint8_t GraphFlow::eval(NodeId e, Env& env) {
   std::uint8_t r = 0;
   switch (tree_.kind(e)) {
     case NodeKind::kIdentifier: {
-      auto it = env.find(std::string(tree_.text(e)));
-      r = it == env.end() ? 0 : it->second;
+      r = env.get(std::string(tree_.text(e)));
       break;
     }
     case NodeKind::kAttribute:
@@ -1012,9 +1017,11 @@ std::uint8_t GraphFlow::eval(NodeId e, Env& env) {
         std::uint8_t b = 0;
         if (test &&
             ((i == 0 && test->true_means_not_tensor) || (i == 2 && !test->true_means_not_tensor))) {
-          Env narrowed = env;
-          narrowed.erase(test->name);
-          b = eval(parts[i], narrowed);
+          FlowEnvironment::Checkpoint before = env.open();
+          env.erase(test->name);
+          b = eval(parts[i], env);
+          env.rollback_to(before);
+          env.close(before);
         } else {
           b = eval(parts[i], env);
         }
@@ -1087,7 +1094,9 @@ std::uint8_t GraphFlow::eval(NodeId e, Env& env) {
 std::uint8_t GraphFlow::eval_comprehension(NodeId e, Env& env) {
   std::vector<NodeId> parts = tree_.named_children(e);
   if (parts.empty()) return 0;
-  Env inner = env;
+  // The comprehension's own names stay inside it: undone at the end.
+  FlowEnvironment::Checkpoint outside = env.open();
+  Env& inner = env;
   for (std::size_t i = 1; i < parts.size(); ++i) {
     NodeId part = parts[i];
     if (tree_.kind(part) == NodeKind::kForInClause) {
@@ -1099,21 +1108,24 @@ std::uint8_t GraphFlow::eval_comprehension(NodeId e, Env& env) {
     }
   }
   NodeId body = parts[0];
+  std::uint8_t v = 0;
   if (tree_.kind(body) == NodeKind::kPair) {
     eval(tree_.child_by_field(body, Field::kKey), inner);
-    std::uint8_t v = eval(tree_.child_by_field(body, Field::kValue), inner);
+    v = eval(tree_.child_by_field(body, Field::kValue), inner);
     file_.bits_[body] = v;
-    return v;
+  } else {
+    v = eval(body, inner);
   }
-  return eval(body, inner);
+  env.rollback_to(outside);
+  env.close(outside);
+  return v;
 }
 
 std::uint8_t GraphFlow::eval_attribute(NodeId e, Env& env) {
   std::uint8_t object = eval(tree_.child_by_field(e, Field::kObject), env);
   std::string key = dotted_text(tree_, e);
   if (!key.empty()) {
-    auto it = env.find(key);
-    if (it != env.end()) return it->second;
+    if (const std::uint8_t* bits = env.find(key)) return *bits;
   }
   NodeId attr = tree_.child_by_field(e, Field::kAttributeName);
   std::string_view name = attr != kNoNode ? tree_.text(attr) : std::string_view();
@@ -1292,7 +1304,7 @@ std::uint8_t GraphFlow::eval_call(NodeId call, Env& env) {
       std::uint8_t bits = file_.bits_[stored];
       record_store(store_kind, call, receiver, kNoNode, stored, bits);
       std::string holder = dotted_text(tree_, receiver);
-      if (!holder.empty() && bits != 0) env[holder] |= bits;
+      if (!holder.empty() && bits != 0) env.add(holder, bits);
       return 0;
     }
   }

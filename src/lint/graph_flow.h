@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "file_analysis.h"
+#include "flow_environment.h"
 
 namespace gpuleak::lint {
 
@@ -40,7 +41,7 @@ class GraphFlow {
   void run();
 
  private:
-  using Env = std::unordered_map<std::string, std::uint8_t>;
+  using Env = FlowEnvironment;
   // What the analysis learns across functions; rounds repeat while it grows.
   struct Summaries {
     std::vector<std::uint8_t> returns;                               // per scope
@@ -95,7 +96,9 @@ class GraphFlow {
   void record_store(StoreKind kind, NodeId site, NodeId container, NodeId key, NodeId value,
                     std::uint8_t bits, std::size_t keeper = static_cast<std::size_t>(-1));
   static void set(Env& env, const std::string& key, std::uint8_t bits);
-  static void merge_into(Env& into, const Env& from);
+  // Leaves every name changed since `at` bound to the union of its value
+  // then and now (what a loop may carry out of its body).
+  static void join_with_checkpoint(Env& env, FlowEnvironment::Checkpoint at);
   std::uint8_t strip_if_no_grad(std::uint8_t bits) const;
 
   // Parameters whose value a function puts into a container that outlives
