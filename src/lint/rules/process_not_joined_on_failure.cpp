@@ -176,6 +176,40 @@ bool handed_over_by_class(const FileAnalysis& file, NodeId class_node,
   return false;
 }
 
+// A `return` of this scope hands one of `names` back to the caller.
+bool returned_by_scope(const FileAnalysis& file, std::size_t scope,
+                       const std::vector<std::string>& names) {
+  const SyntaxTree& tree = file.tree();
+  NodeId root = file.scopes()[scope].node;
+  for (NodeId id = root; id < tree.node(root).subtree_end; ++id) {
+    if (tree.kind(id) == NodeKind::kReturnStatement && file.scope_index_of(id) == scope &&
+        mentions_any(tree, id, names)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// `self.executor = self.make_executor()` in the class: the attributes that
+// keep what the method `method` returns.
+std::vector<std::string> attributes_keeping_result_of(const FileAnalysis& file, NodeId class_node,
+                                                      const std::string& method) {
+  const SyntaxTree& tree = file.tree();
+  std::vector<std::string> out;
+  const std::string callee = "self." + method;
+  for (NodeId id = class_node; id < tree.node(class_node).subtree_end; ++id) {
+    if (tree.kind(id) != NodeKind::kAssignment) continue;
+    NodeId right = tree.child_by_field(id, Field::kRight);
+    if (right == kNoNode || tree.kind(right) != NodeKind::kCall ||
+        dotted_text(tree, file.callee(right)) != callee) {
+      continue;
+    }
+    std::string left = dotted_text(tree, tree.child_by_field(id, Field::kLeft));
+    if (left.rfind("self.", 0) == 0) out.push_back(left);
+  }
+  return out;
+}
+
 NodeId statement_of(const SyntaxTree& tree, NodeId node) {
   NodeId child = node;
   for (NodeId p = tree.parent(node); p != kNoNode; child = p, p = tree.parent(p)) {
@@ -236,6 +270,13 @@ class ProcessNotJoinedOnFailure final : public Rule {
         }
       }
       if (safe) continue;
+      // Made and returned by a method whose result the class keeps
+      // (`self.executor = self.make_executor()`): the attribute reaches it.
+      if (s.class_node != kNoNode && !names.empty() && returned_by_scope(file, scope, names)) {
+        for (std::string& a : attributes_keeping_result_of(file, s.class_node, s.name)) {
+          if (std::find(names.begin(), names.end(), a) == names.end()) names.push_back(a);
+        }
+      }
       // Kept on an object (`self.proc = p`, `self.procs.append(p)`): its class
       // manages the lifetime (close(), kill(), __exit__).
       bool kept_on_self = false;
