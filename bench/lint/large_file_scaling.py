@@ -18,27 +18,17 @@ import os
 import subprocess
 import sys
 import tempfile
-import time
+
+from lint_speed import timed_with_rss  # the same child timing as the speed bench
 
 
 def lint_alone(gpuleak, path, timeout_s):
-    start = time.perf_counter()
-    child = subprocess.Popen([gpuleak, "lint", "--no-config", "--format", "json", "-j", "1", path],
-                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    deadline = start + timeout_s
-    while True:
-        pid, status, usage = os.wait4(child.pid, os.WNOHANG)
-        if pid != 0:
-            break
-        if time.perf_counter() > deadline:
-            child.kill()
-            pid, status, usage = os.wait4(child.pid, 0)
-            return {"timed_out": True, "seconds": timeout_s}
-        time.sleep(0.02)
-    seconds = time.perf_counter() - start
-    return {"timed_out": False, "seconds": round(seconds, 3),
-            "exit": os.waitstatus_to_exitcode(status),
-            "peak_rss_bytes": usage.ru_maxrss * 1024}
+    seconds, exit_code, peak_rss_bytes, _ = timed_with_rss(
+        [gpuleak, "lint", "--no-config", "--format", "json", "-j", "1", path], timeout_s)
+    if seconds >= timeout_s:
+        return {"timed_out": True, "seconds": timeout_s}
+    return {"timed_out": False, "seconds": round(seconds, 3), "exit": exit_code,
+            "peak_rss_bytes": peak_rss_bytes}
 
 
 def main():
