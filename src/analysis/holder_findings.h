@@ -19,8 +19,8 @@ namespace gpuleak::analysis {
 
 // What the Python package found holding one growing site's memory.
 struct HolderFinding {
-  std::string json;  // the site's object from the holder annotation
-  std::string kind;  // "tensor", "graph", "unknown"
+  HolderAnswer answer;  // the site's answer, as the package wrote it
+  std::string kind;     // "tensor", "graph", "unknown"
   bool bounded = false;
   std::string fix;
   std::string description;  // "list `losses` (module __main__)"
@@ -40,8 +40,8 @@ class HolderFindings {
   std::map<std::uint32_t, HolderFinding> by_site_;
 };
 
-// Puts what the reports say about a site's holder into `growth` (the
-// verdict's top site, or its first bounded one).
+// Puts the site's answer into `growth` (for the verdict's top site, or its
+// first bounded one), where every report reads it.
 void report_holder(const HolderFinding& finding, GrowthReport& growth);
 
 }  // namespace gpuleak::analysis
