@@ -4,7 +4,9 @@
 // reads as missing, never as an exception.
 #pragma once
 
+#include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 
 namespace gpuleak::analysis {
@@ -25,6 +27,34 @@ inline int int_field(const nlohmann::json& object, const char* key, int otherwis
   if (!object.is_object()) return otherwise;
   auto it = object.find(key);
   return it != object.end() && it->is_number_integer() ? it->get<int>() : otherwise;
+}
+
+// A string field, or nothing when it is missing, null or not a string.
+inline std::optional<std::string> optional_text_field(const nlohmann::json& object,
+                                                      const char* key) {
+  if (!object.is_object()) return std::nullopt;
+  auto it = object.find(key);
+  if (it == object.end() || !it->is_string()) return std::nullopt;
+  return it->get<std::string>();
+}
+
+// An integer field (a whole number in JSON), or nothing.
+inline std::optional<std::int64_t> optional_integer_field(const nlohmann::json& object,
+                                                          const char* key) {
+  if (!object.is_object()) return std::nullopt;
+  auto it = object.find(key);
+  if (it == object.end() || !it->is_number_integer()) return std::nullopt;
+  if (it->is_number_unsigned() && it->get<std::uint64_t>() > INT64_MAX) return std::nullopt;
+  return it->get<std::int64_t>();
+}
+
+// A non-negative integer field, or nothing.
+inline std::optional<std::uint64_t> optional_count_field(const nlohmann::json& object,
+                                                         const char* key) {
+  if (!object.is_object()) return std::nullopt;
+  auto it = object.find(key);
+  if (it == object.end() || !it->is_number_unsigned()) return std::nullopt;
+  return it->get<std::uint64_t>();
 }
 
 }  // namespace gpuleak::analysis

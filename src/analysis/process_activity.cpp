@@ -6,8 +6,6 @@ namespace gpuleak::analysis {
 
 namespace {
 
-constexpr const char* kCachingAllocator = "PyTorch caching allocator";
-
 bool creates_context(trace::ContextAction action) {
   return action == trace::ContextAction::kCreated ||
          action == trace::ContextAction::kPrimaryRetained;
@@ -21,7 +19,7 @@ double ProcessActivity::seconds(std::uint64_t time_ns) const {
 
 bool ProcessActivity::from_caching_allocator(std::uint32_t stack_id) {
   auto [it, inserted] = cache_origin_.try_emplace(stack_id, false);
-  if (inserted && stack_id != 0) it->second = catalog_.origin(stack_id) == kCachingAllocator;
+  if (inserted && stack_id != 0) it->second = catalog_.origin(stack_id) == kCachingAllocatorOrigin;
   return it->second;
 }
 

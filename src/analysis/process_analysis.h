@@ -13,6 +13,12 @@
 // a *phase* with its own series and verdict, so a leak during evaluation is
 // judged over evaluation batches, not mixed with training steps.
 //
+// The class is defined by concern: feeding records (process_analysis.cpp),
+// iteration boundaries and phases (phase_boundaries.cpp), the process's
+// annotations (process_annotations.cpp), the growth verdict
+// (growth_verdict.cpp, with leak_cause.h), phases in words
+// (phase_descriptions.cpp) and the whole report (process_report.cpp).
+//
 // Not thread-safe.
 #pragma once
 
@@ -25,6 +31,7 @@
 
 #include "analysis/clock_arbiter.h"
 #include "analysis/growth_tracker.h"
+#include "analysis/holder_findings.h"
 #include "analysis/iteration_finder.h"
 #include "analysis/live_set.h"
 #include "analysis/process_activity.h"
@@ -48,15 +55,6 @@ struct AnalysisOptions {
   // clocks are counted, not tracked.
   std::size_t max_phases = 12;
   SourceLookup source_lookup;  // where source text may come from (analysis/source_lines.h)
-};
-
-// What the Python package found holding a growing site's memory.
-struct HolderFinding {
-  std::string json;  // the site's object from the holder annotation
-  std::string kind;  // "tensor", "graph", "unknown"
-  bool bounded = false;
-  std::string fix;
-  std::string description;  // "list `losses` (module __main__)"
 };
 
 class ProcessAnalysis {
@@ -136,6 +134,10 @@ class ProcessAnalysis {
   std::string undecided_reason(const GrowthReport& primary);
   // A segment a framework's pool asked the driver for (reserved memory).
   bool is_pool_segment(std::uint32_t site_id);
+  // Address space and mappings hold no memory of their own.
+  static bool tracked_for_growth(trace::MemoryKind kind) {
+    return kind != trace::MemoryKind::kAddressRange && kind != trace::MemoryKind::kVmmMapping;
+  }
   bool is_time_windows(const Phase& phase) const {
     return phase.clock.source == trace::StepSource::kTimeWindow;
   }
@@ -186,7 +188,7 @@ class ProcessAnalysis {
   // Events were lost so far (a gap in the sequence numbers, or a LostRecord).
   bool events_missing_ = false;
 
-  std::map<std::uint32_t, HolderFinding> holders_;
+  HolderFindings holders_;
 
   struct RawOutOfMemory {
     trace::AllocFailedRecord record;

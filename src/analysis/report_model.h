@@ -138,6 +138,47 @@ struct PhaseSummary {
   bool primary = false;  // the phase the rest of the growth report is about
 };
 
+// What the Python package found holding one growing site's memory: its
+// answer to a holder request (docs/python-protocol.md; fields in
+// docs/python.md, "Answer fields per site"). Read from the trace's `holder`
+// annotation; a field missing or of the wrong type there is empty here.
+struct KeepingStatement {  // holder.kept_at: the statement that stores into the holder
+  std::string file;
+  std::optional<std::uint64_t> line;
+  std::optional<std::string> statement;  // its text; empty when the source could not be read
+  std::string kind;                      // "append", "augmented-assignment", ...
+  std::string function;
+  bool in_loop = false;
+};
+
+struct Holder {
+  std::string type;   // "list", "dict", "deque", "Tensor", ...
+  std::string name;   // "losses", "history['loss']"
+  std::string owner;  // "module __main__", "local of train (t.py:40)", ...
+  std::string path;   // "__main__.losses"
+  std::optional<std::int64_t> length;
+  bool bounded = false;  // a container that cannot grow without limit
+  std::optional<std::int64_t> maxlen;
+  std::optional<std::string> filled_by;  // "hook on ReLU"
+  std::optional<std::string> element;    // what each held element is, when worth saying
+  std::optional<std::string> held_in;    // where the container lives, for `exception traceback`
+  std::optional<KeepingStatement> kept_at;
+};
+
+struct HolderAnswer {
+  std::uint32_t site_id = 0;
+  std::uint64_t matched_addresses = 0;
+  std::string kind;  // "tensor", "graph", "unknown"
+  std::optional<Holder> holder;
+  std::optional<std::int64_t> graph_tensors_per_element;
+  bool element_has_grad_fn = false;
+  // The package's finer word for how the holder keeps the memory; written
+  // with the holder (null there when it has none).
+  std::optional<std::string> cause;
+  std::optional<std::string> fix;
+  std::optional<std::string> note;  // why there is no holder
+};
+
 struct GrowthReport {
   Verdict verdict = Verdict::kNotYet;
   std::uint64_t steps = 0;
@@ -159,8 +200,8 @@ struct GrowthReport {
   Where where = Where::kNone;
   double host_rss_bytes_per_step = 0;
   double pool_reserved_bytes_per_step = 0;
-  std::vector<SiteGrowth> sites;  // growing sites, fastest first
-  std::string holder_json;        // the holder annotation for the top site, or empty
+  std::vector<SiteGrowth> sites;       // growing sites, fastest first
+  std::optional<HolderAnswer> holder;  // for the top site (or the first bounded one)
   std::string fix;
   std::string note;  // e.g. "reserved memory grows while live tensors do not: cache, not a leak"
   // Boundaries of the judged window whose events were partly lost; their

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <initializer_list>
+#include <type_traits>
+#include <variant>
 
 namespace gpuleak::analysis {
 
@@ -159,6 +161,25 @@ Site choose_site(const std::vector<Frame>& frames) {
   return site;
 }
 
+bool StackCatalog::add_definition(const trace::Record& record) {
+  return std::visit(
+      [this](const auto& r) {
+        using T = std::decay_t<decltype(r)>;
+        if constexpr (std::is_same_v<T, trace::StackRecord> ||
+                      std::is_same_v<T, trace::PythonCodeRecord> ||
+                      std::is_same_v<T, trace::ModuleRecord> ||
+                      std::is_same_v<T, trace::SymbolRecord> ||
+                      std::is_same_v<T, trace::SourceLineRecord> ||
+                      std::is_same_v<T, trace::ApiNameRecord> ||
+                      std::is_same_v<T, trace::ThreadRecord>) {
+          add(r);
+          return true;
+        }
+        return false;
+      },
+      record);
+}
+
 void StackCatalog::add(const trace::StackRecord& stack) { stacks_[stack.stack_id] = stack; }
 void StackCatalog::add(const trace::PythonCodeRecord& code) { codes_[code.code_id] = code; }
 void StackCatalog::add(const trace::ModuleRecord& module) {
@@ -276,7 +297,7 @@ std::string StackCatalog::origin(std::uint32_t stack_id) {
   for (const Frame& f : frames(stack_id)) {
     if (f.language != Frame::Language::kNative) continue;
     std::string base = basename_of(f.module);
-    if (starts_with(base, "libc10_cuda")) return "PyTorch caching allocator";
+    if (starts_with(base, "libc10_cuda")) return kCachingAllocatorOrigin;
     if (starts_with(base, "libnccl")) return "NCCL";
     if (starts_with(base, "libcublas")) return "cuBLAS";
     if (starts_with(base, "libcudnn")) return "cuDNN";
@@ -284,7 +305,7 @@ std::string StackCatalog::origin(std::uint32_t stack_id) {
     if (f.file.find("cupy/cuda/memory") != std::string::npos ||
         f.module.find("cupy/cuda/memory") != std::string::npos ||
         f.function.find("SingleDeviceMemoryPool") != std::string::npos) {
-      return "CuPy memory pool";
+      return kCupyPoolOrigin;
     }
   }
   return {};

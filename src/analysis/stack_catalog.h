@@ -24,8 +24,17 @@
 
 namespace gpuleak::analysis {
 
+// Origins (StackCatalog::origin) that are a framework's pool: the segments it
+// reserves from the driver, not memory of their own.
+inline constexpr const char* kCachingAllocatorOrigin = "PyTorch caching allocator";
+inline constexpr const char* kCupyPoolOrigin = "CuPy memory pool";
+
 class StackCatalog {
  public:
+  // Adds `record` when it is one the catalog keeps (a stack, code object,
+  // module, symbol, source line, API name or thread name); returns false
+  // for every other record.
+  bool add_definition(const trace::Record& record);
   void add(const trace::StackRecord& stack);
   void add(const trace::PythonCodeRecord& code);
   void add(const trace::ModuleRecord& module);

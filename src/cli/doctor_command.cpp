@@ -18,8 +18,8 @@
 #include "monitor/doctor_json.h"
 #include "monitor/doctor_text.h"
 #include "monitor/kill_plan.h"
-#include "monitor/sampler.h"
-#include "monitor/snapshot.h"
+#include "monitor/sample_history.h"
+#include "monitor/sample_reader.h"
 #include "quantity/units.h"
 #include "report/json_text.h"
 
@@ -77,10 +77,10 @@ int run_doctor(const DoctorFlags& flags) {
   }
   if (std::string notice = pattern.change_notice(); !notice.empty())
     std::fprintf(stderr, "gpuleak doctor: %s\n", notice.c_str());
-  monitor::SnapshotSource source(pattern, !flags.no_nvml);
-  monitor::Snapshot snapshot = source.take(monitor::ProcScanner::HandleScope::kAll);
-  monitor::Sampler sampler(monitor::Sampler::Options{});
-  monitor::DoctorReport report = monitor::diagnose(snapshot, sampler.add(snapshot));
+  monitor::SampleReader source(pattern, !flags.no_nvml);
+  monitor::RawSample raw = source.take(monitor::ProcScanner::HandleScope::kAll);
+  monitor::SampleHistory history(monitor::SampleHistory::Options{});
+  monitor::DoctorReport report = monitor::diagnose(raw, history.add(raw));
 
   monitor::KillRecord kills;
   bool usage_refusal = false;
@@ -88,7 +88,7 @@ int run_doctor(const DoctorFlags& flags) {
   if (flags.kill_orphans) {
     kills.requested = true;
     auto context = monitor::KillContext::for_this_process(flags.all_users);
-    kills.candidates = monitor::plan_orphan_kills(report, snapshot, context);
+    kills.candidates = monitor::plan_orphan_kills(report, raw, context);
     bool any_allowed = false;
     for (const auto& candidate : kills.candidates) {
       any_allowed = any_allowed || candidate.decision.allowed;

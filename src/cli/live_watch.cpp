@@ -5,8 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "report/text_report.h"
-#include "trace/event_sequencer.h"
-#include "trace/trace_reader.h"
+#include "trace/trace_feed.h"
 
 namespace gpuleak::cli {
 
@@ -22,9 +21,9 @@ constexpr auto kHolderPatience = std::chrono::seconds(3);
 }  // namespace
 
 struct LiveWatch::Followed {
+  explicit Followed(const std::string& trace_path) : path(trace_path), feed(trace_path, true) {}
   std::string path;
-  std::unique_ptr<trace::TraceReader> reader;
-  trace::EventSequencer sequencer;
+  trace::TraceFeed feed;  // in follow mode: each poll reads what was added
   std::unique_ptr<analysis::ProcessAnalysis> analysis;
   bool broken = false;  // the trace is damaged: stop following it
   bool reported = false;
@@ -56,8 +55,7 @@ void LiveWatch::poll() {
     if (entry.path().extension() != ".trace") continue;
     auto& slot = followed_[entry.path().string()];
     if (!slot) {
-      slot = std::make_unique<Followed>();
-      slot->path = entry.path().string();
+      slot = std::make_unique<Followed>(entry.path().string());
       slot->analysis = std::make_unique<analysis::ProcessAnalysis>(options_);
     }
   }
@@ -70,20 +68,15 @@ void LiveWatch::poll() {
 
 void LiveWatch::read_new(Followed& f) {
   try {
-    if (!f.reader) {
-      f.reader = std::make_unique<trace::TraceReader>(f.path);
-      f.reader->set_follow(true);
-    }
-    trace::Record record;
-    while (f.reader->next(record) == trace::TraceReader::Status::kRecord) {
-      f.sequencer.push(std::move(record));
-      while (f.sequencer.pop(record)) f.analysis->consume(record);
-    }
-  } catch (const trace::TraceError& e) {
-    // A header not written yet is retried; damage stops the live view only
-    // (the final report reads the file again and says what is wrong).
-    if (f.reader) f.broken = true;
+    f.feed.read([&f](const trace::Record& record) { f.analysis->consume(record); });
+  } catch (const trace::TraceError&) {
+    // The file is not a trace yet (its header is not written): the next
+    // poll opens it again.
+    return;
   }
+  // Damage stops the live view only (the final report reads the file again
+  // and says what is wrong).
+  if (f.feed.error()) f.broken = true;
 }
 
 void LiveWatch::send_holder_request(Followed& f) {

@@ -19,7 +19,7 @@
 #include <thread>
 
 #include "analysis/process_samples.h"
-#include "analysis/trace_loader.h"
+#include "analysis/site_source_lines.h"
 #include "cli/child_process.h"
 #include "cli/command.h"
 #include "cli/install_layout.h"
@@ -27,6 +27,7 @@
 #include "cli/report_outputs.h"
 #include "monitor/job_watcher.h"
 #include "monitor/nvml_library.h"
+#include "symbolize/embedded_symbols.h"
 
 extern char** environ;
 
@@ -377,7 +378,10 @@ int run_program(const RunArguments& args) {
     if (std::find(still_running.begin(), still_running.end(), pid) != still_running.end()) continue;
     std::size_t written = 0;
     std::string error;
-    if (!analysis::embed_symbols(file, &written, &error))
+    // Symbols first: a native site needs its file and line before its
+    // source line can be read.
+    if (!symbolize::embed_symbols(file, &written, &error) ||
+        !analysis::embed_site_source_lines(file, &written, &error))
       problems.push_back("could not add symbols and source lines to " + file + ": " + error);
   }
   TraceReports reports = analyze_traces(files, options);

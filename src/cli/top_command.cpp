@@ -19,9 +19,9 @@
 
 #include "command.h"
 #include "monitor/device_files.h"
+#include "monitor/sample_history.h"
 #include "monitor/sample_json.h"
-#include "monitor/sampler.h"
-#include "monitor/snapshot.h"
+#include "monitor/sample_reader.h"
 #include "monitor/top_text.h"
 #include "report/json_text.h"
 
@@ -96,12 +96,12 @@ int run_top(const TopFlags& flags) {
       monitor::DeviceFilePattern::from_flag_or_environment(flags.device_files);
   if (std::string notice = pattern.change_notice(); !notice.empty())
     std::fprintf(stderr, "gpuleak top: %s\n", notice.c_str());
-  monitor::SnapshotSource source(pattern, !flags.no_nvml);
-  monitor::Sampler::Options options;
+  monitor::SampleReader source(pattern, !flags.no_nvml);
+  monitor::SampleHistory::Options options;
   options.trend.window_s = flags.window_s;
   options.trend.min_growth_bytes_per_s = static_cast<double>(flags.min_growth_bytes_per_s);
   options.watch_pids = std::set<int>(flags.pids.begin(), flags.pids.end());
-  monitor::Sampler sampler(options);
+  monitor::SampleHistory history(options);
 
   const bool terminal = !flags.json && isatty(STDOUT_FILENO) == 1;
   monitor::TopTextOptions text_options;
@@ -119,8 +119,8 @@ int run_top(const TopFlags& flags) {
   if (terminal) write_out("\x1b[2J");
   for (std::size_t taken = 0; !g_stop_requested && (flags.count == 0 || taken < flags.count);
        ++taken) {
-    monitor::Snapshot snapshot = source.take_periodic(options.watch_pids);
-    monitor::MonitorSample sample = sampler.add(snapshot);
+    monitor::RawSample raw = source.take_periodic(options.watch_pids);
+    monitor::Sample sample = history.add(raw);
     std::string text;
     if (flags.json) {
       text = report::json_text(monitor::sample_to_json(sample)) + "\n";

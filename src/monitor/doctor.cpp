@@ -15,7 +15,7 @@ namespace {
 
 using quantity::format_bytes;
 
-std::string gpu_label(const MonitorSample& sample, unsigned index) {
+std::string gpu_label(const Sample& sample, unsigned index) {
   for (const auto& device : sample.devices) {
     if (device.device.index == index) {
       return device.device.name.empty() ? fmt::format("GPU {}", index)
@@ -26,7 +26,7 @@ std::string gpu_label(const MonitorSample& sample, unsigned index) {
 }
 
 // "holds 1.50 GiB on GPU 0 (NVIDIA H200)" lines for one process.
-std::vector<std::string> holding_lines(const MonitorSample& sample, const ProcessView& view) {
+std::vector<std::string> holding_lines(const Sample& sample, const ProcessView& view) {
   std::vector<std::string> lines;
   for (const auto& use : view.gpu) {
     if (use.memory_bytes) {
@@ -83,8 +83,7 @@ Finding process_finding(FindingKind kind, Severity severity, const ProcessView& 
   return finding;
 }
 
-Finding orphan_finding(const MonitorSample& sample, const ProcessTree& tree,
-                       const ProcessView& view) {
+Finding orphan_finding(const Sample& sample, const ProcessTree& tree, const ProcessView& view) {
   Finding finding = process_finding(FindingKind::kOrphan, Severity::kAction, view);
   finding.can_kill = true;
   finding.summary = fmt::format("PID {} is an orphan {}", view.pid, memory_phrase(view));
@@ -117,8 +116,7 @@ Finding orphan_finding(const MonitorSample& sample, const ProcessTree& tree,
   return finding;
 }
 
-Finding zombie_finding(const MonitorSample& sample, const ProcessTree& tree,
-                       const ProcessView& view) {
+Finding zombie_finding(const Sample& sample, const ProcessTree& tree, const ProcessView& view) {
   bool holds = view.gpu_memory_bytes.value_or(0) > 0 || view.info.device_handle_count > 0;
   Finding finding =
       process_finding(FindingKind::kZombie, holds ? Severity::kAction : Severity::kWarning, view);
@@ -148,9 +146,9 @@ Finding zombie_finding(const MonitorSample& sample, const ProcessTree& tree,
   return finding;
 }
 
-Finding worker_finding(const MonitorSample& sample, const ProcessTree& tree,
-                       const ProcessView& view, const ProcessView* owner,
-                       int workers_of_owner_holding, std::uint64_t workers_total_bytes) {
+Finding worker_finding(const Sample& sample, const ProcessTree& tree, const ProcessView& view,
+                       const ProcessView* owner, int workers_of_owner_holding,
+                       std::uint64_t workers_total_bytes) {
   Finding finding = process_finding(FindingKind::kWorkerContext, Severity::kInfo, view);
   bool dataloader = view.relation.kind == RelationKind::kDataLoaderWorker;
   std::set<std::string> mine = devices_used(view);
@@ -204,8 +202,7 @@ Finding worker_finding(const MonitorSample& sample, const ProcessTree& tree,
   return finding;
 }
 
-Finding namespace_finding(const MonitorSample& sample, const ProcessTree& tree,
-                          const ProcessView& view) {
+Finding namespace_finding(const Sample& sample, const ProcessTree& tree, const ProcessView& view) {
   Finding finding = process_finding(FindingKind::kOtherNamespace, Severity::kWarning, view);
   finding.summary = fmt::format(
       "PID {} ({}) belongs to another PID namespace", view.pid,
@@ -308,9 +305,9 @@ bool DoctorReport::has_problems() const {
                      [](const Finding& f) { return f.severity != Severity::kInfo; });
 }
 
-DoctorReport diagnose(const Snapshot& snapshot, MonitorSample sample) {
+DoctorReport diagnose(const RawSample& raw, Sample sample) {
   DoctorReport report;
-  ProcessTree tree(snapshot.table);
+  ProcessTree tree(raw.table);
   std::map<int, const ProcessView*> by_pid;
   for (const auto& view : sample.processes) by_pid[view.pid] = &view;
 

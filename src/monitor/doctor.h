@@ -22,8 +22,8 @@
 #include <string>
 #include <vector>
 
-#include "monitor/monitor_sample.h"
-#include "monitor/snapshot.h"
+#include "monitor/sample.h"
+#include "monitor/sample_reader.h"
 
 namespace gpuleak::monitor {
 
@@ -55,7 +55,7 @@ struct Finding {
 };
 
 struct DoctorReport {
-  MonitorSample sample;           // the devices and processes looked at
+  Sample sample;                  // the devices and processes looked at
   std::vector<Finding> findings;  // most severe first
   // One word per process in `sample.processes` (same order): "orphan",
   // "zombie", "worker", "other-namespace" or "ok".
@@ -69,7 +69,7 @@ struct DoctorReport {
 inline constexpr std::uint64_t kUnaccountedFloorBytes = 256ULL << 20;
 inline constexpr double kUnaccountedFractionOfTotal = 0.01;
 
-DoctorReport diagnose(const Snapshot& snapshot, MonitorSample sample);
+DoctorReport diagnose(const RawSample& raw, Sample sample);
 
 const char* finding_kind_name(FindingKind kind);
 const char* severity_name(Severity severity);

@@ -26,7 +26,7 @@ const char* severity_heading(Severity severity) {
 }  // namespace
 
 std::string render_doctor_text(const DoctorReport& report, const KillRecord& kills) {
-  const MonitorSample& sample = report.sample;
+  const Sample& sample = report.sample;
   std::string out;
   auto line = [&](const std::string& text) { out += text + "\n"; };
 

@@ -8,8 +8,8 @@
 
 #include "monitor/doctor.h"
 #include "monitor/metrics_exposition.h"
-#include "monitor/sampler.h"
-#include "monitor/snapshot.h"
+#include "monitor/sample_history.h"
+#include "monitor/sample_reader.h"
 #include "quantity/prometheus.h"
 
 namespace gpuleak::monitor {
@@ -23,14 +23,14 @@ constexpr const char* kIndexPage =
 
 }  // namespace
 
-// The sampling side: only the sampler thread touches it.
+// The sampling side: only the sampling thread touches it.
 struct ExporterServer::State {
   explicit State(const ExporterOptions& options)
       : source(DeviceFilePattern::from_flag_or_environment(options.device_file_glob),
                options.use_nvml),
-        sampler(Sampler::Options{options.trend, {}}) {}
-  SnapshotSource source;
-  Sampler sampler;
+        history(SampleHistory::Options{options.trend, {}}) {}
+  SampleReader source;
+  SampleHistory history;
   ExporterStats stats;
 };
 
@@ -51,14 +51,14 @@ ExporterServer::ExporterServer(ExporterOptions options)
 
 ExporterServer::~ExporterServer() {
   stop();
-  if (sampler_thread_.joinable()) sampler_thread_.join();
+  if (sampling_thread_.joinable()) sampling_thread_.join();
 }
 
 void ExporterServer::sample_once() {
   auto started = std::chrono::steady_clock::now();
-  Snapshot snapshot = state_->source.take_periodic();
-  MonitorSample sample = state_->sampler.add(snapshot);
-  DoctorReport report = diagnose(snapshot, std::move(sample));
+  RawSample raw = state_->source.take_periodic();
+  Sample sample = state_->history.add(raw);
+  DoctorReport report = diagnose(raw, std::move(sample));
   state_->stats.samples_total += 1;
   state_->stats.last_sample_duration_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
@@ -71,7 +71,7 @@ int ExporterServer::start() {
   sample_once();
   nvml_note_ = state_->source.nvml_status().message;
   int port = http_->listen(options_.host, options_.port);  // throws with a sentence
-  sampler_thread_ = std::thread([this] { sample_loop(); });
+  sampling_thread_ = std::thread([this] { sample_loop(); });
   return port;
 }
 

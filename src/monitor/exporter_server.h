@@ -63,7 +63,7 @@ class ExporterServer {
   std::unique_ptr<HttpEndpoint> http_;
   struct State;
   std::unique_ptr<State> state_;
-  std::thread sampler_thread_;
+  std::thread sampling_thread_;
   std::mutex mutex_;
   std::condition_variable wake_;
   bool stopping_ = false;                            // guarded by mutex_

@@ -6,13 +6,13 @@
 
 namespace gpuleak::monitor {
 
-std::vector<KillCandidate> plan_orphan_kills(const DoctorReport& report, const Snapshot& snapshot,
+std::vector<KillCandidate> plan_orphan_kills(const DoctorReport& report, const RawSample& raw,
                                              const KillContext& context) {
   std::vector<KillCandidate> candidates;
-  ProcessTree tree(snapshot.table);
+  ProcessTree tree(raw.table);
   for (const auto& finding : report.findings) {
     if (finding.kind != FindingKind::kOrphan) continue;
-    const ProcessInfo* info = snapshot.table.find(finding.pid);
+    const ProcessInfo* info = raw.table.find(finding.pid);
     if (!info) continue;
     const ProcessView* view = nullptr;
     for (const auto& candidate_view : report.sample.processes) {

@@ -11,7 +11,7 @@
 #include "monitor/doctor.h"
 #include "monitor/kill_policy.h"
 #include "monitor/process_ender.h"
-#include "monitor/snapshot.h"
+#include "monitor/sample_reader.h"
 
 namespace gpuleak::monitor {
 
@@ -30,7 +30,7 @@ struct KillRecord {
   std::string refused;           // why nothing was done at all (no confirmation); else empty
 };
 
-std::vector<KillCandidate> plan_orphan_kills(const DoctorReport& report, const Snapshot& snapshot,
+std::vector<KillCandidate> plan_orphan_kills(const DoctorReport& report, const RawSample& raw,
                                              const KillContext& context);
 
 }  // namespace gpuleak::monitor

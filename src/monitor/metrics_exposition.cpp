@@ -72,7 +72,7 @@ void process_host_family(ExpositionWriter& out, const DoctorReport& report, cons
 
 std::string render_metrics(const DoctorReport& report, const ExporterStats& stats) {
   ExpositionWriter out;
-  const MonitorSample& sample = report.sample;
+  const Sample& sample = report.sample;
 
   out.family("gpuleak_nvml_up", "1 when NVML (the NVIDIA driver) answered, 0 otherwise.",
              MetricType::kGauge);

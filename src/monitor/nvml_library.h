@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "monitor/gpu_reading.h"
+#include "monitor/gpu_devices.h"
 
 namespace gpuleak::monitor {
 

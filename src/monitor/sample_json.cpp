@@ -107,7 +107,7 @@ json process_to_json(const ProcessView& view, const SampleJsonOptions& options) 
   return process;
 }
 
-json sample_to_json(const MonitorSample& sample, const SampleJsonOptions& options) {
+json sample_to_json(const Sample& sample, const SampleJsonOptions& options) {
   json devices = json::array();
   for (const auto& device : sample.devices) devices.push_back(device_to_json(device, options));
   json processes = json::array();

@@ -5,7 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "monitor/monitor_sample.h"
+#include "monitor/sample.h"
 
 namespace gpuleak::monitor {
 
@@ -13,7 +13,7 @@ struct SampleJsonOptions {
   bool include_trends = true;  // doctor looks once, so it has no trends to show
 };
 
-nlohmann::json sample_to_json(const MonitorSample& sample, const SampleJsonOptions& options = {});
+nlohmann::json sample_to_json(const Sample& sample, const SampleJsonOptions& options = {});
 nlohmann::json device_to_json(const DeviceView& device, const SampleJsonOptions& options);
 nlohmann::json process_to_json(const ProcessView& process, const SampleJsonOptions& options);
 

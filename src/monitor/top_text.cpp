@@ -46,7 +46,7 @@ std::string cut(std::string line, std::size_t max_width) {
 
 }  // namespace
 
-std::string render_top_text(const MonitorSample& sample, const TopTextOptions& options) {
+std::string render_top_text(const Sample& sample, const TopTextOptions& options) {
   std::string out;
   auto line = [&](const std::string& text) { out += cut(text, options.max_width) + "\n"; };
 

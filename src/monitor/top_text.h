@@ -10,7 +10,7 @@
 #include <cstddef>
 #include <string>
 
-#include "monitor/monitor_sample.h"
+#include "monitor/sample.h"
 
 namespace gpuleak::monitor {
 
@@ -20,6 +20,6 @@ struct TopTextOptions {
   std::size_t max_width = 0;  // cut lines to this many columns; 0 keeps them whole
 };
 
-std::string render_top_text(const MonitorSample& sample, const TopTextOptions& options);
+std::string render_top_text(const Sample& sample, const TopTextOptions& options);
 
 }  // namespace gpuleak::monitor

@@ -2,25 +2,9 @@
 
 #include <fmt/format.h>
 
-#include <nlohmann/json.hpp>
-
 namespace gpuleak::report {
 
 namespace {
-
-using nlohmann::json;
-
-std::string text_of(const json& object, const char* key) {
-  auto it = object.find(key);
-  return it != object.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
-
-// The holder object of a site answer, or null.
-const json* holder_of(const json& answer) {
-  if (!answer.is_object()) return nullptr;
-  auto it = answer.find("holder");
-  return it != answer.end() && it->is_object() ? &*it : nullptr;
-}
 
 std::string base_name(const std::string& path) {
   auto slash = path.rfind('/');
@@ -38,57 +22,39 @@ std::string short_owner(std::string owner) {
 
 }  // namespace
 
-std::string holder_text(const std::string& holder_json) {
-  if (holder_json.empty()) return {};
-  json answer = json::parse(holder_json, nullptr, false);
-  const json* found = holder_of(answer);
-  if (!found) return {};
-  const json& holder = *found;
-  std::string type = text_of(holder, "type");
-  std::string text = type.empty() ? "?" : type;
-  if (std::string name = text_of(holder, "name"); !name.empty()) text += " `" + name + "`";
-  if (std::string owner = text_of(holder, "owner"); !owner.empty()) {
-    text += " (" + owner;
-    if (std::string held_in = text_of(holder, "held_in"); !held_in.empty())
-      text += ", in " + held_in;
+std::string holder_text(const std::optional<analysis::HolderAnswer>& answer) {
+  if (!answer || !answer->holder) return {};
+  const analysis::Holder& holder = *answer->holder;
+  std::string text = holder.type.empty() ? "?" : holder.type;
+  if (!holder.name.empty()) text += " `" + holder.name + "`";
+  if (!holder.owner.empty()) {
+    text += " (" + holder.owner;
+    if (holder.held_in && !holder.held_in->empty()) text += ", in " + *holder.held_in;
     text += ")";
   }
-  if (std::string element = text_of(holder, "element"); !element.empty())
-    text += "; each element: " + element;
-  auto graph = answer.find("graph_tensors_per_element");
-  if (graph != answer.end() && graph->is_number_integer() && graph->get<long>() > 0) {
-    text += fmt::format(", one autograd graph of {} tensors per element", graph->get<long>());
+  if (holder.element && !holder.element->empty()) text += "; each element: " + *holder.element;
+  if (answer->graph_tensors_per_element && *answer->graph_tensors_per_element > 0) {
+    text += fmt::format(", one autograd graph of {} tensors per element",
+                        *answer->graph_tensors_per_element);
   }
-  auto bounded = holder.find("bounded");
-  auto maxlen = holder.find("maxlen");
-  if (bounded != holder.end() && bounded->is_boolean() && bounded->get<bool>() &&
-      maxlen != holder.end() && maxlen->is_number()) {
-    text += fmt::format(", bounded: maxlen {}", maxlen->get<long>());
-  }
+  if (holder.bounded && holder.maxlen) text += fmt::format(", bounded: maxlen {}", *holder.maxlen);
   return text;
 }
 
-std::string kept_at_text(const std::string& holder_json) {
-  if (holder_json.empty()) return {};
-  json answer = json::parse(holder_json, nullptr, false);
-  const json* holder = holder_of(answer);
-  if (!holder) return {};
-  auto kept = holder->find("kept_at");
-  if (kept == holder->end() || !kept->is_object()) return {};
-  std::string file = text_of(*kept, "file");
-  auto line = kept->find("line");
-  if (file.empty() || line == kept->end() || !line->is_number_unsigned()) return {};
-  std::string text = fmt::format("{}:{}", base_name(file), line->get<std::uint64_t>());
-  std::string statement = text_of(*kept, "statement");
+std::string kept_at_text(const std::optional<analysis::HolderAnswer>& answer) {
+  if (!answer || !answer->holder || !answer->holder->kept_at) return {};
+  const analysis::Holder& holder = *answer->holder;
+  const analysis::KeepingStatement& kept = *holder.kept_at;
+  if (kept.file.empty() || !kept.line) return {};
+  std::string text = fmt::format("{}:{}", base_name(kept.file), *kept.line);
+  std::string statement = kept.statement.value_or("");
   // The statement as written, without a trailing comment.
   if (auto hash = statement.find("  #"); hash != std::string::npos) statement.erase(hash);
   if (!statement.empty()) text += "  " + statement;
-  std::string name = text_of(*holder, "name");
   std::string owner =
-      short_owner(text_of(*holder, "held_in").empty() ? text_of(*holder, "owner")
-                                                      : text_of(*holder, "held_in"));
-  if (!name.empty() || !owner.empty()) {
-    text += "  (" + name + (name.empty() || owner.empty() ? "" : ", ") + owner + ")";
+      short_owner(holder.held_in && !holder.held_in->empty() ? *holder.held_in : holder.owner);
+  if (!holder.name.empty() || !owner.empty()) {
+    text += "  (" + holder.name + (holder.name.empty() || owner.empty() ? "" : ", ") + owner + ")";
   }
   return text;
 }

@@ -6,21 +6,24 @@
 //                 evaluate)" -- the statement that stores into the holder,
 //                 which every report leads with when the walk found it.
 //
-// The annotation is input from the traced process, so any field of the
-// wrong type is left out rather than trusted. Nothing here opens a source
+// The answer comes typed from the analysis (a field the traced process wrote
+// with the wrong type is already empty there). Nothing here opens a source
 // file: the statement's text travels in the annotation.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
+
+#include "analysis/report_model.h"
 
 namespace gpuleak::report {
 
-// Empty when the annotation names no holder.
-std::string holder_text(const std::string& holder_json);
+// Empty when there is no answer or it names no holder.
+std::string holder_text(const std::optional<analysis::HolderAnswer>& answer);
 
-// Empty when the annotation names no keeping statement.
-std::string kept_at_text(const std::string& holder_json);
+// Empty when there is no answer or it names no keeping statement.
+std::string kept_at_text(const std::optional<analysis::HolderAnswer>& answer);
 
 // "since step 7" ("since batch 7": `noun` names the iteration), or "since
 // warm-up" when growth began inside the warm-up iterations (which the

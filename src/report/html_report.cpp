@@ -417,7 +417,7 @@ class PageWriter {
                   g.step_source.empty() ? "unknown source" : g.step_source, g.warmup_steps))
            << "</p>\n";
     }
-    if (std::string kept = kept_at_text(g.holder_json); !kept.empty())
+    if (std::string kept = kept_at_text(g.holder); !kept.empty())
       out_ << "<p><span class=\"gl-label\">Kept at:</span> <code>" << escape(kept)
            << "</code></p>\n";
     if (g.verdict == Verdict::kLeak && g.seconds_to_full) {
@@ -432,7 +432,7 @@ class PageWriter {
       if (!g.cause_text.empty()) out_ << ": " << escape(g.cause_text);
       out_ << "</p>\n";
     }
-    std::string holder = holder_text(g.holder_json);
+    std::string holder = holder_text(g.holder);
     if (!holder.empty())
       out_ << "<p><span class=\"gl-label\">Held by:</span> " << escape(holder) << "</p>\n";
     if (!g.fix.empty())

@@ -69,6 +69,45 @@ json parsed_or_null(const std::string& text) {
   return j.is_discarded() ? json(text) : j;
 }
 
+// The holder answer in the shape the Python package writes it
+// (docs/python.md, "Answer fields per site"): the fields it always writes
+// are always here (null when unknown), those it adds only sometimes only
+// when set.
+json holder_json(const std::optional<analysis::HolderAnswer>& answer) {
+  if (!answer) return nullptr;
+  json holder = nullptr;
+  if (const auto& h = answer->holder) {
+    holder = {{"type", h->type},
+              {"name", h->name},
+              {"owner", h->owner},
+              {"path", h->path},
+              {"length", optional_json(h->length)},
+              {"bounded", h->bounded},
+              {"maxlen", optional_json(h->maxlen)}};
+    if (h->filled_by) holder["filled_by"] = *h->filled_by;
+    if (h->element) holder["element"] = *h->element;
+    if (h->held_in) holder["held_in"] = *h->held_in;
+    if (const auto& k = h->kept_at) {
+      holder["kept_at"] = {{"file", k->file},
+                           {"line", optional_json(k->line)},
+                           {"statement", optional_json(k->statement)},
+                           {"kind", k->kind},
+                           {"function", k->function},
+                           {"in_loop", k->in_loop}};
+    }
+  }
+  json out = {{"site_id", answer->site_id},
+              {"matched_addresses", answer->matched_addresses},
+              {"kind", answer->kind},
+              {"holder", holder},
+              {"graph_tensors_per_element", optional_json(answer->graph_tensors_per_element)},
+              {"element_has_grad_fn", answer->element_has_grad_fn},
+              {"fix", optional_json(answer->fix)}};
+  if (answer->cause) out["cause"] = *answer->cause;
+  if (answer->note) out["note"] = *answer->note;
+  return out;
+}
+
 }  // namespace
 
 json to_json(const analysis::ProcessReport& r) {
@@ -147,7 +186,7 @@ json to_json(const analysis::ProcessReport& r) {
                  {"where", analysis::where_name(g.where)},
                  {"host_rss_bytes_per_step", g.host_rss_bytes_per_step},
                  {"pool_reserved_bytes_per_step", g.pool_reserved_bytes_per_step},
-                 {"holder", parsed_or_null(g.holder_json)},
+                 {"holder", holder_json(g.holder)},
                  {"fix", g.fix},
                  {"note", g.note},
                  {"lossy_steps", g.lossy_steps},

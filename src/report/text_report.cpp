@@ -158,11 +158,11 @@ void write_growth(std::ostream& out, const ProcessReport& r) {
                        format_duration_seconds(*g.seconds_to_full),
                        format_bytes(g.device_total_bytes.value_or(0)));
   }
-  if (std::string kept = kept_at_text(g.holder_json); !kept.empty()) {
+  if (std::string kept = kept_at_text(g.holder); !kept.empty()) {
     out << "  Kept at: " << kept << '\n';
   }
   if (!g.cause.empty()) out << "  Cause: " << g.cause << ": " << g.cause_text << '\n';
-  if (std::string holder = holder_text(g.holder_json); !holder.empty()) {
+  if (std::string holder = holder_text(g.holder); !holder.empty()) {
     out << "  Held by: " << holder << '\n';
   }
   if (!g.fix.empty()) out << "  Fix: " << g.fix << '\n';
@@ -220,14 +220,14 @@ std::string live_leak_message(const analysis::GrowthReport& g) {
     if (!site.backward_node.empty()) allocated += " (backward pass, " + site.backward_node + ")";
   }
   // The statement to change comes first; the allocation second.
-  if (std::string kept = kept_at_text(g.holder_json); !kept.empty()) {
+  if (std::string kept = kept_at_text(g.holder); !kept.empty()) {
     message += ": kept at " + kept;
     if (!allocated.empty()) message += " -- allocated at " + allocated;
-    if (std::string holder = holder_text(g.holder_json); !holder.empty())
+    if (std::string holder = holder_text(g.holder); !holder.empty())
       message += "; held by " + holder;
   } else {
     if (!allocated.empty()) message += " from " + allocated;
-    if (std::string holder = holder_text(g.holder_json); !holder.empty()) {
+    if (std::string holder = holder_text(g.holder); !holder.empty()) {
       message += "; held by " + holder;
     } else if (!g.cause.empty()) {
       message += "; " + g.cause;

@@ -318,7 +318,10 @@ TEST(GrowthVerdict, holder_answer_sets_cause_and_fix) {
   ASSERT_EQ(run.growth.verdict, Verdict::kLeak);
   EXPECT_EQ(run.growth.cause, "autograd-graph-kept-alive");
   EXPECT_EQ(run.growth.fix, "append loss.item() (a Python float) instead of the loss tensor");
-  EXPECT_NE(run.growth.holder_json.find("losses"), std::string::npos);
+  ASSERT_TRUE(run.growth.holder && run.growth.holder->holder);
+  EXPECT_EQ(run.growth.holder->holder->name, "losses");
+  EXPECT_EQ(run.growth.holder->kind, "graph");
+  EXPECT_EQ(run.growth.holder->graph_tensors_per_element, 14);
 }
 
 TEST(GrowthVerdict, driver_memory_outside_pytorch_is_a_non_tensor_leak) {
@@ -463,7 +466,8 @@ TEST(GrowthVerdict, a_later_empty_holder_answer_does_not_erase_a_named_holder) {
   }
   Outcome run = analyze(t);
   ASSERT_EQ(run.growth.verdict, Verdict::kLeak);
-  EXPECT_NE(run.growth.holder_json.find("kept"), std::string::npos);
+  ASSERT_TRUE(run.growth.holder && run.growth.holder->holder);
+  EXPECT_EQ(run.growth.holder->holder->name, "kept");
 }
 
 TEST(GrowthVerdict, an_event_dated_near_the_end_of_time_does_not_hang_the_time_windows) {

@@ -20,6 +20,7 @@
 #include "analysis/trace_loader.h"
 #include "support/process_runner.h"
 #include "support/scratch_dir.h"
+#include "symbolize/embedded_symbols.h"
 #include "trace/event_sequencer.h"
 #include "trace/trace_reader.h"
 
@@ -440,7 +441,7 @@ TEST(CollectorInlining, inlined_functions_become_frames_of_their_own_with_their_
   // Symbols embedded into the trace keep the inline chain for other machines.
   std::size_t written = 0;
   std::string error;
-  ASSERT_TRUE(analysis::embed_symbols(files[0], &written, &error)) << error;
+  ASSERT_TRUE(symbolize::embed_symbols(files[0], &written, &error)) << error;
   TraceContents c = read_trace(files[0]);
   bool embedded_chain = false;
   for (const auto& symbol : c.all<trace::SymbolRecord>()) {

@@ -5,8 +5,8 @@
 
 #include <fstream>
 
-#include "monitor/sampler.h"
-#include "monitor/snapshot.h"
+#include "monitor/sample_history.h"
+#include "monitor/sample_reader.h"
 #include "real_processes.h"
 
 namespace gpuleak::monitor {
@@ -28,12 +28,12 @@ std::string verdict_of(const DoctorReport& report, int pid) {
   return "(not listed)";
 }
 
-DoctorReport diagnose_now(SnapshotSource& source, Snapshot* keep = nullptr) {
-  Snapshot snapshot = source.take(ProcScanner::HandleScope::kAll);
-  Sampler sampler({});
-  MonitorSample sample = sampler.add(snapshot);
-  DoctorReport report = diagnose(snapshot, sample);
-  if (keep) *keep = std::move(snapshot);
+DoctorReport diagnose_now(SampleReader& source, RawSample* keep = nullptr) {
+  RawSample raw = source.take(ProcScanner::HandleScope::kAll);
+  SampleHistory history({});
+  Sample sample = history.add(raw);
+  DoctorReport report = diagnose(raw, sample);
+  if (keep) *keep = std::move(raw);
   return report;
 }
 
@@ -41,7 +41,7 @@ TEST(Doctor, classifies_an_orphan_a_zombie_and_workers_of_real_processes) {
   StandInDevice device;
   testing::Orphan orphan(device);
   testing::TrainingJob job = testing::start_training_job(device);
-  SnapshotSource source(DeviceFilePattern(device.glob()), /*use_nvml=*/false);
+  SampleReader source(DeviceFilePattern(device.glob()), /*use_nvml=*/false);
   DoctorReport report = diagnose_now(source);
 
   const Finding* orphan_finding = finding_for(report, orphan.orphan_pid());
@@ -84,7 +84,7 @@ TEST(Doctor, classifies_an_orphan_a_zombie_and_workers_of_real_processes) {
 TEST(Doctor, a_healthy_holder_raises_no_problem) {
   StandInDevice device;
   auto holder = testing::start_device_holder(device);
-  SnapshotSource source(DeviceFilePattern(device.glob()), false);
+  SampleReader source(DeviceFilePattern(device.glob()), false);
   DoctorReport report = diagnose_now(source);
   EXPECT_EQ(verdict_of(report, holder->pid()), "worker");  // a forked copy of this test
   EXPECT_FALSE(report.has_problems());
@@ -100,11 +100,11 @@ int absent_pid() {
 
 TEST(Doctor, driver_pids_from_another_namespace_and_unaccounted_memory) {
   StandInDevice device;
-  SnapshotSource source(DeviceFilePattern(device.glob()), false);
-  Snapshot snapshot = source.take(ProcScanner::HandleScope::kAll);
+  SampleReader source(DeviceFilePattern(device.glob()), false);
+  RawSample raw = source.take(ProcScanner::HandleScope::kAll);
   // What a driver would say from outside this PID namespace: a pid that
   // does not exist here, and one that exists here but is a different process.
-  snapshot.nvml.available = true;
+  raw.nvml.available = true;
   GpuDevice gpu;
   gpu.uuid = "GPU-stand-in";
   gpu.name = "Stand-in GPU";
@@ -112,9 +112,9 @@ TEST(Doctor, driver_pids_from_another_namespace_and_unaccounted_memory) {
   gpu.memory_used_bytes = 30ULL << 30;
   gpu.reserved_reported = true;
   gpu.processes = {{absent_pid(), 12ULL << 30}, {getpid(), 2ULL << 30}};
-  snapshot.devices.push_back(gpu);
-  Sampler sampler({});
-  DoctorReport report = diagnose(snapshot, sampler.add(snapshot));
+  raw.devices.push_back(gpu);
+  SampleHistory history({});
+  DoctorReport report = diagnose(raw, history.add(raw));
 
   const Finding* absent = finding_for(report, absent_pid());
   ASSERT_NE(absent, nullptr);
@@ -135,18 +135,18 @@ TEST(Doctor, driver_pids_from_another_namespace_and_unaccounted_memory) {
 
 TEST(Doctor, a_little_driver_bookkeeping_is_not_unaccounted_memory) {
   StandInDevice device;
-  SnapshotSource source(DeviceFilePattern(device.glob()), false);
-  Snapshot snapshot = source.take(ProcScanner::HandleScope::kAll);
-  snapshot.nvml.available = true;
+  SampleReader source(DeviceFilePattern(device.glob()), false);
+  RawSample raw = source.take(ProcScanner::HandleScope::kAll);
+  raw.nvml.available = true;
   GpuDevice gpu;
   gpu.uuid = "GPU-stand-in";
   gpu.memory_total_bytes = 80ULL << 30;
   gpu.memory_used_bytes = (2ULL << 30) + (100ULL << 20);
   gpu.reserved_reported = true;
   gpu.processes = {{absent_pid(), 2ULL << 30}};
-  snapshot.devices.push_back(gpu);
-  Sampler sampler({});
-  DoctorReport report = diagnose(snapshot, sampler.add(snapshot));
+  raw.devices.push_back(gpu);
+  SampleHistory history({});
+  DoctorReport report = diagnose(raw, history.add(raw));
   for (const auto& finding : report.findings) {
     EXPECT_NE(finding.kind, FindingKind::kUnaccountedMemory);
   }

@@ -96,8 +96,13 @@ ProcessReport hostile_report() {
   g.cause_text = "kept by " + markup;
   g.fix = "store loss.item() " + markup;
   g.note = "note " + markup;
-  g.holder_json = R"({"holder": {"type": "list", "name": "losses</script><b>x</b>",
-                      "owner": "module __main__"}, "graph_tensors_per_element": 3})";
+  g.holder = analysis::HolderAnswer{};
+  g.holder->kind = "tensor";
+  g.holder->graph_tensors_per_element = 3;
+  g.holder->holder = analysis::Holder{};
+  g.holder->holder->type = "list";
+  g.holder->holder->name = "losses</script><b>x</b>";
+  g.holder->holder->owner = "module __main__";
   analysis::SiteGrowth s;
   s.rate_bytes_per_step = 65536;
   s.allocations_per_step = 1;

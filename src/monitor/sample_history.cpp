@@ -1,4 +1,4 @@
-#include "monitor/sampler.h"
+#include "monitor/sample_history.h"
 
 #include <fmt/format.h>
 #include <unistd.h>
@@ -25,29 +25,30 @@ std::uint64_t free_bytes(const GpuDevice& device) {
 
 }  // namespace
 
-Sampler::Sampler(Options options) : options_(std::move(options)), tracker_(options_.trend) {}
+SampleHistory::SampleHistory(Options options)
+    : options_(std::move(options)), tracker_(options_.trend) {}
 
-MonitorSample Sampler::add(const Snapshot& snapshot) {
-  MonitorSample sample;
+Sample SampleHistory::add(const RawSample& raw) {
+  Sample sample;
   sample.index = next_index_++;
-  if (sample.index == 0) first_time_s_ = snapshot.monotonic_s;
-  sample.unix_time_ms = snapshot.unix_time_ms;
-  sample.elapsed_s = snapshot.monotonic_s - first_time_s_;
-  sample.nvml = snapshot.nvml;
-  sample.host = snapshot.host;
-  sample.device_file_glob = snapshot.device_file_glob;
-  const double now = snapshot.monotonic_s;
+  if (sample.index == 0) first_time_s_ = raw.monotonic_s;
+  sample.unix_time_ms = raw.unix_time_ms;
+  sample.elapsed_s = raw.monotonic_s - first_time_s_;
+  sample.nvml = raw.nvml;
+  sample.host = raw.host;
+  sample.device_file_glob = raw.device_file_glob;
+  const double now = raw.monotonic_s;
 
-  sample.notes = snapshot.notes;
+  sample.notes = raw.notes;
   // When NVML is missing altogether the renderers say so in their GPU line;
   // a read error of a working NVML is a partial problem worth a note.
-  if (snapshot.nvml.available && !snapshot.nvml.message.empty()) {
-    sample.notes.push_back(snapshot.nvml.message);
+  if (raw.nvml.available && !raw.nvml.message.empty()) {
+    sample.notes.push_back(raw.nvml.message);
   }
 
   std::map<unsigned, std::uint64_t> device_free;
   std::map<unsigned, std::string> device_uuid;
-  for (const auto& device : snapshot.devices) {
+  for (const auto& device : raw.devices) {
     DeviceView view;
     view.device = device;
     for (const auto& process : device.processes) {
@@ -69,13 +70,13 @@ MonitorSample Sampler::add(const Snapshot& snapshot) {
   }
 
   // Which processes to show.
-  const ProcessTable& table = snapshot.table;
+  const ProcessTable& table = raw.table;
   ProcessTree tree(table);
-  auto gpu_use = snapshot.gpu_use_by_pid();
+  auto gpu_use = raw.gpu_use_by_pid();
   std::set<int> chosen;
   for (const auto& [pid, uses] : gpu_use) chosen.insert(pid);
   for (const auto& [pid, info] : table.processes) {
-    if (info.holds_device_handles() && pid != snapshot.own_pid) chosen.insert(pid);
+    if (info.holds_device_handles() && pid != raw.own_pid) chosen.insert(pid);
   }
   std::set<int> holders = chosen;
   for (int pid : holders) {
@@ -145,7 +146,7 @@ MonitorSample Sampler::add(const Snapshot& snapshot) {
       std::string key = "rss " + identity;
       tracker_.add(key, now, static_cast<double>(view.info.rss_bytes));
       std::optional<double> headroom;
-      if (snapshot.host.known) headroom = static_cast<double>(snapshot.host.available_bytes);
+      if (raw.host.known) headroom = static_cast<double>(raw.host.available_bytes);
       view.rss_trend = tracker_.trend(key, headroom);
     }
     sample.processes.push_back(std::move(view));

@@ -1,5 +1,6 @@
-// What the driver says about each GPU at one moment: memory totals and the
-// processes it lists as holding memory. Plain values, copied freely.
+// What the driver says about each GPU at one moment (the GPU part of a raw
+// sample): memory totals and the processes it lists as holding memory. Plain
+// values, copied freely.
 #pragma once
 
 #include <cstdint>

@@ -1,6 +1,6 @@
 // What `top`, the exporter and `doctor` show for one moment: each GPU and
 // each process that holds GPU memory or a GPU device file, with trends.
-// Plain values, produced by Sampler, read by the renderers.
+// Plain values, produced by SampleHistory, read by the renderers.
 #pragma once
 
 #include <cstdint>
@@ -8,11 +8,11 @@
 #include <string>
 #include <vector>
 
-#include "monitor/gpu_reading.h"
+#include "monitor/gpu_devices.h"
 #include "monitor/host_memory.h"
 #include "monitor/process_info.h"
 #include "monitor/process_tree.h"
-#include "monitor/snapshot.h"
+#include "monitor/sample_reader.h"
 #include "monitor/trend_tracker.h"
 
 namespace gpuleak::monitor {
@@ -47,7 +47,7 @@ struct ProcessView {
   bool watched = false;    // named with --pid
 };
 
-struct MonitorSample {
+struct Sample {
   std::size_t index = 0;  // 0 for the first sample
   std::int64_t unix_time_ms = 0;
   double elapsed_s = 0;  // since the first sample

@@ -1,4 +1,4 @@
-#include "monitor/snapshot.h"
+#include "monitor/sample_reader.h"
 
 #include <unistd.h>
 
@@ -8,7 +8,7 @@
 
 namespace gpuleak::monitor {
 
-std::map<int, std::vector<DeviceUse>> Snapshot::gpu_use_by_pid() const {
+std::map<int, std::vector<DeviceUse>> RawSample::gpu_use_by_pid() const {
   std::map<int, std::vector<DeviceUse>> uses;
   for (const auto& device : devices) {
     for (const auto& process : device.processes) {
@@ -18,7 +18,7 @@ std::map<int, std::vector<DeviceUse>> Snapshot::gpu_use_by_pid() const {
   return uses;
 }
 
-SnapshotSource::SnapshotSource(DeviceFilePattern pattern, bool use_nvml)
+SampleReader::SampleReader(DeviceFilePattern pattern, bool use_nvml)
     : scanner_(std::move(pattern)) {
   std::string mountinfo;
   if (read_proc_file("/proc/self/mountinfo", mountinfo)) {
@@ -41,35 +41,35 @@ SnapshotSource::SnapshotSource(DeviceFilePattern pattern, bool use_nvml)
   }
 }
 
-SnapshotSource::~SnapshotSource() = default;
+SampleReader::~SampleReader() = default;
 
-Snapshot SnapshotSource::take(ProcScanner::HandleScope scope, const std::set<int>& requested_pids) {
-  Snapshot snapshot;
-  snapshot.own_pid = static_cast<int>(getpid());
-  snapshot.nvml = nvml_status_;
-  snapshot.device_file_glob = scanner_.pattern().glob();
-  if (!hidden_processes_note_.empty()) snapshot.notes.push_back(hidden_processes_note_);
+RawSample SampleReader::take(ProcScanner::HandleScope scope, const std::set<int>& requested_pids) {
+  RawSample raw;
+  raw.own_pid = static_cast<int>(getpid());
+  raw.nvml = nvml_status_;
+  raw.device_file_glob = scanner_.pattern().glob();
+  if (!hidden_processes_note_.empty()) raw.notes.push_back(hidden_processes_note_);
   std::set<int> watch_pids = requested_pids;
   if (nvml_ && nvml_->available()) {
     GpuReadResult read = nvml_->read_devices();
-    snapshot.devices = std::move(read.devices);
-    if (!read.error.empty()) snapshot.nvml.message = "NVML: " + read.error;
+    raw.devices = std::move(read.devices);
+    if (!read.error.empty()) raw.nvml.message = "NVML: " + read.error;
     // The driver's own list says who holds a context: keep their state current.
-    for (const auto& device : snapshot.devices) {
+    for (const auto& device : raw.devices) {
       for (const auto& process : device.processes) watch_pids.insert(process.pid);
     }
   }
-  snapshot.monotonic_s =
+  raw.monotonic_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-  snapshot.unix_time_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                              std::chrono::system_clock::now().time_since_epoch())
-                              .count();
-  snapshot.table = scanner_.scan(scope, watch_pids);
-  snapshot.host = read_host_memory();
-  return snapshot;
+  raw.unix_time_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                         std::chrono::system_clock::now().time_since_epoch())
+                         .count();
+  raw.table = scanner_.scan(scope, watch_pids);
+  raw.host = read_host_memory();
+  return raw;
 }
 
-Snapshot SnapshotSource::take_periodic(const std::set<int>& requested_pids) {
+RawSample SampleReader::take_periodic(const std::set<int>& requested_pids) {
   auto scope = periodic_takes_ % kFullHandleScanEvery == 0 ? ProcScanner::HandleScope::kAll
                                                            : ProcScanner::HandleScope::kIncremental;
   ++periodic_takes_;

@@ -1,4 +1,4 @@
-#include "monitor/sampler.h"
+#include "monitor/sample_history.h"
 
 #include <gtest/gtest.h>
 
@@ -72,13 +72,13 @@ TEST(TrendTracker, window_forgets_old_points_and_rounds_drop_silent_series) {
   EXPECT_EQ(tracker.series_count(), 1u);
 }
 
-// A snapshot made by hand: one GPU and the processes of a real-looking table.
-Snapshot synthetic(double time_s, std::uint64_t device_used, std::vector<GpuProcessUsage> users,
-                   std::vector<ProcessInfo> processes) {
-  Snapshot snapshot;
-  snapshot.monotonic_s = time_s;
-  snapshot.unix_time_ms = 1700000000000 + static_cast<std::int64_t>(time_s * 1000);
-  snapshot.nvml.available = true;
+// A raw sample made by hand: one GPU and the processes of a real-looking table.
+RawSample synthetic(double time_s, std::uint64_t device_used, std::vector<GpuProcessUsage> users,
+                    std::vector<ProcessInfo> processes) {
+  RawSample raw;
+  raw.monotonic_s = time_s;
+  raw.unix_time_ms = 1700000000000 + static_cast<std::int64_t>(time_s * 1000);
+  raw.nvml.available = true;
   GpuDevice device;
   device.index = 0;
   device.uuid = "GPU-test";
@@ -87,13 +87,13 @@ Snapshot synthetic(double time_s, std::uint64_t device_used, std::vector<GpuProc
   device.memory_used_bytes = device_used;
   device.reserved_reported = true;
   device.processes = std::move(users);
-  snapshot.devices.push_back(device);
-  for (auto& info : processes) snapshot.table.processes[info.pid] = info;
-  snapshot.host.known = true;
-  snapshot.host.total_bytes = 64 * kGiB;
-  snapshot.host.available_bytes = 32 * kGiB;
-  snapshot.own_pid = 1;
-  return snapshot;
+  raw.devices.push_back(device);
+  for (auto& info : processes) raw.table.processes[info.pid] = info;
+  raw.host.known = true;
+  raw.host.total_bytes = 64 * kGiB;
+  raw.host.available_bytes = 32 * kGiB;
+  raw.own_pid = 1;
+  return raw;
 }
 
 ProcessInfo process(int pid, int ppid, std::uint64_t start_ticks, std::uint64_t rss_bytes) {
@@ -114,15 +114,15 @@ ProcessInfo process(int pid, int ppid, std::uint64_t start_ticks, std::uint64_t 
   return info;
 }
 
-TEST(Sampler, a_process_whose_gpu_memory_grows_is_flagged_with_time_until_full) {
-  Sampler sampler({});
-  MonitorSample last;
+TEST(SampleHistory, a_process_whose_gpu_memory_grows_is_flagged_with_time_until_full) {
+  SampleHistory history({});
+  Sample last;
   ProcessInfo launcher = process(50, 1, 10, kGiB);  // the parent: no GPU of its own
   launcher.device_handle_count = 0;
   launcher.device_files.clear();
   for (int i = 0; i < 15; ++i) {
     std::uint64_t leaker = 2 * kGiB + static_cast<std::uint64_t>(i) * 64 * kMiB;
-    last = sampler.add(
+    last = history.add(
         synthetic(i, leaker + kGiB, {{100, leaker}, {200, std::uint64_t{kGiB}}},
                   {process(100, 50, 1000, kGiB), process(200, 50, 1001, kGiB), launcher}));
   }
@@ -142,39 +142,39 @@ TEST(Sampler, a_process_whose_gpu_memory_grows_is_flagged_with_time_until_full) 
   EXPECT_DOUBLE_EQ(last.elapsed_s, 14.0);
 }
 
-TEST(Sampler, a_reused_pid_starts_a_new_series) {
-  Sampler sampler({});
-  MonitorSample last;
+TEST(SampleHistory, a_reused_pid_starts_a_new_series) {
+  SampleHistory history({});
+  Sample last;
   for (int i = 0; i < 20; ++i) {
     // The same pid, but a new process (new start time) from sample 10 on.
     std::uint64_t start = i < 10 ? 1000 : 5000;
     std::uint64_t bytes = kGiB + static_cast<std::uint64_t>(i) * 64 * kMiB;
-    last = sampler.add(synthetic(i, bytes, {{100, bytes}}, {process(100, 1, start, kGiB)}));
+    last = history.add(synthetic(i, bytes, {{100, bytes}}, {process(100, 1, start, kGiB)}));
   }
   EXPECT_EQ(last.processes[0].gpu_trend.points, 10u);
 }
 
-TEST(Sampler, memory_no_listed_process_accounts_for_is_reported) {
-  Sampler sampler({});
-  MonitorSample sample =
-      sampler.add(synthetic(0, 10 * kGiB, {{100, 3 * kGiB}}, {process(100, 1, 1000, kGiB)}));
+TEST(SampleHistory, memory_no_listed_process_accounts_for_is_reported) {
+  SampleHistory history({});
+  Sample sample =
+      history.add(synthetic(0, 10 * kGiB, {{100, 3 * kGiB}}, {process(100, 1, 1000, kGiB)}));
   EXPECT_EQ(sample.devices[0].accounted_bytes, 3 * kGiB);
   EXPECT_EQ(sample.devices[0].unaccounted_bytes, 7 * kGiB);
 }
 
-TEST(Sampler, a_pid_the_driver_lists_but_proc_lacks_is_shown_as_not_visible) {
-  Sampler sampler({});
-  MonitorSample sample = sampler.add(synthetic(0, 2 * kGiB, {{777777, 2 * kGiB}}, {}));
+TEST(SampleHistory, a_pid_the_driver_lists_but_proc_lacks_is_shown_as_not_visible) {
+  SampleHistory history({});
+  Sample sample = history.add(synthetic(0, 2 * kGiB, {{777777, 2 * kGiB}}, {}));
   ASSERT_EQ(sample.processes.size(), 1u);
   EXPECT_FALSE(sample.processes[0].visible);
   EXPECT_EQ(sample.processes[0].gpu_memory_bytes, 2 * kGiB);
 }
 
-TEST(Sampler, a_watched_pid_that_does_not_exist_gets_a_note) {
-  Sampler::Options options;
+TEST(SampleHistory, a_watched_pid_that_does_not_exist_gets_a_note) {
+  SampleHistory::Options options;
   options.watch_pids = {999999};
-  Sampler sampler(options);
-  MonitorSample sample = sampler.add(synthetic(0, 0, {}, {}));
+  SampleHistory history(options);
+  Sample sample = history.add(synthetic(0, 0, {}, {}));
   ASSERT_EQ(sample.notes.size(), 1u);
   EXPECT_NE(sample.notes[0].find("999999"), std::string::npos);
 }

@@ -1,8 +1,11 @@
-// One reading of everything the monitor looks at: what the driver says
-// about each GPU, the process table, and host memory, taken together.
+// The raw sample: everything the monitor looks at, read at one moment
+// (what the driver says about each GPU, the process table, host memory),
+// before sample_history.h picks the processes that matter and fits trends.
+// The monitor has one noun for one reading of the machine: a sample (raw
+// here, shown in sample.h; `top` and the exporter count them).
 //
-// SnapshotSource owns the NVML library and the /proc scanner (with its cache)
-// and is used from one thread at a time. Snapshot is a plain value.
+// SampleReader owns the NVML library and the /proc scanner (with its cache)
+// and is used from one thread at a time. RawSample is a plain value.
 #pragma once
 
 #include <cstdint>
@@ -14,7 +17,7 @@
 #include <vector>
 
 #include "monitor/device_files.h"
-#include "monitor/gpu_reading.h"
+#include "monitor/gpu_devices.h"
 #include "monitor/host_memory.h"
 #include "monitor/proc_scanner.h"
 
@@ -40,7 +43,7 @@ struct DeviceUse {
   std::optional<std::uint64_t> memory_bytes;
 };
 
-struct Snapshot {
+struct RawSample {
   double monotonic_s = 0;         // steady clock; what trends are fitted against
   std::int64_t unix_time_ms = 0;  // wall clock, for output
   NvmlStatus nvml;
@@ -55,22 +58,22 @@ struct Snapshot {
   std::map<int, std::vector<DeviceUse>> gpu_use_by_pid() const;
 };
 
-class SnapshotSource {
+class SampleReader {
  public:
   // `use_nvml` false skips the driver entirely (the /proc side still works).
-  SnapshotSource(DeviceFilePattern pattern, bool use_nvml);
-  ~SnapshotSource();
-  SnapshotSource(const SnapshotSource&) = delete;
-  SnapshotSource& operator=(const SnapshotSource&) = delete;
+  SampleReader(DeviceFilePattern pattern, bool use_nvml);
+  ~SampleReader();
+  SampleReader(const SampleReader&) = delete;
+  SampleReader& operator=(const SampleReader&) = delete;
 
   // `scope` picks how much of /proc is read (see ProcScanner); `watch_pids`
   // are kept current in incremental scans (the pids the driver lists are
   // added automatically).
-  Snapshot take(ProcScanner::HandleScope scope, const std::set<int>& watch_pids = {});
+  RawSample take(ProcScanner::HandleScope scope, const std::set<int>& watch_pids = {});
 
   // For repeated sampling: every kFullHandleScanEvery-th call (the first
   // included) reads every process's open files; the others are incremental.
-  Snapshot take_periodic(const std::set<int>& watch_pids = {});
+  RawSample take_periodic(const std::set<int>& watch_pids = {});
 
   const NvmlStatus& nvml_status() const { return nvml_status_; }
   const DeviceFilePattern& pattern() const { return scanner_.pattern(); }

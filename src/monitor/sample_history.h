@@ -1,31 +1,32 @@
-// Turns successive snapshots into what the monitor shows: picks the
+// The samples the monitor shows, made from successive raw samples (what
+// SampleReader read), and the history the trends are fitted over: picks the
 // processes that matter (those the driver lists, those with an open GPU
 // device file, their zombie children, and the pids asked for), names their
 // relations, and keeps per-process and per-device series for the trend test.
 //
-// One snapshot alone gives a sample without trends (doctor uses that).
+// One raw sample alone gives a sample without trends (doctor uses that).
 // Not thread-safe: one owner feeds it, in time order.
 #pragma once
 
 #include <set>
 
-#include "monitor/monitor_sample.h"
-#include "monitor/snapshot.h"
+#include "monitor/sample.h"
+#include "monitor/sample_reader.h"
 #include "monitor/trend_tracker.h"
 #include "monitor/user_names.h"
 
 namespace gpuleak::monitor {
 
-class Sampler {
+class SampleHistory {
  public:
   struct Options {
     TrendTracker::Options trend;
     std::set<int> watch_pids;  // always shown, even without GPU memory or device files
   };
 
-  explicit Sampler(Options options);
+  explicit SampleHistory(Options options);
 
-  MonitorSample add(const Snapshot& snapshot);
+  Sample add(const RawSample& raw);
 
  private:
   Options options_;

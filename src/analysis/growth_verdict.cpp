@@ -1,0 +1,236 @@
+// ProcessAnalysis, the growth verdict: each phase's report (the sites found
+// growing, the verdict, its cause, rates and time to a full device), and
+// the choice of the phase the report is about.
+#include <algorithm>
+#include <tuple>
+
+#include "analysis/growth_notes.h"
+#include "analysis/leak_cause.h"
+#include "analysis/process_analysis.h"
+#include "gpuleak/vocabulary.h"
+
+namespace gpuleak::analysis {
+
+using trace::MemoryKind;
+using vocabulary::Cause;
+using vocabulary::cause_slug;
+
+SiteGrowth ProcessAnalysis::describe_site(const Phase& /*phase*/, const SiteTrend& trend) {
+  SiteGrowth s;
+  s.site_id = trend.site_id;
+  s.rate_bytes_per_step = trend.bytes_per_step;
+  s.allocations_per_step = trend.allocations_per_step;
+  s.live_bytes = trend.live_bytes;
+  s.live_allocations = trend.live_allocations;
+  s.first_growing_step = trend.first_growing_step;
+  s.kind = trend.kind;
+  // JAX with its platform allocator: what it takes from the driver (one
+  // allocation per buffer, or granules of virtual memory it maps its
+  // buffers into) holds its arrays and nothing else.
+  bool framework_memory = trend.kind == MemoryKind::kDevice ||
+                          trend.kind == MemoryKind::kDeviceAsync ||
+                          trend.kind == MemoryKind::kVmmPhysical;
+  s.tensor_level = is_tensor_kind(trend.kind) || (device_memory_holds_arrays_ && framework_memory);
+  if (!s.tensor_level) s.origin = catalog_.origin(trend.site_id);
+  if (const HolderFinding* h = holders_.find(trend.site_id)) s.bounded = h->bounded;
+  s.frames = catalog_.frames(trend.site_id);
+  s.site = choose_site(s.frames);
+  return s;
+}
+
+GrowthReport ProcessAnalysis::phase_report(const Phase& phase) {
+  GrowthReport g;
+  const GrowthTracker& growth = phase.growth;
+  g.steps = growth.boundaries();
+  g.step_source = trace::step_source_name(phase.clock.source);
+  g.phase = phase_name(phase);
+  g.step_source_reason = phase_reason(phase);
+  g.warmup_steps = growth.options().warmup_steps;
+
+  std::vector<SiteGrowth> leaking, bounded;
+  bool stopped_only = true;  // every bounded site is one that stopped growing
+  for (std::uint32_t site : phase.detection_order) {
+    SiteGrowth s = describe_site(phase, phase.latest_trend.at(site));
+    if (auto stop = growth.stopped_growing(site)) {
+      s.grew_until_step = stop->grew_until_step;
+      s.flat_steps = stop->flat_steps;
+      s.first_growing_step = stop->first_growing_step;
+      s.live_bytes = stop->bytes;
+      s.bounded = true;
+    } else if (growth.wanders_now(site)) {
+      s.bounded = true;  // a full cache whose entries' sizes vary
+      stopped_only = false;
+    } else if (s.bounded) {
+      stopped_only = false;
+    }
+    (s.bounded ? bounded : leaking).push_back(std::move(s));
+  }
+  std::sort(leaking.begin(), leaking.end(), [](const auto& a, const auto& b) {
+    return a.rate_bytes_per_step > b.rate_bytes_per_step;
+  });
+
+  if (!leaking.empty()) {
+    g.verdict = Verdict::kLeak;
+  } else if (growth.past_minimum()) {
+    g.verdict = Verdict::kNoLeak;
+  }
+
+  // Iteration duration in the recent window, for rates in time.
+  double seconds_per_step = growth.seconds_per_step();
+
+  if (auto rss = growth.series_trend(phase.rss_at_boundary))
+    g.host_rss_bytes_per_step = rss->bytes_per_step;
+  if (auto reserved = growth.series_trend(phase.reserved_at_boundary)) {
+    g.pool_reserved_bytes_per_step = reserved->bytes_per_step;
+  }
+  if (device_total_) g.device_total_bytes = *device_total_;
+
+  bool gpu = false, host = g.host_rss_bytes_per_step > 0;
+  for (const SiteGrowth& s : leaking) {
+    g.rate_bytes_per_step += s.rate_bytes_per_step;
+    if (s.kind == MemoryKind::kHostPinned)
+      host = true;
+    else
+      gpu = true;
+  }
+  g.where = gpu && host ? Where::kBoth : gpu ? Where::kGpu : host ? Where::kHost : Where::kNone;
+
+  if (g.verdict == Verdict::kLeak) {
+    std::uint64_t first_detection = UINT64_MAX;
+    std::uint64_t first_growing = UINT64_MAX;
+    for (const SiteGrowth& s : leaking) {
+      first_detection = std::min(first_detection, phase.detected_at.at(s.site_id));
+      first_growing = std::min(first_growing, s.first_growing_step);
+    }
+    if (first_detection < growth.boundaries()) {
+      g.verdict_step = growth.step_number_at(first_detection);
+    }
+    g.first_growing_step = first_growing;
+    if (seconds_per_step > 0) g.rate_bytes_per_second = g.rate_bytes_per_step / seconds_per_step;
+    if (device_total_ && g.rate_bytes_per_second > 0) {
+      std::uint64_t used = device_used_.value_or(live_.device_bytes());
+      double room = used < *device_total_ ? static_cast<double>(*device_total_ - used) : 0;
+      g.seconds_to_full = room / g.rate_bytes_per_second;
+    }
+
+    const HolderFinding* top_holder = holders_.find(leaking.front().site_id);
+    LeakCause cause = leak_cause(leaking, top_holder);
+    g.cause = std::move(cause.cause);
+    g.cause_text = std::move(cause.text);
+    g.fix = std::move(cause.fix);
+    if (top_holder) report_holder(*top_holder, g);
+  } else if (!bounded.empty()) {
+    g.cause = cause_slug(Cause::kBoundedGrowth);
+    g.cause_text =
+        stopped_only
+            ? stopped_growth_text(bounded.front())
+            : "memory grew only inside a bounded container; it stops growing at the container's "
+              "limit";
+    if (const HolderFinding* h = holders_.find(bounded.front().site_id)) report_holder(*h, g);
+  }
+  if (g.verdict != Verdict::kLeak && g.pool_reserved_bytes_per_step > 0) {
+    g.note =
+        "reserved memory grows while live tensors do not: the allocator is caching or fragmenting, "
+        "not leaking (torch.cuda.empty_cache() would hide this, not fix anything)";
+  }
+  describe_lost_events(growth, g);
+  g.sites = std::move(leaking);
+  for (auto& s : bounded) g.sites.push_back(std::move(s));
+  return g;
+}
+
+GrowthReport ProcessAnalysis::growth_report() { return growth_report_of_phases(nullptr); }
+
+GrowthReport ProcessAnalysis::growth_report_of_phases(const Phase** primary_phase) {
+  std::vector<GrowthReport> reports;
+  std::vector<const Phase*> order;
+  for (const auto& phase : phases_) {
+    reports.push_back(phase_report(*phase));
+    order.push_back(phase.get());
+  }
+  // A loop found in library code (the per-parameter loop inside
+  // torch.optim's step) is a piece of a step the program's own clock already
+  // counts: when such a clock reached a verdict, the library loop's
+  // iterations are not the program's (on the H200 a loop of one allocation in
+  // Adam's _multi_tensor_adam was judged LEAK while 500 optimizer steps said
+  // NO LEAK).
+  bool trusted_verdict = false;
+  for (std::size_t i = 0; i < reports.size(); ++i) {
+    trace::StepSource source = order[i]->clock.source;
+    if ((source == trace::StepSource::kExplicit || source == trace::StepSource::kOptimizerHook ||
+         source == trace::StepSource::kDataLoader) &&
+        reports[i].verdict != Verdict::kNotYet)
+      trusted_verdict = true;
+  }
+  auto library_loop = [&](std::size_t i) {
+    if (!trusted_verdict || order[i]->clock.source != trace::StepSource::kAllocationPeriod)
+      return false;
+    auto frame = finder_.loop_frame(order[i]->clock.clock, catalog_);
+    return frame && frame->internal;
+  };
+  // A loop the finder followed first and then found inside another (a
+  // batch's per-request loop, before the serving loop around it showed):
+  // its iterations are pieces of the other's, and what "grew" between them
+  // is the other iteration's work in flight.
+  auto inner_loop = [&](std::size_t i) {
+    if (order[i]->clock.source != trace::StepSource::kAllocationPeriod) return false;
+    const FoundLoop* loop = finder_.loop(order[i]->clock.clock);
+    return loop != nullptr && loop->retired;
+  };
+  // The phase the report is about: a leaking one (the fastest), else one
+  // that reached a verdict, else the one with the most iterations; time
+  // windows (and library loops, above) only when nothing else ticked.
+  auto rank = [&](std::size_t i) {
+    const GrowthReport& r = reports[i];
+    int verdict = r.verdict == Verdict::kLeak ? 2 : r.verdict == Verdict::kNoLeak ? 1 : 0;
+    bool windows = is_time_windows(*order[i]) || library_loop(i) || inner_loop(i);
+    // Between phases with the same verdict, the program's own word first.
+    int trust = -trust_rank(order[i]->clock.source);
+    return std::make_tuple(!windows, verdict, verdict == 2 ? r.rate_bytes_per_step : 0.0, trust,
+                           r.steps);
+  };
+  std::optional<std::size_t> primary;
+  for (std::size_t i = 0; i < reports.size(); ++i) {
+    if (!primary || rank(i) > rank(*primary)) primary = i;
+  }
+  GrowthReport g;
+  if (primary_phase != nullptr) *primary_phase = primary ? order[*primary] : nullptr;
+  if (primary) {
+    g = reports[*primary];
+  } else {
+    g.step_source = trace::step_source_name(trace::StepSource::kTimeWindow);
+    g.warmup_steps = options_.growth.warmup_steps;
+  }
+  bool other_than_windows =
+      std::any_of(order.begin(), order.end(), [&](const Phase* p) { return !is_time_windows(*p); });
+  for (std::size_t i = 0; i < reports.size(); ++i) {
+    // Time windows before the first iteration (start-up) say nothing once
+    // the program's iterations are known, nor do phases that never got past
+    // their warm-up (a loop that went round a few times during set-up).
+    if (other_than_windows && is_time_windows(*order[i])) continue;
+    if (reports[i].steps <= options_.growth.warmup_steps && !(primary && i == *primary)) continue;
+    if ((library_loop(i) || inner_loop(i)) && !(primary && i == *primary)) continue;
+    PhaseSummary p;
+    p.name = reports[i].phase;
+    p.label = order[i]->label;
+    p.step_source = reports[i].step_source;
+    p.steps = reports[i].steps;
+    p.verdict = reports[i].verdict;
+    p.rate_bytes_per_step = reports[i].rate_bytes_per_step;
+    p.verdict_step = reports[i].verdict_step;
+    p.primary = primary && i == *primary;
+    g.phases.push_back(std::move(p));
+  }
+  // A framework that hands out arrays from a pool it reserved at start (JAX
+  // preallocates) hides them from the driver: no visible growth says
+  // nothing about them, so the run is not called clean.
+  if (g.verdict == Verdict::kNoLeak && !hidden_allocations_reason_.empty()) {
+    g.verdict = Verdict::kNotYet;
+    g.undecided_reason = hidden_allocations_reason_;
+    return g;
+  }
+  g.undecided_reason = undecided_reason(g);
+  return g;
+}
+
+}  // namespace gpuleak::analysis

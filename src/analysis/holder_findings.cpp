@@ -1,0 +1,91 @@
+#include "analysis/holder_findings.h"
+
+#include <nlohmann/json.hpp>
+
+#include "analysis/annotation_fields.h"
+
+namespace gpuleak::analysis {
+
+namespace {
+
+KeepingStatement keeping_statement_of(const nlohmann::json& kept) {
+  KeepingStatement k;
+  k.file = text_field(kept, "file");
+  k.line = optional_count_field(kept, "line");
+  k.statement = optional_text_field(kept, "statement");
+  k.kind = text_field(kept, "kind");
+  k.function = text_field(kept, "function");
+  k.in_loop = flag_field(kept, "in_loop");
+  return k;
+}
+
+Holder holder_of(const nlohmann::json& holder) {
+  Holder h;
+  h.type = text_field(holder, "type");
+  h.name = text_field(holder, "name");
+  h.owner = text_field(holder, "owner");
+  h.path = text_field(holder, "path");
+  h.length = optional_integer_field(holder, "length");
+  h.bounded = flag_field(holder, "bounded");
+  h.maxlen = optional_integer_field(holder, "maxlen");
+  h.filled_by = optional_text_field(holder, "filled_by");
+  h.element = optional_text_field(holder, "element");
+  h.held_in = optional_text_field(holder, "held_in");
+  auto kept = holder.find("kept_at");
+  if (kept != holder.end() && kept->is_object()) h.kept_at = keeping_statement_of(*kept);
+  return h;
+}
+
+// One site's object of the annotation (its site_id already checked).
+HolderAnswer answer_of(const nlohmann::json& site, std::uint32_t site_id) {
+  HolderAnswer a;
+  a.site_id = site_id;
+  a.matched_addresses = optional_count_field(site, "matched_addresses").value_or(0);
+  a.kind = text_field(site, "kind");
+  auto holder = site.find("holder");
+  if (holder != site.end() && holder->is_object()) a.holder = holder_of(*holder);
+  a.graph_tensors_per_element = optional_integer_field(site, "graph_tensors_per_element");
+  a.element_has_grad_fn = flag_field(site, "element_has_grad_fn");
+  a.cause = optional_text_field(site, "cause");
+  a.fix = optional_text_field(site, "fix");
+  a.note = optional_text_field(site, "note");
+  return a;
+}
+
+}  // namespace
+
+void HolderFindings::add_answer(const std::string& annotation_value) {
+  nlohmann::json answer = nlohmann::json::parse(annotation_value, nullptr, false);
+  if (answer.is_discarded() || !answer.contains("sites") || !answer["sites"].is_array()) return;
+  for (const auto& site : answer["sites"]) {
+    if (!site.is_object()) continue;
+    auto id = site.find("site_id");
+    if (id == site.end() || !id->is_number_unsigned() || id->get<std::uint64_t>() > UINT32_MAX)
+      continue;
+    auto site_id = static_cast<std::uint32_t>(id->get<std::uint64_t>());
+    HolderFinding finding;
+    finding.answer = answer_of(site, site_id);
+    finding.kind = finding.answer.kind.empty() ? "unknown" : finding.answer.kind;
+    finding.fix = finding.answer.fix.value_or("");
+    if (const auto& holder = finding.answer.holder) {
+      finding.bounded = holder->bounded;
+      finding.description = holder->type + (holder->name.empty() ? "" : " `" + holder->name + "`") +
+                            (holder->owner.empty() ? "" : " (" + holder->owner + ")");
+    }
+    auto [it, inserted] = by_site_.try_emplace(site_id, finding);
+    if (!inserted && !(finding.description.empty() && !it->second.description.empty())) {
+      it->second = std::move(finding);
+    }
+  }
+}
+
+const HolderFinding* HolderFindings::find(std::uint32_t site_id) const {
+  auto it = by_site_.find(site_id);
+  return it == by_site_.end() ? nullptr : &it->second;
+}
+
+void report_holder(const HolderFinding& finding, GrowthReport& growth) {
+  growth.holder = finding.answer;
+}
+
+}  // namespace gpuleak::analysis

@@ -1,0 +1,88 @@
+// ProcessAnalysis, where iterations end: the ticks of every clock (the
+// program's steps, loops found in the allocations, time windows while
+// nothing else ticks), each phase they open, and what is sampled and judged
+// at each boundary.
+#include "analysis/process_analysis.h"
+
+namespace gpuleak::analysis {
+
+void ProcessAnalysis::advance_time_windows(std::uint64_t time_ns) {
+  // Programs with no other clock get time windows. Empty windows in a long
+  // silence are skipped (a damaged time could otherwise ask for billions of
+  // them), and the window arithmetic must not wrap around.
+  if (real_steps_ || first_time_ns_ == 0) return;
+  auto window_ns = static_cast<std::uint64_t>(options_.time_window_s * 1e9);
+  if (window_ns == 0 || time_ns < next_window_ns_) return;
+  constexpr std::uint64_t kMaxWindowsPerGap = 1000;
+  std::uint64_t missed = (time_ns - next_window_ns_) / window_ns;
+  if (missed > kMaxWindowsPerGap) next_window_ns_ += (missed - kMaxWindowsPerGap) * window_ns;
+  Phase* windows = phase_for({trace::StepSource::kTimeWindow, 0});
+  while (time_ns >= next_window_ns_ && next_window_ns_ <= UINT64_MAX - window_ns) {
+    if (windows != nullptr) add_boundary(*windows, windows->growth.boundaries(), next_window_ns_);
+    next_window_ns_ += window_ns;
+  }
+  if (next_window_ns_ > UINT64_MAX - window_ns) next_window_ns_ = UINT64_MAX;
+}
+
+ProcessAnalysis::Phase* ProcessAnalysis::phase_for(ClockKey clock) {
+  std::string label = clock.source == trace::StepSource::kTimeWindow ? std::string() : label_;
+  for (auto& phase : phases_) {
+    if (phase->clock == clock && phase->label == label) return phase.get();
+  }
+  if (phases_.size() >= options_.max_phases) return nullptr;
+  auto phase = std::make_unique<Phase>(options_.growth);
+  phase->label = label;
+  phase->clock = clock;
+  // A phase that begins late starts from what is live now.
+  live_.for_each([&](const LiveAllocation& a) {
+    if (tracked_for_growth(a.kind)) phase->growth.on_alloc(a);
+  });
+  phases_.push_back(std::move(phase));
+  return phases_.back().get();
+}
+
+void ProcessAnalysis::on_tick(ClockKey clock, std::uint64_t step_number, std::uint64_t time_ns) {
+  if (!arbiter_.on_tick(clock, time_ns)) return;  // a better clock paces the program now
+  Phase* phase = phase_for(clock);
+  if (phase == nullptr) {
+    ++untracked_ticks_;
+    return;
+  }
+  real_steps_ = true;  // no more time windows
+  add_boundary(*phase, step_number, time_ns);
+}
+
+void ProcessAnalysis::add_boundary(Phase& phase, std::uint64_t step_number, std::uint64_t time_ns) {
+  ++boundaries_;
+  phase.growth.on_boundary(step_number, time_ns);
+  phase.rss_at_boundary.push(static_cast<double>(host_rss_.value_or(0)));
+  phase.reserved_at_boundary.push(static_cast<double>(pool_reserved_.value_or(0)));
+  TimelineRow row;
+  row.step = step_number;
+  row.time_s = time_ns > first_time_ns_ ? static_cast<double>(time_ns - first_time_ns_) / 1e9 : 0;
+  row.live_tensor_bytes = live_.tensor_bytes();
+  row.live_device_bytes = live_.device_bytes();
+  row.pool_reserved_bytes = pool_reserved_;
+  row.device_used_bytes = device_used_;
+  row.host_rss_bytes = host_rss_;
+  phase.timeline.add(row);
+  std::uint64_t n = phase.growth.boundaries();
+  // The statistics are O(window^2): evaluate every boundary early on (a
+  // verdict should come as soon as it is justified), then every fifth.
+  if (n <= 300 || n % 5 == 0) evaluate(phase);
+}
+
+void ProcessAnalysis::evaluate(Phase& phase) {
+  for (const SiteTrend& trend : phase.growth.growing_sites()) {
+    if (!is_tensor_kind(trend.kind) && is_pool_segment(trend.site_id)) {
+      continue;  // a segment of PyTorch's or CuPy's cache: reserved memory, not a leak of its own
+    }
+    if (phase.detected_at.emplace(trend.site_id, phase.growth.boundaries() - 1).second) {
+      phase.detection_order.push_back(trend.site_id);
+      phase.timeline.pin();  // the start of the growth stays in the timeline in full
+    }
+    phase.latest_trend[trend.site_id] = trend;
+  }
+}
+
+}  // namespace gpuleak::analysis

@@ -1,0 +1,88 @@
+// ProcessAnalysis, its phases in words: what a phase's iterations are, why
+// they were taken as the iterations, and why no verdict could be reached yet.
+#include <fmt/format.h>
+
+#include "analysis/process_analysis.h"
+
+namespace gpuleak::analysis {
+
+std::string ProcessAnalysis::phase_name(const Phase& phase) {
+  std::string name;
+  auto described = clock_descriptions_.find(phase.clock);
+  switch (phase.clock.source) {
+    case trace::StepSource::kExplicit:
+      name = "gpuleak.step() calls";
+      break;
+    case trace::StepSource::kOptimizerHook:
+      name = "optimizer steps";
+      break;
+    case trace::StepSource::kDataLoader:
+      name = described != clock_descriptions_.end() && !described->second.empty()
+                 ? described->second
+                 : "batches of a DataLoader";
+      break;
+    case trace::StepSource::kAllocationPeriod: {
+      name = "iterations of a loop";
+      if (auto frame = finder_.loop_frame(phase.clock.clock, catalog_)) {
+        // A C++ function's name without its parameter list.
+        std::string function = frame->function.substr(0, frame->function.find('('));
+        name = "iterations of the loop in " + (function.empty() ? "?" : function);
+        if (!frame->file.empty()) {
+          std::string file = frame->file.substr(frame->file.find_last_of('/') + 1);
+          name += " (" + file + (frame->line ? ":" + std::to_string(frame->line) : "") + ")";
+        }
+      }
+      break;
+    }
+    case trace::StepSource::kTimeWindow:
+      name = fmt::format("{:g}-second time windows", options_.time_window_s);
+      break;
+    default:
+      name = "steps of an unknown source";
+  }
+  return phase.label.empty() ? name : phase.label + ": " + name;
+}
+
+std::string ProcessAnalysis::phase_reason(const Phase& phase) {
+  switch (phase.clock.source) {
+    case trace::StepSource::kExplicit:
+      return "the program marks its iterations with gpuleak.step()";
+    case trace::StepSource::kOptimizerHook:
+      return "one step per optimizer.step() (torch.optim's step hooks; with several "
+             "optimizers, the first that steps)";
+    case trace::StepSource::kDataLoader:
+      return "one step per batch the DataLoader hands out, where no optimizer steps";
+    case trace::StepSource::kAllocationPeriod: {
+      const FoundLoop* loop = finder_.loop(phase.clock.clock);
+      if (loop == nullptr) return "a loop found in the allocations";
+      return fmt::format(
+          "the program marks no steps here, and its allocations repeat: the same places "
+          "every ~{:.0f} allocations ({:.0f} % alike from one time round to the next)",
+          loop->mean_piece_events, 100 * loop->similarity);
+    }
+    case trace::StepSource::kTimeWindow:
+      return "the program marks no steps and no loop was found in its allocations";
+    default:
+      return "";
+  }
+}
+
+std::string ProcessAnalysis::undecided_reason(const GrowthReport& primary) {
+  if (primary.verdict != Verdict::kNotYet) return "";
+  double seconds = last_time_ns_ > first_time_ns_
+                       ? static_cast<double>(last_time_ns_ - first_time_ns_) / 1e9
+                       : 0;
+  std::uint64_t needed = options_.growth.warmup_steps + options_.growth.min_steps;
+  if (primary.step_source == trace::step_source_name(trace::StepSource::kTimeWindow)) {
+    return fmt::format(
+        "no repeating loop was found in {:.1f} s of the program ({} allocations), and it "
+        "marks no steps; mark each iteration with gpuleak.step() (a verdict needs {} "
+        "iterations)",
+        seconds, allocations_, needed);
+  }
+  return fmt::format("only {} {} so far; a verdict needs {} ({} warm-up)", primary.steps,
+                     primary.phase.empty() ? "steps" : primary.phase, needed,
+                     options_.growth.warmup_steps);
+}
+
+}  // namespace gpuleak::analysis

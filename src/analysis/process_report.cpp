@@ -1,0 +1,181 @@
+// ProcessAnalysis, the whole report of a process: the growth verdict with
+// the device memory by origin, what is live at the end grouped by call site
+// (the leaks, and what a pool or a suppression rule accounts for), the
+// out-of-memory events, the timeline and how the process used CUDA.
+#include <algorithm>
+#include <map>
+
+#include "analysis/process_analysis.h"
+
+namespace gpuleak::analysis {
+
+using trace::MemoryKind;
+
+namespace {
+
+// Live groups whose frames read the same (stacks that differ only in
+// internal frames) are one group.
+std::string frame_signature(const std::vector<Frame>& frames, MemoryKind kind) {
+  std::string signature = trace::memory_kind_name(kind);
+  bool any_user =
+      std::any_of(frames.begin(), frames.end(), [](const Frame& f) { return !f.internal; });
+  for (const Frame& f : frames) {
+    if (any_user && f.internal) continue;
+    signature += '\n' + f.function + '|' + f.file + '|' + std::to_string(f.line);
+  }
+  return signature;
+}
+
+}  // namespace
+
+LeakGroup ProcessAnalysis::make_group(std::uint32_t stack_id) {
+  LeakGroup g;
+  g.stack_ids.push_back(stack_id);
+  g.frames = catalog_.frames(stack_id);
+  g.site = choose_site(g.frames);
+  return g;
+}
+
+std::vector<LeakGroup> ProcessAnalysis::group_live(std::size_t limit) {
+  struct Totals {
+    std::uint64_t bytes = 0, count = 0;
+    MemoryKind kind = MemoryKind::kDevice;
+    std::uint32_t api = 0;
+    std::int32_t device = -1;
+  };
+  std::map<std::pair<std::uint32_t, MemoryKind>, Totals> by_stack;
+  live_.for_each([&](const LiveAllocation& a) {
+    Totals& t = by_stack[{a.stack_id, a.kind}];
+    t.bytes += a.size;
+    t.count += 1;
+    t.kind = a.kind;
+    t.api = a.api;
+    t.device = a.device;
+  });
+  std::map<std::string, LeakGroup> merged;
+  for (const auto& [key, t] : by_stack) {
+    LeakGroup g = make_group(key.first);
+    std::string signature = frame_signature(g.frames, t.kind);
+    auto [it, inserted] = merged.try_emplace(signature, std::move(g));
+    LeakGroup& m = it->second;
+    if (!inserted) m.stack_ids.push_back(key.first);
+    m.bytes += t.bytes;
+    m.allocations += t.count;
+    m.kind = t.kind;
+    m.api = catalog_.api_name(t.api);
+    m.device = t.device;
+  }
+  std::vector<LeakGroup> out;
+  for (auto& [signature, g] : merged) out.push_back(std::move(g));
+  std::sort(out.begin(), out.end(), [](const LeakGroup& a, const LeakGroup& b) {
+    return a.bytes != b.bytes ? a.bytes > b.bytes : a.allocations > b.allocations;
+  });
+  if (limit && out.size() > limit) out.resize(limit);
+  return out;
+}
+
+ProcessReport ProcessAnalysis::build_report(const std::string& trace_path) {
+  finish();
+  ProcessReport r;
+  r.trace_path = trace_path;
+  r.process = process_;
+  r.exited = exited_;
+  r.trace_error = trace_error_;
+  r.trace_error_offset = trace_error_offset_;
+  r.damage = damage_;
+  r.torch_tracking_json = torch_tracking_;
+  r.clock_json = clock_;
+  r.distributed_json = distributed_;
+  r.capture_backend_json = capture_backend_;
+  r.framework_tracking_json = framework_tracking_;
+  r.collector_disabled = collector_disabled_;
+  std::map<std::string, OriginShare> origins;
+  const Phase* primary = nullptr;
+  r.growth = growth_report_of_phases(&primary);
+  auto add_origin = [&](std::uint32_t site, MemoryKind kind, std::uint64_t bytes) {
+    if (!occupies_device(kind) && kind != MemoryKind::kTorchBlock) return;
+    if (kind == MemoryKind::kTorchBlock) return;  // inside the cache's segments, counted there
+    std::string origin =
+        is_tensor_kind(kind) ? "PyTorch tensors (one driver call each)" : catalog_.origin(site);
+    if (origin.empty()) origin = "other code calling the CUDA driver";
+    OriginShare& share = origins[origin];
+    share.origin = origin;
+    share.bytes += bytes;
+    share.tensors = is_tensor_kind(kind);
+  };
+  if (primary != nullptr) {
+    primary->growth.for_each_site_at_last_boundary(add_origin);
+  } else {
+    // No boundary at all: what is live now.
+    std::map<std::pair<std::uint32_t, MemoryKind>, std::uint64_t> live_by_site;
+    live_.for_each([&](const LiveAllocation& a) {
+      if (tracked_for_growth(a.kind)) live_by_site[{a.stack_id, a.kind}] += a.size;
+    });
+    for (const auto& [key, bytes] : live_by_site) add_origin(key.first, key.second, bytes);
+  }
+  for (auto& [name, share] : origins) r.device_memory_by_origin.push_back(share);
+  std::sort(r.device_memory_by_origin.begin(), r.device_memory_by_origin.end(),
+            [](const OriginShare& a, const OriginShare& b) { return a.bytes > b.bytes; });
+  r.allocations = allocations_;
+  r.frees = frees_;
+  r.unmatched_frees = unmatched_frees_;
+  r.lost_events = lost_;
+  r.lost_ranged_seqs = lost_ranged_seqs_;
+  r.lost_counted_seqs = lost_counted_seqs_;
+  r.peak_live_bytes = peak_live_bytes_;
+  r.duration_s = last_time_ns_ > first_time_ns_
+                     ? static_cast<double>(last_time_ns_ - first_time_ns_) / 1e9
+                     : 0;
+
+  for (LeakGroup& g : group_live(0)) {
+    std::string origin = g.stack_ids.empty() ? "" : catalog_.origin(g.stack_ids.front());
+    if (!is_tensor_kind(g.kind) && origin == kCachingAllocatorOrigin) {
+      g.suppressed = true;
+      g.suppressed_by = "cached by PyTorch's caching allocator (released when the process exits)";
+    } else if (!is_tensor_kind(g.kind) && origin == kCupyPoolOrigin && pool_blocks_seen_) {
+      g.suppressed = true;
+      g.suppressed_by =
+          "cached by CuPy's memory pool (free_all_blocks() or the process's exit releases it)";
+    } else if (auto rule = options_.suppressions.match(g)) {
+      g.suppressed = true;
+      g.suppressed_by = *rule;
+    }
+    if (g.suppressed) {
+      r.leaks.suppressed_bytes += g.bytes;
+      r.leaks.suppressed_allocations += g.allocations;
+      r.leaks.suppressed_groups.push_back(std::move(g));
+    } else {
+      r.leaks.bytes += g.bytes;
+      r.leaks.allocations += g.allocations;
+      r.leaks.groups.push_back(std::move(g));
+    }
+  }
+
+  for (const RawOutOfMemory& raw : out_of_memory_) {
+    OutOfMemoryEvent e;
+    e.time_s = raw.record.time_ns > first_time_ns_
+                   ? static_cast<double>(raw.record.time_ns - first_time_ns_) / 1e9
+                   : 0;
+    e.requested_bytes = raw.record.size;
+    e.api = catalog_.api_name(raw.record.api);
+    e.device = raw.record.device;
+    e.result = raw.record.result;
+    e.live_bytes = raw.live_bytes;
+    e.live_allocations = raw.live_allocations;
+    e.frames = catalog_.frames(raw.record.stack_id);
+    e.site = choose_site(e.frames);
+    for (const auto& [stack_id, totals] : raw.top_stacks) {
+      LeakGroup g = make_group(stack_id);
+      g.bytes = totals.first;
+      g.allocations = totals.second;
+      e.largest_live.push_back(std::move(g));
+    }
+    r.out_of_memory.push_back(std::move(e));
+  }
+
+  if (primary != nullptr) r.timeline = primary->timeline.timeline();
+  r.cuda_use = activity_.summary();
+  return r;
+}
+
+}  // namespace gpuleak::analysis
