@@ -8,8 +8,11 @@ request, `lossy-fresh` (lossy from an allocator that never reuses an address:
 the worst case for the live set). Each trace is written once by
 build/bench/trace_shapes, then reported `--rounds` times; the report's wall
 time and peak resident memory (wait4's ru_maxrss) are kept, the median of
-the rounds is the figure. The growth law is the exponent k of
-time ~ events^k (and of memory) between consecutive sizes: 1.0 is linear.
+the rounds is the figure, CPU time (user + system, what the machine's load
+changes least) beside wall time. The machine may be shared: each round
+keeps the 1-minute load average before and after it. The growth law is the
+exponent k of time ~ events^k (and of memory) between consecutive sizes:
+1.0 is linear.
 
 usage: bench/run_report_scaling.py BUILD_DIR OUT.json [--sizes 1e6,1e7,1e8]
        [--shapes steady,growing,lossy] [--rounds 1] [--work DIR] [--keep]
@@ -107,9 +110,11 @@ def main():
                 facts = json.load(f)
             rounds = []
             for _ in range(args.rounds):
+                load_before_round = os.getloadavg()[0]
                 status, seconds, rss, cpu = run_wait4([gpuleak, "report", "--json", trace])
                 rounds.append({"exit": status, "seconds": round(seconds, 3), "cpu_seconds": round(cpu, 3),
-                               "peak_rss_bytes": rss})
+                               "peak_rss_bytes": rss,
+                               "load_1min": [round(load_before_round, 2), round(os.getloadavg()[0], 2)]})
             row = {
                 "shape": shape,
                 "events": facts["events"],
@@ -123,9 +128,10 @@ def main():
             }
             row["cpu_ns_per_event"] = round(row["cpu_seconds"] * 1e9 / row["events"], 1)
             results.append(row)
-            print("%-8s %11d events  %7.2f s (cpu %7.2f s)  %6.0f MiB  (%s)" % (
+            print("%-11s %11d events  %7.2f s (cpu %7.2f s)  %6.0f MiB  (%s; load %s)" % (
                 shape, row["events"], row["seconds"], row["cpu_seconds"], row["peak_rss_bytes"] / 2**20,
-                ", ".join("exit %d" % r["exit"] for r in rounds)), flush=True)
+                ", ".join("exit %d" % r["exit"] for r in rounds),
+                ", ".join("%.1f-%.1f" % tuple(r["load_1min"]) for r in rounds)), flush=True)
     laws = {}
     for shape in args.shapes.split(","):
         rows = [r for r in results if r["shape"] == shape]

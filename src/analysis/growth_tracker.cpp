@@ -84,8 +84,26 @@ std::vector<double> RecentValues::last(std::size_t n) const {
 GrowthTracker::GrowthTracker(GrowthOptions options)
     : options_(options), boundary_times_ns_(options.window_steps + 1) {}
 
+GrowthTracker::Site& GrowthTracker::site_of(std::uint32_t id) {
+  if (id >= kDirectSiteIds) return sites_[id];
+  if (id < site_by_id_.size() && site_by_id_[id] != nullptr) return *site_by_id_[id];
+  Site& site = sites_[id];
+  if (id >= site_by_id_.size()) {
+    std::size_t size = std::max<std::size_t>(id + 1, 2 * site_by_id_.size());
+    site_by_id_.resize(std::min<std::size_t>(size, kDirectSiteIds), nullptr);
+  }
+  site_by_id_[id] = &site;
+  return site;
+}
+
+GrowthTracker::Site* GrowthTracker::existing_site(std::uint32_t id) {
+  if (id < kDirectSiteIds) return id < site_by_id_.size() ? site_by_id_[id] : nullptr;
+  auto it = sites_.find(id);
+  return it == sites_.end() ? nullptr : &it->second;
+}
+
 void GrowthTracker::on_alloc(const LiveAllocation& a) {
-  Site& site = sites_[a.stack_id];
+  Site& site = site_of(a.stack_id);
   site.id = a.stack_id;
   site.kind = a.kind;
   site.live_bytes += a.size;
@@ -97,9 +115,9 @@ void GrowthTracker::on_alloc(const LiveAllocation& a) {
 }
 
 void GrowthTracker::on_free(const LiveAllocation& a) {
-  auto it = sites_.find(a.stack_id);
-  if (it == sites_.end()) return;
-  Site& site = it->second;
+  Site* found = existing_site(a.stack_id);
+  if (found == nullptr) return;
+  Site& site = *found;
   site.live_bytes -= std::min(site.live_bytes, a.size);
   if (site.live_allocations > 0) site.live_allocations -= 1;
   if (!site.dirty) {

@@ -133,6 +133,10 @@ class RecentValues {
 class GrowthTracker {
  public:
   explicit GrowthTracker(GrowthOptions options = {});
+  // dirty_ and site_by_id_ point into sites_: a copy would point into the
+  // original's.
+  GrowthTracker(const GrowthTracker&) = delete;
+  GrowthTracker& operator=(const GrowthTracker&) = delete;
 
   void on_alloc(const LiveAllocation& allocation);
   void on_free(const LiveAllocation& allocation);
@@ -265,7 +269,13 @@ class GrowthTracker {
                                                std::uint64_t total) const;
 
   GrowthOptions options_;
-  mutable std::unordered_map<std::uint32_t, Site> sites_;
+  mutable std::unordered_map<std::uint32_t, Site> sites_;  // never erased from: nodes stay put
+  // sites_' entries by id for ids below kDirectSiteIds (stack ids are small
+  // and dense): every allocation and free finds its site without hashing.
+  static constexpr std::uint32_t kDirectSiteIds = 1u << 16;
+  std::vector<Site*> site_by_id_;
+  Site& site_of(std::uint32_t id);        // made when new
+  Site* existing_site(std::uint32_t id);  // null when none
   std::vector<Site*> dirty_;
   // Sites with a level inside the window: the only ones that can grow.
   mutable std::vector<std::uint32_t> active_;

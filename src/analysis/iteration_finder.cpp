@@ -27,11 +27,6 @@ std::uint64_t mix(std::uint64_t seed, std::uint64_t value) {
 // statement itself have it set (they never fold).
 constexpr std::uint64_t kLeafBit = 1;
 
-const trace::AllocRecord* as_alloc(const trace::Record& record) {
-  const auto* alloc = std::get_if<trace::AllocRecord>(&record);
-  return alloc != nullptr && alloc->stack_id != 0 ? alloc : nullptr;
-}
-
 std::uint64_t time_of(const trace::Record& record) {
   return std::visit(
       [](const auto& r) -> std::uint64_t {
@@ -42,6 +37,52 @@ std::uint64_t time_of(const trace::Record& record) {
 }
 
 }  // namespace
+
+const trace::AllocRecord* IterationFinder::as_alloc(const HeldEvent& event) {
+  const auto* alloc = std::get_if<trace::AllocRecord>(&event);
+  return alloc != nullptr && alloc->stack_id != 0 ? alloc : nullptr;
+}
+
+std::uint64_t IterationFinder::time_of(const HeldEvent& event) {
+  return std::visit(
+      [](const auto& e) -> std::uint64_t {
+        using T = std::decay_t<decltype(e)>;
+        if constexpr (std::is_same_v<T, std::unique_ptr<trace::Record>>) {
+          return analysis::time_of(*e);
+        } else {
+          return e.time_ns;
+        }
+      },
+      event);
+}
+
+// The event kinds go in as they are; anything else (the finder is given
+// events only, but takes any record) goes in whole, on the heap.
+IterationFinder::HeldEvent IterationFinder::to_held_event(trace::Record&& record) {
+  return std::visit(
+      [&](auto&& r) -> HeldEvent {
+        using T = std::decay_t<decltype(r)>;
+        if constexpr (std::is_constructible_v<HeldEvent, std::in_place_type_t<T>, T&&>) {
+          return HeldEvent(std::in_place_type<T>, std::move(r));
+        } else {
+          return std::make_unique<trace::Record>(std::move(record));
+        }
+      },
+      std::move(record));
+}
+
+IterationFinder::HeldEvent IterationFinder::to_held_event(const trace::Record& record) {
+  return std::visit(
+      [&](const auto& r) -> HeldEvent {
+        using T = std::decay_t<decltype(r)>;
+        if constexpr (std::is_constructible_v<HeldEvent, std::in_place_type_t<T>, const T&>) {
+          return HeldEvent(std::in_place_type<T>, r);
+        } else {
+          return std::make_unique<trace::Record>(record);
+        }
+      },
+      record);
+}
 
 bool FoundLoop::runs_on(std::uint32_t thread) const {
   return std::find(threads.begin(), threads.end(), thread) != threads.end();
@@ -92,14 +133,24 @@ std::uint64_t IterationFinder::key_at(std::uint32_t stack_id, std::size_t depth)
   return path.prefix_hashes[depth];
 }
 
-void IterationFinder::push(trace::Record record, const StackCatalog& catalog) {
+void IterationFinder::push(const trace::Record& record, const StackCatalog& catalog) {
   catalog_ = &catalog;
-  held_.push_back(Held{std::move(record)});
-  const trace::AllocRecord* alloc = as_alloc(held_.back().record);
+  held_.push_back(Held{to_held_event(record)});
+  on_pushed();
+}
+
+void IterationFinder::push(trace::Record&& record, const StackCatalog& catalog) {
+  catalog_ = &catalog;
+  held_.push_back(Held{to_held_event(std::move(record))});
+  on_pushed();
+}
+
+void IterationFinder::on_pushed() {
+  const trace::AllocRecord* alloc = as_alloc(held_.back().event);
   if (alloc != nullptr) {
     ++allocations_seen_;
     ++held_allocations_;
-    recent_.emplace_back(alloc->thread_id, alloc->stack_id);
+    recent_.push_back(std::pair{alloc->thread_id, alloc->stack_id});
     if (recent_.size() > options_.search_window_events) recent_.pop_front();
     const FoundLoop* returning = known_anchor(*alloc);
     if (following_ != 0) {
@@ -124,11 +175,11 @@ void IterationFinder::resume(std::uint32_t id) {
   // was deciding it had ended) are held too.
   place_boundaries(back, 0, held_.size() - 1);
   release_until(held_.size() - 1);
-  ready_.push_back(FinderItem{true, {}, id, back.iterations++, time_of(held_.back().record)});
+  ready_.push_back(Ready{true, id, back.iterations++, time_of(held_.back().event)});
   following_ = id;
   previous_key_.clear();
   outsiders_.clear();
-  if (const trace::AllocRecord* a = as_alloc(held_.back().record)) {
+  if (const trace::AllocRecord* a = as_alloc(held_.back().event)) {
     previous_key_[a->thread_id] = back.anchor_key;
   }
   since_anchor_ = 0;
@@ -204,7 +255,7 @@ void IterationFinder::on_alloc_following(const trace::AllocRecord& alloc,
         if (probation_found_shallower(loop)) return;
       }
       // Held long enough: nothing above it repeats.
-      std::uint64_t now = time_of(held_.back().record);
+      std::uint64_t now = time_of(held_.back().event);
       if (probation_iterations_ >= 256 || held_allocations_ >= options_.search_window_events ||
           now >= probation_since_ns_ + 1'000'000'000ull) {
         if (!probation_found_shallower(loop)) end_probation(loop);
@@ -214,8 +265,7 @@ void IterationFinder::on_alloc_following(const trace::AllocRecord& alloc,
     // The iteration that began at the last anchor is complete: everything
     // before this record is decided.
     release_until(held_.size() - 1);
-    ready_.push_back(
-        FinderItem{true, {}, loop.id, loop.iterations++, time_of(held_.front().record)});
+    ready_.push_back(Ready{true, loop.id, loop.iterations++, time_of(held_.front().event)});
     loop.mean_piece_events = 0.9 * loop.mean_piece_events + 0.1 * (since_anchor_ + 1.0);
     loop.mean_piece_all_events =
         0.9 * loop.mean_piece_all_events + 0.1 * static_cast<double>(since_anchor_all_);
@@ -336,6 +386,9 @@ FoundLoop IterationFinder::loop_of(std::uint32_t thread, const std::vector<std::
 }
 
 void FoundLoop::count_body_statement(std::uint64_t key) {
+  if (key == last_counted_key && body_iterations == last_counted_iteration) return;
+  last_counted_key = key;
+  last_counted_iteration = body_iterations;
   auto it = body_statements.find(key);
   if (it == body_statements.end()) {
     if (body_statements.size() >= kMaxBodyStatements) return;
@@ -360,7 +413,7 @@ bool IterationFinder::search(bool require_ongoing, std::size_t held_end, double 
   // Each thread's allocations in the held records, latest window only.
   std::unordered_map<std::uint32_t, std::vector<std::uint32_t>> by_thread;
   for (std::size_t i = 0; i < held_end; ++i) {
-    if (const trace::AllocRecord* a = as_alloc(held_[i].record)) {
+    if (const trace::AllocRecord* a = as_alloc(held_[i].event)) {
       by_thread[a->thread_id].push_back(a->stack_id);
     }
   }
@@ -450,7 +503,7 @@ void IterationFinder::follow(std::uint32_t id, std::size_t held_end) {
     // held, so a loop found above it takes over from the very start.
     probation_ = loop.depth > 0 && shallower_undecided(loop);
     if (probation_) {
-      probation_since_ns_ = time_of(held_.front().record);
+      probation_since_ns_ = time_of(held_.front().event);
       probation_iterations_ = 0;
       next_probation_check_ = 2 * options_.repetition.min_occurrences;
     }
@@ -466,7 +519,7 @@ void IterationFinder::follow(std::uint32_t id, std::size_t held_end) {
         if (first_anchor == SIZE_MAX) first_anchor = i;
         if (i < last_anchor) ++anchors;
       }
-      if (const trace::AllocRecord* a = as_alloc(held_[i].record)) {
+      if (const trace::AllocRecord* a = as_alloc(held_[i].event)) {
         if (first_anchor != SIZE_MAX && i < last_anchor) ++all_between;
         if (i > last_anchor) ++since_anchor_all_;
         if (!loop.runs_on(a->thread_id)) continue;
@@ -507,8 +560,8 @@ bool IterationFinder::shallower_undecided(const FoundLoop& loop) {
 
 std::vector<std::uint32_t> IterationFinder::held_stacks(std::uint32_t thread) const {
   std::vector<std::uint32_t> stacks;
-  for (const Held& h : held_) {
-    if (const trace::AllocRecord* a = as_alloc(h.record)) {
+  for (std::size_t i = 0; i < held_.size(); ++i) {
+    if (const trace::AllocRecord* a = as_alloc(held_[i].event)) {
       if (a->thread_id == thread) stacks.push_back(a->stack_id);
     }
   }
@@ -544,7 +597,8 @@ bool IterationFinder::probation_found_shallower(FoundLoop& loop) {
   if (!found) return false;
   // The loop inside took none of its boundaries out yet: drop them and let
   // the loop around it have the whole held stretch.
-  for (Held& h : held_) {
+  for (std::size_t i = 0; i < held_.size(); ++i) {
+    Held& h = held_[i];
     if (h.boundary_before && h.loop_id == loop.id) h.boundary_before = false;
   }
   loop.retired = true;
@@ -570,8 +624,8 @@ void IterationFinder::recheck_shallower(const FoundLoop& loop) {
   std::optional<Candidate> found;
   for (std::uint32_t candidate_thread : threads) {  // any of them may show it first
     stacks.clear();
-    for (const auto& [thread, stack] : recent_) {
-      if (thread == candidate_thread) stacks.push_back(stack);
+    for (std::size_t i = 0; i < recent_.size(); ++i) {
+      if (recent_[i].first == candidate_thread) stacks.push_back(recent_[i].second);
     }
     found = search_thread(stacks, inner_depth, /*require_ongoing=*/true);
     if (found) {
@@ -644,7 +698,7 @@ std::uint32_t IterationFinder::adopt(const FoundLoop& candidate) {
 void IterationFinder::place_boundaries(FoundLoop& loop, std::size_t begin, std::size_t end) {
   std::unordered_map<std::uint32_t, std::uint64_t> previous;  // per thread
   for (std::size_t i = begin; i < end; ++i) {
-    const trace::AllocRecord* a = as_alloc(held_[i].record);
+    const trace::AllocRecord* a = as_alloc(held_[i].event);
     if (a == nullptr || !loop.runs_on(a->thread_id)) continue;
     std::uint64_t key = key_at(a->stack_id, loop.depth);
     auto [last, first] = previous.try_emplace(a->thread_id, key);
@@ -661,13 +715,11 @@ void IterationFinder::place_boundaries(FoundLoop& loop, std::size_t begin, std::
 
 void IterationFinder::release_until(std::size_t held_index) {
   for (std::size_t n = 0; n < held_index && !held_.empty(); ++n) {
-    Held& h = held_.front();
-    if (h.boundary_before) {
-      ready_.push_back(FinderItem{true, {}, h.loop_id, h.iteration, time_of(h.record)});
-    }
-    if (as_alloc(h.record) != nullptr) --held_allocations_;
-    ready_.push_back(FinderItem{false, std::move(h.record), 0, 0, 0});
-    held_.pop_front();
+    const Held& h = held_.front();
+    if (h.boundary_before) ready_.push_back(Ready{true, h.loop_id, h.iteration, time_of(h.event)});
+    if (as_alloc(h.event) != nullptr) --held_allocations_;
+    ready_.push_back(Ready{});  // the record itself, which stays where it is
+    held_.release_front();
   }
   next_search_at_ = std::min(next_search_at_, held_allocations_ + options_.min_search_events);
 }
@@ -699,8 +751,24 @@ void IterationFinder::finish(const StackCatalog& catalog) {
 
 bool IterationFinder::pop(FinderItem& item) {
   if (ready_.empty()) return false;
-  item = std::move(ready_.front());
+  Ready next = ready_.front();
   ready_.pop_front();
+  item.is_boundary = next.is_boundary;
+  item.loop_id = next.loop_id;
+  item.iteration = next.iteration;
+  item.time_ns = next.time_ns;
+  if (next.is_boundary) return true;  // item.record is left as it was
+  std::visit(
+      [&](auto&& e) {
+        using T = std::decay_t<decltype(e)>;
+        if constexpr (std::is_same_v<T, std::unique_ptr<trace::Record>>) {
+          item.record = std::move(*e);
+        } else {
+          item.record = std::move(e);
+        }
+      },
+      std::move(held_.released_front().event));
+  held_.pop_released();
   return true;
 }
 

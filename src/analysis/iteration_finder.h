@@ -34,16 +34,18 @@
 #pragma once
 
 #include <cstdint>
-#include <deque>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <variant>
 #include <vector>
 
 #include "analysis/repetition.h"
 #include "analysis/stack_catalog.h"
 #include "trace/records.h"
+#include "trace/ring_queue.h"
 
 namespace gpuleak::analysis {
 
@@ -87,6 +89,11 @@ struct FoundLoop {
   static constexpr std::size_t kMaxBodyStatements = 256;
   std::unordered_map<std::uint64_t, BodyStatement> body_statements;
   std::uint64_t body_iterations = 0;  // iterations followed (anchors seen) since found
+  // The key counted last and in which iteration: most allocations come from
+  // the same statement as the one before, which changes nothing the second
+  // time in an iteration (saves a hash lookup per allocation).
+  std::uint64_t last_counted_key = 0;
+  std::uint64_t last_counted_iteration = ~0ull;
   void count_body_statement(std::uint64_t key);
   bool part_of_every_iteration(std::uint64_t key) const;
 };
@@ -94,7 +101,7 @@ struct FoundLoop {
 // What pop() hands out: a record, or a boundary that comes before the next one.
 struct FinderItem {
   bool is_boundary = false;
-  trace::Record record;         // when !is_boundary
+  trace::Record record;         // when !is_boundary (a boundary leaves it as it was)
   std::uint32_t loop_id = 0;    // when is_boundary
   std::uint64_t iteration = 0;  // boundaries of this loop before this one
   std::uint64_t time_ns = 0;
@@ -106,7 +113,9 @@ class IterationFinder {
 
   // An event record (definitions go to the catalog, not here). The catalog
   // is the one the records' stacks are defined in (the same each call).
-  void push(trace::Record record, const StackCatalog& catalog);
+  // A copy is made of the event alone, not of a whole trace::Record.
+  void push(const trace::Record& record, const StackCatalog& catalog);
+  void push(trace::Record&& record, const StackCatalog& catalog);
   // The end of the trace: decide what is held.
   void finish(const StackCatalog& catalog);
   bool pop(FinderItem& item);
@@ -120,11 +129,56 @@ class IterationFinder {
   std::optional<Frame> loop_frame(std::uint32_t loop_id, StackCatalog& catalog) const;
 
  private:
+  // A record while it waits in the finder: the event kinds without the
+  // definitions' larger alternatives (88 bytes, not trace::Record's 160);
+  // anything else the caller pushes waits whole, on the heap.
+  using HeldEvent = std::variant<trace::AllocRecord, trace::FreeRecord, trace::AllocFailedRecord,
+                                 trace::StepRecord, trace::SampleRecord, trace::AnnotationRecord,
+                                 trace::ContextRecord, trace::ExitRecord, trace::LostRecord,
+                                 std::unique_ptr<trace::Record>>;
   struct Held {
-    trace::Record record;
+    HeldEvent event;
     bool boundary_before = false;
     std::uint32_t loop_id = 0;
     std::uint64_t iteration = 0;
+  };
+  static HeldEvent to_held_event(trace::Record&& record);
+  static HeldEvent to_held_event(const trace::Record& record);
+  void on_pushed();  // the record just pushed is held_.back()
+  static const trace::AllocRecord* as_alloc(const HeldEvent& event);  // null: not an allocation
+  static std::uint64_t time_of(const HeldEvent& event);
+  // The records pushed and not popped yet, oldest first: the released ones
+  // (decided, for pop() to hand out), then the held ones, in one array, so
+  // that releasing a record never moves it. Indices, front() and size() are
+  // the held ones'.
+  class Records {
+   public:
+    std::size_t size() const { return all_.size() - released_; }
+    bool empty() const { return size() == 0; }
+    Held& operator[](std::size_t i) { return all_[released_ + i]; }
+    const Held& operator[](std::size_t i) const { return all_[released_ + i]; }
+    Held& front() { return all_[released_]; }
+    Held& back() { return all_.back(); }
+    void push_back(Held&& held) { all_.push_back(std::move(held)); }
+    // The oldest held record is decided.
+    void release_front() { ++released_; }
+    Held& released_front() { return all_.front(); }
+    void pop_released() {
+      all_.pop_front();
+      --released_;
+    }
+
+   private:
+    trace::RingQueue<Held> all_;
+    std::size_t released_ = 0;
+  };
+  // What pop() hands out next: a boundary, or (!is_boundary) the oldest
+  // released record.
+  struct Ready {
+    bool is_boundary = false;
+    std::uint32_t loop_id = 0;
+    std::uint64_t iteration = 0;
+    std::uint64_t time_ns = 0;
   };
   struct Path {
     std::vector<std::uint64_t> prefix_hashes;  // outermost first
@@ -192,8 +246,8 @@ class IterationFinder {
   std::vector<FoundLoop> loops_;
   std::uint32_t following_ = 0;  // id of the loop followed, 0 while searching
 
-  std::deque<Held> held_;
-  std::deque<FinderItem> ready_;
+  Records held_;
+  trace::RingQueue<Ready> ready_;
   std::size_t held_allocations_ = 0;
   std::size_t next_search_at_ = 0;
   std::uint64_t allocations_seen_ = 0;
@@ -217,7 +271,7 @@ class IterationFinder {
   std::uint64_t probation_iterations_ = 0;
   std::uint64_t next_probation_check_ = 0;
   // The latest allocations of every thread (thread, stack), for rechecks.
-  std::deque<std::pair<std::uint32_t, std::uint32_t>> recent_;
+  trace::RingQueue<std::pair<std::uint32_t, std::uint32_t>> recent_;
   // Known loops' previous keys per thread (for recognising a loop's return).
   std::map<std::pair<std::uint32_t, std::uint32_t>, std::uint64_t> previous_key_by_loop_;
 };

@@ -89,14 +89,17 @@ void ProcessActivity::on_free(const LiveAllocation& a, std::uint64_t free_time_n
 }
 
 void ProcessActivity::note_memory(std::uint64_t time_ns) {
-  DriverMemoryPoint point{seconds(time_ns), cache_bytes_, tensor_bytes_, driver_bytes_};
   // Within one spacing of the last point, the last point takes the newest
   // values: the series says what was held as of each of its times.
   if (!memory_times_ns_.empty() && time_ns < memory_times_ns_.back() + spacing_ns_) {
-    memory_.back() = point;
-    memory_.back().time_s = seconds(memory_times_ns_.back());
+    DriverMemoryPoint& last = memory_.back();
+    last.time_s = seconds(memory_times_ns_.back());
+    last.cache_bytes = cache_bytes_;
+    last.tensor_bytes = tensor_bytes_;
+    last.driver_bytes = driver_bytes_;
     return;
   }
+  DriverMemoryPoint point{seconds(time_ns), cache_bytes_, tensor_bytes_, driver_bytes_};
   if (memory_.size() == kMaxMemoryPoints) {
     std::size_t kept = 0;
     for (std::size_t i = 0; i < memory_.size(); i += 2, ++kept) {

@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "trace/records.h"
+#include "trace/ring_queue.h"
 
 namespace gpuleak::trace {
 
@@ -103,7 +104,7 @@ class EventSequencer {
   static Record to_record(HeldEvent&& event);
 
   std::size_t max_pending_;
-  std::deque<Record> ready_;
+  RingQueue<Record> ready_;  // in order, to be popped (no node allocation per record)
   std::priority_queue<Slot, std::vector<Slot>, Later> held_;
   std::vector<HeldEvent> slots_;
   std::vector<std::uint32_t> free_slots_;

@@ -18,6 +18,24 @@ namespace {
 
 using testing::SyntheticTrace;
 
+// Under AddressSanitizer, freed memory waits in a quarantine (256 MiB by
+// default) before it is used again, so the resident size grows with the
+// quarantine until it is full, whatever the analysis keeps: when the
+// analysis allocates less, the quarantine fills later and is still growing
+// between the 100,000th and the millionth step. The comparison is made by
+// the build without sanitizers (CI's test stage).
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kResidentSizeMeasuresTheAnalysis = false;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+constexpr bool kResidentSizeMeasuresTheAnalysis = false;
+#else
+constexpr bool kResidentSizeMeasuresTheAnalysis = true;
+#endif
+#else
+constexpr bool kResidentSizeMeasuresTheAnalysis = true;
+#endif
+
 // This process's resident memory now (VmRSS), in bytes.
 std::uint64_t resident_bytes() {
   std::ifstream in("/proc/self/status");
@@ -79,6 +97,7 @@ TEST(AnalysisMemoryBound, a_million_steps_cost_no_more_memory_than_a_hundred_tho
   EXPECT_EQ(report.timeline.boundaries, kSteps);
   // The old per-step series took about 100 bytes per step (90 MB over the
   // last 900,000 steps); bounded windows take nothing more per step.
+  if (!kResidentSizeMeasuresTheAnalysis) return;
   ASSERT_GT(resident_at_100k, 0u);
   EXPECT_LT(resident_at_end, resident_at_100k + (16u << 20))
       << "resident " << (resident_at_100k >> 20) << " MiB after 100,000 steps, "
