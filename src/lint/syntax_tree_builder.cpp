@@ -4,6 +4,7 @@
 #include <array>
 #include <cstring>
 #include <string>
+#include <string_view>
 
 extern "C" const TSLanguage* tree_sitter_python(void);
 
@@ -15,6 +16,10 @@ namespace {
 struct GrammarTables {
   std::vector<NodeKind> kind_by_symbol;
   std::vector<Field> field_by_id;
+  // Brackets, commas, colons, dots, semicolons: no rule reads them (their
+  // parents' offsets say where they are), and they are a quarter of the
+  // nodes of training code, so they are not copied into the tree.
+  std::vector<bool> punctuation_by_symbol;
 };
 
 const GrammarTables& grammar_tables() {
@@ -62,6 +67,18 @@ const GrammarTables& grammar_tables() {
           break;
         }
       }
+    }
+    t.punctuation_by_symbol.assign(symbols, false);
+    for (std::uint32_t s = 0; s < symbols; ++s) {
+      const char* name = ts_language_symbol_name(language, static_cast<TSSymbol>(s));
+      if (name == nullptr ||
+          ts_language_symbol_type(language, static_cast<TSSymbol>(s)) != TSSymbolTypeAnonymous) {
+        continue;
+      }
+      std::string_view text(name);
+      t.punctuation_by_symbol[s] = text == "(" || text == ")" || text == "[" || text == "]" ||
+                                   text == "{" || text == "}" || text == "," || text == ":" ||
+                                   text == "." || text == ";";
     }
     return t;
   }();
@@ -148,22 +165,26 @@ SyntaxTreeBuilder::Appended SyntaxTreeBuilder::append_subtree(TSNode top, const 
     if (!grafted && sn.start_byte >= site.resume_byte && !open.empty() && !graft_at(open.back())) {
       break;
     }
-    NodeId id = static_cast<NodeId>(nodes.size());
-    if (!open.empty()) sn.parent = open.back();
-    if (sn.error && tree_.first_error_ == kNoNode) tree_.first_error_ = id;
-    nodes.push_back(sn);
-
-    if (ts_tree_cursor_goto_first_child(&cursor)) {
-      open.push_back(id);
-      std::size_t depth = open.size() + where.depth_above;
-      if (depth > tree_.depth_) tree_.depth_ = static_cast<std::uint32_t>(depth);
-      if (depth > PythonParser::kMaxDepth) {
-        result = Appended::kTooDeep;
-        break;
+    bool punctuation = !sn.named && !sn.error && sn.field == Field::kNone &&
+                       symbol < tables.punctuation_by_symbol.size() &&
+                       tables.punctuation_by_symbol[symbol] && ts_node_child_count(n) == 0;
+    if (!punctuation) {
+      NodeId id = static_cast<NodeId>(nodes.size());
+      if (!open.empty()) sn.parent = open.back();
+      if (sn.error && tree_.first_error_ == kNoNode) tree_.first_error_ = id;
+      nodes.push_back(sn);
+      if (ts_tree_cursor_goto_first_child(&cursor)) {
+        open.push_back(id);
+        std::size_t depth = open.size() + where.depth_above;
+        if (depth > tree_.depth_) tree_.depth_ = static_cast<std::uint32_t>(depth);
+        if (depth > PythonParser::kMaxDepth) {
+          result = Appended::kTooDeep;
+          break;
+        }
+        continue;
       }
-      continue;
+      nodes[id].subtree_end = id + 1;
     }
-    nodes[id].subtree_end = id + 1;
     // Climb until a sibling exists, closing finished subtrees.
     bool done = false;
     while (!ts_tree_cursor_goto_next_sibling(&cursor)) {
