@@ -18,7 +18,8 @@ extern "C" const TSLanguage* tree_sitter_python(void);
 namespace gpuleak::lint {
 std::string_view SyntaxTree::type_name(NodeId id) const {
   const char* name =
-      ts_language_symbol_name(static_cast<const TSLanguage*>(language_), nodes_[id].symbol);
+      ts_language_symbol_name(static_cast<const TSLanguage*>(language_),
+                              nodes_[id].symbol == kErrorSymbol ? 0xFFFF : nodes_[id].symbol);
   return name ? std::string_view(name) : std::string_view();
 }
 

@@ -29,20 +29,25 @@ namespace gpuleak::lint {
 using NodeId = std::uint32_t;
 inline constexpr NodeId kNoNode = 0xFFFFFFFFu;
 
-// 24 bytes per node: children and siblings follow from the pre-order layout
+// 20 bytes per node: children and siblings follow from the pre-order layout
 // (the first child is id + 1, the next sibling starts where this subtree
-// ends) and rows and columns from the byte offsets, so they are not stored.
+// ends) and rows and columns from the byte offsets, so they are not stored;
+// the grammar's symbol (some 250 of them) shares two bytes with the flags.
 struct SyntaxNode {
   NodeKind kind = NodeKind::kOther;
   Field field = Field::kNone;  // this node's field name in its parent
-  bool named = false;
-  bool error = false;  // an ERROR node or a MISSING token inserted by recovery
-  std::uint16_t symbol = 0;
+  // tree-sitter's symbol id; its ERROR symbol (0xFFFF) is stored as kErrorSymbol.
+  std::uint16_t symbol : 14 = 0;
+  bool named : 1 = false;
+  bool error : 1 = false;  // an ERROR node or a MISSING token inserted by recovery
   std::uint32_t start_byte = 0;
   std::uint32_t end_byte = 0;
   NodeId parent = kNoNode;
   NodeId subtree_end = 0;  // one past the last descendant
 };
+
+static_assert(sizeof(SyntaxNode) == 20, "the node array is most of a large file's memory");
+inline constexpr std::uint16_t kErrorSymbol = 0x3FFF;
 
 // A 0-based row and byte column, as tree-sitter counts them ('\n' ends a row).
 struct TextPoint {

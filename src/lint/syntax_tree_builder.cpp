@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 
@@ -36,6 +37,10 @@ const GrammarTables& grammar_tables() {
 #undef GPULEAK_LINT_KIND_ROW
     };
     std::uint32_t symbols = ts_language_symbol_count(language);
+    if (symbols >= kErrorSymbol) {
+      // Only a grammar far larger than Python's gets here (a build problem).
+      throw std::runtime_error("the Python grammar has more symbols than a syntax node stores");
+    }
     t.kind_by_symbol.assign(symbols, NodeKind::kOther);
     for (std::uint32_t s = 0; s < symbols; ++s) {
       const char* name = ts_language_symbol_name(language, static_cast<TSSymbol>(s));
@@ -151,7 +156,8 @@ SyntaxTreeBuilder::Appended SyntaxTreeBuilder::append_subtree(TSNode top, const 
     TSNode n = ts_tree_cursor_current_node(&cursor);
     SyntaxNode sn;
     TSSymbol symbol = ts_node_symbol(n);
-    sn.symbol = symbol;
+    // Every grammar symbol fits 14 bits; the ERROR symbol gets its own value.
+    sn.symbol = symbol == 0xFFFF ? kErrorSymbol : static_cast<std::uint16_t>(symbol & kErrorSymbol);
     // ts_builtin_sym_error (0xFFFF) lies outside the grammar's symbol table.
     sn.kind = symbol < tables.kind_by_symbol.size() ? tables.kind_by_symbol[symbol]
               : symbol == 0xFFFF                    ? NodeKind::kError
