@@ -145,7 +145,7 @@ class PythonParser {
   // source byte) never covers more; a run that is one statement larger than
   // kCutInsideAboveBytes is cut inside its largest block (block_cuts.h).
   static constexpr std::size_t kParsedInRunsAboveBytes = 256u << 10;
-  static constexpr std::size_t kRunBytes = 64u << 10;
+  static constexpr std::size_t kRunBytes = 32u << 10;
   static constexpr std::size_t kCutInsideAboveBytes = 2 * kRunBytes;
   static constexpr Pieces kDefaultPieces{kParsedInRunsAboveBytes, kRunBytes, kCutInsideAboveBytes};
 

@@ -255,11 +255,10 @@ SyntaxTreeBuilder::Appended SyntaxTreeBuilder::append_cut_statement(std::string_
   bool grafted = false;
   auto graft = [&](NodeId block, const std::vector<NodeId>& open) {
     grafted = true;
-    NodeId last_kept = static_cast<NodeId>(nodes.size() - 1);
-    while (nodes[last_kept].parent != block) last_kept = nodes[last_kept].parent;
-    std::uint32_t kept_end = nodes[last_kept].end_byte;
     std::uint32_t old_end = nodes[block].end_byte;
-    NodeId last_grafted = kNoNode;
+    // Where the last piece's block ends, in the file's offsets: where one
+    // parse ends the whole block (its last statement, and a `;` after it).
+    std::uint32_t pieces_end = 0;
     std::string piece;
     for (std::size_t i = 0; i + 1 < cuts.cuts.size(); ++i) {
       std::uint32_t at = cuts.cuts[i];
@@ -282,25 +281,18 @@ SyntaxTreeBuilder::Appended SyntaxTreeBuilder::append_cut_statement(std::string_
         return Appended::kStopped;
       }
       reserve(count_nodes_of(parsed.get()), cuts.cuts[i + 1]);
-      std::size_t first_new = nodes.size();
-      Placement under_block{
-          static_cast<std::int64_t>(at) - static_cast<std::int64_t>(kHeader.size()), block,
-          open.size() - 1};
-      Appended appended = append_subtree(body, under_block);
+      std::int64_t shift =
+          static_cast<std::int64_t>(at) - static_cast<std::int64_t>(kHeader.size());
+      Appended appended = append_subtree(body, Placement{shift, block, open.size() - 1});
       if (appended != Appended::kDone) return appended;
-      for (NodeId c = static_cast<NodeId>(first_new); c < nodes.size(); c = nodes[c].subtree_end) {
-        last_grafted = c;
-      }
+      pieces_end = static_cast<std::uint32_t>(ts_node_end_byte(body) + shift);
     }
-    if (last_grafted == kNoNode) return Appended::kDone;
     // The block and the ancestors that ended with it now end where the last
-    // piece does (as far past its last statement as the skeleton's block
-    // was past its own); those that reach beyond the cut already end where
-    // one parse ends them.
-    if (old_end <= cut_from) {
-      std::uint32_t new_end = nodes[last_grafted].end_byte + (old_end - kept_end);
+    // piece does; those that reach beyond the cut (the block's last comments,
+    // a clause after it) already end where one parse ends them.
+    if (old_end <= cut_from && pieces_end > old_end) {
       for (NodeId id : open) {
-        if (nodes[id].end_byte == old_end) nodes[id].end_byte = new_end;
+        if (nodes[id].end_byte == old_end) nodes[id].end_byte = pieces_end;
       }
     }
     return Appended::kDone;

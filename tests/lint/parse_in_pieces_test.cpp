@@ -95,7 +95,10 @@ TEST(lint_parse_in_pieces, every_corpus_file_cut_into_tiny_pieces_gives_the_tree
 // `else`, and statements after the loop.
 std::string one_huge_function(std::size_t repeats) {
   std::string source = "import torch\n\n\n@decorate\ndef train(model, loader):\n";
-  source += "    total = 0\n    for x, y in loader:\n";
+  // The loop's first statement, which the skeleton keeps, ends with a `;`
+  // (a child of the block, past the statement): the block ends where its
+  // last piece does, not that far past the last statement.
+  source += "    total = 0\n    for x, y in loader:\n        first = 0;\n";
   for (std::size_t i = 0; i < repeats; ++i) {
     std::string n = std::to_string(i);
     source += "        out_" + n + " = model(x.cuda()) * " + n + "\n";
@@ -123,7 +126,7 @@ TEST(lint_parse_in_pieces, a_function_holding_the_file_is_cut_inside_its_loop) {
       find_block_cuts(source, 0, static_cast<std::uint32_t>(source.size()), 4096);
   ASSERT_TRUE(cuts);
   EXPECT_GT(cuts->cuts.size(), 20u);
-  EXPECT_EQ(source.compare(cuts->block_start, 12, "out_0 = mode"), 0) << "the loop's body";
+  EXPECT_EQ(source.compare(cuts->block_start, 12, "first = 0;\n "), 0) << "the loop's body";
   for (std::uint32_t at : cuts->cuts) EXPECT_EQ(source[at - 1], '\n');
   for (std::size_t i = 0; i + 1 < cuts->cuts.size(); ++i) {
     // A statement of the loop's body, after a line of code.
