@@ -24,7 +24,7 @@ struct GrammarTables {
 };
 
 const GrammarTables& grammar_tables() {
-  static const GrammarTables tables = [] {
+  static const GrammarTables kTables = [] {
     GrammarTables t;
     const TSLanguage* language = tree_sitter_python();
     struct Named {
@@ -87,7 +87,7 @@ const GrammarTables& grammar_tables() {
     }
     return t;
   }();
-  return tables;
+  return kTables;
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 // very tree one parse gives: every node's kind, field, flags, offsets,
 // parent and subtree. Here the pieces are made tiny so that ordinary files
 // are cut everywhere they can be.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -101,10 +102,12 @@ std::string one_huge_function(std::size_t repeats) {
   source += "    total = 0\n    for x, y in loader:\n        first = 0;\n";
   for (std::size_t i = 0; i < repeats; ++i) {
     std::string n = std::to_string(i);
-    source += "        out_" + n + " = model(x.cuda()) * " + n + "\n";
+    source += fmt::format("        out_{0} = model(x.cuda()) * {0}\n", n);
     source += "        # a comment between statements\n";
-    source += "        if out_" + n + ".sum() > 0:\n            total += out_" + n +
-              "\n        elif x:\n            pass\n        else:\n            total = 0\n";
+    source += fmt::format(
+        "        if out_{0}.sum() > 0:\n            total += out_{0}\n        elif x:\n"
+        "            pass\n        else:\n            total = 0\n",
+        n);
     source += "# a comment at column 0 inside the loop\n\n";
     source += "        text = \"\"\"a string\nat column 0 " + n + "\n\"\"\"\n";
     // (tree-sitter-python rejects a bracket's line indented less than its block)
