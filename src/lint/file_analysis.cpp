@@ -29,7 +29,7 @@ void bound_names(const SyntaxTree& tree, NodeId target, std::vector<std::string>
 }  // namespace
 
 FileAnalysis::FileAnalysis(const SyntaxTree& tree)
-    : tree_(tree), imports_(tree), bits_(tree.size(), 0), grad_disabled_(tree.size(), 0) {
+    : tree_(tree), imports_(tree), bits_(tree.size(), 0), grad_disabled_(tree.size(), false) {
   collect_structure();
   collect_model_names();
   collect_hooks();
@@ -218,6 +218,13 @@ void FileAnalysis::collect_structure() {
       default:
         break;
     }
+  }
+  // Two bytes per node instead of four when the scopes allow (all but files
+  // with over 65 thousand functions and lambdas): this array is as long as
+  // the node array, one of the largest of a large file.
+  if (scopes_.size() <= 0xFFFF) {
+    scope_of_node_narrow_.assign(scope_of_node_.begin(), scope_of_node_.end());
+    std::vector<std::uint32_t>().swap(scope_of_node_);
   }
   for (std::size_t i = 1; i < scopes_.size(); ++i) scopes_by_name_[scopes_[i].name].push_back(i);
   for (NodeId call : calls_) calls_by_name_[std::string(callee_last_name(call))].push_back(call);
@@ -678,6 +685,7 @@ bool FileAnalysis::is_torch_module_constructor(NodeId call) const {
 }
 
 std::size_t FileAnalysis::scope_index_of(NodeId node) const {
+  if (node < scope_of_node_narrow_.size()) return scope_of_node_narrow_[node];
   return node < scope_of_node_.size() ? scope_of_node_[node] : 0;
 }
 

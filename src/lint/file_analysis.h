@@ -216,7 +216,8 @@ class FileAnalysis {
   bool uses_torch_ = false;
   std::vector<NodeId> calls_;
   std::vector<Scope> scopes_;
-  std::vector<std::uint32_t> scope_of_node_;  // innermost scope per node id
+  std::vector<std::uint32_t> scope_of_node_;         // innermost scope per node id
+  std::vector<std::uint16_t> scope_of_node_narrow_;  // the same, when scopes fit 16 bits
   std::vector<ClassFacts> classes_;
   std::unordered_map<std::string, std::vector<std::size_t>> scopes_by_name_;
   std::unordered_map<NodeId, std::size_t> class_index_;
@@ -240,7 +241,7 @@ class FileAnalysis {
   std::unordered_map<std::string, std::vector<NodeId>> factory_calls_by_name_;
 
   std::vector<std::uint8_t> bits_;
-  std::vector<std::uint8_t> grad_disabled_;
+  std::vector<bool> grad_disabled_;  // one bit per node
   std::vector<StoreEvent> stores_;
 };
 

@@ -218,6 +218,10 @@ FileReport Linter::lint_python(std::string path, std::string_view bytes) {
   FileReport report;
   report.path = std::move(path);
   report.bytes = bytes.size();
+  if (std::optional<std::string_view> text = python_source_in_place(bytes)) {
+    state_->lint_text(report, *text, *text, {});
+    return report;
+  }
   DecodedSource decoded = decode_python_source(bytes);
   if (!decoded.problem.empty()) {
     report.problem = FileProblem{decoded.problem, {}, 0};

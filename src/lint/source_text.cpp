@@ -117,6 +117,13 @@ DecodedSource decode_python_source(std::string_view bytes) {
   return out;
 }
 
+std::optional<std::string_view> python_source_in_place(std::string_view bytes) {
+  if (bytes.find('\0') != std::string_view::npos) return std::nullopt;
+  if (bytes.substr(0, 3) == "\xEF\xBB\xBF") bytes.remove_prefix(3);
+  if (first_invalid_utf8(bytes) != std::string_view::npos) return std::nullopt;
+  return bytes;
+}
+
 SourceMap::SourceMap(std::string_view text, std::string_view display)
     : text_(text), display_(display) {
   line_starts_.push_back(0);

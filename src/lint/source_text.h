@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -25,6 +26,11 @@ struct DecodedSource {
 // that declare another encoding are read as Latin-1: line structure and
 // ASCII code survive, which is all the rules read.
 DecodedSource decode_python_source(std::string_view bytes);
+
+// The text decode_python_source would return, as a view into `bytes`, when
+// no conversion is needed (UTF-8 without NUL bytes, the usual case): a large
+// file is then linted without a second copy of itself.
+std::optional<std::string_view> python_source_in_place(std::string_view bytes);
 
 // Where each line starts, and the notebook cell each line came from.
 class SourceMap {

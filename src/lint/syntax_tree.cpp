@@ -6,78 +6,20 @@
 #include <array>
 #include <cctype>
 #include <cstring>
-#include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <vector>
+
+#include "block_cuts.h"
+#include "syntax_tree_builder.h"
 
 extern "C" const TSLanguage* tree_sitter_python(void);
 
 namespace gpuleak::lint {
-namespace {
-
-// Symbol id -> NodeKind and field id -> Field, built once from the grammar's
-// own name tables so that aliased symbols with the same name map alike.
-struct GrammarTables {
-  std::vector<NodeKind> kind_by_symbol;
-  std::vector<Field> field_by_id;
-};
-
-const GrammarTables& grammar_tables() {
-  static const GrammarTables tables = [] {
-    GrammarTables t;
-    const TSLanguage* language = tree_sitter_python();
-    struct Named {
-      const char* name;
-      NodeKind kind;
-    };
-    static constexpr Named kKinds[] = {
-#define GPULEAK_LINT_KIND_ROW(name, text) {text, NodeKind::name},
-        GPULEAK_LINT_NODE_KINDS(GPULEAK_LINT_KIND_ROW)
-#undef GPULEAK_LINT_KIND_ROW
-    };
-    std::uint32_t symbols = ts_language_symbol_count(language);
-    t.kind_by_symbol.assign(symbols, NodeKind::kOther);
-    for (std::uint32_t s = 0; s < symbols; ++s) {
-      const char* name = ts_language_symbol_name(language, static_cast<TSSymbol>(s));
-      if (name == nullptr) continue;
-      for (const auto& k : kKinds) {
-        if (std::strcmp(name, k.name) == 0) {
-          t.kind_by_symbol[s] = k.kind;
-          break;
-        }
-      }
-    }
-    struct NamedField {
-      const char* name;
-      Field field;
-    };
-    static constexpr NamedField kFields[] = {
-#define GPULEAK_LINT_FIELD_ROW(name, text) {text, Field::name},
-        GPULEAK_LINT_FIELDS(GPULEAK_LINT_FIELD_ROW)
-#undef GPULEAK_LINT_FIELD_ROW
-    };
-    std::uint32_t fields = ts_language_field_count(language);
-    t.field_by_id.assign(fields + 1, Field::kNone);
-    for (std::uint32_t f = 1; f <= fields; ++f) {
-      const char* name = ts_language_field_name_for_id(language, static_cast<TSFieldId>(f));
-      if (name == nullptr) continue;
-      for (const auto& k : kFields) {
-        if (std::strcmp(name, k.name) == 0) {
-          t.field_by_id[f] = k.field;
-          break;
-        }
-      }
-    }
-    return t;
-  }();
-  return tables;
-}
-
-}  // namespace
-
 std::string_view SyntaxTree::type_name(NodeId id) const {
   const char* name =
-      ts_language_symbol_name(static_cast<const TSLanguage*>(language_), nodes_[id].symbol);
+      ts_language_symbol_name(static_cast<const TSLanguage*>(language_),
+                              nodes_[id].symbol == kErrorSymbol ? 0xFFFF : nodes_[id].symbol);
   return name ? std::string_view(name) : std::string_view();
 }
 
@@ -120,90 +62,6 @@ NodeId SyntaxTree::ancestor_of_kind(NodeId id, std::initializer_list<NodeKind> k
     }
   }
   return kNoNode;
-}
-
-std::size_t PythonParser::count_nodes(TSTree* ts_tree) {
-  std::size_t count = 0;
-  TSTreeCursor counter = ts_tree_cursor_new(ts_tree_root_node(ts_tree));
-  std::size_t depth = 0;
-  for (;;) {
-    ++count;
-    if (depth < kMaxDepth && ts_tree_cursor_goto_first_child(&counter)) {
-      ++depth;
-      continue;
-    }
-    bool done = false;
-    while (!ts_tree_cursor_goto_next_sibling(&counter)) {
-      if (depth == 0 || !ts_tree_cursor_goto_parent(&counter)) {
-        done = true;
-        break;
-      }
-      --depth;
-    }
-    if (done) break;
-  }
-  ts_tree_cursor_delete(&counter);
-  return count;
-}
-
-bool PythonParser::append_tree(TSTree* ts_tree, std::uint32_t offset, bool under_root,
-                               SyntaxTree& tree) {
-  const GrammarTables& tables = grammar_tables();
-  auto& nodes = tree.nodes_;
-  // Iterative pre-order walk; `open` holds the ancestors of the current node.
-  std::vector<NodeId> open;
-  if (under_root) open.push_back(0);
-  TSTreeCursor cursor = ts_tree_cursor_new(ts_tree_root_node(ts_tree));
-  if (under_root && !ts_tree_cursor_goto_first_child(&cursor)) {
-    ts_tree_cursor_delete(&cursor);
-    return true;  // an empty run
-  }
-  std::size_t floor = open.size();  // the walk never climbs above this
-  bool too_deep = false;
-  for (;;) {
-    TSNode n = ts_tree_cursor_current_node(&cursor);
-    SyntaxNode sn;
-    TSSymbol symbol = ts_node_symbol(n);
-    sn.symbol = symbol;
-    // ts_builtin_sym_error (0xFFFF) lies outside the grammar's symbol table.
-    sn.kind = symbol < tables.kind_by_symbol.size() ? tables.kind_by_symbol[symbol]
-              : symbol == 0xFFFF                    ? NodeKind::kError
-                                                    : NodeKind::kOther;
-    TSFieldId field = ts_tree_cursor_current_field_id(&cursor);
-    sn.field = field < tables.field_by_id.size() ? tables.field_by_id[field] : Field::kNone;
-    sn.named = ts_node_is_named(n);
-    sn.error = ts_node_is_missing(n) || sn.kind == NodeKind::kError;
-    sn.start_byte = ts_node_start_byte(n) + offset;
-    sn.end_byte = ts_node_end_byte(n) + offset;
-    NodeId id = static_cast<NodeId>(nodes.size());
-    if (!open.empty()) sn.parent = open.back();
-    if (sn.error && tree.first_error_ == kNoNode) tree.first_error_ = id;
-    nodes.push_back(sn);
-
-    if (ts_tree_cursor_goto_first_child(&cursor)) {
-      open.push_back(id);
-      if (open.size() > tree.depth_) tree.depth_ = static_cast<std::uint32_t>(open.size());
-      if (open.size() > kMaxDepth) {
-        too_deep = true;
-        break;
-      }
-      continue;
-    }
-    nodes[id].subtree_end = id + 1;
-    // Climb until a sibling exists, closing finished subtrees.
-    bool done = false;
-    while (!ts_tree_cursor_goto_next_sibling(&cursor)) {
-      if (open.size() <= floor || !ts_tree_cursor_goto_parent(&cursor)) {
-        done = true;
-        break;
-      }
-      nodes[open.back()].subtree_end = static_cast<NodeId>(nodes.size());
-      open.pop_back();
-    }
-    if (done) break;
-  }
-  ts_tree_cursor_delete(&cursor);
-  return !too_deep;
 }
 
 std::vector<std::pair<std::uint32_t, std::uint32_t>> PythonParser::top_level_runs(
@@ -322,7 +180,7 @@ PythonParser::PythonParser() : parser_(ts_parser_new()) {
 
 PythonParser::~PythonParser() { ts_parser_delete(parser_); }
 
-ParseResult PythonParser::parse(std::string_view source) {
+ParseResult PythonParser::parse(std::string_view source, const Pieces& pieces) {
   ParseResult result;
   if (source.size() > 0xFFFFFFF0u) {
     result.failure = "file is larger than 4 GiB";
@@ -353,16 +211,28 @@ ParseResult PythonParser::parse(std::string_view source) {
   for (std::size_t i = 0; i < source.size(); ++i) {
     if (source[i] == '\n') tree->line_starts_.push_back(static_cast<std::uint32_t>(i + 1));
   }
-  // tree-sitter's own tree takes some 20 bytes per source byte; a large file
+  const std::string too_deep = "code is nested more than " + std::to_string(kMaxDepth) +
+                               " levels deep; gpuleak does not analyse it";
+  const std::string timed_out = "the parser gave up after its time limit";
+  SyntaxTreeBuilder builder(*tree, parser_, source.size());
+  using Appended = SyntaxTreeBuilder::Appended;
+  // tree-sitter's own tree takes some 40 bytes per source byte; a large file
   // is parsed one run of top-level statements at a time, so that only one
-  // such tree exists at once. A run that does not parse alone is parsed again
-  // joined with the next one (the cut may have split a statement the scan
-  // misread); if that does not parse either, the run keeps its error nodes,
-  // like any file with a syntax error: those statements are reported and the
-  // rest analysed. Memory stays bounded by two runs whatever the file holds.
+  // such tree exists at once, and a run that is one huge statement is cut
+  // inside its largest block (block_cuts.h). A run that does not parse alone
+  // is parsed again joined with the next one (the cut may have split a
+  // statement the scan misread); if that does not parse either, the run
+  // keeps its error nodes, like any file with a syntax error: those
+  // statements are reported and the rest analysed. Memory stays bounded by
+  // two runs whatever the file holds.
   std::vector<std::pair<std::uint32_t, std::uint32_t>> runs;
-  if (source.size() > kParsedInRunsAboveBytes) runs = top_level_runs(source, kRunBytes);
-  if (runs.size() > 1) {
+  if (source.size() > pieces.parsed_in_runs_above) {
+    runs = top_level_runs(source, pieces.run_bytes);
+  }
+  // One run with nothing to cut inside it is parsed whole, as a small file.
+  if (runs.size() > 1 ||
+      (runs.size() == 1 && source.size() > pieces.cut_inside_above &&
+       find_block_cuts(source, 0, static_cast<std::uint32_t>(source.size()), pieces.run_bytes))) {
     SyntaxNode root;
     root.kind = NodeKind::kModule;
     root.named = true;
@@ -377,6 +247,21 @@ ParseResult PythonParser::parse(std::string_view source) {
     };
     for (std::size_t r = 0; r < runs.size(); ++r) {
       auto [from, to] = runs[r];
+      if (to - from > pieces.cut_inside_above) {
+        std::optional<BlockCuts> cuts = find_block_cuts(source, from, to, pieces.run_bytes);
+        Appended appended =
+            cuts ? builder.append_cut_statement(source, from, to, *cuts) : Appended::kStopped;
+        if (appended == Appended::kDone) continue;
+        if (appended == Appended::kTimedOut) {
+          result.failure = timed_out;
+          return result;
+        }
+        if (appended == Appended::kTooDeep) {
+          result.failure = too_deep;
+          return result;
+        }
+        // kStopped: the run is parsed whole below.
+      }
       OwnedTree owned = parse_range(from, to);
       if (owned && ts_node_has_error(ts_tree_root_node(owned.get())) && r + 1 < runs.size()) {
         OwnedTree joined = parse_range(from, runs[r + 1].second);
@@ -387,24 +272,14 @@ ParseResult PythonParser::parse(std::string_view source) {
       }
       if (!owned) {
         ts_parser_reset(parser_);
-        result.failure = "the parser gave up after its time limit";
+        result.failure = timed_out;
         return result;
       }
       bool errors = ts_node_has_error(ts_tree_root_node(owned.get()));
-      // Grow the array to what the whole file needs at the density seen so
-      // far, with a margin, instead of doubling: a doubling vector holds the
-      // old and the new array at once, up to three times the nodes. Reserved
-      // pages that are never written are never resident.
-      std::size_t needed = tree->nodes_.size() + count_nodes(owned.get());
-      if (needed > tree->nodes_.capacity()) {
-        double nodes_per_byte = static_cast<double>(needed) / std::max<double>(1, to);
-        tree->nodes_.reserve(
-            std::max(needed, static_cast<std::size_t>(nodes_per_byte * source.size() * 1.15)) + 16);
-      }
+      builder.reserve(count_nodes_of(owned.get()), to);
       NodeId before = static_cast<NodeId>(tree->nodes_.size());
-      if (!append_tree(owned.get(), from, true, *tree)) {
-        result.failure = "code is nested more than " + std::to_string(kMaxDepth) +
-                         " levels deep; gpuleak does not analyse it";
+      if (builder.append_subtree(ts_tree_root_node(owned.get()), {from, 0, 0}) != Appended::kDone) {
+        result.failure = too_deep;
         return result;
       }
       // The run's own root is left out; when it was the ERROR (or the error
@@ -421,6 +296,8 @@ ParseResult PythonParser::parse(std::string_view source) {
     }
     // No shrink_to_fit: it would copy the array, both copies resident at once.
     tree->nodes_[0].subtree_end = static_cast<NodeId>(tree->nodes_.size());
+    // tree-sitter's module starts where its first child does (after blank lines).
+    if (tree->nodes_.size() > 1) tree->nodes_[0].start_byte = tree->nodes_[1].start_byte;
     point_at_innermost_error(*tree);
     result.tree = std::move(tree);
     return result;
@@ -429,16 +306,16 @@ ParseResult PythonParser::parse(std::string_view source) {
                                            static_cast<std::uint32_t>(source.size()));
   if (ts_tree == nullptr) {
     ts_parser_reset(parser_);
-    result.failure = "the parser gave up after its time limit";
+    result.failure = timed_out;
     return result;
   }
   std::unique_ptr<TSTree, void (*)(TSTree*)> owned(ts_tree, ts_tree_delete);
   // Count first so the array is allocated once at its final size: a
   // doubling vector would hold up to twice the memory at its peak.
-  tree->nodes_.reserve(count_nodes(ts_tree));
-  if (!append_tree(ts_tree, 0, false, *tree)) {
-    result.failure = "code is nested more than " + std::to_string(kMaxDepth) +
-                     " levels deep; gpuleak does not analyse it";
+  tree->nodes_.reserve(count_nodes_of(ts_tree));
+  if (builder.append_subtree(ts_tree_root_node(ts_tree), SyntaxTreeBuilder::kAsRoot) !=
+      Appended::kDone) {
+    result.failure = too_deep;
     return result;
   }
   point_at_innermost_error(*tree);

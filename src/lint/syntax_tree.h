@@ -29,20 +29,25 @@ namespace gpuleak::lint {
 using NodeId = std::uint32_t;
 inline constexpr NodeId kNoNode = 0xFFFFFFFFu;
 
-// 24 bytes per node: children and siblings follow from the pre-order layout
+// 20 bytes per node: children and siblings follow from the pre-order layout
 // (the first child is id + 1, the next sibling starts where this subtree
-// ends) and rows and columns from the byte offsets, so they are not stored.
+// ends) and rows and columns from the byte offsets, so they are not stored;
+// the grammar's symbol (some 250 of them) shares two bytes with the flags.
 struct SyntaxNode {
   NodeKind kind = NodeKind::kOther;
   Field field = Field::kNone;  // this node's field name in its parent
-  bool named = false;
-  bool error = false;  // an ERROR node or a MISSING token inserted by recovery
-  std::uint16_t symbol = 0;
+  // tree-sitter's symbol id; its ERROR symbol (0xFFFF) is stored as kErrorSymbol.
+  std::uint16_t symbol : 14 = 0;
+  bool named : 1 = false;
+  bool error : 1 = false;  // an ERROR node or a MISSING token inserted by recovery
   std::uint32_t start_byte = 0;
   std::uint32_t end_byte = 0;
   NodeId parent = kNoNode;
   NodeId subtree_end = 0;  // one past the last descendant
 };
+
+static_assert(sizeof(SyntaxNode) == 20, "the node array is most of a large file's memory");
+inline constexpr std::uint16_t kErrorSymbol = 0x3FFF;
 
 // A 0-based row and byte column, as tree-sitter counts them ('\n' ends a row).
 struct TextPoint {
@@ -93,6 +98,7 @@ class SyntaxTree {
 
  private:
   friend class PythonParser;
+  friend class SyntaxTreeBuilder;
   std::string_view source_;
   std::vector<SyntaxNode> nodes_;
   std::vector<std::uint32_t> line_starts_;  // byte offset of each row
@@ -118,7 +124,16 @@ class PythonParser {
   // Parses UTF-8 text. Fails (tree == nullptr) only when tree-sitter gives up
   // (time limit) or the file is nested deeper than the analysis follows;
   // syntax errors still give a tree, with has_error() set.
-  ParseResult parse(std::string_view source);
+  ParseResult parse(std::string_view source) { return parse(source, kDefaultPieces); }
+
+  // How a large file is cut into pieces parsed one at a time (the defaults
+  // below). Tests shrink them to check that pieces give the tree of one parse.
+  struct Pieces {
+    std::size_t parsed_in_runs_above;
+    std::size_t run_bytes;
+    std::size_t cut_inside_above;
+  };
+  ParseResult parse(std::string_view source, const Pieces& pieces);
 
   // Nesting beyond this is refused: CPython itself stops at 200 levels of
   // parentheses, and the analysis recurses on expressions.
@@ -126,9 +141,13 @@ class PythonParser {
   static constexpr std::size_t kMaxBracketDepth = 1000;
   static constexpr std::uint64_t kTimeLimitMicros = 20'000'000;
   // Files larger than this are parsed in runs of top-level statements of
-  // about kRunBytes each, so tree-sitter's own tree never covers more.
-  static constexpr std::size_t kParsedInRunsAboveBytes = 1u << 20;
-  static constexpr std::size_t kRunBytes = 256u << 10;
+  // about kRunBytes each, so tree-sitter's own tree (some 40 bytes per
+  // source byte) never covers more; a run that is one statement larger than
+  // kCutInsideAboveBytes is cut inside its largest block (block_cuts.h).
+  static constexpr std::size_t kParsedInRunsAboveBytes = 256u << 10;
+  static constexpr std::size_t kRunBytes = 32u << 10;
+  static constexpr std::size_t kCutInsideAboveBytes = 2 * kRunBytes;
+  static constexpr Pieces kDefaultPieces{kParsedInRunsAboveBytes, kRunBytes, kCutInsideAboveBytes};
 
   // Byte ranges [from, to) of runs of whole top-level statements, each at
   // least `run_bytes` long but the last; one range when there is no cut.
@@ -136,11 +155,6 @@ class PythonParser {
       std::string_view source, std::size_t run_bytes);
 
  private:
-  static std::size_t count_nodes(TSTree* tree);
-  // Appends the tree's nodes in pre-order, byte offsets shifted by `offset`;
-  // with `under_root`, the tree's own root is left out and its children hang
-  // under node 0. False when nesting exceeds kMaxDepth.
-  static bool append_tree(TSTree* ts_tree, std::uint32_t offset, bool under_root, SyntaxTree& tree);
   // Moves first_error_ to the innermost error inside it.
   static void point_at_innermost_error(SyntaxTree& tree);
   TSParser* parser_;

@@ -136,7 +136,7 @@ TEST(lint_syntax_tree, a_large_file_with_one_broken_statement_keeps_the_others_a
   std::size_t blocks = 0;
   std::size_t broken_row = 0;
   while (source.size() <= PythonParser::kParsedInRunsAboveBytes * 2) {
-    if (blocks == 20000) {
+    if (blocks == 2000) {
       broken_row = static_cast<std::size_t>(std::count(source.begin(), source.end(), '\n'));
       source += "value = [1, 2 3]\n";
     }

@@ -1,0 +1,231 @@
+// GraphFlow binding values to targets: names, attributes (and what a class
+// keeps in them), subscripts, unpacking (pairwise or through a same-file
+// function's tuple summary), augmented assignment and `c = c + v`.
+#include <algorithm>
+
+#include "graph_flow.h"
+#include "graph_flow_shared.h"
+#include "vocabulary.h"
+
+namespace gpuleak::lint {
+
+using namespace graph_flow;
+
+void GraphFlow::walk_assignment(NodeId assignment, Env& env) {
+  std::vector<NodeId> targets;
+  NodeId value = assignment;
+  // a = b = value: collect every target of the chain.
+  while (value != kNoNode && tree_.kind(value) == NodeKind::kAssignment) {
+    NodeId left = tree_.child_by_field(value, Field::kLeft);
+    if (left != kNoNode) targets.push_back(left);
+    value = tree_.child_by_field(value, Field::kRight);
+  }
+  if (value == kNoNode) return;  // annotation only: `x: int`
+  if (tree_.kind(value) == NodeKind::kAugmentedAssignment) {
+    walk_augmented(value, env);
+    return;
+  }
+  std::uint8_t bits = eval(value, env);
+  for (NodeId target : targets) {
+    if (targets.size() == 1) {
+      std::uint8_t other_bits = 0;
+      NodeId other = self_update_operand(target, value, other_bits);
+      if (other != kNoNode) {
+        record_store(StoreKind::kSelfUpdate, assignment, target, kNoNode, other, other_bits);
+        set(env, dotted_text(tree_, target), bits);
+        continue;
+      }
+    }
+    assign_target(target, value, bits, env, assignment);
+  }
+}
+
+void GraphFlow::walk_augmented(NodeId assignment, Env& env) {
+  NodeId left = tree_.child_by_field(assignment, Field::kLeft);
+  NodeId right = tree_.child_by_field(assignment, Field::kRight);
+  if (left == kNoNode || right == kNoNode) return;
+  std::uint8_t right_bits = eval(right, env);
+  std::uint8_t left_bits = eval(left, env);
+  NodeKind rk = tree_.kind(right);
+  bool list_like =
+      rk == NodeKind::kList || rk == NodeKind::kTuple || rk == NodeKind::kListComprehension;
+  // `total += loss` under no_grad computes a new value without a graph;
+  // `outputs += [out]` keeps the very objects, graph and all.
+  std::uint8_t effective = list_like ? right_bits : strip_if_no_grad(right_bits);
+  if (tree_.kind(left) == NodeKind::kSubscript) {
+    record_store(StoreKind::kSubscriptAugmented, assignment,
+                 tree_.child_by_field(left, Field::kValue),
+                 tree_.child_by_field(left, Field::kSubscriptIndex), right, effective);
+  } else {
+    record_store(StoreKind::kAugmented, assignment, left, kNoNode, right, effective);
+  }
+  set(env, dotted_text(tree_, left), static_cast<std::uint8_t>(left_bits | effective));
+}
+
+void GraphFlow::bind_pattern(NodeId target, std::uint8_t bits, Env& env) {
+  for (NodeId name : bound_targets(tree_, target)) set(env, dotted_text(tree_, name), bits);
+}
+
+void GraphFlow::bind_loop_targets(NodeId target, NodeId iterable, std::uint8_t bits, Env& env) {
+  // `for i, out in enumerate(outputs)`: the first name counts, it is an int.
+  if (target != kNoNode && iterable != kNoNode && tree_.kind(iterable) == NodeKind::kCall &&
+      file_.qualified_name(file_.callee(iterable)) == "enumerate") {
+    NodeKind k = tree_.kind(target);
+    if (k == NodeKind::kPatternList || k == NodeKind::kTuplePattern || k == NodeKind::kTuple ||
+        k == NodeKind::kExpressionList) {
+      std::vector<NodeId> parts = tree_.named_children(target);
+      if (parts.size() == 2) {
+        bind_pattern(parts[0], 0, env);
+        bind_pattern(parts[1], bits, env);
+        return;
+      }
+    }
+  }
+  bind_pattern(target, bits, env);
+}
+
+void GraphFlow::assign_target(NodeId target, NodeId value, std::uint8_t bits, Env& env,
+                              NodeId site) {
+  if (target == kNoNode) return;
+  switch (tree_.kind(target)) {
+    case NodeKind::kIdentifier: {
+      std::string name(tree_.text(target));
+      const Scope& scope = file_.scopes_[scope_];
+      // Whatever produced it, a name this function differentiates holds a
+      // tensor with a graph (`total = sum(losses); total.backward()`).
+      if (grad_enabled_ && !(bits & kCarriesGraph) && !(bits & kException) &&
+          std::find(differentiated_.begin(), differentiated_.end(), site) !=
+              differentiated_.end()) {
+        bits |= kTensorBits;
+      }
+      if (scope_ != 0 && scope.declared_global.count(name)) {
+        if (bits != 0) record_store(StoreKind::kGlobalName, site, target, kNoNode, value, bits);
+      } else if (bits & kException) {
+        record_store(StoreKind::kLocalName, site, target, kNoNode, value, bits);
+      }
+      set(env, name, bits);
+      file_.bits_[target] = bits;
+      return;
+    }
+    case NodeKind::kAttribute: {
+      eval(tree_.child_by_field(target, Field::kObject), env);
+      if (bits != 0) record_store(StoreKind::kAttribute, site, target, kNoNode, value, bits);
+      std::string dotted = dotted_text(tree_, target);
+      set(env, dotted, bits);
+      file_.bits_[target] = bits;
+      // `self.probe = nn.Parameter(... device="cuda")`: every method of the
+      // class sees a GPU tensor there (not a graph: that is per call).
+      std::string key = class_attribute_key(dotted);
+      if (!key.empty() && (bits & kDeviceTensor)) {
+        next_.class_attributes[key] |= bits & (kDeviceTensor | kNonScalar);
+      }
+      return;
+    }
+    case NodeKind::kSubscript: {
+      NodeId container = tree_.child_by_field(target, Field::kValue);
+      NodeId key = tree_.child_by_field(target, Field::kSubscriptIndex);
+      eval(container, env);
+      if (key != kNoNode) eval(key, env);
+      record_store(StoreKind::kSubscript, site, container, key, value, bits);
+      std::string holder = dotted_text(tree_, container);
+      if (!holder.empty()) env.add(holder, bits);
+      return;
+    }
+    case NodeKind::kPatternList:
+    case NodeKind::kTuplePattern:
+    case NodeKind::kListPattern:
+    case NodeKind::kTuple:
+    case NodeKind::kList:
+    case NodeKind::kParenthesizedExpression:
+    case NodeKind::kExpressionList: {
+      std::vector<NodeId> elements = tree_.named_children(target);
+      std::vector<NodeId> values;
+      if (value != kNoNode) {
+        NodeKind vk = tree_.kind(value);
+        if (vk == NodeKind::kTuple || vk == NodeKind::kExpressionList || vk == NodeKind::kList ||
+            vk == NodeKind::kPatternList) {
+          values = tree_.named_children(value);
+        }
+      }
+      bool pairwise = values.size() == elements.size();
+      std::vector<std::uint8_t> from_summary;
+      if (!pairwise && value != kNoNode && tree_.kind(value) == NodeKind::kCall) {
+        from_summary = same_file_return_elements(value, elements.size());
+      }
+      for (std::size_t i = 0; i < elements.size(); ++i) {
+        if (pairwise) {
+          assign_target(elements[i], values[i], file_.bits_[values[i]], env, site);
+        } else if (!from_summary.empty()) {
+          assign_target(elements[i], value, strip_if_no_grad(from_summary[i]), env, site);
+        } else {
+          assign_target(elements[i], value, bits, env, site);
+        }
+      }
+      return;
+    }
+    case NodeKind::kListSplatPattern:
+    case NodeKind::kListSplat: {
+      NodeId inner = tree_.first_named_child(target);
+      if (inner != kNoNode) assign_target(inner, value, bits, env, site);
+      return;
+    }
+    default:
+      return;
+  }
+}
+
+NodeId GraphFlow::self_update_operand(NodeId target, NodeId value, std::uint8_t& other_bits) const {
+  std::string self = dotted_text(tree_, target);
+  if (self.empty()) return kNoNode;
+  while (tree_.kind(value) == NodeKind::kParenthesizedExpression) {
+    value = tree_.first_named_child(value);
+    if (value == kNoNode) return kNoNode;
+  }
+  std::vector<NodeId> operands;
+  if (tree_.kind(value) == NodeKind::kBinaryOperator) {
+    // Flatten `total + a + b` into its operands.
+    std::vector<NodeId> stack{value};
+    while (!stack.empty()) {
+      NodeId n = stack.back();
+      stack.pop_back();
+      if (tree_.kind(n) == NodeKind::kBinaryOperator) {
+        NodeId op = tree_.child_by_field(n, Field::kOperator);
+        std::string_view o = op != kNoNode ? tree_.text(op) : std::string_view();
+        if (o != "+" && o != "-" && o != "*" && o != "/") return kNoNode;
+        stack.push_back(tree_.child_by_field(n, Field::kRight));
+        stack.push_back(tree_.child_by_field(n, Field::kLeft));
+      } else if (n != kNoNode) {
+        operands.push_back(n);
+      }
+    }
+  } else if (tree_.kind(value) == NodeKind::kCall) {
+    std::string qualified = file_.qualified_name(file_.callee(value));
+    std::string_view last = vocabulary::last_component(qualified);
+    if (!one_of(last, {"cat", "concat", "concatenate", "stack", "hstack", "vstack", "add"})) {
+      return kNoNode;
+    }
+    std::vector<NodeId> args = file_.positional_arguments(value);
+    if (args.empty()) return kNoNode;
+    NodeKind k0 = tree_.kind(args[0]);
+    if (k0 == NodeKind::kList || k0 == NodeKind::kTuple) {
+      operands = tree_.named_children(args[0]);
+    } else {
+      operands = args;
+    }
+  } else {
+    return kNoNode;
+  }
+  bool has_self = false;
+  NodeId other = kNoNode;
+  for (NodeId o : operands) {
+    if (dotted_text(tree_, o) == self) {
+      has_self = true;
+    } else {
+      other_bits |= file_.bits_[o];
+      if (other == kNoNode) other = o;
+    }
+  }
+  return has_self ? other : kNoNode;
+}
+
+}  // namespace gpuleak::lint

@@ -1,0 +1,34 @@
+// What the files of GraphFlow share (graph_flow.h describes the analysis):
+// the bits it keeps beside ValueBits and two small word helpers.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <initializer_list>
+#include <string_view>
+
+#include "file_analysis.h"
+
+namespace gpuleak::lint::graph_flow {
+
+inline constexpr std::uint8_t kTensorBits = kCarriesGraph | kDeviceTensor;
+// The high nibble follows a function's first four parameters into stores.
+inline constexpr std::uint8_t kFirstParameterBit = 0x10;
+inline constexpr std::uint8_t kParameterBits = 0xF0;
+inline constexpr std::size_t kTrackedParameters = 4;
+inline constexpr int kMaxRounds = 4;
+// Nested loops are walked twice each; beyond this depth once, which bounds
+// the work on pathological nesting at the price of missing facts carried
+// around very deep loops.
+inline constexpr int kMaxLoopDepthWalkedTwice = 4;
+
+inline bool starts_with(std::string_view s, std::string_view p) {
+  return s.substr(0, p.size()) == p;
+}
+
+inline bool one_of(std::string_view s, std::initializer_list<std::string_view> words) {
+  return std::find(words.begin(), words.end(), s) != words.end();
+}
+
+}  // namespace gpuleak::lint::graph_flow

@@ -1,0 +1,116 @@
+// GraphFlow recording stores (StoreEvent): a value put into a container,
+// attribute or global, and the parameters a function stores, so that a call
+// passing a tensor to such a function counts as a store at the call.
+#include "graph_flow.h"
+#include "graph_flow_shared.h"
+#include "store_growth.h"
+
+namespace gpuleak::lint {
+
+using namespace graph_flow;
+
+void GraphFlow::record_store(StoreKind kind, NodeId site, NodeId container, NodeId key,
+                             NodeId value, std::uint8_t bits, std::size_t keeper) {
+  if ((bits & kParameterBits) && !(bits & kValueBits) && container != kNoNode &&
+      kind != StoreKind::kLocalName && kind != StoreKind::kAttribute &&
+      kind != StoreKind::kGlobalName && is_long_lived_container(container) &&
+      (kind != StoreKind::kSubscript || key_varies_per_step(file_, key))) {
+    std::string path = container_path(file_, container);
+    auto memo = bounded_containers_.find(path);
+    if (memo == bounded_containers_.end()) {
+      memo = bounded_containers_.emplace(path, container_bounded_elsewhere(file_, path)).first;
+    }
+    if (!memo->second) {
+      parameter_sinks_[scope_] |= static_cast<std::uint8_t>((bits & kParameterBits) >> 4);
+      any_parameter_sinks_ = true;
+    }
+  }
+  bits &= kValueBits;
+  if (bits == 0 && kind != StoreKind::kAppend && kind != StoreKind::kExtend &&
+      kind != StoreKind::kAugmented && kind != StoreKind::kSubscript &&
+      kind != StoreKind::kSubscriptAugmented && kind != StoreKind::kSelfUpdate) {
+    return;
+  }
+  StoreEvent event;
+  event.kind = kind;
+  event.site = site;
+  event.container = container;
+  event.key = key;
+  event.value = value;
+  event.value_bits = bits;
+  event.grad_enabled = grad_enabled_;
+  event.scope = scope_;
+  event.keeping_function = keeper;
+  {
+    NodeId v = value;
+    while (v != kNoNode && tree_.kind(v) == NodeKind::kParenthesizedExpression) {
+      v = tree_.first_named_child(v);
+    }
+    if (v != kNoNode) {
+      NodeKind vk = tree_.kind(v);
+      if (vk == NodeKind::kLambda) {
+        event.closure = true;
+      } else if (vk == NodeKind::kIdentifier) {
+        for (std::size_t f : file_.scopes_named(tree_.text(v))) {
+          if (file_.scopes_[f].node > file_.scopes_[scope_].node &&
+              tree_.contains(file_.scopes_[scope_].node, file_.scopes_[f].node)) {
+            event.closure = true;  // a def nested in this function
+          }
+        }
+      } else if (vk == NodeKind::kCall) {
+        std::string q = file_.qualified_name(file_.callee(v));
+        event.closure = q == "functools.partial" || q == "partial";
+      }
+    }
+  }
+  NodeId identity = container != kNoNode ? container : site;
+  auto [it, inserted] = store_index_.emplace(identity, file_.stores_.size());
+  if (inserted) {
+    file_.stores_.push_back(event);
+  } else {
+    // A later walk (second loop pass, second round) knows at least as much.
+    file_.stores_[it->second] = event;
+  }
+}
+
+bool GraphFlow::is_long_lived_container(NodeId container) const {
+  // Reached through self, a `global`, or a name this function does not bind.
+  NodeId n = container;
+  while (n != kNoNode &&
+         (tree_.kind(n) == NodeKind::kSubscript || tree_.kind(n) == NodeKind::kAttribute)) {
+    n = tree_.kind(n) == NodeKind::kSubscript ? tree_.child_by_field(n, Field::kValue)
+                                              : tree_.child_by_field(n, Field::kObject);
+  }
+  if (n == kNoNode || tree_.kind(n) != NodeKind::kIdentifier) return false;
+  std::string root(tree_.text(n));
+  const Scope& scope = file_.scopes_[scope_];
+  if (root == "self" || root == "cls") return scope.class_node != kNoNode;
+  if (scope.declared_global.count(root)) return true;
+  if (scope_ == 0 || scope.assigned.count(root)) return false;
+  for (const auto& p : scope.parameters) {
+    if (p == root) return false;
+  }
+  return true;
+}
+
+void GraphFlow::record_stores_through_parameters(NodeId call,
+                                                 const std::vector<NodeId>& positional) {
+  if (!any_parameter_sinks_ || positional.empty()) return;
+  std::uint8_t sinks = 0;
+  std::size_t keeper = static_cast<std::size_t>(-1);
+  for (std::size_t s : file_.callees_of(call)) {
+    if (parameter_sinks_[s]) keeper = s;
+    sinks |= parameter_sinks_[s];
+  }
+  if (sinks == 0) return;
+  for (std::size_t i = 0; i < positional.size() && i < kTrackedParameters; ++i) {
+    if (!(sinks & (1u << i))) continue;
+    std::uint8_t bits = file_.bits_[positional[i]] & kValueBits;
+    if (!(bits & kTensorBits)) continue;
+    NodeId receiver = file_.method_receiver(call);
+    record_store(StoreKind::kAppend, call, receiver != kNoNode ? receiver : file_.callee(call),
+                 kNoNode, positional[i], bits, keeper);
+  }
+}
+
+}  // namespace gpuleak::lint
