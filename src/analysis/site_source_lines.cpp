@@ -40,9 +40,7 @@ bool embed_site_source_lines(const std::string& path, std::size_t* written, std:
       ++count;
     }
   }
-  if (count == 0) return true;
-  auto writer = trace::TraceWriter::append_to(path, error);
-  if (!writer || !writer->write_block(block, count, error)) return false;
+  if (!trace::append_records(path, block, count, error)) return false;
   *written = count;
   return true;
 }

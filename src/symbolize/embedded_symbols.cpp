@@ -49,9 +49,7 @@ bool embed_symbols(const std::string& path, std::size_t* written, std::string* e
     trace::encode_record(Symbolizer::to_record(frame), block);
     ++count;
   }
-  if (count == 0) return true;
-  auto writer = trace::TraceWriter::append_to(path, error);
-  if (!writer || !writer->write_block(block, count, error)) return false;
+  if (!trace::append_records(path, block, count, error)) return false;
   *written = count;
   return true;
 }

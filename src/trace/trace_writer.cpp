@@ -167,4 +167,11 @@ void TraceWriter::mark_cut(std::uint64_t size_limit) {
   if (::ftruncate(fd_, end + 1) != 0) errno = saved;
 }
 
+bool append_records(const std::string& path, std::string_view records, std::uint32_t record_count,
+                    std::string* error) {
+  if (record_count == 0) return true;
+  auto writer = TraceWriter::append_to(path, error);
+  return writer && writer->write_block(records, record_count, error);
+}
+
 }  // namespace gpuleak::trace

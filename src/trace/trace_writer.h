@@ -48,4 +48,11 @@ class TraceWriter {
   std::unique_ptr<Compressor> compressor_;
 };
 
+// Adds `records` (record_count encoded records) as one block at the end of
+// the finished trace at `path` (TraceWriter::append_to checks its header).
+// With no records the file is not opened. What the offline embedders
+// (symbols, source lines) use to write what they worked out into the trace.
+bool append_records(const std::string& path, std::string_view records, std::uint32_t record_count,
+                    std::string* error);
+
 }  // namespace gpuleak::trace
