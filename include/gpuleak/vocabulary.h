@@ -29,13 +29,16 @@
 
 /* What ended a step (gpuleak_mark_step's `source`, trace::StepSource).
  * ALLOCATION_PERIOD is found by the analysis in the allocation stream and is
- * never written into a trace. X(NAME, id, name as the report's step_source) */
-#define GPULEAK_STEP_SOURCES(X)          \
-  X(OPTIMIZER_HOOK, 1, "optimizer-hook") \
-  X(EXPLICIT, 2, "explicit")             \
-  X(TIME_WINDOW, 3, "time-window")       \
-  X(DATALOADER, 4, "dataloader")         \
-  X(ALLOCATION_PERIOD, 5, "allocation-period")
+ * never written into a trace; PYTHON_LOOP is a back-edge of a loop in the
+ * program's main script (python/gpuleak/python_loop.py).
+ * X(NAME, id, name as the report's step_source) */
+#define GPULEAK_STEP_SOURCES(X)                \
+  X(OPTIMIZER_HOOK, 1, "optimizer-hook")       \
+  X(EXPLICIT, 2, "explicit")                   \
+  X(TIME_WINDOW, 3, "time-window")             \
+  X(DATALOADER, 4, "dataloader")               \
+  X(ALLOCATION_PERIOD, 5, "allocation-period") \
+  X(PYTHON_LOOP, 6, "python-loop")
 
 /* Whose memory pool an array block comes from
  * (gpuleak_record_array_alloc's `framework`). X(NAME, id, name) */

@@ -19,6 +19,7 @@ STEP_FROM_EXPLICIT = 2
 STEP_FROM_TIME_WINDOW = 3
 STEP_FROM_DATALOADER = 4
 STEP_FROM_ALLOCATION_PERIOD = 5
+STEP_FROM_PYTHON_LOOP = 6
 
 # Whose pool an array block is from: gpuleak_record_array_alloc's
 # `framework` (GPULEAK_FRAMEWORKS).

@@ -20,12 +20,14 @@ int trust_rank(trace::StepSource source) {
       return 1;
     case trace::StepSource::kDataLoader:
       return 2;
-    case trace::StepSource::kAllocationPeriod:
+    case trace::StepSource::kPythonLoop:
       return 3;
-    case trace::StepSource::kTimeWindow:
+    case trace::StepSource::kAllocationPeriod:
       return 4;
+    case trace::StepSource::kTimeWindow:
+      return 5;
   }
-  return 4;  // a source this gpuleak does not know: least trusted
+  return 5;  // a source this gpuleak does not know: least trusted
 }
 
 std::uint64_t ClockArbiter::Pace::median() const {
@@ -63,6 +65,11 @@ bool ClockArbiter::on_tick(ClockKey key, std::uint64_t /*time_ns*/) {
       paced_by_better = true;  // it ticked since this clock's last tick
       continue;
     }
+    // The main script's loop may be an epoch loop around batches that only
+    // the allocations show (the batch loop in another module): a coarser
+    // Python loop never silences a finer clock, it only wins where it is at
+    // least as fine.
+    if (other_key.source == trace::StepSource::kPythonLoop) continue;
     std::uint64_t every = pace.median();
     if (every > 0 && static_cast<double>(every) <= kMaxCoarserRatio &&
         static_cast<double>(pace.ticks_since) <= kRecentIntervals * static_cast<double>(every)) {

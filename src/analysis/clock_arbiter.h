@@ -7,7 +7,7 @@
 // the program's own word first:
 //
 //   explicit (gpuleak.step()) > optimizer-hook > dataloader >
-//   allocation-period > time-window
+//   python-loop > allocation-period > time-window
 //
 // A tick counts as a boundary of its clock's phase unless a clock ranked
 // higher paces the program at that moment: it ticked since this clock's
@@ -18,7 +18,9 @@
 // micro-batches of gradient accumulation between two optimizer steps). So a
 // validation loop run between two optimizer steps, or an evaluation after
 // training, gets its own phase, while a clock that only repeats a better one
-// is ignored there. A coarse explicit clock (gpuleak.step() once per epoch)
+// is ignored there. A Python loop (the main script's, python_loop.py) only
+// silences a clock it ticked between two ticks of: it may be an epoch loop
+// around a batch loop the allocations show. A coarse explicit clock (gpuleak.step() once per epoch)
 // never silences finer ones. Counting in ticks, not seconds, keeps the
 // rules the same for fast and slow loops.
 //

@@ -38,6 +38,25 @@ SiteGrowth ProcessAnalysis::describe_site(const Phase& /*phase*/, const SiteTren
   return s;
 }
 
+SiteGrowth ProcessAnalysis::pool_site(const Phase& phase) const {
+  // Not an allocation site: the pool's bytes in use, judged per iteration
+  // of the phase's loop. The site shown is that loop, the nearest place the
+  // package knows (arrays inside the pool have no stacks).
+  const SiteTrend& trend = *phase.pool_trend;
+  SiteGrowth s;
+  s.site_id = kPoolSiteId;
+  s.rate_bytes_per_step = trend.bytes_per_step;
+  s.live_bytes = trend.live_bytes;
+  s.kind = MemoryKind::kTorchBlock;
+  s.tensor_level = true;
+  s.origin = "arrays inside the framework's pool (its bytes in use)";
+  std::uint64_t first = phase.pool_first_boundary + phase.growth.options().warmup_steps;
+  if (first < phase.growth.boundaries()) s.first_growing_step = phase.growth.step_number_at(first);
+  auto site = clock_sites_.find(phase.clock);
+  if (site != clock_sites_.end()) s.site = site->second;
+  return s;
+}
+
 GrowthReport ProcessAnalysis::phase_report(const Phase& phase) {
   GrowthReport g;
   const GrowthTracker& growth = phase.growth;
@@ -65,6 +84,8 @@ GrowthReport ProcessAnalysis::phase_report(const Phase& phase) {
     }
     (s.bounded ? bounded : leaking).push_back(std::move(s));
   }
+  bool judged_by_pool = pool_judged(phase);
+  if (judged_by_pool && phase.pool_trend) leaking.push_back(pool_site(phase));
   std::sort(leaking.begin(), leaking.end(), [](const auto& a, const auto& b) {
     return a.rate_bytes_per_step > b.rate_bytes_per_step;
   });
@@ -99,7 +120,9 @@ GrowthReport ProcessAnalysis::phase_report(const Phase& phase) {
     std::uint64_t first_detection = UINT64_MAX;
     std::uint64_t first_growing = UINT64_MAX;
     for (const SiteGrowth& s : leaking) {
-      first_detection = std::min(first_detection, phase.detected_at.at(s.site_id));
+      first_detection = std::min(first_detection, s.site_id == kPoolSiteId
+                                                      ? phase.pool_detected_at.value_or(UINT64_MAX)
+                                                      : phase.detected_at.at(s.site_id));
       first_growing = std::min(first_growing, s.first_growing_step);
     }
     if (first_detection < growth.boundaries()) {
@@ -132,6 +155,11 @@ GrowthReport ProcessAnalysis::phase_report(const Phase& phase) {
     g.note =
         "reserved memory grows while live tensors do not: the allocator is caching or fragmenting, "
         "not leaking (torch.cuda.empty_cache() would hide this, not fix anything)";
+  }
+  if (judged_by_pool && g.note.empty()) {
+    g.note =
+        "judged by the pool's bytes in use at each iteration: the arrays inside it are not seen "
+        "one by one, so no line that made them is named";
   }
   describe_lost_events(growth, g);
   g.sites = std::move(leaking);
@@ -224,12 +252,20 @@ GrowthReport ProcessAnalysis::growth_report_of_phases(const Phase** primary_phas
   // A framework that hands out arrays from a pool it reserved at start (JAX
   // preallocates) hides them from the driver: no visible growth says
   // nothing about them, so the run is not called clean.
-  if (g.verdict == Verdict::kNoLeak && !hidden_allocations_reason_.empty()) {
+  // Unless the primary phase was judged by the pool's bytes in use.
+  bool judged_by_pool = primary && pool_judged(*order[*primary]);
+  if (g.verdict == Verdict::kNoLeak && !hidden_allocations_reason_.empty() && !judged_by_pool) {
     g.verdict = Verdict::kNotYet;
     g.undecided_reason = hidden_allocations_reason_;
-    return g;
+  } else {
+    g.undecided_reason = undecided_reason(g);
   }
-  g.undecided_reason = undecided_reason(g);
+  if (g.verdict == Verdict::kNotYet) {
+    std::string loop = python_loop_note();
+    if (!loop.empty()) {
+      g.undecided_reason += (g.undecided_reason.empty() ? "" : "; ") + loop;
+    }
+  }
   return g;
 }
 

@@ -57,6 +57,16 @@ void ProcessAnalysis::add_boundary(Phase& phase, std::uint64_t step_number, std:
   phase.growth.on_boundary(step_number, time_ns);
   phase.rss_at_boundary.push(static_cast<double>(host_rss_.value_or(0)));
   phase.reserved_at_boundary.push(static_cast<double>(pool_reserved_.value_or(0)));
+  if (pool_used_) {
+    // The series begins at the first boundary that has a reading; later
+    // boundaries without a new one repeat the last.
+    if (phase.pool_used_at_boundary.total() == 0) {
+      phase.pool_first_boundary = phase.growth.boundaries() - 1;
+    }
+    phase.pool_used_at_boundary.push(static_cast<double>(*pool_used_));
+    if (phase.pool_samples_seen != pool_used_samples_) ++phase.pool_fresh;
+    phase.pool_samples_seen = pool_used_samples_;
+  }
   TimelineRow row;
   row.step = step_number;
   row.time_s = time_ns > first_time_ns_ ? static_cast<double>(time_ns - first_time_ns_) / 1e9 : 0;
@@ -83,6 +93,22 @@ void ProcessAnalysis::evaluate(Phase& phase) {
     }
     phase.latest_trend[trend.site_id] = trend;
   }
+  if (!hidden_allocations_reason_.empty() && phase.pool_used_at_boundary.total() > 0) {
+    phase.pool_trend = phase.growth.series_trend(phase.pool_used_at_boundary);
+    if (phase.pool_trend && !phase.pool_detected_at) {
+      phase.pool_detected_at = phase.growth.boundaries() - 1;
+      phase.timeline.pin();
+    }
+  }
+}
+
+bool ProcessAnalysis::pool_judged(const Phase& phase) const {
+  if (hidden_allocations_reason_.empty()) return false;
+  // Read at most boundaries (at least half), and at enough of them for a
+  // verdict: a reading every 500 ms of a loop that ran 0.1 s says nothing.
+  const GrowthOptions& o = options_.growth;
+  std::uint64_t total = phase.pool_used_at_boundary.total();
+  return total >= o.warmup_steps + o.min_steps && 2 * phase.pool_fresh >= total;
 }
 
 }  // namespace gpuleak::analysis

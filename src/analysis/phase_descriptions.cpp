@@ -34,6 +34,13 @@ std::string ProcessAnalysis::phase_name(const Phase& phase) {
       }
       break;
     }
+    case trace::StepSource::kPythonLoop:
+      // "iterations of the loop in main (train.py:49)", from the package's
+      // iteration_clock annotation.
+      name = described != clock_descriptions_.end() && !described->second.empty()
+                 ? described->second
+                 : "iterations of a loop of the main script";
+      break;
     case trace::StepSource::kTimeWindow:
       name = fmt::format("{:g}-second time windows", options_.time_window_s);
       break;
@@ -60,6 +67,13 @@ std::string ProcessAnalysis::phase_reason(const Phase& phase) {
           "every ~{:.0f} allocations ({:.0f} % alike from one time round to the next)",
           loop->mean_piece_events, 100 * loop->similarity);
     }
+    case trace::StepSource::kPythonLoop:
+      return pool_judged(phase)
+                 ? "the program marks no steps and its arrays are hidden in a pool: one step per "
+                   "time round the main script's outermost busy loop (Python's sys.monitoring), "
+                   "with the pool's bytes in use read at each"
+                 : "the program marks no steps: one step per time round the main script's "
+                   "outermost busy loop (Python's sys.monitoring)";
     case trace::StepSource::kTimeWindow:
       return "the program marks no steps and no loop was found in its allocations";
     default:
@@ -83,6 +97,12 @@ std::string ProcessAnalysis::undecided_reason(const GrowthReport& primary) {
   return fmt::format("only {} {} so far; a verdict needs {} ({} warm-up)", primary.steps,
                      primary.phase.empty() ? "steps" : primary.phase, needed,
                      options_.growth.warmup_steps);
+}
+
+std::string ProcessAnalysis::python_loop_note() const {
+  if (python_loop_unavailable_.empty()) return "";
+  return "gpuleak could not follow the main script's loop (" + python_loop_unavailable_ +
+         "); mark each iteration with gpuleak.step()";
 }
 
 }  // namespace gpuleak::analysis

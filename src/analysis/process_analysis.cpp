@@ -161,6 +161,10 @@ void ProcessAnalysis::apply(const trace::Record& record) {
             case trace::Metric::kTorchReservedBytes:
               pool_reserved_ = r.value;
               break;
+            case trace::Metric::kPoolUsedBytes:
+              pool_used_ = r.value;
+              ++pool_used_samples_;
+              break;
             default:
               break;
           }

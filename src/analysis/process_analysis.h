@@ -108,10 +108,22 @@ class ProcessAnalysis {
     std::vector<std::uint32_t> detection_order;
     std::map<std::uint32_t, SiteTrend> latest_trend;
     TimelineSampler timeline;
+    // The pool's bytes in use (metric pool_used_bytes) at each boundary
+    // since the first sample: what a framework that hides its arrays in a
+    // pool (JAX preallocating) is judged by. `pool_fresh` counts the
+    // boundaries with a sample taken since the one before (the package reads
+    // the pool at each time round the main script's loop).
+    RecentValues pool_used_at_boundary;
+    std::uint64_t pool_fresh = 0;
+    std::uint64_t pool_samples_seen = 0;  // pool_used_samples_ at the last boundary
+    std::uint64_t pool_first_boundary = 0;
+    std::optional<SiteTrend> pool_trend;  // growing now (series_trend), if so
+    std::optional<std::uint64_t> pool_detected_at;
     explicit Phase(const GrowthOptions& options)
         : growth(options),
           rss_at_boundary(options.window_steps),
-          reserved_at_boundary(options.window_steps) {}
+          reserved_at_boundary(options.window_steps),
+          pool_used_at_boundary(options.window_steps) {}
   };
 
   void apply(const trace::Record& record);
@@ -132,6 +144,13 @@ class ProcessAnalysis {
   std::string phase_name(const Phase& phase);
   std::string phase_reason(const Phase& phase);
   std::string undecided_reason(const GrowthReport& primary);
+  // Why the main script's loop could not be followed, in words, or "".
+  std::string python_loop_note() const;
+  // Whether a phase is judged by the pool's bytes in use: the framework
+  // hides its arrays in a pool and the pool was read at enough boundaries.
+  bool pool_judged(const Phase& phase) const;
+  // The pool's growth as a site of the report: where the phase's loop is.
+  SiteGrowth pool_site(const Phase& phase) const;
   // A segment a framework's pool asked the driver for (reserved memory).
   bool is_pool_segment(std::uint32_t site_id);
   // Address space and mappings hold no memory of their own.
@@ -172,7 +191,11 @@ class ProcessAnalysis {
   // Set when it says the framework's device memory holds only its arrays
   // (JAX's platform allocator): that memory is judged as tensors are.
   bool device_memory_holds_arrays_ = false;
-  std::string collector_disabled_;  // why the collector turned itself off, if it did
+  std::string collector_disabled_;       // why the collector turned itself off, if it did
+  std::string python_loop_;              // the package's python_loop annotation (JSON)
+  std::string python_loop_unavailable_;  // why it could not follow the loop, if it said so
+  // Where each Python loop clock's loop is (its iteration_clock annotation).
+  std::map<ClockKey, Site> clock_sites_;
   std::uint64_t allocations_ = 0, frees_ = 0, unmatched_frees_ = 0, lost_ = 0;
   std::uint64_t peak_live_bytes_ = 0;
   std::uint64_t first_time_ns_ = 0, last_time_ns_ = 0;
@@ -182,7 +205,8 @@ class ProcessAnalysis {
   std::uint64_t next_window_ns_ = 0;
 
   // Latest samples.
-  std::optional<std::uint64_t> host_rss_, device_used_, device_total_, pool_reserved_;
+  std::optional<std::uint64_t> host_rss_, device_used_, device_total_, pool_reserved_, pool_used_;
+  std::uint64_t pool_used_samples_ = 0;
   // The next sequence number expected: a jump means events were lost there.
   std::uint64_t next_seq_ = 0;
   // Events were lost so far (a gap in the sequence numbers, or a LostRecord).

@@ -68,6 +68,31 @@ void ProcessAnalysis::on_annotation(const trace::AnnotationRecord& record) {
     ClockKey key{static_cast<trace::StepSource>(source->get<std::uint64_t>()),
                  static_cast<std::uint32_t>(id->get<std::uint64_t>())};
     clock_descriptions_[key] = text_field(clock, "description").substr(0, 200);
+    // A Python loop's clock also says where the loop is: {"file", "line", "function"}.
+    std::string file = text_field(clock, "file");
+    if (!file.empty()) {
+      Site site;
+      site.file = file.substr(0, 4096);
+      site.function = text_field(clock, "function").substr(0, 200);
+      auto line = clock.find("line");
+      if (line != clock.end() && line->is_number_unsigned() &&
+          line->get<std::uint64_t>() <= UINT32_MAX)
+        site.line = static_cast<std::uint32_t>(line->get<std::uint64_t>());
+      clock_sites_[key] = std::move(site);
+    }
+    return;
+  }
+  if (record.key == "python_loop") {
+    // {"available": false, "reason": "..."} when the package cannot follow
+    // the main script's loop (Python before 3.12, another tool's ids taken).
+    python_loop_ = record.value;
+    nlohmann::json loop = nlohmann::json::parse(record.value, nullptr, false);
+    python_loop_unavailable_.clear();
+    if (loop.is_object() && loop.contains("available") && loop["available"].is_boolean() &&
+        !loop["available"].get<bool>()) {
+      python_loop_unavailable_ = text_field(loop, "reason").substr(0, 300);
+      if (python_loop_unavailable_.empty()) python_loop_unavailable_ = "unknown reason";
+    }
     return;
   }
   if (record.key == "capture_backend") {

@@ -88,6 +88,7 @@ ProcessReport ProcessAnalysis::build_report(const std::string& trace_path) {
   r.distributed_json = distributed_;
   r.capture_backend_json = capture_backend_;
   r.framework_tracking_json = framework_tracking_;
+  r.python_loop_json = python_loop_;
   r.collector_disabled = collector_disabled_;
   std::map<std::string, OriginShare> origins;
   const Phase* primary = nullptr;

@@ -118,6 +118,10 @@ struct SiteGrowth {
   Site site;
 };
 
+// SiteGrowth::site_id of a framework pool's bytes in use (JAX preallocating,
+// judged per iteration of the main script's loop): not a stack id.
+inline constexpr std::uint32_t kPoolSiteId = 0xffffffffu;
+
 enum class Verdict { kNotYet, kNoLeak, kLeak };
 const char* verdict_name(Verdict verdict);  // "NOT YET", "NO LEAK", "LEAK"
 
@@ -182,7 +186,8 @@ struct HolderAnswer {
 struct GrowthReport {
   Verdict verdict = Verdict::kNotYet;
   std::uint64_t steps = 0;
-  // "explicit", "optimizer-hook", "dataloader", "allocation-period", "time-window"
+  // "explicit", "optimizer-hook", "dataloader", "python-loop", "allocation-period",
+  // "time-window"
   std::string step_source;
   std::string phase;                 // the phase's name (PhaseSummary::name)
   std::string step_source_reason;    // why these are the iterations, in words
@@ -276,6 +281,7 @@ struct ProcessReport {
   std::string distributed_json;      // rank and world size, when the process is one rank of a job
   std::string capture_backend_json;  // which capture backend recorded driver calls, and why
   std::string framework_tracking_json;  // array tracking of CuPy or JAX, if any
+  std::string python_loop_json;         // whether the main script's loop was followed (python_loop)
   std::string collector_disabled;       // why the collector turned itself off; empty if it did not
   std::vector<OriginShare> device_memory_by_origin;
   std::uint64_t allocations = 0;

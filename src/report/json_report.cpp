@@ -234,6 +234,7 @@ json to_json(const analysis::ProcessReport& r) {
           {"distributed", parsed_or_null(r.distributed_json)},
           {"capture_backend", parsed_or_null(r.capture_backend_json)},
           {"framework_tracking", parsed_or_null(r.framework_tracking_json)},
+          {"python_loop", parsed_or_null(r.python_loop_json)},
           {"collector_disabled",
            r.collector_disabled.empty() ? json(nullptr) : json(r.collector_disabled)},
           {"device_memory_by_origin", origins},

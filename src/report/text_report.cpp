@@ -202,6 +202,7 @@ void write_growth(std::ostream& out, const ProcessReport& r) {
 std::string iteration_noun(const std::string& step_source) {
   if (step_source == "dataloader") return "batch";
   if (step_source == "allocation-period") return "iteration";
+  if (step_source == "python-loop") return "iteration";
   if (step_source == "time-window") return "window";
   return "step";
 }

@@ -65,6 +65,9 @@ enum class StepSource : std::uint8_t {
   // Found by the analysis in the allocation stream itself (a loop body that
   // repeats); never written into a trace.
   kAllocationPeriod = GPULEAK_STEP_FROM_ALLOCATION_PERIOD,
+  // A time round the loop of the program's main script that the Python
+  // package follows (sys.monitoring back-edges, Python 3.12+).
+  kPythonLoop = GPULEAK_STEP_FROM_PYTHON_LOOP,
 };
 
 // What a sample measures. Stored as u8; values are stable. The ids are
