@@ -32,7 +32,8 @@ int gpuleak_is_recording(void);
 int gpuleak_start_recording(void);
 
 /* A training step ended. `source`: 1 optimizer hook, 2 explicit, 4 a
- * DataLoader batch (trace::StepSource); anything else counts as explicit. */
+ * DataLoader batch, 6 a time round the main script's loop (python-loop;
+ * trace::StepSource); anything else counts as explicit. */
 void gpuleak_mark_step(uint64_t step, int source);
 
 /* The same for one of several clocks of a source (two DataLoaders are two

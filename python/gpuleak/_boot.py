@@ -4,6 +4,9 @@ python/boot/sitecustomize.py calls install() when GPULEAK_COLLECTOR is set.
 install() imports nothing heavy and sets up nothing but an import watcher:
 a program that never imports torch pays one string comparison per import.
 
+On Python 3.12+ it also asks sys.monitoring for the back-edges of the main
+script's loops (python_loop.py), a step source for programs that mark none.
+
 When torch is imported (right after torch/__init__.py has run):
   * the global optimizer step hooks mark step boundaries (_steps.py);
     torch < 2.0 has no global hooks: Optimizer._optimizer_step_code, which
@@ -35,6 +38,19 @@ def install():
     from gpuleak import _array_frameworks
 
     _array_frameworks.watch()  # CuPy's and JAX's arrays, when imported
+    install_python_loop()
+
+
+def install_python_loop():
+    """The main script's loop as a step source (python_loop.py; Python 3.12+). Never raises."""
+    try:
+        from gpuleak import _collector, python_loop
+
+        collector = _collector.load()
+        if collector is not None:
+            python_loop.install(collector)
+    except Exception as error:
+        say_once("python-loop", "cannot follow the main script's loop (%s)" % error)
 
 
 class TorchImportWatcher:

@@ -2,16 +2,18 @@
 
 The program's clocks, each ticking once per iteration of some loop:
 `gpuleak.step()` calls, optimizer steps (torch's global optimizer step
-hooks) and DataLoader batches (one clock per dataset). Every tick is marked
+hooks), DataLoader batches (one clock per dataset) and the main script's
+loop (python_loop.py, one clock per loop it chose). Every tick is marked
 in the trace with its source and clock; the analysis decides which clock's
 ticks are the iterations of each part of the run (src/analysis/
 clock_arbiter.h), and finds loops without any of them in the allocations.
 
 In the process, a tick *paces* unless a more trusted clock (explicit >
-optimizer > DataLoader) ticked since this clock's last tick: only pacing
-ticks take memory samples (rate-limited, see _memory_samples.py), look for a
-holder request (one stat call) and advance the collector's growth index, so
-a DataLoader beside an optimizer does not double them.
+optimizer > DataLoader > Python loop) ticked since this clock's last tick:
+only pacing ticks take memory samples (rate-limited, see _memory_samples.py;
+a framework pool's bytes in use, see jax_arrays.py), look for a holder
+request (one stat call) and advance the collector's growth index, so a
+DataLoader beside an optimizer does not double them.
 
 Which optimizer steps count, so a step is one training iteration:
   * steps are counted on one optimizer, the pacer: the first that stepped.
@@ -39,7 +41,7 @@ from gpuleak._notice import say_once
 
 # In-process trust of the sources (0 most trusted), as in clock_arbiter.h.
 _RANK = {_collector.STEP_FROM_EXPLICIT: 0, _collector.STEP_FROM_OPTIMIZER_HOOK: 1,
-         _collector.STEP_FROM_DATALOADER: 2}
+         _collector.STEP_FROM_DATALOADER: 2, _collector.STEP_FROM_PYTHON_LOOP: 3}
 
 
 class StepClock:
@@ -52,6 +54,7 @@ class StepClock:
         self._order = 0
         self._optimizer_off = False  # its hook failed once
         self.sampler = None          # set once CUDA is initialized
+        self.pool_reader = None      # a framework pool's bytes in use (jax_arrays.py)
         self.holder_requests = None  # set when GPULEAK_HOLDER_REQUESTS=1
         self._pacer = None           # weakref (or a callable returning it) to the pacer
         self._others = {}            # id(optimizer) -> steps since the pacer last stepped
@@ -116,6 +119,11 @@ class StepClock:
     def dataloader_batch(self, clock):
         self.boundary(_collector.STEP_FROM_DATALOADER, clock)
 
+    # ---- the main script's loop (python_loop.py) -----------------------------
+
+    def python_loop_iteration(self, clock):
+        self.boundary(_collector.STEP_FROM_PYTHON_LOOP, clock)
+
     # ---- the boundary ---------------------------------------------------------
 
     def boundary(self, source, clock=0):
@@ -126,13 +134,25 @@ class StepClock:
         self._counts[key] = count
         self._order += 1
         previous = self._last_tick.get(key, 0)
-        rank = _RANK.get(source, 3)
+        rank = _RANK.get(source, 4)
         pacing = True
         for (other_source, _), order in self._last_tick.items():
-            if _RANK.get(other_source, 3) < rank and order > previous:
+            if _RANK.get(other_source, 4) < rank and order > previous:
                 pacing = False
                 break
         self._last_tick[key] = self._order
+        if pacing:
+            # The pool is read before the mark, so the boundary sees its level
+            # at this iteration's end (a loop of 0.5 ms iterations would
+            # otherwise have none: the sampler thread reads every 500 ms).
+            pool = self.pool_reader
+            if pool is not None:
+                try:
+                    pool.on_step()
+                except Exception as error:
+                    say_once("pool-reader", "reading the framework's pool at steps failed (%s); "
+                             "it is off from now on" % error)
+                    self.pool_reader = None
         self._mark(count, source, clock, 1 if pacing else 0)
         if not pacing:
             return

@@ -252,9 +252,10 @@ void guarded(F&& f) {
 namespace {
 // Sources a program may report; the analysis derives the others.
 bool reportable_step_source(int source) {
-  return source >= static_cast<int>(StepSource::kOptimizerHook) &&
-         source <= static_cast<int>(StepSource::kDataLoader) &&
-         source != static_cast<int>(StepSource::kTimeWindow);
+  return (source >= static_cast<int>(StepSource::kOptimizerHook) &&
+          source <= static_cast<int>(StepSource::kDataLoader) &&
+          source != static_cast<int>(StepSource::kTimeWindow)) ||
+         source == static_cast<int>(StepSource::kPythonLoop);
 }
 }  // namespace
 

@@ -1,0 +1,505 @@
+"""The main script's loop as a step source (python_loop.py).
+
+CI runs Python 3.11, which has no sys.monitoring: there the module must
+import, say in the trace why it cannot follow the loop, and let the program
+run. The choice of the loop is pure (LoopChooser, fed synthetic back-edges
+with their times), and the sys.monitoring side is driven here through a
+stand-in of sys.monitoring with real code objects. Where a Python 3.12 or
+later is found (GPULEAK_TEST_PYTHON312, or python3.12/python3.13 on PATH; the
+GPU machine's python3 is 3.12), a traced child runs a loop against a JAX
+stand-in end to end: python-loop steps, the pool read at each, and the
+report's LEAK / NO LEAK.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import types
+
+import pytest
+
+from conftest import PACKAGE_DIR, build_dir
+from gpuleak import _collector, python_loop
+from gpuleak._steps import StepClock
+from gpuleak.jax_arrays import PoolReader
+from gpuleak.python_loop import DISABLE, IGNORE, MARK, LoopChooser
+
+US = 1_000
+MS = 1_000_000
+
+
+def feed(chooser, events, depths):
+    """[(key, time_ns)] -> [(key, action, clock, step)]; depths: key -> loop depth."""
+    out = []
+    for key, now in events:
+        action = chooser.tick(key, now, lambda k: depths[k])
+        out.append((key, action, chooser.clock if action == MARK else None,
+                    chooser.step if action == MARK else None))
+    return out
+
+
+# ---- which loop is chosen ----------------------------------------------------------
+
+def test_a_single_loop_is_marked_every_time_round_from_its_eighth():
+    chooser = LoopChooser()
+    out = feed(chooser, [("step", i * 500 * US) for i in range(1, 201)], {"step": 1})
+    assert [a for _, a, _, _ in out[:7]] == [IGNORE] * 7
+    assert all(a == MARK for _, a, _, _ in out[7:])
+    assert {c for _, _, c, _ in out[7:]} == {1}
+    assert [s for _, _, _, s in out[7:]] == list(range(8, 201))  # its own count of iterations
+
+
+def test_a_tight_loop_is_never_chosen_and_is_disabled_after_one_block():
+    chooser = LoopChooser()
+    out = feed(chooser, [("tight", i * US) for i in range(1, 300)], {"tight": 1})
+    actions = [a for _, a, _, _ in out]
+    assert MARK not in actions
+    assert actions[:255] == [IGNORE] * 255 and chooser.disabled == 1
+    # Disabled at its 256th time round; a second back-edge of the same loop
+    # (an if/else body) is disabled where it fires too.
+    assert actions[255:] == [DISABLE] * (len(actions) - 255)
+
+
+def test_bursts_of_a_tight_inner_loop_are_not_chosen_while_the_step_loop_is():
+    # for step in ...: for x in range(100): ... (1 us each), 10 ms a step.
+    events, now = [], 0
+    for _ in range(30):
+        for _ in range(100):
+            now += US
+            events.append(("inner", now))
+        now += 10 * MS
+        events.append(("step", now))
+    chooser = LoopChooser()
+    out = feed(chooser, events, {"step": 1, "inner": 2})
+    assert not [o for o in out if o[0] == "inner" and o[1] == MARK]
+    assert [o for o in out if o[0] == "inner" and o[1] == DISABLE]
+    steps = [o for o in out if o[0] == "step"]
+    assert all(a == MARK for _, a, _, _ in steps[7:])
+
+
+def test_the_loop_around_a_chosen_inner_loop_takes_over_as_a_new_clock():
+    # for step in ...: for layer in 12 layers: ... -- the layer loop goes
+    # round 8 times first; the step loop takes over once it has.
+    events, now = [], 0
+    for _ in range(40):
+        for _ in range(12):
+            now += 500 * US
+            events.append(("layer", now))
+        now += 2 * MS
+        events.append(("step", now))
+    chooser = LoopChooser()
+    out = feed(chooser, events, {"step": 1, "layer": 2})
+    marked_layers = [o for o in out if o[0] == "layer" and o[1] == MARK]
+    assert marked_layers and {c for _, _, c, _ in marked_layers} == {1}
+    steps = [o for o in out if o[0] == "step"]
+    assert [a for _, a, _, _ in steps[7:]] == [MARK] * 33
+    assert {c for _, _, c, _ in steps[7:]} == {2}
+    # Once the step loop is chosen the layer loop marks nothing more.
+    first_step_mark = out.index(steps[7])
+    assert not [o for o in out[first_step_mark:] if o[0] == "layer" and o[1] == MARK]
+
+
+def test_an_epoch_loop_that_goes_round_three_times_leaves_the_batches_chosen():
+    events, now = [], 0
+    for _ in range(3):
+        for _ in range(100):
+            now += MS
+            events.append(("batch", now))
+        now += MS
+        events.append(("epoch", now))
+    chooser = LoopChooser()
+    out = feed(chooser, events, {"epoch": 1, "batch": 2})
+    assert not [o for o in out if o[0] == "epoch" and o[1] == MARK]
+    batches = [o for o in out if o[0] == "batch"]
+    assert all(a == MARK for _, a, _, _ in batches[7:])
+
+
+def test_loops_one_after_another_take_turns_and_keep_their_clocks():
+    # train loop, evaluation loop, train loop again: the same depth.
+    events, now = [], 0
+    for key in ("train", "eval", "train"):
+        for _ in range(50):
+            now += MS
+            events.append((key, now))
+    chooser = LoopChooser()
+    out = feed(chooser, events, {"train": 1, "eval": 1})
+    eval_marks = [o for o in out[50:100] if o[1] == MARK]
+    assert len(eval_marks) == 43 and {c for _, _, c, _ in eval_marks} == {2}
+    again = out[100:]
+    assert all(a == MARK for _, a, _, _ in again)
+    assert {c for _, _, c, _ in again} == {1}  # the train loop's clock again
+
+
+def test_a_deeper_loop_takes_over_only_once_the_chosen_one_stopped():
+    events, now = [], 0
+    for _ in range(20):
+        now += MS
+        events.append(("outer", now))
+    for _ in range(30):  # a loop inside a function called after the outer loop ended
+        now += MS
+        events.append(("helper", now))
+    chooser = LoopChooser()
+    out = feed(chooser, events, {"outer": 1, "helper": 2})
+    helper = [a for k, a, _, _ in out if k == "helper"]
+    # The outer loop must be idle for ten of its iterations (10 ms) first.
+    assert helper[:10] == [IGNORE] * 10
+    assert helper[10:] == [MARK] * 20
+
+
+def test_at_most_max_loops_are_followed():
+    chooser = LoopChooser(max_loops=4)
+    out = feed(chooser, [("loop%d" % i, i * MS) for i in range(6)], {})
+    assert [a for _, a, _, _ in out] == [IGNORE] * 4 + [DISABLE] * 2
+
+
+# ---- the loops of code objects --------------------------------------------------------
+
+SCRIPT = '''
+def main(steps):
+    total = 0
+    for step in range(steps):
+        if step % 2:
+            total += 1
+        else:
+            total += 2
+        for inner in range(3):
+            total += inner
+    return total
+
+class Trainer:
+    def fit(self):
+        while self.more():
+            pass
+
+main(3)
+'''
+
+
+def code_named(code, name):
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            if const.co_name == name:
+                return const
+            found = code_named(const, name)
+            if found is not None:
+                return found
+    return None
+
+
+def test_loop_ranges_merge_the_back_edges_of_one_loop_and_nest_the_inner_one():
+    module = compile(SCRIPT, "/work/train.py", "exec")
+    main = code_named(module, "main")
+    ranges = python_loop.loop_ranges(main)
+    assert len(ranges) == 2, ranges
+    (outer_first, outer_last), (inner_first, inner_last) = ranges
+    assert outer_first < inner_first <= inner_last < outer_last
+    assert python_loop.line_of(main, outer_first) == 4  # `for step in range(steps):`
+    assert python_loop.line_of(main, inner_first) == 9
+    assert len(python_loop.loop_ranges(code_named(module, "fit"))) == 1
+
+
+def test_loop_depth_counts_the_main_scripts_loops_up_the_stack_only():
+    module = compile(SCRIPT, "/work/train.py", "exec")
+    main = code_named(module, "main")
+    (outer_first, outer_last), (inner_first, _) = python_loop.loop_ranges(main)
+    library = compile("def call(f):\n    for _ in [0]:\n        f()\n", "/lib/lib.py", "exec")
+
+    def frame(code, at, back=None):
+        return types.SimpleNamespace(f_code=code, f_lasti=at, f_back=back)
+
+    ranges = {main: python_loop.loop_ranges(main)}
+    ranges_of = ranges.get
+    outer = frame(main, outer_first)
+    inner = frame(main, inner_first)
+    assert python_loop.loop_depth(outer, ranges_of) == 1
+    assert python_loop.loop_depth(inner, ranges_of) == 2
+    # A library frame (its own loop) between two main-script frames counts nothing.
+    called = frame(main, inner_first, back=frame(library, 4, back=frame(main, outer_first)))
+    assert python_loop.loop_depth(called, ranges_of) == 3
+    assert python_loop.loop_depth(None, ranges_of) == 0
+
+
+# ---- availability ------------------------------------------------------------------------
+
+def test_python_before_3_12_is_said_in_words():
+    reason = python_loop.unavailable_reason((3, 11, 2), {})
+    assert reason == ("Python 3.11 has no sys.monitoring; following the main script's loop "
+                      "needs Python 3.12 or later")
+    assert python_loop.unavailable_reason((3, 12, 1), {}, monitoring=object()) is None
+    assert python_loop.unavailable_reason((3, 13, 0), {"GPULEAK_PYTHON_LOOP": "0"},
+                                          monitoring=object()) == "turned off by GPULEAK_PYTHON_LOOP=0"
+
+
+class Annotations:
+    def __init__(self):
+        self.made = []
+
+    def annotate(self, key, value):
+        self.made.append((key, json.loads(value)))
+
+
+def test_install_on_an_old_python_annotates_why_and_returns_nothing(monkeypatch):
+    monkeypatch.setattr(python_loop, "_signal", None)
+    collector = Annotations()
+    assert python_loop.install(collector, environ={}, version_info=(3, 11, 2)) is None
+    assert collector.made == [("python_loop", {
+        "available": False,
+        "reason": "Python 3.11 has no sys.monitoring; following the main script's loop needs "
+                  "Python 3.12 or later"})]
+
+
+# ---- the sys.monitoring side, through a stand-in ---------------------------------------
+
+class StandInMonitoring:
+    """The part of sys.monitoring python_loop.py uses, recording what it was asked."""
+    DISABLE = object()
+    events = types.SimpleNamespace(PY_START=1, JUMP=64)
+
+    def __init__(self, taken=()):
+        self.tools = {t: "other" for t in taken}
+        self.callbacks, self.global_events, self.local_events = {}, {}, {}
+
+    def get_tool(self, tool):
+        return self.tools.get(tool)
+
+    def use_tool_id(self, tool, name):
+        self.tools[tool] = name
+
+    def register_callback(self, tool, event, callback):
+        self.callbacks[(tool, event)] = callback
+
+    def set_events(self, tool, events):
+        self.global_events[tool] = events
+
+    def set_local_events(self, tool, code, events):
+        self.local_events[code] = events
+
+
+def start_main(signal, module):
+    """Calls the PY_START callback the way the script's module code start would."""
+    namespace = {"__name__": "__main__", "signal": signal, "code": module}
+    exec(compile("result = signal.on_start(code, 0)", "<start>", "exec"), namespace)
+    return namespace["result"]
+
+
+def test_the_main_scripts_code_objects_alone_get_jump_events():
+    monitoring, collector, marks = StandInMonitoring(taken=(4,)), Annotations(), []
+    signal = python_loop.LoopSignal(monitoring, collector, marks.append)
+    assert signal.start() is None
+    assert signal.tool == 3  # 4 was taken
+    assert monitoring.global_events[3] == monitoring.events.PY_START
+    library = compile("def f():\n    pass\n", "/lib/x.py", "exec")
+    # Another module's code starting first: disabled where it fired.
+    assert signal.on_start(library, 0) is monitoring.DISABLE
+    assert signal.main_file is None
+    module = compile(SCRIPT, "/work/train.py", "exec")
+    assert start_main(signal, module) is monitoring.DISABLE
+    assert signal.main_file == "/work/train.py"
+    assert monitoring.global_events[3] == 0  # no more PY_START
+    followed = set(monitoring.local_events)
+    names = {c.co_name for c in followed}
+    assert {"<module>", "main", "Trainer", "fit"} <= names
+    assert all(c.co_filename == "/work/train.py" for c in followed)
+    assert all(v == monitoring.events.JUMP for v in monitoring.local_events.values())
+    assert collector.made[-1][0] == "python_loop" and collector.made[-1][1]["available"] is True
+
+
+def test_back_edges_of_the_followed_loop_mark_steps_with_its_place_described():
+    monitoring, collector, marks = StandInMonitoring(), Annotations(), []
+    signal = python_loop.LoopSignal(monitoring, collector, marks.append)
+    signal.start()
+    module = compile(SCRIPT, "/work/train.py", "exec")
+    start_main(signal, module)
+    main = code_named(module, "main")
+    (first, last), _ = python_loop.loop_ranges(main)
+    now = [0]
+
+    def clock_ns():
+        now[0] += MS
+        return now[0]
+
+    signal._clock_ns = clock_ns
+    assert signal.on_jump(main, first, last + 10) is monitoring.DISABLE  # forward
+    for _ in range(20):
+        assert signal.on_jump(main, last, first) is None
+    assert marks == [1] * 13
+    described = [v for k, v in collector.made if k == "iteration_clock"]
+    assert described == [{"source": _collector.STEP_FROM_PYTHON_LOOP, "clock": 1,
+                          "description": "iterations of the loop in main (train.py:4)",
+                          "file": "/work/train.py", "line": 4, "function": "main"}]
+
+
+def test_a_failure_inside_the_callback_turns_the_signal_off_once_and_the_program_runs_on(capsys):
+    def broken_mark(clock):
+        raise RuntimeError("no room")
+
+    monitoring, collector = StandInMonitoring(), Annotations()
+    signal = python_loop.LoopSignal(monitoring, collector, broken_mark)
+    signal.start()
+    module = compile(SCRIPT, "/work/train.py", "exec")
+    start_main(signal, module)
+    main = code_named(module, "main")
+    (first, last), _ = python_loop.loop_ranges(main)
+    now = [0]
+
+    def clock_ns():
+        now[0] += MS
+        return now[0]
+
+    signal._clock_ns = clock_ns
+    results = [signal.on_jump(main, last, first) for _ in range(12)]
+    assert results[7] is monitoring.DISABLE and not signal.on
+    assert all(v == 0 for v in monitoring.local_events.values())
+    assert monitoring.global_events[signal.tool] == 0
+    errors = [line for line in capsys.readouterr().err.splitlines() if line.startswith("gpuleak:")]
+    assert len(errors) == 1 and "no room" in errors[0] and "program runs on" in errors[0]
+    assert collector.made[-1] == ("python_loop", {"available": False,
+                                                  "reason": "turned off after an error: no room"})
+
+
+# ---- the step clock and the pool ------------------------------------------------------
+
+class Marks:
+    def __init__(self):
+        self.calls = []
+
+    def mark_clock_step(self, step, source, clock, pacing):
+        self.calls.append(("mark", step, source, clock, pacing))
+
+
+def test_python_loop_ticks_pace_only_where_no_program_clock_ticked_and_read_the_pool_first():
+    collector = Marks()
+    clock = StepClock(collector)
+    clock.pool_reader = types.SimpleNamespace(on_step=lambda: collector.calls.append(("pool",)))
+    clock.python_loop_iteration(1)
+    assert collector.calls == [("pool",), ("mark", 1, _collector.STEP_FROM_PYTHON_LOOP, 1, 1)]
+    collector.calls.clear()
+    clock.explicit_step()
+    clock.python_loop_iteration(1)
+    assert collector.calls[-1] == ("mark", 2, _collector.STEP_FROM_PYTHON_LOOP, 1, 0)
+    assert collector.calls.count(("pool",)) == 1  # the explicit step's, not the loop's
+
+
+def test_the_pool_reader_reads_at_most_once_per_interval():
+    class Device:
+        platform, id = "gpu", 0
+
+        def memory_stats(self):
+            return {"bytes_in_use": 5 << 20, "bytes_limit": 64 << 30}
+
+    samples = []
+    collector = types.SimpleNamespace(record_sample=lambda *a: samples.append(a))
+    fake_jax = types.SimpleNamespace(devices=lambda: [Device()])
+    now = [0.0]
+    reader = PoolReader(fake_jax, collector, interval_s=0.001, clock=lambda: now[0])
+    for _ in range(10):
+        now[0] += 0.0004
+        reader.on_step()
+    used = [s for s in samples if s[0] == _collector.METRIC_POOL_USED_BYTES]
+    assert 3 <= len(used) <= 4 and used[0] == (_collector.METRIC_POOL_USED_BYTES, 0, 5 << 20)
+
+
+# ---- a traced child -------------------------------------------------------------------
+
+STAND_IN_JAX = '''
+class Device:
+    platform, id = "gpu", 0
+    def __init__(self):
+        self.in_use = 8 << 20
+    def memory_stats(self):
+        return {"bytes_in_use": self.in_use, "bytes_limit": 64 << 30}
+
+_device = Device()
+
+def devices():
+    return [_device]
+'''
+
+LOOP_PROGRAM = '''
+import time
+import jax
+
+def main(keep):
+    kept = []
+    device = jax.devices()[0]
+    for step in range(200):
+        started = time.perf_counter()
+        while time.perf_counter() - started < 0.0005:  # a 0.5 ms jitted step
+            pass
+        if keep:
+            device.in_use += 1 << 20  # this step's weights appended to a list
+        kept.append(step)
+
+main(KEEP)
+leave_traced_program()
+'''
+
+
+def test_on_python_3_11_the_program_runs_and_the_trace_says_why_no_loop_is_followed(run_traced, tmp_path):
+    if sys.version_info >= (3, 12):
+        pytest.skip("this interpreter has sys.monitoring")
+    (tmp_path / "site-packages" / "jax").mkdir(parents=True)
+    (tmp_path / "site-packages" / "jax" / "__init__.py").write_text(STAND_IN_JAX)
+    run = run_traced(LOOP_PROGRAM.replace("KEEP", "True"),
+                     {"PYTHONPATH": os.pathsep.join([os.path.join(PACKAGE_DIR, "boot"), PACKAGE_DIR,
+                                                     str(tmp_path / "site-packages")]),
+                      "GPULEAK_DEVICE_SAMPLE_MS": "20"})
+    assert run.returncode == 0, run.stderr
+    assert run.gpuleak_lines() == []
+    loop = run.annotations("python_loop")
+    assert loop and loop[0]["available"] is False and "needs Python 3.12" in loop[0]["reason"]
+    assert not [s for s in run.steps() if s["source"] == _collector.STEP_FROM_PYTHON_LOOP]
+
+
+def python312():
+    """A Python 3.12+ that runs (a pyenv shim on PATH may not), or None."""
+    candidates = [os.environ.get("GPULEAK_TEST_PYTHON312")] + [
+        shutil.which(name) for name in ("python3.12", "python3.13", "python3.14", "python3")]
+    for candidate in candidates:
+        if not candidate:
+            continue
+        try:
+            said = subprocess.run([candidate, "-c", "import sys; print(sys.version_info >= (3, 12))"],
+                                  capture_output=True, text=True, timeout=30).stdout.strip()
+        except Exception:
+            continue
+        if said == "True":
+            return candidate
+    return None
+
+
+@pytest.mark.parametrize("keep,verdict", [(True, "LEAK"), (False, "NO LEAK")])
+def test_on_python_3_12_a_fast_loop_in_a_preallocated_pool_gets_a_verdict(
+        run_traced, tmp_path, monkeypatch, keep, verdict):
+    interpreter = python312()
+    if interpreter is None:
+        pytest.skip("no Python 3.12 or later here (set GPULEAK_TEST_PYTHON312): the loop "
+                    "cannot be followed on this Python")
+    import conftest
+
+    monkeypatch.setattr(conftest, "PYTHON", interpreter)
+    (tmp_path / "site-packages" / "jax").mkdir(parents=True)
+    (tmp_path / "site-packages" / "jax" / "__init__.py").write_text(STAND_IN_JAX)
+    run = run_traced(LOOP_PROGRAM.replace("KEEP", str(keep)),
+                     {"PYTHONPATH": os.pathsep.join([os.path.join(PACKAGE_DIR, "boot"), PACKAGE_DIR,
+                                                     str(tmp_path / "site-packages")])})
+    assert run.returncode == 0, run.stderr
+    assert run.gpuleak_lines() == [], run.stderr
+    steps = [s for s in run.steps() if s["source"] == _collector.STEP_FROM_PYTHON_LOOP]
+    assert len(steps) >= 150, len(steps)
+    described = run.annotations("iteration_clock")
+    script = (tmp_path / "program.py").read_text().splitlines()
+    loop_line = next(n for n, line in enumerate(script, 1) if "for step in range(200)" in line)
+    assert described and described[0]["function"] == "main" and described[0]["line"] == loop_line
+    report = subprocess.run([os.path.join(build_dir(), "gpuleak"), "report", "--json",
+                             run.trace_dir], capture_output=True, text=True, timeout=120)
+    assert report.returncode == 0, report.stderr
+    growth = json.loads(report.stdout)["processes"][0]["growth"]
+    assert growth["verdict"] == verdict, growth
+    assert growth["step_source"] == "python-loop"
+    if keep:
+        assert abs(growth["rate_bytes_per_step"] - (1 << 20)) < (1 << 16)
+        assert growth["cause"] == "tensors-kept-alive"
+        assert growth["sites"][0]["site"]["function"] == "main"
