@@ -156,6 +156,7 @@ GrowthReport ProcessAnalysis::phase_report(const Phase& phase) {
         "reserved memory grows while live tensors do not: the allocator is caching or fragmenting, "
         "not leaking (torch.cuda.empty_cache() would hide this, not fix anything)";
   }
+  g.pool_judged = judged_by_pool;
   if (judged_by_pool && g.note.empty()) {
     g.note =
         "judged by the pool's bytes in use at each iteration: the arrays inside it are not seen "

@@ -209,6 +209,9 @@ struct GrowthReport {
   std::optional<HolderAnswer> holder;  // for the top site (or the first bounded one)
   std::string fix;
   std::string note;  // e.g. "reserved memory grows while live tensors do not: cache, not a leak"
+  // Judged by a framework pool's bytes in use at each iteration (JAX
+  // preallocating), not by allocation sites: ProcessAnalysis::pool_judged.
+  bool pool_judged = false;
   // Boundaries of the judged window whose events were partly lost; their
   // changes are left out of every site's trend.
   std::uint64_t lossy_steps = 0;

@@ -396,8 +396,9 @@ class PageWriter {
                                    plural(r.leaks.allocations, "allocation", "allocations")));
         break;
       case analysis::ProcessVerdictKind::kNoLeak:
-        out_ << (g.steps > 0 ? "no allocation site keeps growing"
-                             : "everything allocated was freed before the process exited");
+        out_ << (g.pool_judged ? "the pool's bytes in use do not keep growing"
+                 : g.steps > 0 ? "no allocation site keeps growing"
+                               : "everything allocated was freed before the process exited");
         break;
       case analysis::ProcessVerdictKind::kNotYet:
         out_ << (g.steps == 0 ? "no steps or time windows were recorded, so growth cannot be judged"

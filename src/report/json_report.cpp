@@ -189,6 +189,7 @@ json to_json(const analysis::ProcessReport& r) {
                  {"holder", holder_json(g.holder)},
                  {"fix", g.fix},
                  {"note", g.note},
+                 {"pool_judged", g.pool_judged},
                  {"lossy_steps", g.lossy_steps},
                  {"window_steps", g.window_steps},
                  {"sites", sites}};

@@ -120,8 +120,9 @@ void write_verdict(std::ostream& out, const ProcessReport& r, const analysis::Pr
                          plural(r.leaks.allocations, "allocation", "allocations"));
       break;
     case analysis::ProcessVerdictKind::kNoLeak:
-      out << (g.steps > 0 ? " (no allocation site keeps growing)"
-                          : " (everything allocated was freed before the process exited)");
+      out << (g.pool_judged ? " (the pool's bytes in use do not keep growing)"
+              : g.steps > 0 ? " (no allocation site keeps growing)"
+                            : " (everything allocated was freed before the process exited)");
       break;
     case analysis::ProcessVerdictKind::kNotYet:
       out << " ("
@@ -190,6 +191,14 @@ void write_growth(std::ostream& out, const ProcessReport& r) {
         fmt::format("{:.1f}", s.allocations_per_step), noun, format_bytes(s.live_bytes),
         s.origin.empty() ? "" : ", " + s.origin, s.tensor_level ? "" : " [not a tensor]");
     TextOptions frames;
+    if (s.site_id == analysis::kPoolSiteId) {
+      // The pool's level has no stack: say which loop it grew in.
+      out << "    in the loop "
+          << (s.site.file.empty() ? std::string("of the program") : "at " + s.site.label())
+          << (s.site.function.empty() ? "" : " in " + s.site.function)
+          << "; the arrays inside the pool are not seen one by one\n";
+      continue;
+    }
     write_frames(out, s.frames, frames, "    ");
     if (!s.site.source_line.empty()) out << "    > " << s.site.source_line << '\n';
     if (!s.site.backward_node.empty())

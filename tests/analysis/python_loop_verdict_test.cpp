@@ -73,6 +73,7 @@ TEST(PythonLoopVerdict, arrays_kept_in_a_preallocated_pool_are_a_leak_per_iterat
       << g.step_source_reason;
   EXPECT_NEAR(g.rate_bytes_per_step, static_cast<double>(kMiB), kMiB / 16.0);
   EXPECT_EQ(g.cause, "tensors-kept-alive");
+  EXPECT_TRUE(g.pool_judged);
   ASSERT_TRUE(g.verdict_step.has_value());
   EXPECT_LE(*g.verdict_step, 60u);
   ASSERT_FALSE(g.sites.empty());
@@ -99,6 +100,7 @@ TEST(PythonLoopVerdict, a_jitted_loop_with_a_warmup_plateau_is_no_leak) {
   const GrowthReport& g = run.growth;
   EXPECT_EQ(g.verdict, Verdict::kNoLeak) << g.undecided_reason;
   EXPECT_EQ(g.step_source, "python-loop");
+  EXPECT_TRUE(g.pool_judged);
   EXPECT_TRUE(g.sites.empty());
   EXPECT_NE(g.note.find("pool's bytes in use"), std::string::npos) << g.note;
 }
@@ -163,6 +165,7 @@ TEST(PythonLoopVerdict, the_pool_is_not_judged_when_the_framework_hides_nothing)
   }
   Outcome run = analyze(t);
   EXPECT_EQ(run.growth.verdict, Verdict::kNoLeak);
+  EXPECT_FALSE(run.growth.pool_judged);
   EXPECT_TRUE(run.growth.sites.empty());
 }
 

@@ -503,3 +503,20 @@ def test_on_python_3_12_a_fast_loop_in_a_preallocated_pool_gets_a_verdict(
         assert abs(growth["rate_bytes_per_step"] - (1 << 20)) < (1 << 16)
         assert growth["cause"] == "tensors-kept-alive"
         assert growth["sites"][0]["site"]["function"] == "main"
+
+
+def test_the_collector_records_python_loop_steps_as_their_own_source(run_traced):
+    # A collector that knew sources 1-4 only took 6 for `explicit`, which
+    # outranks optimizer steps: python-loop must stay python-loop.
+    run = run_traced('''
+import ctypes
+_traced_collector.gpuleak_mark_clock_step.argtypes = [ctypes.c_uint64, ctypes.c_int, ctypes.c_uint32,
+                                                      ctypes.c_int]
+for step in range(1, 4):
+    _traced_collector.gpuleak_mark_clock_step(step, 6, 1, 1)
+_traced_collector.gpuleak_mark_clock_step(4, 99, 0, 1)
+leave_traced_program()
+''')
+    assert run.returncode == 0, run.stderr
+    assert [(s["step"], s["source"], s["clock"]) for s in run.steps()] == [
+        (1, 6, 1), (2, 6, 1), (3, 6, 1), (4, 2, 0)]  # an unknown source still counts as explicit
