@@ -113,3 +113,26 @@ def test_no_source_spells_a_cause_outside_the_table():
                         if pattern.search(code):
                             found.append("%s:%d: %s" % (rel, number, line.strip()))
     assert not found, "cause names spelled outside include/gpuleak/vocabulary.h:\n" + "\n".join(found)
+
+
+def test_docs_list_every_step_source_of_the_header_in_their_order_of_trust():
+    names = [text for _, _, text in x_macro("GPULEAK_STEP_SOURCES")]
+    schema_row = next(line for line in read("docs", "json-schema.md").splitlines()
+                      if line.startswith("| `step_source` |"))
+    assert set(re.findall(r"`([a-z]+(?:-[a-z]+)*)`", schema_row.split("|")[2])) >= set(names), \
+        "docs/json-schema.md's step_source row misses a step source"
+    # docs/torch.md's "Iterations" table: | order | `name` | ... in trust order,
+    # the order src/analysis/clock_arbiter.cpp's trust_rank gives.
+    table = re.findall(r"^\| ([0-9]+) \| `([a-z-]+)` \|", read("docs", "torch.md"), re.M)
+    assert sorted(name for _, name in table) == sorted(names), "docs/torch.md's order-of-trust table"
+    arbiter = read("src", "analysis", "clock_arbiter.cpp")
+    ranks = {}
+    for name, value, text in x_macro("GPULEAK_STEP_SOURCES"):
+        enumerator = "k" + "".join(part.capitalize() for part in name.split("_"))
+        enumerator = {"kDataloader": "kDataLoader"}.get(enumerator, enumerator)
+        match = re.search(r"case trace::StepSource::%s:\s*return ([0-9]+);" % enumerator, arbiter)
+        assert match, "trust_rank has no case for %s" % enumerator
+        ranks[text] = int(match.group(1))
+    documented = [name for _, name in sorted(table, key=lambda row: int(row[0]))]
+    assert documented == sorted(names, key=lambda text: ranks[text]), \
+        "docs/torch.md's order of trust differs from trust_rank in clock_arbiter.cpp"
