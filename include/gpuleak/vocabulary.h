@@ -40,6 +40,11 @@
   X(ALLOCATION_PERIOD, 5, "allocation-period") \
   X(PYTHON_LOOP, 6, "python-loop")
 
+/* The site id of a framework pool's bytes in use (JAX preallocating), for
+ * the holder walk's answer about the arrays that fill it: not a stack id
+ * (stack ids count up from 1). */
+#define GPULEAK_POOL_SITE_ID 0xffffffffu
+
 /* Whose memory pool an array block comes from
  * (gpuleak_record_array_alloc's `framework`). X(NAME, id, name) */
 #define GPULEAK_FRAMEWORKS(X) \

@@ -42,13 +42,14 @@ def install():
 
 
 def install_python_loop():
-    """The main script's loop as a step source (python_loop.py; Python 3.12+). Never raises."""
-    try:
-        from gpuleak import _collector, python_loop
+    """The main script's loop as a step source (python_loop.py; Python 3.12+). Never raises.
 
-        collector = _collector.load()
-        if collector is not None:
-            python_loop.install(collector)
+    Loads no collector: its annotations wait for the first one loaded, its
+    marks for the collector to be in the process."""
+    try:
+        from gpuleak import python_loop
+
+        python_loop.install()
     except Exception as error:
         say_once("python-loop", "cannot follow the main script's loop (%s)" % error)
 

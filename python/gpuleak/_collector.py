@@ -48,8 +48,12 @@ class Collector:
         self._annotate = entry("gpuleak_annotate", [text, text])
         # Annotations made before the recorder started (JAX and CuPy are set
         # up at import, before the program's first CUDA call starts it) wait
-        # here and are written by the first annotation or sample after it did.
-        self._waiting_annotations = []
+        # here and are written by the first annotation or sample after it did;
+        # so do those made before the library was loaded (_startup_annotations).
+        from gpuleak import _startup_annotations
+
+        self._waiting_annotations = [(key.encode("utf-8"), value.encode("utf-8", "replace"))
+                                     for key, value in _startup_annotations.take()]
         self.flush = entry("gpuleak_flush", [])
         try:  # older collectors have no array events
             self._record_array_alloc = entry("gpuleak_record_array_alloc", [u64, u64, i32, u64, i32])
@@ -131,6 +135,22 @@ MAX_WAITING_ANNOTATIONS = 64
 
 _loaded = None
 _load_tried = False
+
+def loaded_in_process():
+    """Whether the collector is in the process already (the CUDA driver's injection, or
+    the package), without loading it: RTLD_NOLOAD. Loads the package's handle then."""
+    if _loaded is not None or _load_tried:
+        return _loaded is not None
+    path = os.environ.get("GPULEAK_COLLECTOR")
+    if not path:
+        return False
+    try:
+        import ctypes
+
+        ctypes.CDLL(path, mode=os.RTLD_NOLOAD | os.RTLD_LAZY)
+    except (OSError, AttributeError):
+        return False
+    return load() is not None
 
 
 def load():

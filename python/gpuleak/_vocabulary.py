@@ -21,6 +21,10 @@ STEP_FROM_DATALOADER = 4
 STEP_FROM_ALLOCATION_PERIOD = 5
 STEP_FROM_PYTHON_LOOP = 6
 
+# The site id of a framework pool's bytes in use (GPULEAK_POOL_SITE_ID): what
+# a holder answer about the arrays inside JAX's preallocated pool is for.
+POOL_SITE_ID = 0xFFFFFFFF
+
 # Whose pool an array block is from: gpuleak_record_array_alloc's
 # `framework` (GPULEAK_FRAMEWORKS).
 FRAMEWORK_CUPY = 1

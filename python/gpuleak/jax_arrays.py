@@ -32,6 +32,7 @@ import time
 
 from gpuleak import _collector
 from gpuleak._notice import say_once
+from gpuleak._vocabulary import POOL_SITE_ID
 
 HOW_TO_SEE = "XLA_PYTHON_CLIENT_PREALLOCATE=false XLA_PYTHON_CLIENT_ALLOCATOR=platform"
 
@@ -74,7 +75,8 @@ def first_gpu(jax):
 
 
 def record_pool(device, collector):
-    """Records the device's bytes in use (and reserved, when it says) as pool samples."""
+    """Records the device's bytes in use (and reserved, when it says) as pool samples;
+    returns the bytes in use, or None."""
     stats = device.memory_stats() or {}
     used = stats.get("bytes_in_use")
     reserved = stats.get("bytes_reserved") or stats.get("bytes_limit")
@@ -83,16 +85,40 @@ def record_pool(device, collector):
         collector.record_sample(_collector.METRIC_POOL_USED_BYTES, index, int(used))
     if reserved is not None:
         collector.record_sample(_collector.METRIC_POOL_RESERVED_BYTES, index, int(reserved))
+    return None if used is None else int(used)
+
+
+def _holder_requests():
+    """The process's HolderRequests (GPULEAK_HOLDER_REQUESTS=1, set by `gpuleak run`), or None."""
+    from gpuleak import _runtime
+
+    return _runtime.clock().holder_requests
 
 
 class PoolReader:
     """The pool's bytes in use at step boundaries (StepClock.pool_reader), at most every
-    `interval_s`: memory_stats() builds a dict of a dozen entries (microseconds)."""
+    `interval_s`: memory_stats() builds a dict of a dozen entries (microseconds).
 
-    def __init__(self, jax, collector, interval_s=0.001, clock=time.perf_counter):
+    It also asks for the holder of what fills the pool, once (the driver sees
+    no array, so the collector's live index never makes a candidate): when
+    the pool has risen at STREAK reads in a row, the arrays that appeared
+    since it had risen at STREAK // 2 (up to 64 of them, by
+    unsafe_buffer_pointer and nbytes) are walked for, as the pool's site
+    (POOL_SITE_ID), in the forked walk of _holder_requests.py. `requests()`
+    gives the step clock's HolderRequests, or None (no `gpuleak run`)."""
+
+    STREAK = 8
+    MAX_ARRAYS = 64
+
+    def __init__(self, jax, collector, interval_s=0.001, clock=time.perf_counter, requests=None):
         self.jax, self.collector, self.interval_s, self.clock = jax, collector, interval_s, clock
+        self.requests = requests if requests is not None else _holder_requests
         self.device = None
         self.next_s = 0.0
+        self.last_used = None
+        self.rises = 0
+        self.before = None    # array ranges live when the pool had risen STREAK // 2 times
+        self.asked = False
 
     def on_step(self):
         now = self.clock()
@@ -103,7 +129,38 @@ class PoolReader:
             self.device = first_gpu(self.jax)
             if self.device is None:
                 return
-        record_pool(self.device, self.collector)
+        used = record_pool(self.device, self.collector)
+        if used is None or self.asked:
+            return
+        self.rises = self.rises + 1 if self.last_used is not None and used > self.last_used else 0
+        self.last_used = used
+        if self.rises == self.STREAK // 2 and self.before is None:
+            self.before = set(self.array_ranges())
+        elif self.rises >= self.STREAK and self.before is not None:
+            self.asked = True
+            self.ask_for_holder()
+
+    def array_ranges(self):
+        """[start, size] of every live single-device JAX array."""
+        from gpuleak.holders.array_scan import array_range, live_arrays
+
+        listed = getattr(self.jax, "live_arrays", None)
+        arrays = listed() if listed is not None else live_arrays((self.jax.Array,))
+        ranges = []
+        for array in arrays:
+            span = array_range(array)
+            if span is not None:
+                ranges.append((span[0], span[1] - span[0]))
+        return ranges
+
+    def ask_for_holder(self):
+        requests = self.requests()
+        if requests is None:
+            return
+        new = [list(r) for r in self.array_ranges() if r not in self.before][:self.MAX_ARRAYS]
+        self.before = None
+        if new:
+            requests.answer_candidates([(POOL_SITE_ID, new)])
 
 
 class PoolSampler(threading.Thread):

@@ -344,8 +344,6 @@ class LoopSignal:
         self.annotate_key("python_loop", value)
 
     def annotate_key(self, key, value):
-        if self.collector is None:
-            return
         try:
             self.collector.annotate(key, json.dumps(value))
         except Exception:
@@ -355,29 +353,70 @@ class LoopSignal:
 _signal = None
 
 
-def install(collector, environ=None, version_info=None):
+class EarlyAnnotations:
+    """Annotations through the loaded collector, else kept for the first one
+    (_startup_annotations.py): start-up loads neither it nor ctypes."""
+
+    @staticmethod
+    def annotate(key, value_json):
+        collector_module = sys.modules.get("gpuleak._collector")
+        loaded = getattr(collector_module, "_loaded", None)
+        if loaded is not None:
+            loaded.annotate(key, value_json)
+        else:
+            from gpuleak import _startup_annotations
+
+            _startup_annotations.keep(key, value_json)
+
+
+class StepMarks:
+    """Marks at each time round the chosen loop, once the collector is in the process.
+
+    Start-up does not load the collector (a process that never uses CUDA
+    should not pay for it): until the CUDA driver's injection or the package
+    loaded it, marks are dropped, and whether it is there is checked at most
+    every 0.1 s (dlopen with RTLD_NOLOAD)."""
+
+    def __init__(self, clock=time.monotonic):
+        self.step_clock = None
+        self.next_check_s = 0.0
+        self.clock = clock
+
+    def __call__(self, clock_number):
+        step_clock = self.step_clock
+        if step_clock is None:
+            now = self.clock()
+            if now < self.next_check_s:
+                return
+            self.next_check_s = now + 0.1
+            from gpuleak import _collector, _runtime
+
+            if not _collector.loaded_in_process():
+                return
+            step_clock = self.step_clock = _runtime.clock()
+        step_clock.python_loop_iteration(clock_number)
+
+
+def install(collector=None, environ=None, version_info=None):
     """Follows the main script's loop from now on (Python 3.12+), once. Never raises.
 
-    Called at start-up (sitecustomize, before the script runs). Returns the
-    LoopSignal, or None where it is unavailable (the annotation says why)."""
+    Called at start-up (sitecustomize, before the script runs). `collector`
+    is where annotations go (default: kept until the collector is loaded).
+    Returns the LoopSignal, or None where it is unavailable (the
+    `python_loop` annotation says why)."""
     global _signal
     if _signal is not None:
         return _signal
+    collector = EarlyAnnotations() if collector is None else collector
     try:
         reason = unavailable_reason(version_info, environ)
         if reason is None:
-            from gpuleak import _runtime
-
-            def mark(clock_number):
-                _runtime.clock().python_loop_iteration(clock_number)
-
-            signal = LoopSignal(sys.monitoring, collector, mark)
+            signal = LoopSignal(sys.monitoring, collector, StepMarks())
             reason = signal.start()
             if reason is None:
                 _signal = signal
                 return signal
-        if collector is not None:
-            collector.annotate("python_loop", json.dumps({"available": False, "reason": reason}))
+        collector.annotate("python_loop", json.dumps({"available": False, "reason": reason}))
     except Exception as error:
         say_once("python-loop", "cannot follow the main script's loop (%s)" % error)
     return None

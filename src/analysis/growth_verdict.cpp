@@ -54,6 +54,8 @@ SiteGrowth ProcessAnalysis::pool_site(const Phase& phase) const {
   if (first < phase.growth.boundaries()) s.first_growing_step = phase.growth.step_number_at(first);
   auto site = clock_sites_.find(phase.clock);
   if (site != clock_sites_.end()) s.site = site->second;
+  // The package's walk for the arrays that filled the pool (jax_arrays.py).
+  if (const HolderFinding* h = holders_.find(kPoolSiteId)) s.bounded = h->bounded;
   return s;
 }
 

@@ -120,7 +120,7 @@ struct SiteGrowth {
 
 // SiteGrowth::site_id of a framework pool's bytes in use (JAX preallocating,
 // judged per iteration of the main script's loop): not a stack id.
-inline constexpr std::uint32_t kPoolSiteId = 0xffffffffu;
+inline constexpr std::uint32_t kPoolSiteId = GPULEAK_POOL_SITE_ID;
 
 enum class Verdict { kNotYet, kNoLeak, kLeak };
 const char* verdict_name(Verdict verdict);  // "NOT YET", "NO LEAK", "LEAK"

@@ -382,6 +382,59 @@ def test_python_loop_ticks_pace_only_where_no_program_clock_ticked_and_read_the_
     assert collector.calls.count(("pool",)) == 1  # the explicit step's, not the loop's
 
 
+class FakeArray:
+    def __init__(self, pointer, nbytes=1 << 20):
+        self.pointer, self.nbytes = pointer, nbytes
+
+    def unsafe_buffer_pointer(self):
+        return self.pointer
+
+
+class PoolStandIn:
+    """A device whose bytes in use are its live arrays', and jax.live_arrays()."""
+    platform, id = "gpu", 0
+
+    def __init__(self):
+        self.arrays = [FakeArray(0x1000)]  # the parameters
+
+    def memory_stats(self):
+        return {"bytes_in_use": sum(a.nbytes for a in self.arrays)}
+
+
+def test_the_pool_reader_asks_once_for_the_holder_of_the_arrays_that_filled_the_pool():
+    device = PoolStandIn()
+    fake_jax = types.SimpleNamespace(devices=lambda: [device], live_arrays=lambda: list(device.arrays))
+    asked = []
+    requests = types.SimpleNamespace(answer_candidates=asked.append)
+    collector = types.SimpleNamespace(record_sample=lambda *a: None)
+    reader = PoolReader(fake_jax, collector, interval_s=0, requests=lambda: requests)
+    for step in range(1, 40):
+        device.arrays[0] = FakeArray(0x1000 + step)  # new parameters each step, the old freed
+        device.arrays.append(FakeArray(0x100000 * step))  # and the step's weights kept
+        reader.on_step()
+    assert len(asked) == 1
+    [(site_id, ranges)] = asked[0]
+    assert site_id == 0xFFFFFFFF
+    kept = {0x100000 * step for step in range(1, 40)}
+    # Only arrays that appeared between the 4th and the 8th rise: the kept
+    # weights of those steps and the latest parameters.
+    assert 4 <= len(ranges) <= 6 and sum(r[0] in kept for r in ranges) >= len(ranges) - 1
+    assert all(r[1] == 1 << 20 for r in ranges)
+
+
+def test_a_flat_pool_asks_for_no_holder():
+    device = PoolStandIn()
+    fake_jax = types.SimpleNamespace(devices=lambda: [device], live_arrays=lambda: list(device.arrays))
+    asked = []
+    requests = types.SimpleNamespace(answer_candidates=asked.append)
+    reader = PoolReader(fake_jax, types.SimpleNamespace(record_sample=lambda *a: None), interval_s=0,
+                        requests=lambda: requests)
+    for step in range(1, 100):
+        device.arrays[0] = FakeArray(0x1000 + step)
+        reader.on_step()
+    assert asked == []
+
+
 def test_the_pool_reader_reads_at_most_once_per_interval():
     class Device:
         platform, id = "gpu", 0
@@ -404,6 +457,8 @@ def test_the_pool_reader_reads_at_most_once_per_interval():
 # ---- a traced child -------------------------------------------------------------------
 
 STAND_IN_JAX = '''
+import weakref
+
 class Device:
     platform, id = "gpu", 0
     def __init__(self):
@@ -412,9 +467,26 @@ class Device:
         return {"bytes_in_use": self.in_use, "bytes_limit": 64 << 30}
 
 _device = Device()
+_live = weakref.WeakSet()
+_next = [0x7f0000000000]
+
+class Array:
+    """An array inside the preallocated pool: its bytes count in use while it lives."""
+    def __init__(self, nbytes):
+        self.nbytes, self._pointer = nbytes, _next[0]
+        _next[0] += nbytes
+        _device.in_use += nbytes
+        _live.add(self)
+    def unsafe_buffer_pointer(self):
+        return self._pointer
+    def __del__(self):
+        _device.in_use -= self.nbytes
 
 def devices():
     return [_device]
+
+def live_arrays():
+    return list(_live)
 '''
 
 LOOP_PROGRAM = '''
@@ -422,15 +494,15 @@ import time
 import jax
 
 def main(keep):
-    kept = []
-    device = jax.devices()[0]
+    weight_history = []
+    params = jax.Array(1 << 20)
     for step in range(200):
         started = time.perf_counter()
         while time.perf_counter() - started < 0.0005:  # a 0.5 ms jitted step
             pass
+        params = jax.Array(1 << 20)  # the step's new weights; the old ones are freed
         if keep:
-            device.in_use += 1 << 20  # this step's weights appended to a list
-        kept.append(step)
+            weight_history.append(params)
 
 main(KEEP)
 leave_traced_program()
@@ -484,7 +556,8 @@ def test_on_python_3_12_a_fast_loop_in_a_preallocated_pool_gets_a_verdict(
     (tmp_path / "site-packages" / "jax" / "__init__.py").write_text(STAND_IN_JAX)
     run = run_traced(LOOP_PROGRAM.replace("KEEP", str(keep)),
                      {"PYTHONPATH": os.pathsep.join([os.path.join(PACKAGE_DIR, "boot"), PACKAGE_DIR,
-                                                     str(tmp_path / "site-packages")])})
+                                                     str(tmp_path / "site-packages")]),
+                      "GPULEAK_HOLDER_REQUESTS": "1"})
     assert run.returncode == 0, run.stderr
     assert run.gpuleak_lines() == [], run.stderr
     steps = [s for s in run.steps() if s["source"] == _collector.STEP_FROM_PYTHON_LOOP]
@@ -503,6 +576,7 @@ def test_on_python_3_12_a_fast_loop_in_a_preallocated_pool_gets_a_verdict(
         assert abs(growth["rate_bytes_per_step"] - (1 << 20)) < (1 << 16)
         assert growth["cause"] == "tensors-kept-alive"
         assert growth["sites"][0]["site"]["function"] == "main"
+        assert growth["holder"]["holder"]["name"] == "weight_history", growth["holder"]
 
 
 def test_the_collector_records_python_loop_steps_as_their_own_source(run_traced):
@@ -520,3 +594,23 @@ leave_traced_program()
     assert run.returncode == 0, run.stderr
     assert [(s["step"], s["source"], s["clock"]) for s in run.steps()] == [
         (1, 6, 1), (2, 6, 1), (3, 6, 1), (4, 2, 0)]  # an unknown source still counts as explicit
+
+
+def test_marks_wait_for_the_collector_to_be_in_the_process_and_check_at_most_every_100_ms(monkeypatch):
+    from gpuleak import _collector, _runtime
+
+    present, checks, marked = [False], [], []
+    monkeypatch.setattr(_collector, "loaded_in_process", lambda: checks.append(1) or present[0])
+    monkeypatch.setattr(_runtime, "clock", lambda: types.SimpleNamespace(
+        python_loop_iteration=marked.append))
+    now = [0.0]
+    marks = python_loop.StepMarks(clock=lambda: now[0])
+    for _ in range(50):  # 50 iterations of 1 ms, no collector: one check
+        now[0] += 0.001
+        marks(1)
+    assert len(checks) == 1 and marked == []
+    now[0] += 0.2
+    present[0] = True
+    for _ in range(3):
+        marks(1)
+    assert marked == [1, 1, 1] and len(checks) == 2

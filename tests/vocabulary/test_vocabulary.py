@@ -136,3 +136,8 @@ def test_docs_list_every_step_source_of_the_header_in_their_order_of_trust():
     documented = [name for _, name in sorted(table, key=lambda row: int(row[0]))]
     assert documented == sorted(names, key=lambda text: ranks[text]), \
         "docs/torch.md's order of trust differs from trust_rank in clock_arbiter.cpp"
+
+
+def test_the_pool_site_id_is_the_headers():
+    match = re.search(r"#define GPULEAK_POOL_SITE_ID (0x[0-9a-f]+)u", read("include", "gpuleak", "vocabulary.h"))
+    assert match and python_vocabulary()["POOL_SITE_ID"] == int(match.group(1), 16)
