@@ -145,6 +145,13 @@ class HolderRequests:
         # in the process, so short jobs get their holders too (a request from
         # gpuleak run can only come after the trace reached it).
         self.last_step = self.clock()
+        if not self.stepped and driver_allocations_are_arrays() and \
+                getattr(self.collector, "growth_tick", None) is not None:
+            # The first step of a JAX loop with the platform allocator (the
+            # main script's loop, python_loop.py) ends the watcher's growth
+            # ticks: its driver allocations, which are its arrays, must stay
+            # in the live index the steps judge from now on.
+            self.collector.growth_tick(True)
         self.stepped = True
         take = getattr(self.collector, "take_growth_candidates", None)
         candidates = take() if take is not None else []

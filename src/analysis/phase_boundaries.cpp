@@ -104,11 +104,13 @@ void ProcessAnalysis::evaluate(Phase& phase) {
 
 bool ProcessAnalysis::pool_judged(const Phase& phase) const {
   if (hidden_allocations_reason_.empty()) return false;
-  // Read at most boundaries (at least half), and at enough of them for a
-  // verdict: a reading every 500 ms of a loop that ran 0.1 s says nothing.
+  // Read at a quarter of the boundaries or more (the package reads at most
+  // once per ms, and a jitted step takes about 0.5 ms: every second one),
+  // and at enough of them for a verdict: a reading every 500 ms of a loop
+  // that ran 0.1 s says nothing.
   const GrowthOptions& o = options_.growth;
   std::uint64_t total = phase.pool_used_at_boundary.total();
-  return total >= o.warmup_steps + o.min_steps && 2 * phase.pool_fresh >= total;
+  return total >= o.warmup_steps + o.min_steps && 4 * phase.pool_fresh >= total;
 }
 
 }  // namespace gpuleak::analysis

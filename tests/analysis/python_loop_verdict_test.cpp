@@ -105,6 +105,18 @@ TEST(PythonLoopVerdict, a_jitted_loop_with_a_warmup_plateau_is_no_leak) {
   EXPECT_NE(g.note.find("pool's bytes in use"), std::string::npos) << g.note;
 }
 
+TEST(PythonLoopVerdict, a_pool_read_every_second_iteration_is_enough) {
+  // The package reads at most once per ms; a jitted step takes ~0.5 ms.
+  SyntheticTrace t;
+  jax_preallocating(t);
+  for (std::uint64_t step = 1; step <= 200; ++step) {
+    iteration(t, step, 3 * kMiB + step * kMiB, /*read=*/step % 2 == 0);
+  }
+  Outcome run = analyze(t);
+  EXPECT_EQ(run.growth.verdict, Verdict::kLeak) << run.growth.undecided_reason;
+  EXPECT_NEAR(run.growth.rate_bytes_per_step, static_cast<double>(kMiB), kMiB / 8.0);
+}
+
 TEST(PythonLoopVerdict, a_pool_read_too_rarely_still_says_not_yet) {
   // Only the 500 ms sampler read the pool (a loop of 0.1 s): the loop's
   // boundaries are there, the pool's level at them is not.
