@@ -385,5 +385,44 @@ TEST(HtmlReport, empty_report_is_still_a_complete_page) {
   EXPECT_EQ(nlohmann::json::parse(data_block(page)), to_json(std::vector<ProcessReport>{}));
 }
 
+// JAX preallocating, judged by its pool's bytes in use at each time round the
+// main script's loop: the text names the loop the pool grew in (the arrays
+// have no stacks) and a clean run says what was judged.
+TEST(PoolJudgedReport, text_json_and_page_say_the_verdict_is_the_pools) {
+  ProcessReport r = clean_report(8);
+  r.growth.step_source = "python-loop";
+  r.growth.pool_judged = true;
+  std::ostringstream clean;
+  report::write_text_report(clean, {r}, {});
+  EXPECT_NE(clean.str().find("Verdict: NO LEAK (the pool's bytes in use do not keep growing)"),
+            std::string::npos)
+      << clean.str();
+  EXPECT_NE(page_of({r}).find("bytes in use do not keep growing"), std::string::npos);
+
+  r.growth.verdict = analysis::Verdict::kLeak;
+  r.growth.rate_bytes_per_step = 1 << 20;
+  analysis::SiteGrowth pool;
+  pool.site_id = analysis::kPoolSiteId;
+  pool.rate_bytes_per_step = 1 << 20;
+  pool.live_bytes = 200 << 20;
+  pool.origin = "arrays inside the framework's pool (its bytes in use)";
+  pool.site.file = "/job/leak_param_history.py";
+  pool.site.line = 49;
+  pool.site.function = "main";
+  r.growth.sites.push_back(pool);
+  std::ostringstream leak;
+  report::write_text_report(leak, {r}, {});
+  EXPECT_NE(leak.str().find("Growing +1.00 MiB/iteration"), std::string::npos) << leak.str();
+  EXPECT_NE(leak.str().find("in the loop at leak_param_history.py:49 in main; the arrays inside "
+                            "the pool are not seen one by one"),
+            std::string::npos)
+      << leak.str();
+  EXPECT_EQ(leak.str().find("no stack recorded"), std::string::npos);
+  nlohmann::json json = report::to_json(r);
+  EXPECT_EQ(json["growth"]["pool_judged"], true);
+  EXPECT_EQ(json["growth"]["sites"][0]["site_id"], 4294967295u);
+  EXPECT_EQ(json["growth"]["sites"][0]["site"]["function"], "main");
+}
+
 }  // namespace
 }  // namespace gpuleak::report
