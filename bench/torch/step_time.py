@@ -75,6 +75,8 @@ def main():
     parser.add_argument("--steps", type=int, default=300)
     parser.add_argument("--warmup", type=int, default=30)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--alternate", default="",
+                        help="tensor-recording modes to alternate within each round, e.g. 0,3")
     args = parser.parse_args()
 
     device = torch.device("cuda")
@@ -111,6 +113,8 @@ def main():
     for _ in range(args.warmup):
         step()
     torch.cuda.synchronize()
+    if args.alternate:
+        return alternate(args, step, torch)
     rounds = []
     for _ in range(args.rounds):
         start = time.perf_counter()
@@ -125,6 +129,66 @@ def main():
               "steps_per_round": args.steps, "torch": torch.__version__}
     if args.mode == "hook":
         result["hook_attach_seconds"] = hook_seconds
+    print(json.dumps(result))
+    return 0
+
+
+def without_python_hooks(torch):
+    """Takes gpuleak's per-step Python hooks out; returns what puts them back."""
+    from torch.optim import optimizer as optim_module
+    graph = torch.autograd.graph
+    saved = {name: dict(getattr(optim_module, name)) for name in
+             ("_global_optimizer_pre_hooks", "_global_optimizer_post_hooks")}
+    for name in saved:
+        getattr(optim_module, name).clear()
+    wrappers = {m: getattr(m, "_engine_run_backward", None) for m in (graph, torch.autograd)}
+    for module, wrapper in wrappers.items():
+        if wrapper is not None:
+            module._engine_run_backward = getattr(wrapper, "__wrapped__", wrapper)
+
+    def restore():
+        for name, hooks in saved.items():
+            getattr(optim_module, name).update(hooks)
+        for module, wrapper in wrappers.items():
+            if wrapper is not None:
+                module._engine_run_backward = wrapper
+    return restore
+
+
+def alternate(args, step, torch):
+    library = os.environ.get("GPULEAK_COLLECTOR")
+    switch = getattr(ctypes.PyDLL(library), "gpuleak_benchmark_tensor_recording", None) \
+        if library else None
+    if switch is None:
+        print(json.dumps({"error": "no collector with gpuleak_benchmark_tensor_recording"}))
+        return 1
+    switch.argtypes, switch.restype = [ctypes.c_int], ctypes.c_int
+    modes = [int(m) for m in args.alternate.split(",")]
+    times = {m: [] for m in modes}
+    for r in range(args.rounds):
+        # Rotated, so no mode always follows the same one.
+        for m in modes[r % len(modes):] + modes[:r % len(modes)]:
+            if switch(max(m, 0)) != 0:
+                print(json.dumps({"error": "the collector is not recording"}))
+                return 1
+            restore = without_python_hooks(torch) if m < 0 else (lambda: None)
+            try:
+                start = time.perf_counter()
+                for _ in range(args.steps):
+                    step()
+                torch.cuda.synchronize()
+                times[m].append((time.perf_counter() - start) / args.steps)
+            finally:
+                restore()
+    switch(3)
+    base = times[modes[0]]
+    result = {"model": args.model, "mode": args.mode, "alternate": modes,
+              "steps_per_round": args.steps, "rounds": args.rounds, "torch": torch.__version__,
+              "step_seconds": statistics.median(times[modes[-1]]),
+              "mode_step_seconds": {str(m): statistics.median(v) for m, v in times.items()},
+              "mode_ratio_to_first": {str(m): statistics.median(a / b for a, b in zip(v, base))
+                                      for m, v in times.items()},
+              "mode_rounds": {str(m): v for m, v in times.items()}}
     print(json.dumps(result))
     return 0
 
