@@ -67,9 +67,9 @@ def configurations(gpuleak, trace_root):
     def hook_with(**env):
         return (lambda m, i: [sys.executable, STEP_TIME], ["--mode", "hook"], dict(in_process, **env))
 
-    def wrapped(mode):
+    def wrapped(mode, name=None):
         def argv(model, index):
-            out = os.path.join(trace_root, "%s-%s-%d" % (mode, model, index))
+            out = os.path.join(trace_root, "%s-%s-%d" % (name or mode, model, index))
             return [gpuleak, "run", "-q", "--torch-mode", mode, "-o", out, "--", sys.executable, STEP_TIME]
         return argv
     return {
@@ -86,13 +86,13 @@ def configurations(gpuleak, trace_root):
         "hook_python_only": hook_with(GPULEAK_NATIVE_DEPTH="0"),
         "gpuleak_no_tensors": (wrapped("off"), [], {}),
         "gpuleak_async": (wrapped("async"), [], {}),
-        "gpuleak_no_sampling": (wrapped("hook"), [], {"GPULEAK_SAMPLE_MS": "100000000",
+        "gpuleak_no_sampling": (wrapped("hook", "no-sampling"), [], {"GPULEAK_SAMPLE_MS": "100000000",
                                                       "GPULEAK_DEVICE_SAMPLE_MS": "100000000"}),
-        "gpuleak_deep_tensor_stacks": (wrapped("hook"), [], {"GPULEAK_TENSOR_NATIVE_DEPTH": "64"}),
-        "gpuleak_no_reuse": (wrapped("hook"), [], {"GPULEAK_REUSE_STACKS": "0"}),
+        "gpuleak_deep_tensor_stacks": (wrapped("hook", "deep"), [], {"GPULEAK_TENSOR_NATIVE_DEPTH": "64"}),
+        "gpuleak_no_reuse": (wrapped("hook", "no-reuse"), [], {"GPULEAK_REUSE_STACKS": "0"}),
         # The in-process split (step_time.py --alternate): one gpuleak run
         # whose rounds switch tensor recording's parts and the Python hooks.
-        "gpuleak_split": (wrapped("hook"), ["--alternate", SPLIT_MODES, "--rounds", "12"], {}),
+        "gpuleak_split": (wrapped("hook", "split"), ["--alternate=" + SPLIT_MODES, "--rounds", "12"], {}),
     }
 
 
