@@ -94,6 +94,15 @@ bool is_internal_python(const std::string& filename) {
 }
 
 std::string backward_node_of(const std::string& function) {
+  // The node's own frame, recorded by the allocator hook instead of the
+  // engine thread's stack: "vtable for torch::autograd::generated::AddmmBackward0".
+  constexpr std::string_view kNodeVtable = "vtable for torch::autograd::";
+  if (std::string_view(function).starts_with(kNodeVtable)) {
+    std::string_view scope = std::string_view(function).substr(kNodeVtable.size());
+    // The last name of the scope, template arguments included.
+    auto colon = scope.substr(0, scope.find('<')).rfind("::");
+    return std::string(colon == std::string_view::npos ? scope : scope.substr(colon + 2));
+  }
   // "torch::autograd::generated::AddmmBackward0::apply(...)" -> "AddmmBackward0"
   auto apply = function.find("::apply(");
   if (apply == std::string::npos) apply = function.size();

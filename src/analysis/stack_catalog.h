@@ -83,7 +83,9 @@ class StackCatalog {
 Site choose_site(const std::vector<Frame>& frames);
 // Whether a source line is a function's def statement (after indentation).
 bool is_def_line(std::string_view source_line);
-// "AddmmBackward0" for "torch::autograd::generated::AddmmBackward0::apply(...)", else "".
+// "AddmmBackward0" for "torch::autograd::generated::AddmmBackward0::apply(...)"
+// and for the node frame the allocator hook records ("vtable for
+// torch::autograd::generated::AddmmBackward0"), else "".
 std::string backward_node_of(const std::string& function);
 // True for frames inside CUDA, CUPTI, the collector, the Python interpreter,
 // the standard library, PyTorch's own code, or gpuleak's Python package.

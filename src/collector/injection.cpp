@@ -324,6 +324,25 @@ extern "C" __attribute__((visibility("default"))) void gpuleak_record_torch_allo
   });
 }
 
+extern "C" __attribute__((visibility("default"))) void gpuleak_record_torch_alloc_in_node(
+    uint64_t address, uint64_t size, int device, uint64_t stream, uint64_t node_type) {
+  if (g_benchmark_skip_tensors.load(std::memory_order_relaxed)) return;
+  guarded([&](Recorder& r) {
+    if (node_type == 0 || r.config().backward_native_stacks) {
+      r.record_alloc(address, size, MemoryKind::kTorchBlock, kApiTorchAlloc, device, stream,
+                     /*with_native=*/false);
+      return;
+    }
+    // The node's type stands for the native stack (its one frame symbolizes
+    // to the node's class): unwinding the engine thread's 24 frames cost a
+    // tenth of a launch-bound training step.
+    const std::uint64_t frames[1] = {node_type};
+    const StackTable::NativeFrames node{frames, 1};
+    r.record_alloc(address, size, MemoryKind::kTorchBlock, kApiTorchAlloc, device, stream,
+                   /*with_native=*/false, &node);
+  });
+}
+
 extern "C" __attribute__((visibility("default"))) void gpuleak_record_torch_free(uint64_t address,
                                                                                  int device) {
   if (g_benchmark_skip_tensors.load(std::memory_order_relaxed)) return;

@@ -117,7 +117,7 @@ bool StackTable::native_frames_wanted(bool with_native) const {
   std::uint64_t own[kMaxNativeFrames];
   const std::uint64_t* native = own;
   int native_frames = 0;
-  if (unwound) {
+  if (unwound && tensor_stacks == static_cast<int>(TensorStacks::kFull)) {
     native = unwound->frames;
     native_frames = unwound->count;
   } else if (config_.native_depth > 0 && tensor_stacks == static_cast<int>(TensorStacks::kFull) &&

@@ -49,6 +49,23 @@ TEST(BackwardSites, backward_node_is_named_from_the_generated_apply_frame) {
   EXPECT_EQ(backward_node_of("at::native::addmm_out_cuda(...)"), "");
 }
 
+// The allocator hook names the running node by its class (one frame: the
+// node's vtable, which the symbolizer demangles as "vtable for ...") instead
+// of unwinding the engine thread.
+TEST(BackwardSites, backward_node_is_named_from_the_node_frame_the_hook_records) {
+  EXPECT_EQ(backward_node_of("vtable for torch::autograd::generated::AddmmBackward0"),
+            "AddmmBackward0");
+  EXPECT_EQ(backward_node_of("vtable for torch::autograd::AccumulateGrad"), "AccumulateGrad");
+  EXPECT_EQ(backward_node_of("vtable for torch::autograd::CppNode<MyFunction>"),
+            "CppNode<MyFunction>");
+  EXPECT_EQ(backward_node_of("vtable for torch::autograd::generated::details::Foo<a::b>"),
+            "Foo<a::b>");
+  // Other classes' vtables are not autograd nodes.
+  EXPECT_EQ(backward_node_of("vtable for c10::TensorImpl"), "");
+  EXPECT_EQ(backward_node_of("vtable for "), "");
+  EXPECT_EQ(backward_node_of("vtable for torch::autograd::"), "");
+}
+
 TEST(BackwardSites,
      no_site_of_a_recorded_training_run_is_a_gpuleak_frame_and_backward_ones_say_so) {
   // A training loop: its gradients are allocated on autograd's engine thread
