@@ -49,13 +49,16 @@ MODEL_ARGS = {
 }
 
 
-# -1: no tensor recording, no Python hooks; 0: hooks only; 1: tensors without
-# stacks; 2: with Python frames; 3: everything (step_time.py --alternate).
-SPLIT_MODES = "-1,0,1,2,3"
-SPLIT_PARTS = [("python_step_hooks_and_backward_wrapper", "0", "-1"),
+# -2: no driver capture, no tensor recording, no Python hooks; -1: driver
+# calls captured; 0: Python hooks too; 1: tensors without stacks; 2: with
+# Python frames; 3: everything (step_time.py --alternate).
+SPLIT_MODES = "-2,-1,0,1,2,3"
+SPLIT_PARTS = [("driver_call_capture", "-1", "-2"),
+               ("python_step_hooks_and_backward_wrapper", "0", "-1"),
                ("tensor_events_without_stacks", "1", "0"),
                ("python_frames", "2", "1"),
-               ("native_stacks_of_threads_without_python", "3", "2")]
+               ("native_stacks_of_threads_without_python", "3", "2"),
+               ("all_but_pytorch_trace_path", "3", "-2")]
 
 
 def configurations(gpuleak, trace_root):

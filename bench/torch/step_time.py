@@ -17,6 +17,20 @@ The tracking mode is chosen by the harness: through the environment
            GPULEAK_DISABLE=1 the tracker forwards to a collector that records
            nothing: PyTorch's own trace path and the calls alone)
 Prints one JSON object: median seconds per step over --rounds rounds.
+
+--alternate=-2,-1,0,1,2,3 (under `gpuleak run`, or with --mode hook) times
+the parts of gpuleak inside this one process: each round runs the steps
+once per mode (0: tensor events dropped at the door by the collector's
+gpuleak_benchmark_tensor_recording, 1: recorded without stacks, 2: with
+Python frames only, 3: as normal; -1: as 0, and gpuleak's Python hooks
+taken out for the round: torch's global optimizer hooks and the backward
+wrapper that lends Python stacks; -2: as -1, and driver calls not captured
+(CUPTI's callbacks off, or the interposer detached): what is left of gpuleak
+then is PyTorch's trace path into the tracker and the sampling thread).
+Launch-bound step times differ by 10-45 % between processes of one
+configuration, more than the parts themselves; within a process,
+interleaved rounds see the same machine. The result adds each mode's median
+step time and its median ratio to the first mode per round.
 """
 import argparse
 import ctypes
@@ -155,6 +169,25 @@ def without_python_hooks(torch):
     return restore
 
 
+def without_driver_capture(then):
+    """Stops capturing driver calls (benchmark entries of the collector); returns
+    what resumes it and then calls `then`."""
+    library = ctypes.PyDLL(os.environ["GPULEAK_COLLECTOR"])
+    switches = []
+    for name in ("gpuleak_benchmark_callbacks", "gpuleak_benchmark_interposer"):
+        switch = getattr(library, name, None)
+        if switch is not None:
+            switch.argtypes, switch.restype = [ctypes.c_int], ctypes.c_int
+            if switch(0) == 0:  # 0: off; 2: recording again
+                switches.append(switch)
+
+    def restore():
+        for switch in switches:
+            switch(2)
+        then()
+    return restore
+
+
 def alternate(args, step, torch):
     library = os.environ.get("GPULEAK_COLLECTOR")
     switch = getattr(ctypes.PyDLL(library), "gpuleak_benchmark_tensor_recording", None) \
@@ -172,6 +205,8 @@ def alternate(args, step, torch):
                 print(json.dumps({"error": "the collector is not recording"}))
                 return 1
             restore = without_python_hooks(torch) if m < 0 else (lambda: None)
+            if m < -1:
+                restore = without_driver_capture(restore)
             try:
                 start = time.perf_counter()
                 for _ in range(args.steps):
