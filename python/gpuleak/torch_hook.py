@@ -108,7 +108,9 @@ def attach(torch, collector):
     free_fn = ctypes.cast(collector.gpuleak_record_torch_free, ctypes.c_void_p)
     # Backward-pass blocks named by their autograd node (collectors before it
     # have no such entry: those blocks are then recorded like the others).
-    in_node = getattr(collector, "gpuleak_record_torch_alloc_in_node", None)
+    # GPULEAK_BACKWARD_NATIVE_STACKS=1 unwinds them: the node is not even asked.
+    in_node = None if os.environ.get("GPULEAK_BACKWARD_NATIVE_STACKS") == "1" else \
+        getattr(collector, "gpuleak_record_torch_alloc_in_node", None)
     alloc_in_node_fn = ctypes.cast(in_node, ctypes.c_void_p) if in_node is not None else None
     shim.gpuleak_attach_torch_tracker.restype = ctypes.c_int
     shim.gpuleak_attach_torch_tracker.argtypes = [ctypes.c_void_p] * 3
