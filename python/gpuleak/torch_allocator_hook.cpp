@@ -91,8 +91,7 @@ std::uint64_t round_to_block(std::uint64_t size) {
 
 // `alloc_in_node_fn` may be null (a collector without it): backward
 // allocations then go to `alloc_fn` like the others.
-extern "C" int gpuleak_attach_torch_tracker(void* alloc_fn, void* free_fn,
-                                            void* alloc_in_node_fn) {
+extern "C" int gpuleak_attach_torch_tracker(void* alloc_fn, void* free_fn, void* alloc_in_node_fn) {
   if (!alloc_fn || !free_fn) return 0;
   auto on_alloc = reinterpret_cast<AllocFn>(alloc_fn);
   auto on_free = reinterpret_cast<FreeFn>(free_fn);
