@@ -48,6 +48,22 @@ inline std::optional<std::int64_t> optional_integer_field(const nlohmann::json& 
   return it->get<std::int64_t>();
 }
 
+// A boolean field, or nothing when it is missing or not a boolean.
+inline std::optional<bool> optional_flag_field(const nlohmann::json& object, const char* key) {
+  if (!object.is_object()) return std::nullopt;
+  auto it = object.find(key);
+  if (it == object.end() || !it->is_boolean()) return std::nullopt;
+  return it->get<bool>();
+}
+
+// A number field (whole or not), or nothing.
+inline std::optional<double> optional_number_field(const nlohmann::json& object, const char* key) {
+  if (!object.is_object()) return std::nullopt;
+  auto it = object.find(key);
+  if (it == object.end() || !it->is_number()) return std::nullopt;
+  return it->get<double>();
+}
+
 // A non-negative integer field, or nothing.
 inline std::optional<std::uint64_t> optional_count_field(const nlohmann::json& object,
                                                          const char* key) {

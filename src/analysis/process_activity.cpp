@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "analysis/annotation_values.h"
+
 namespace gpuleak::analysis {
 
 namespace {
@@ -53,7 +55,7 @@ void ProcessActivity::consume(const trace::Record& record) {
             if (device != value.end() && device->is_number_integer() && first_context_->device < 0)
               first_context_->device = device->get<std::int32_t>();
           } else if (r.key == "process_role") {
-            role_json_ = r.value;
+            role_ = read_process_role(r.value);
           } else if (r.key == "python_exit") {
             if (!python_exit_ns_) python_exit_ns_ = r.time_ns;
           }
@@ -137,7 +139,7 @@ ProcessCudaUse ProcessActivity::summary() {
   if (python_exit_ns_) use.python_exit_s = seconds(*python_exit_ns_);
   if (exit_ns_) use.exit_s = seconds(*exit_ns_);
   use.main_thread_name = main_thread_name_;
-  use.role_json = role_json_;
+  use.role = role_;
   use.memory = memory_;
   return use;
 }
