@@ -124,7 +124,9 @@ class ProcessAnalysis {
   void on_annotation(const trace::AnnotationRecord& record);
   LeakGroup make_group(std::uint32_t stack_id);
   std::vector<LeakGroup> group_live(std::size_t limit);
-  SiteGrowth describe_site(const Phase& phase, const SiteTrend& trend);
+  // A growing site as reports show it, from its trend: the same whichever
+  // phase it grew in (the caller adds what the phase knows of its stop).
+  SiteGrowth describe_site(const SiteTrend& trend);
   GrowthReport phase_report(const Phase& phase);
   // The growth report of the primary phase, with every phase summarised;
   // `primary_phase` (if given) receives that phase, or null.
