@@ -73,4 +73,13 @@ inline std::optional<std::uint64_t> optional_count_field(const nlohmann::json& o
   return it->get<std::uint64_t>();
 }
 
+// An id field: a non-negative integer no larger than `most` (a stack or
+// site id: 32 bits), or nothing.
+inline std::optional<std::uint32_t> optional_id_field(const nlohmann::json& object, const char* key,
+                                                      std::uint32_t most = UINT32_MAX) {
+  std::optional<std::uint64_t> id = optional_count_field(object, key);
+  if (!id || *id > most) return std::nullopt;
+  return static_cast<std::uint32_t>(*id);
+}
+
 }  // namespace gpuleak::analysis

@@ -58,15 +58,11 @@ void ProcessAnalysis::on_annotation(const trace::AnnotationRecord& record) {
     // numbered clock of a source is.
     nlohmann::json clock = nlohmann::json::parse(record.value, nullptr, false);
     if (!clock.is_object()) return;
-    auto source = clock.find("source");
-    auto id = clock.find("clock");
-    if (source == clock.end() || !source->is_number_unsigned() || id == clock.end() ||
-        !id->is_number_unsigned() || source->get<std::uint64_t>() > 0xff ||
-        id->get<std::uint64_t>() > UINT32_MAX)
-      return;
+    std::optional<std::uint32_t> source = optional_id_field(clock, "source", 0xff);
+    std::optional<std::uint32_t> id = optional_id_field(clock, "clock");
+    if (!source || !id) return;
     if (clock_descriptions_.size() >= 1000) return;
-    ClockKey key{static_cast<trace::StepSource>(source->get<std::uint64_t>()),
-                 static_cast<std::uint32_t>(id->get<std::uint64_t>())};
+    ClockKey key{static_cast<trace::StepSource>(*source), *id};
     clock_descriptions_[key] = text_field(clock, "description").substr(0, 200);
     return;
   }
