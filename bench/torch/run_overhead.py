@@ -49,6 +49,18 @@ MODEL_ARGS = {
 }
 
 
+# -2: no driver capture, no tensor recording, no Python hooks; -1: driver
+# calls captured; 0: Python hooks too; 1: tensors without stacks; 2: with
+# Python frames; 3: everything (step_time.py --alternate).
+SPLIT_MODES = "-2,-1,0,1,2,3"
+SPLIT_PARTS = [("driver_call_capture", "-1", "-2"),
+               ("python_step_hooks_and_backward_wrapper", "0", "-1"),
+               ("tensor_events_without_stacks", "1", "0"),
+               ("python_frames", "2", "1"),
+               ("native_stacks_of_threads_without_python", "3", "2"),
+               ("all_but_pytorch_trace_path", "3", "-2")]
+
+
 def configurations(gpuleak, trace_root):
     bundle = os.path.dirname(os.path.abspath(gpuleak))
     in_process = {"GPULEAK_PYTHON_DIR": os.path.join(bundle, "python"),
@@ -58,9 +70,9 @@ def configurations(gpuleak, trace_root):
     def hook_with(**env):
         return (lambda m, i: [sys.executable, STEP_TIME], ["--mode", "hook"], dict(in_process, **env))
 
-    def wrapped(mode):
+    def wrapped(mode, name=None):
         def argv(model, index):
-            out = os.path.join(trace_root, "%s-%s-%d" % (mode, model, index))
+            out = os.path.join(trace_root, "%s-%s-%d" % (name or mode, model, index))
             return [gpuleak, "run", "-q", "--torch-mode", mode, "-o", out, "--", sys.executable, STEP_TIME]
         return argv
     return {
@@ -77,10 +89,13 @@ def configurations(gpuleak, trace_root):
         "hook_python_only": hook_with(GPULEAK_NATIVE_DEPTH="0"),
         "gpuleak_no_tensors": (wrapped("off"), [], {}),
         "gpuleak_async": (wrapped("async"), [], {}),
-        "gpuleak_no_sampling": (wrapped("hook"), [], {"GPULEAK_SAMPLE_MS": "100000000",
+        "gpuleak_no_sampling": (wrapped("hook", "no-sampling"), [], {"GPULEAK_SAMPLE_MS": "100000000",
                                                       "GPULEAK_DEVICE_SAMPLE_MS": "100000000"}),
-        "gpuleak_deep_tensor_stacks": (wrapped("hook"), [], {"GPULEAK_TENSOR_NATIVE_DEPTH": "64"}),
-        "gpuleak_no_reuse": (wrapped("hook"), [], {"GPULEAK_REUSE_STACKS": "0"}),
+        "gpuleak_deep_tensor_stacks": (wrapped("hook", "deep"), [], {"GPULEAK_TENSOR_NATIVE_DEPTH": "64"}),
+        "gpuleak_no_reuse": (wrapped("hook", "no-reuse"), [], {"GPULEAK_REUSE_STACKS": "0"}),
+        # The in-process split (step_time.py --alternate): one gpuleak run
+        # whose rounds switch tensor recording's parts and the Python hooks.
+        "gpuleak_split": (wrapped("hook", "split"), ["--alternate=" + SPLIT_MODES, "--rounds", "12"], {}),
     }
 
 
@@ -150,6 +165,24 @@ def summarise(samples, errors, started):
     return result
 
 
+def split_in_process(in_process):
+    """Each part's share of a step, in step times of the first mode (no
+    tensor recording, no Python hooks), from one process's interleaved rounds."""
+    split = {}
+    for model, runs in in_process.items():
+        per_run = []
+        for run in runs:
+            ratios = run["mode_ratio_to_first"]
+            per_run.append({part: round(ratios[with_it] - ratios[without], 4)
+                            for part, with_it, without in SPLIT_PARTS
+                            if with_it in ratios and without in ratios})
+        split[model] = {"runs": per_run,
+                        "median": {part: statistics.median(r[part] for r in per_run if part in r)
+                                   for part, _, _ in SPLIT_PARTS if any(part in r for r in per_run)},
+                        "mode_step_seconds": [r["mode_step_seconds"] for r in runs]}
+    return split
+
+
 def main():
     parser = argparse.ArgumentParser(description="gpuleak step-time overhead on PyTorch loops")
     parser.add_argument("gpuleak")
@@ -173,6 +206,7 @@ def main():
             model, names = item.split("=", 1)
             allowed[model] = set(names.split("+"))
     samples = {model: {name: [] for name in configs} for model in models}
+    in_process = {}  # model -> step_time.py --alternate results
     errors = []
     started = time.time()
     for r in range(rounds):
@@ -183,12 +217,15 @@ def main():
                         continue
                     result = run_once(pin + argv_of(model, r) + model_args + extra_args, env)
                     samples[model][name].append(result["step_seconds"])
+                    if "mode_ratio_to_first" in result:
+                        in_process.setdefault(model, []).append(result)
                 except Exception as e:  # keep measuring the others
                     errors.append("%s/%s round %d: %s" % (model, name, r, e))
                 print("round %d %s %s: %s" % (r, model, name, samples[model][name][-1:] or "failed"), flush=True)
         # Written after every round: a run cut short at its time limit keeps
         # the rounds it finished.
         result = summarise(samples, errors, started)
+        result["in_process_split"] = split_in_process(in_process)
         with open(out_json, "w") as f:
             json.dump(result, f, indent=2)
     ratios, paired, split, verdicts = (result["ratio_to_native"], result["median_of_round_ratios"],

@@ -17,6 +17,20 @@ The tracking mode is chosen by the harness: through the environment
            GPULEAK_DISABLE=1 the tracker forwards to a collector that records
            nothing: PyTorch's own trace path and the calls alone)
 Prints one JSON object: median seconds per step over --rounds rounds.
+
+--alternate=-2,-1,0,1,2,3 (under `gpuleak run`, or with --mode hook) times
+the parts of gpuleak inside this one process: each round runs the steps
+once per mode (0: tensor events dropped at the door by the collector's
+gpuleak_benchmark_tensor_recording, 1: recorded without stacks, 2: with
+Python frames only, 3: as normal; -1: as 0, and gpuleak's Python hooks
+taken out for the round: torch's global optimizer hooks and the backward
+wrapper that lends Python stacks; -2: as -1, and driver calls not captured
+(CUPTI's callbacks off, or the interposer detached): what is left of gpuleak
+then is PyTorch's trace path into the tracker and the sampling thread).
+Launch-bound step times differ by 10-45 % between processes of one
+configuration, more than the parts themselves; within a process,
+interleaved rounds see the same machine. The result adds each mode's median
+step time and its median ratio to the first mode per round.
 """
 import argparse
 import ctypes
@@ -75,6 +89,8 @@ def main():
     parser.add_argument("--steps", type=int, default=300)
     parser.add_argument("--warmup", type=int, default=30)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--alternate", default="",
+                        help="tensor-recording modes to alternate within each round, e.g. 0,3")
     args = parser.parse_args()
 
     device = torch.device("cuda")
@@ -111,6 +127,8 @@ def main():
     for _ in range(args.warmup):
         step()
     torch.cuda.synchronize()
+    if args.alternate:
+        return alternate(args, step, torch)
     rounds = []
     for _ in range(args.rounds):
         start = time.perf_counter()
@@ -125,6 +143,87 @@ def main():
               "steps_per_round": args.steps, "torch": torch.__version__}
     if args.mode == "hook":
         result["hook_attach_seconds"] = hook_seconds
+    print(json.dumps(result))
+    return 0
+
+
+def without_python_hooks(torch):
+    """Takes gpuleak's per-step Python hooks out; returns what puts them back."""
+    from torch.optim import optimizer as optim_module
+    graph = torch.autograd.graph
+    saved = {name: dict(getattr(optim_module, name)) for name in
+             ("_global_optimizer_pre_hooks", "_global_optimizer_post_hooks")}
+    for name in saved:
+        getattr(optim_module, name).clear()
+    wrappers = {m: getattr(m, "_engine_run_backward", None) for m in (graph, torch.autograd)}
+    for module, wrapper in wrappers.items():
+        if wrapper is not None:
+            module._engine_run_backward = getattr(wrapper, "__wrapped__", wrapper)
+
+    def restore():
+        for name, hooks in saved.items():
+            getattr(optim_module, name).update(hooks)
+        for module, wrapper in wrappers.items():
+            if wrapper is not None:
+                module._engine_run_backward = wrapper
+    return restore
+
+
+def without_driver_capture(then):
+    """Stops capturing driver calls (benchmark entries of the collector); returns
+    what resumes it and then calls `then`."""
+    library = ctypes.PyDLL(os.environ["GPULEAK_COLLECTOR"])
+    switches = []
+    for name in ("gpuleak_benchmark_callbacks", "gpuleak_benchmark_interposer"):
+        switch = getattr(library, name, None)
+        if switch is not None:
+            switch.argtypes, switch.restype = [ctypes.c_int], ctypes.c_int
+            if switch(0) == 0:  # 0: off; 2: recording again
+                switches.append(switch)
+
+    def restore():
+        for switch in switches:
+            switch(2)
+        then()
+    return restore
+
+
+def alternate(args, step, torch):
+    library = os.environ.get("GPULEAK_COLLECTOR")
+    switch = getattr(ctypes.PyDLL(library), "gpuleak_benchmark_tensor_recording", None) \
+        if library else None
+    if switch is None:
+        print(json.dumps({"error": "no collector with gpuleak_benchmark_tensor_recording"}))
+        return 1
+    switch.argtypes, switch.restype = [ctypes.c_int], ctypes.c_int
+    modes = [int(m) for m in args.alternate.split(",")]
+    times = {m: [] for m in modes}
+    for r in range(args.rounds):
+        # Rotated, so no mode always follows the same one.
+        for m in modes[r % len(modes):] + modes[:r % len(modes)]:
+            if switch(max(m, 0)) != 0:
+                print(json.dumps({"error": "the collector is not recording"}))
+                return 1
+            restore = without_python_hooks(torch) if m < 0 else (lambda: None)
+            if m < -1:
+                restore = without_driver_capture(restore)
+            try:
+                start = time.perf_counter()
+                for _ in range(args.steps):
+                    step()
+                torch.cuda.synchronize()
+                times[m].append((time.perf_counter() - start) / args.steps)
+            finally:
+                restore()
+    switch(3)
+    base = times[modes[0]]
+    result = {"model": args.model, "mode": args.mode, "alternate": modes,
+              "steps_per_round": args.steps, "rounds": args.rounds, "torch": torch.__version__,
+              "step_seconds": statistics.median(times[modes[-1]]),
+              "mode_step_seconds": {str(m): statistics.median(v) for m, v in times.items()},
+              "mode_ratio_to_first": {str(m): statistics.median(a / b for a, b in zip(v, base))
+                                      for m, v in times.items()},
+              "mode_rounds": {str(m): v for m, v in times.items()}}
     print(json.dumps(result))
     return 0
 

@@ -54,6 +54,12 @@ void gpuleak_annotate(const char* key, const char* value);
  * is captured (Python frames when it holds the GIL). */
 void gpuleak_record_torch_alloc(uint64_t address, uint64_t size, int device, uint64_t stream);
 void gpuleak_record_torch_free(uint64_t address, int device);
+/* The same allocation made while an autograd node runs its backward:
+ * `node_type` identifies the node's class (the address of its vtable), and
+ * stands for the native stack, which is not unwound (unless
+ * GPULEAK_BACKWARD_NATIVE_STACKS=1); 0 records as gpuleak_record_torch_alloc. */
+void gpuleak_record_torch_alloc_in_node(uint64_t address, uint64_t size, int device,
+                                        uint64_t stream, uint64_t node_type);
 
 /* Array blocks of another framework's memory pool, recorded like PyTorch's
  * blocks (tensor-level, the calling thread's Python stack): `framework` 1 is

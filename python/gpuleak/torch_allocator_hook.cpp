@@ -8,18 +8,52 @@
 // own signature so the same source builds against several versions.
 //
 // The tracker runs with the allocator's lock held: it must not call into
-// PyTorch, and the collector function it calls never does.
+// PyTorch (beyond reading which autograd node this thread runs, a thread-
+// local), and the collector functions it calls never do.
+//
+// A block allocated during a backward pass is forwarded with the class of
+// the autograd node that runs (torch::autograd::get_current_node(), found
+// at attach time; absent in a torch without it): the collector then names
+// the node instead of unwinding the engine thread's native stack.
 #include <c10/cuda/CUDACachingAllocator.h>
+#include <dlfcn.h>
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <type_traits>
+
+namespace torch::autograd {
+struct Node;
+}
 
 namespace {
 
 using AllocFn = void (*)(std::uint64_t address, std::uint64_t size, int device,
                          std::uint64_t stream);
 using FreeFn = void (*)(std::uint64_t address, int device);
+using AllocInNodeFn = void (*)(std::uint64_t address, std::uint64_t size, int device,
+                               std::uint64_t stream, std::uint64_t node_type);
+using CurrentNodeFn = std::shared_ptr<torch::autograd::Node> (*)();
+
+// torch::autograd::get_current_node(), exported by libtorch_cpu (already
+// loaded by the torch that attaches this tracker), or null.
+CurrentNodeFn find_current_node() {
+  void* torch_cpu = dlopen("libtorch_cpu.so", RTLD_LAZY | RTLD_NOLOAD);
+  if (!torch_cpu) return nullptr;
+  void* symbol = dlsym(torch_cpu, "_ZN5torch8autograd16get_current_nodeEv");
+  dlclose(torch_cpu);  // the NOLOAD handle's own reference; torch keeps it loaded
+  return reinterpret_cast<CurrentNodeFn>(symbol);
+}
+
+// The class of the node this thread's backward is running, as the address of
+// its vtable (a node is polymorphic: the vtable pointer is its first word);
+// 0 outside a backward pass.
+std::uint64_t running_node_type(CurrentNodeFn current_node) {
+  std::shared_ptr<torch::autograd::Node> node = current_node();
+  if (!node) return 0;
+  return *reinterpret_cast<const std::uint64_t*>(node.get());
+}
 
 template <class F>
 struct first_parameter;
@@ -55,21 +89,33 @@ std::uint64_t round_to_block(std::uint64_t size) {
 
 }  // namespace
 
-extern "C" int gpuleak_attach_torch_tracker(void* alloc_fn, void* free_fn) {
+// `alloc_in_node_fn` may be null (a collector without it): backward
+// allocations then go to `alloc_fn` like the others.
+extern "C" int gpuleak_attach_torch_tracker(void* alloc_fn, void* free_fn, void* alloc_in_node_fn) {
   if (!alloc_fn || !free_fn) return 0;
   auto on_alloc = reinterpret_cast<AllocFn>(alloc_fn);
   auto on_free = reinterpret_cast<FreeFn>(free_fn);
+  auto on_alloc_in_node = reinterpret_cast<AllocInNodeFn>(alloc_in_node_fn);
+  CurrentNodeFn current_node = on_alloc_in_node ? find_current_node() : nullptr;
   try {
     c10::cuda::CUDACachingAllocator::attachAllocatorTraceTracker(
-        Tracker([on_alloc, on_free](const Entry& entry) {
+        Tracker([on_alloc, on_free, on_alloc_in_node, current_node](const Entry& entry) {
           switch (entry.action_) {
-            case Entry::ALLOC:
+            case Entry::ALLOC: {
               // The entry carries the requested size; the block the
               // allocator hands out (and that stays held) is rounded up to
               // its 512-byte granularity.
-              on_alloc(entry.addr_, round_to_block(entry.size_), static_cast<int>(entry.device_),
-                       stream_id(entry.stream_));
+              std::uint64_t size = round_to_block(entry.size_);
+              std::uint64_t node_type = current_node ? running_node_type(current_node) : 0;
+              if (node_type != 0) {
+                on_alloc_in_node(entry.addr_, size, static_cast<int>(entry.device_),
+                                 stream_id(entry.stream_), node_type);
+              } else {
+                on_alloc(entry.addr_, size, static_cast<int>(entry.device_),
+                         stream_id(entry.stream_));
+              }
               break;
+            }
             case Entry::FREE_REQUESTED:
               on_free(entry.addr_, static_cast<int>(entry.device_));
               break;

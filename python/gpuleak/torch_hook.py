@@ -82,7 +82,7 @@ def build_shim(torch, output):
     partial = output + ".%d.tmp" % os.getpid()
     command = [compiler, "-O1", "-shared", "-fPIC", "-std=c++20", "-w",
                "-D_GLIBCXX_USE_CXX11_ABI=%d" % abi, _SOURCE, "-o", partial,
-               "-L" + torch_lib, "-lc10", "-lc10_cuda", "-Wl,-rpath," + torch_lib]
+               "-L" + torch_lib, "-lc10", "-lc10_cuda", "-ldl", "-Wl,-rpath," + torch_lib]
     for path in includes:
         command.insert(1, "-I" + path)
     result = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -106,8 +106,15 @@ def attach(torch, collector):
     shim = ctypes.CDLL(path)
     alloc_fn = ctypes.cast(collector.gpuleak_record_torch_alloc, ctypes.c_void_p)
     free_fn = ctypes.cast(collector.gpuleak_record_torch_free, ctypes.c_void_p)
+    # Backward-pass blocks named by their autograd node (collectors before it
+    # have no such entry: those blocks are then recorded like the others).
+    # GPULEAK_BACKWARD_NATIVE_STACKS=1 unwinds them: the node is not even asked.
+    in_node = None if os.environ.get("GPULEAK_BACKWARD_NATIVE_STACKS") == "1" else \
+        getattr(collector, "gpuleak_record_torch_alloc_in_node", None)
+    alloc_in_node_fn = ctypes.cast(in_node, ctypes.c_void_p) if in_node is not None else None
     shim.gpuleak_attach_torch_tracker.restype = ctypes.c_int
-    if not shim.gpuleak_attach_torch_tracker(alloc_fn, free_fn):
+    shim.gpuleak_attach_torch_tracker.argtypes = [ctypes.c_void_p] * 3
+    if not shim.gpuleak_attach_torch_tracker(alloc_fn, free_fn, alloc_in_node_fn):
         return False, "PyTorch refused the allocator trace tracker"
     return True, path
 

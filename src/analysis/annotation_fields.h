@@ -1,5 +1,6 @@
 // Fields of the JSON that a traced process writes into its annotations
-// (framework_tracking, capture_backend, distributed, ...). The trace is
+// (framework_tracking, capture_backend, holder, ...), for the analysis's
+// readers of them (annotation_values.h, holder_findings.h). The trace is
 // input, and input may be damaged or crafted: a field of the wrong type
 // reads as missing, never as an exception.
 #pragma once
@@ -23,12 +24,6 @@ inline bool flag_field(const nlohmann::json& object, const char* key) {
   return it != object.end() && it->is_boolean() && it->get<bool>();
 }
 
-inline int int_field(const nlohmann::json& object, const char* key, int otherwise) {
-  if (!object.is_object()) return otherwise;
-  auto it = object.find(key);
-  return it != object.end() && it->is_number_integer() ? it->get<int>() : otherwise;
-}
-
 // A string field, or nothing when it is missing, null or not a string.
 inline std::optional<std::string> optional_text_field(const nlohmann::json& object,
                                                       const char* key) {
@@ -48,6 +43,22 @@ inline std::optional<std::int64_t> optional_integer_field(const nlohmann::json& 
   return it->get<std::int64_t>();
 }
 
+// A boolean field, or nothing when it is missing or not a boolean.
+inline std::optional<bool> optional_flag_field(const nlohmann::json& object, const char* key) {
+  if (!object.is_object()) return std::nullopt;
+  auto it = object.find(key);
+  if (it == object.end() || !it->is_boolean()) return std::nullopt;
+  return it->get<bool>();
+}
+
+// A number field (whole or not), or nothing.
+inline std::optional<double> optional_number_field(const nlohmann::json& object, const char* key) {
+  if (!object.is_object()) return std::nullopt;
+  auto it = object.find(key);
+  if (it == object.end() || !it->is_number()) return std::nullopt;
+  return it->get<double>();
+}
+
 // A non-negative integer field, or nothing.
 inline std::optional<std::uint64_t> optional_count_field(const nlohmann::json& object,
                                                          const char* key) {
@@ -55,6 +66,15 @@ inline std::optional<std::uint64_t> optional_count_field(const nlohmann::json& o
   auto it = object.find(key);
   if (it == object.end() || !it->is_number_unsigned()) return std::nullopt;
   return it->get<std::uint64_t>();
+}
+
+// An id field: a non-negative integer no larger than `most` (a stack or
+// site id: 32 bits), or nothing.
+inline std::optional<std::uint32_t> optional_id_field(const nlohmann::json& object, const char* key,
+                                                      std::uint32_t most = UINT32_MAX) {
+  std::optional<std::uint64_t> id = optional_count_field(object, key);
+  if (!id || *id > most) return std::nullopt;
+  return static_cast<std::uint32_t>(*id);
 }
 
 }  // namespace gpuleak::analysis

@@ -15,7 +15,7 @@ using trace::MemoryKind;
 using vocabulary::Cause;
 using vocabulary::cause_slug;
 
-SiteGrowth ProcessAnalysis::describe_site(const Phase& /*phase*/, const SiteTrend& trend) {
+SiteGrowth ProcessAnalysis::describe_site(const SiteTrend& trend) {
   SiteGrowth s;
   s.site_id = trend.site_id;
   s.rate_bytes_per_step = trend.bytes_per_step;
@@ -71,7 +71,7 @@ GrowthReport ProcessAnalysis::phase_report(const Phase& phase) {
   std::vector<SiteGrowth> leaking, bounded;
   bool stopped_only = true;  // every bounded site is one that stopped growing
   for (std::uint32_t site : phase.detection_order) {
-    SiteGrowth s = describe_site(phase, phase.latest_trend.at(site));
+    SiteGrowth s = describe_site(phase.latest_trend.at(site));
     if (auto stop = growth.stopped_growing(site)) {
       s.grew_until_step = stop->grew_until_step;
       s.flat_steps = stop->flat_steps;

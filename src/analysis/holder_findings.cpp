@@ -59,12 +59,10 @@ void HolderFindings::add_answer(const std::string& annotation_value) {
   if (answer.is_discarded() || !answer.contains("sites") || !answer["sites"].is_array()) return;
   for (const auto& site : answer["sites"]) {
     if (!site.is_object()) continue;
-    auto id = site.find("site_id");
-    if (id == site.end() || !id->is_number_unsigned() || id->get<std::uint64_t>() > UINT32_MAX)
-      continue;
-    auto site_id = static_cast<std::uint32_t>(id->get<std::uint64_t>());
+    std::optional<std::uint32_t> site_id = optional_id_field(site, "site_id");
+    if (!site_id) continue;
     HolderFinding finding;
-    finding.answer = answer_of(site, site_id);
+    finding.answer = answer_of(site, *site_id);
     finding.kind = finding.answer.kind.empty() ? "unknown" : finding.answer.kind;
     finding.fix = finding.answer.fix.value_or("");
     if (const auto& holder = finding.answer.holder) {
@@ -72,7 +70,7 @@ void HolderFindings::add_answer(const std::string& annotation_value) {
       finding.description = holder->type + (holder->name.empty() ? "" : " `" + holder->name + "`") +
                             (holder->owner.empty() ? "" : " (" + holder->owner + ")");
     }
-    auto [it, inserted] = by_site_.try_emplace(site_id, finding);
+    auto [it, inserted] = by_site_.try_emplace(*site_id, finding);
     if (!inserted && !(finding.description.empty() && !it->second.description.empty())) {
       it->second = std::move(finding);
     }

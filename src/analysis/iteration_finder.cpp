@@ -358,6 +358,11 @@ std::optional<IterationFinder::Candidate> IterationFinder::search_thread(
     if (keys.size() < 2 * repetition.min_occurrences) continue;
     auto found = find_repetition(keys, repetition);
     if (!found) continue;
+    // Autograd's engine thread records under the Python stack lent by the
+    // thread that called backward(), whose innermost frame is gpuleak's
+    // wrapper: its backward passes repeat there, once per step, and deeper
+    // depths are inside the wrapper too.
+    if (in_gpuleak_frame(stacks[origin[found->first_index]], depth)) return std::nullopt;
     Candidate c;
     c.depth = depth;
     c.anchor = found->anchor;
@@ -368,6 +373,15 @@ std::optional<IterationFinder::Candidate> IterationFinder::search_thread(
     return c;  // the shallowest depth that repeats is the thread's loop
   }
   return std::nullopt;
+}
+
+bool IterationFinder::in_gpuleak_frame(std::uint32_t stack_id, std::size_t depth) const {
+  const trace::StackRecord* stack = catalog_ ? catalog_->stack(stack_id) : nullptr;
+  if (stack == nullptr || stack->python.empty()) return false;
+  std::size_t from_outermost = std::min(depth, stack->python.size() - 1);
+  const trace::PythonFrame& frame = stack->python[stack->python.size() - 1 - from_outermost];
+  const trace::PythonCodeRecord* code = catalog_->python_code(frame.code_id);
+  return code != nullptr && is_gpuleak_python(code->filename);
 }
 
 FoundLoop IterationFinder::loop_of(std::uint32_t thread, const std::vector<std::uint32_t>& stacks,

@@ -201,6 +201,10 @@ class IterationFinder {
                                          std::size_t below_depth, bool require_ongoing);
   FoundLoop loop_of(std::uint32_t thread, const std::vector<std::uint32_t>& stacks,
                     const Candidate& candidate) const;
+  // Whether a stack's frame at `depth` (its innermost Python frame when it
+  // has fewer) is one of gpuleak's own: what repeats under it is not a loop
+  // of the program.
+  bool in_gpuleak_frame(std::uint32_t stack_id, std::size_t depth) const;
 
   // Whether a thread the followed loop does not run on has now gone round
   // it often enough to count its iterations too.

@@ -137,8 +137,8 @@ struct Builder {
       const ProcessReport& r = reports[static_cast<std::size_t>(p.report_index)];
       if (e.comm.empty()) e.comm = r.cuda_use.main_thread_name;
       if (e.argv.empty()) e.argv = split_command_line(r.process.command_line);
-      e.role_json = r.cuda_use.role_json;
-      e.distributed_json = r.distributed_json;
+      e.role = r.cuda_use.role;
+      e.distributed = r.distributed;
       if (r.cuda_use.first_use) e.frames = r.cuda_use.first_use->frames;
     }
     return e;

@@ -2,6 +2,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "analysis/annotation_fields.h"
+#include "analysis/annotation_values.h"
+
 namespace gpuleak::analysis {
 
 namespace {
@@ -43,17 +46,15 @@ void ProcessActivity::consume(const trace::Record& record) {
             // the traced process: a field of the wrong type is ignored.
             nlohmann::json value = nlohmann::json::parse(r.value, nullptr, false);
             if (!value.is_object()) return;
-            auto id = value.find("stack_id");
-            if (id == value.end() || !id->is_number_unsigned() ||
-                id->get<std::uint64_t>() > UINT32_MAX)
-              return;
+            std::optional<std::uint32_t> id = optional_id_field(value, "stack_id");
+            if (!id) return;
             if (!first_context_) first_context_ = FirstUse{r.time_ns, -1, 0, true};
-            first_context_->stack_id = static_cast<std::uint32_t>(id->get<std::uint64_t>());
+            first_context_->stack_id = *id;
             auto device = value.find("device");
             if (device != value.end() && device->is_number_integer() && first_context_->device < 0)
               first_context_->device = device->get<std::int32_t>();
           } else if (r.key == "process_role") {
-            role_json_ = r.value;
+            role_ = read_process_role(r.value);
           } else if (r.key == "python_exit") {
             if (!python_exit_ns_) python_exit_ns_ = r.time_ns;
           }
@@ -137,7 +138,7 @@ ProcessCudaUse ProcessActivity::summary() {
   if (python_exit_ns_) use.python_exit_s = seconds(*python_exit_ns_);
   if (exit_ns_) use.exit_s = seconds(*exit_ns_);
   use.main_thread_name = main_thread_name_;
-  use.role_json = role_json_;
+  use.role = role_;
   use.memory = memory_;
   return use;
 }

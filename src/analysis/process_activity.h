@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <unordered_map>
 
 #include "analysis/live_set.h"
@@ -54,7 +55,7 @@ class ProcessActivity {
   std::uint64_t contexts_created_ = 0;
   std::optional<std::uint64_t> last_activity_ns_, python_exit_ns_, exit_ns_;
   std::string main_thread_name_;
-  std::string role_json_;
+  std::optional<ProcessRoleAnnotation> role_;
 
   std::unordered_map<std::uint32_t, bool> cache_origin_;  // stack id -> from PyTorch's cache
   std::uint64_t cache_bytes_ = 0, tensor_bytes_ = 0, driver_bytes_ = 0;

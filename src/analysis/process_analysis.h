@@ -79,7 +79,7 @@ class ProcessAnalysis {
   // Sites found growing so far that are not known to be bounded, in order of
   // detection (for live messages).
   std::vector<std::uint32_t> detected_sites() const;
-  bool python_active() const { return !torch_tracking_.empty(); }
+  bool python_active() const { return torch_tracking_.has_value(); }
   std::optional<HolderFinding> holder(std::uint32_t site_id) const;
   // [address, size] of live allocations of a site made after warm-up.
   std::vector<std::pair<std::uint64_t, std::uint64_t>> recent_allocations(std::uint32_t site_id,
@@ -136,7 +136,9 @@ class ProcessAnalysis {
   void on_annotation(const trace::AnnotationRecord& record);
   LeakGroup make_group(std::uint32_t stack_id);
   std::vector<LeakGroup> group_live(std::size_t limit);
-  SiteGrowth describe_site(const Phase& phase, const SiteTrend& trend);
+  // A growing site as reports show it, from its trend: the same whichever
+  // phase it grew in (the caller adds what the phase knows of its stop).
+  SiteGrowth describe_site(const SiteTrend& trend);
   GrowthReport phase_report(const Phase& phase);
   // The growth report of the primary phase, with every phase summarised;
   // `primary_phase` (if given) receives that phase, or null.
@@ -181,18 +183,20 @@ class ProcessAnalysis {
   std::uint64_t trace_error_offset_ = 0;
   std::vector<std::string> damage_;
   std::uint64_t lost_ranged_seqs_ = 0, lost_counted_seqs_ = 0;
-  std::string torch_tracking_;
-  std::string clock_;  // the collector's `clock` annotation (JSON)
-  std::string distributed_;
-  std::string capture_backend_;     // the collector's capture_backend annotation (JSON)
-  std::string framework_tracking_;  // a framework's array tracking (CuPy, JAX), JSON
+  // The process's annotations about itself (analysis/annotation_values.h);
+  // the last one of each kind counts.
+  std::optional<TorchTracking> torch_tracking_;
+  std::optional<EventClock> clock_;
+  std::optional<DistributedRank> distributed_;
+  std::optional<CaptureBackend> capture_backend_;
+  std::optional<FrameworkTracking> framework_tracking_;
   // Set when that annotation says a pool hides the arrays: why the run is not clean.
   std::string hidden_allocations_reason_;
   // Set when it says the framework's device memory holds only its arrays
   // (JAX's platform allocator): that memory is judged as tensors are.
   bool device_memory_holds_arrays_ = false;
-  std::string collector_disabled_;       // why the collector turned itself off, if it did
-  std::string python_loop_;              // the package's python_loop annotation (JSON)
+  std::string collector_disabled_;  // why the collector turned itself off, if it did
+  std::optional<PythonLoopAnnotation> python_loop_;  // the package's python_loop annotation
   std::string python_loop_unavailable_;  // why it could not follow the loop, if it said so
   // Where each Python loop clock's loop is (its iteration_clock annotation).
   std::map<ClockKey, Site> clock_sites_;

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "analysis/annotation_fields.h"
+#include "analysis/annotation_values.h"
 #include "analysis/process_analysis.h"
 
 namespace gpuleak::analysis {
@@ -17,11 +18,10 @@ namespace {
 // from a pool it reserved at start (JAX preallocates): nothing visible grows,
 // which says nothing about the arrays inside. "" when the framework_tracking
 // annotation says nothing is hidden.
-std::string hidden_allocations_reason(const std::string& framework_tracking) {
-  auto framework = nlohmann::json::parse(framework_tracking, nullptr, false);
-  if (!framework.is_object() || !flag_field(framework, "hidden_allocations")) return "";
-  std::string name = text_field(framework, "framework");
-  std::string how = text_field(framework, "how_to_see");
+std::string hidden_allocations_reason(const std::optional<FrameworkTracking>& framework) {
+  if (!framework || !framework->hidden_allocations.value_or(false)) return "";
+  std::string name = framework->framework.value_or("");
+  std::string how = framework->how_to_see.value_or("");
   return fmt::format(
       "{} allocates its arrays from a pool it reserved at start, which the driver sees as one "
       "block: nothing visible grows, but that says nothing about the arrays inside it{}",
@@ -33,15 +33,15 @@ std::string hidden_allocations_reason(const std::string& framework_tracking) {
 
 void ProcessAnalysis::on_annotation(const trace::AnnotationRecord& record) {
   if (record.key == "torch_tracking") {
-    torch_tracking_ = record.value;
+    torch_tracking_ = read_torch_tracking(record.value);
     return;
   }
   if (record.key == "clock") {
-    clock_ = record.value;
+    clock_ = read_event_clock(record.value);
     return;
   }
   if (record.key == "distributed") {
-    distributed_ = record.value;
+    distributed_ = read_distributed_rank(record.value);
     return;
   }
   if (record.key == "phase") {
@@ -58,15 +58,11 @@ void ProcessAnalysis::on_annotation(const trace::AnnotationRecord& record) {
     // numbered clock of a source is.
     nlohmann::json clock = nlohmann::json::parse(record.value, nullptr, false);
     if (!clock.is_object()) return;
-    auto source = clock.find("source");
-    auto id = clock.find("clock");
-    if (source == clock.end() || !source->is_number_unsigned() || id == clock.end() ||
-        !id->is_number_unsigned() || source->get<std::uint64_t>() > 0xff ||
-        id->get<std::uint64_t>() > UINT32_MAX)
-      return;
+    std::optional<std::uint32_t> source = optional_id_field(clock, "source", 0xff);
+    std::optional<std::uint32_t> id = optional_id_field(clock, "clock");
+    if (!source || !id) return;
     if (clock_descriptions_.size() >= 1000) return;
-    ClockKey key{static_cast<trace::StepSource>(source->get<std::uint64_t>()),
-                 static_cast<std::uint32_t>(id->get<std::uint64_t>())};
+    ClockKey key{static_cast<trace::StepSource>(*source), *id};
     clock_descriptions_[key] = text_field(clock, "description").substr(0, 200);
     // A Python loop's clock also says where the loop is: {"file", "line", "function"}.
     std::string file = text_field(clock, "file");
@@ -74,10 +70,7 @@ void ProcessAnalysis::on_annotation(const trace::AnnotationRecord& record) {
       Site site;
       site.file = file.substr(0, 4096);
       site.function = text_field(clock, "function").substr(0, 200);
-      auto line = clock.find("line");
-      if (line != clock.end() && line->is_number_unsigned() &&
-          line->get<std::uint64_t>() <= UINT32_MAX)
-        site.line = static_cast<std::uint32_t>(line->get<std::uint64_t>());
+      site.line = optional_id_field(clock, "line").value_or(0);
       clock_sites_[key] = std::move(site);
     }
     return;
@@ -85,26 +78,23 @@ void ProcessAnalysis::on_annotation(const trace::AnnotationRecord& record) {
   if (record.key == "python_loop") {
     // {"available": false, "reason": "..."} when the package cannot follow
     // the main script's loop (Python before 3.12, another tool's ids taken).
-    python_loop_ = record.value;
-    nlohmann::json loop = nlohmann::json::parse(record.value, nullptr, false);
+    python_loop_ = read_python_loop(record.value);
     python_loop_unavailable_.clear();
-    if (loop.is_object() && loop.contains("available") && loop["available"].is_boolean() &&
-        !loop["available"].get<bool>()) {
-      python_loop_unavailable_ = text_field(loop, "reason").substr(0, 300);
+    if (python_loop_ && python_loop_->available == false) {
+      python_loop_unavailable_ = python_loop_->reason.value_or("").substr(0, 300);
       if (python_loop_unavailable_.empty()) python_loop_unavailable_ = "unknown reason";
     }
     return;
   }
   if (record.key == "capture_backend") {
-    capture_backend_ = record.value;
+    capture_backend_ = read_capture_backend(record.value);
     return;
   }
   if (record.key == "framework_tracking") {
-    framework_tracking_ = record.value;
-    hidden_allocations_reason_ = hidden_allocations_reason(record.value);
-    auto framework = nlohmann::json::parse(record.value, nullptr, false);
+    framework_tracking_ = read_framework_tracking(record.value);
+    hidden_allocations_reason_ = hidden_allocations_reason(framework_tracking_);
     device_memory_holds_arrays_ =
-        framework.is_object() && flag_field(framework, "device_memory_holds_arrays");
+        framework_tracking_ && framework_tracking_->device_memory_holds_arrays.value_or(false);
     return;
   }
   if (record.key == "collector_disabled") {

@@ -83,12 +83,12 @@ ProcessReport ProcessAnalysis::build_report(const std::string& trace_path) {
   r.trace_error = trace_error_;
   r.trace_error_offset = trace_error_offset_;
   r.damage = damage_;
-  r.torch_tracking_json = torch_tracking_;
-  r.clock_json = clock_;
-  r.distributed_json = distributed_;
-  r.capture_backend_json = capture_backend_;
-  r.framework_tracking_json = framework_tracking_;
-  r.python_loop_json = python_loop_;
+  r.torch_tracking = torch_tracking_;
+  r.clock = clock_;
+  r.distributed = distributed_;
+  r.capture_backend = capture_backend_;
+  r.framework_tracking = framework_tracking_;
+  r.python_loop = python_loop_;
   r.collector_disabled = collector_disabled_;
   std::map<std::string, OriginShare> origins;
   const Phase* primary = nullptr;

@@ -3,13 +3,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <nlohmann/json.hpp>
-
-#include "analysis/annotation_fields.h"
+#include <climits>
+#include <cstdint>
 
 namespace gpuleak::analysis {
-
-using nlohmann::json;
 
 namespace {
 
@@ -34,14 +31,13 @@ bool has_python_frame(const std::vector<Frame>& frames, const char* file_suffix,
   });
 }
 
-json parse_object(const std::string& text) {
-  if (text.empty()) return json::object();
-  json value = json::parse(text, nullptr, false);
-  return value.is_object() ? value : json::object();
-}
-
 ProcessRole make(RoleKind kind, int of_pid, std::string text) {
   return ProcessRole{kind, of_pid, std::move(text)};
+}
+
+// A process id from an annotation; 0 when there is none or it cannot be one.
+int pid_or_zero(const std::optional<std::int64_t>& pid) {
+  return pid && *pid > 0 && *pid <= INT_MAX ? static_cast<int>(*pid) : 0;
 }
 
 std::string of_text(int of_pid) { return of_pid > 0 ? fmt::format(" of PID {}", of_pid) : ""; }
@@ -87,14 +83,12 @@ std::vector<std::string> split_command_line(const std::string& command_line) {
 ProcessRole classify_role(const RoleEvidence& p, const RoleEvidence* parent, int main_pid) {
   if (p.pid == main_pid && main_pid > 0) return make(RoleKind::kMain, 0, "main program");
 
-  json role = parse_object(p.role_json);
-  json multiprocessing = role.contains("multiprocessing") && role["multiprocessing"].is_object()
-                             ? role["multiprocessing"]
-                             : json::object();
-  std::string mp_name = text_field(multiprocessing, "name");
+  const auto* multiprocessing =
+      p.role && p.role->multiprocessing ? &*p.role->multiprocessing : nullptr;
+  std::string mp_name = multiprocessing ? multiprocessing->name.value_or("") : "";
   // multiprocessing's own idea of the parent is the process that created this
   // one (the program, also for forkserver children); else the parent pid.
-  int owner = int_field(multiprocessing, "parent_pid", 0);
+  int owner = multiprocessing ? pid_or_zero(multiprocessing->parent_pid) : 0;
   bool parent_is_forkserver =
       parent && any_argument_contains(parent->argv, "multiprocessing.forkserver");
   if (owner <= 0)
@@ -102,13 +96,12 @@ ProcessRole classify_role(const RoleEvidence& p, const RoleEvidence* parent, int
 
   // DataLoader workers: the package's annotation, PyTorch's thread name, or
   // the worker loop on the stack of the first CUDA use.
-  auto worker = role.find("dataloader_worker");
-  if (worker != role.end() && worker->is_object()) {
-    int id = int_field(*worker, "id", -1);
-    return make(
-        RoleKind::kDataLoaderWorker, owner,
-        (id >= 0 ? fmt::format("DataLoader worker {}", id) : std::string("DataLoader worker")) +
-            of_text(owner));
+  if (p.role && p.role->dataloader_worker) {
+    std::optional<std::int64_t> id = p.role->dataloader_worker->id;
+    return make(RoleKind::kDataLoaderWorker, owner,
+                (id && *id >= 0 ? fmt::format("DataLoader worker {}", *id)
+                                : std::string("DataLoader worker")) +
+                    of_text(owner));
   }
   if (p.comm == kDataLoaderThreadName ||
       has_python_frame(p.frames, "torch/utils/data/_utils/worker.py", "_worker_loop")) {
@@ -124,10 +117,9 @@ ProcessRole classify_role(const RoleEvidence& p, const RoleEvidence* parent, int
   }
 
   // Ranks of a distributed job.
-  json distributed = parse_object(p.distributed_json);
-  int rank = int_field(distributed, "rank", -1);
-  if (rank >= 0) {
-    int world = int_field(distributed, "world_size", 0);
+  if (p.distributed && p.distributed->rank && *p.distributed->rank >= 0) {
+    std::int64_t rank = *p.distributed->rank;
+    std::int64_t world = p.distributed->world_size.value_or(0);
     return make(
         RoleKind::kRank, owner,
         world > 0 ? fmt::format("rank {} of {}", rank, world) : fmt::format("rank {}", rank));

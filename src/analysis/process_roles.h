@@ -13,6 +13,7 @@
 // Pure functions; thread-safe.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,9 +26,9 @@ struct RoleEvidence {
   int parent_pid = 0;  // when first known
   std::string comm;    // the main thread's name
   std::vector<std::string> argv;
-  std::string role_json;         // the `process_role` annotation
-  std::string distributed_json;  // the `distributed` annotation
-  std::vector<Frame> frames;     // of the first CUDA use
+  std::optional<ProcessRoleAnnotation> role;   // the `process_role` annotation
+  std::optional<DistributedRank> distributed;  // the `distributed` annotation
+  std::vector<Frame> frames;                   // of the first CUDA use
 };
 
 // `parent`: the evidence of its parent, when it is known (or null).

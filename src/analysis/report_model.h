@@ -240,6 +240,86 @@ struct OriginShare {
   bool tensors = false;  // per-tensor allocations rather than buffers
 };
 
+// What the traced process says about itself in its annotations (fields in
+// docs/json-schema.md and docs/trace-format.md). Each is read from the trace
+// once, in the analysis (analysis/annotation_values.h); an annotation that
+// is not a JSON object is absent, and a field missing there or of the wrong
+// type is empty here.
+
+// How PyTorch's tensors were tracked: the `torch_tracking` annotation.
+struct TorchTracking {
+  std::optional<std::string> mode;        // "allocator-hook", "cudaMallocAsync", "driver-only"
+  std::optional<std::string> alloc_conf;  // PYTORCH_CUDA_ALLOC_CONF as the process had it
+  std::optional<std::string> torch;       // PyTorch's version
+  std::optional<std::string> hook_error;  // why the allocator hook is off (null there: none)
+};
+
+// Which clock timed the events: the collector's `clock` annotation.
+struct EventClock {
+  std::optional<std::string> clock;  // "monotonic", "monotonic-coarse", "tsc"
+  std::optional<std::uint64_t> resolution_ns;
+  std::optional<double> monotonic_read_ns;  // what one precise read of the clock costs
+};
+
+// The process as one rank of a distributed job: the `distributed` annotation
+// (RANK, LOCAL_RANK and WORLD_SIZE of its environment).
+struct DistributedRank {
+  std::optional<std::int64_t> rank;
+  std::optional<std::int64_t> local_rank;
+  std::optional<std::int64_t> world_size;
+};
+
+// Which capture backend recorded driver calls, and why: the collector's
+// `capture_backend` annotation (docs/collector.md, "Capture backends").
+struct CaptureBackend {
+  std::optional<std::string> name;    // "interposer", "cupti"
+  std::optional<std::string> reason;  // why this backend
+  std::optional<bool> interposer_loaded;
+  std::optional<bool> interposer_loaded_before_driver;
+  std::optional<std::uint64_t> start_requests;            // above 1: started again (harmless)
+  std::optional<std::uint64_t> reentrant_start_requests;  // asked for while starting
+};
+
+// Array tracking of another framework (CuPy, JAX): the `framework_tracking`
+// annotation (docs/client-matrix.md).
+struct FrameworkTracking {
+  std::optional<std::string> framework;  // "CuPy", "JAX"
+  std::optional<std::string> mode;       // "memory-hook", "preallocated-pool", "platform", ...
+  // A pool reserved at start hides the arrays from the driver.
+  std::optional<bool> hidden_allocations;
+  // The framework's device memory holds only its arrays (JAX's platform allocator).
+  std::optional<bool> device_memory_holds_arrays;
+  std::optional<std::string> version;
+  std::optional<std::string> how_to_see;    // the settings that show each array
+  std::optional<std::string> mem_fraction;  // XLA_PYTHON_CLIENT_MEM_FRACTION
+};
+
+// Whether the Python package followed the main script's loop (step source
+// python-loop): the `python_loop` annotation (python/gpuleak/python_loop.py).
+struct PythonLoopAnnotation {
+  std::optional<bool> available;
+  std::optional<std::string> reason;         // why not: Python before 3.12, turned off, an error
+  std::optional<std::string> script;         // the main script whose loops it follows
+  std::optional<std::int64_t> tool_id;       // its sys.monitoring tool id
+  std::optional<std::int64_t> code_objects;  // the script's code objects it follows
+};
+
+// What the Python package says the process is to its job: the
+// `process_role` annotation. Either part is present only when it applies.
+struct ProcessRoleAnnotation {
+  struct DataLoaderWorker {  // torch.utils.data.get_worker_info() in the process
+    std::optional<std::int64_t> id;
+    std::optional<std::int64_t> num_workers;
+  };
+  struct Multiprocessing {            // a process multiprocessing started
+    std::optional<std::string> name;  // "SpawnPoolWorker-3"
+    std::optional<std::int64_t> parent_pid;
+    std::optional<std::string> start_method;
+  };
+  std::optional<DataLoaderWorker> dataloader_worker;
+  std::optional<Multiprocessing> multiprocessing;
+};
+
 // What one trace says about how its process used CUDA, for the job-level
 // analysis of processes (job_analysis.h): when and where CUDA was first
 // used, how much memory the driver handed out over time, and the facts a
@@ -264,12 +344,12 @@ struct DriverMemoryPoint {
 struct ProcessCudaUse {
   std::optional<CudaFirstUse> first_use;
   std::uint64_t contexts_created = 0;
-  std::optional<double> last_activity_s;  // last allocation, free or context change
-  std::optional<double> python_exit_s;    // the program's Python code returned (atexit began)
-  std::optional<double> exit_s;           // the ExitRecord (the process began to exit)
-  std::string main_thread_name;           // the kernel's name of the thread whose id is the pid
-  std::string role_json;                  // the `process_role` annotation, if any
-  std::vector<DriverMemoryPoint> memory;  // bounded series, oldest first
+  std::optional<double> last_activity_s;      // last allocation, free or context change
+  std::optional<double> python_exit_s;        // the program's Python code returned (atexit began)
+  std::optional<double> exit_s;               // the ExitRecord (the process began to exit)
+  std::string main_thread_name;               // the kernel's name of the thread whose id is the pid
+  std::optional<ProcessRoleAnnotation> role;  // the `process_role` annotation, if any
+  std::vector<DriverMemoryPoint> memory;      // bounded series, oldest first
 };
 
 struct ProcessReport {
@@ -278,14 +358,14 @@ struct ProcessReport {
   bool exited = false;      // an ExitRecord was seen
   std::string trace_error;  // empty, or why reading stopped early
   std::uint64_t trace_error_offset = 0;
-  std::vector<std::string> damage;   // what is wrong with the part that was read, one sentence each
-  std::string torch_tracking_json;   // the torch_tracking annotation, if any
-  std::string clock_json;            // the clock annotation: which clock timed the events
-  std::string distributed_json;      // rank and world size, when the process is one rank of a job
-  std::string capture_backend_json;  // which capture backend recorded driver calls, and why
-  std::string framework_tracking_json;  // array tracking of CuPy or JAX, if any
-  std::string python_loop_json;         // whether the main script's loop was followed (python_loop)
-  std::string collector_disabled;       // why the collector turned itself off; empty if it did not
+  std::vector<std::string> damage;  // what is wrong with the part that was read, one sentence each
+  std::optional<TorchTracking> torch_tracking;          // a PyTorch process's tracking
+  std::optional<EventClock> clock;                      // which clock timed the events
+  std::optional<DistributedRank> distributed;           // when the process is one rank of a job
+  std::optional<CaptureBackend> capture_backend;        // how driver calls were recorded
+  std::optional<FrameworkTracking> framework_tracking;  // array tracking of CuPy or JAX
+  std::optional<PythonLoopAnnotation> python_loop;  // whether the main script's loop was followed
+  std::string collector_disabled;  // why the collector turned itself off; empty if it did not
   std::vector<OriginShare> device_memory_by_origin;
   std::uint64_t allocations = 0;
   std::uint64_t frees = 0;
@@ -324,7 +404,7 @@ inline bool did_gpu_work(const ProcessReport& r) {
 // cuBLAS's workspaces and every tensor still referenced until the process
 // ends, so there only a LEAK verdict says that memory leaks.
 inline bool exit_memory_counts_as_leak(const ProcessReport& r) {
-  return r.torch_tracking_json.empty() && r.framework_tracking_json.empty();
+  return !r.torch_tracking && !r.framework_tracking;
 }
 
 // ---- The job: every process of one run --------------------------------------

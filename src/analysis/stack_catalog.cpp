@@ -86,14 +86,27 @@ bool is_internal_python(const std::string& filename) {
     if (contains(filename, (std::string("-packages/") + package).c_str())) return true;
   }
   if (contains(filename, "/torchinductor_")) return true;
-  if (contains(filename, "/gpuleak/") && contains(filename, "/python/")) return true;
+  if (is_gpuleak_python(filename)) return true;
   // The standard library: .../lib/python3.X/... outside site-packages.
   auto lib = filename.find("/lib/python3");
   if (lib != std::string::npos && !contains(filename, "-packages/")) return true;
   return false;
 }
 
+bool is_gpuleak_python(const std::string& filename) {
+  return contains(filename, "/gpuleak/") && contains(filename, "/python/");
+}
+
 std::string backward_node_of(const std::string& function) {
+  // The node's own frame, recorded by the allocator hook instead of the
+  // engine thread's stack: "vtable for torch::autograd::generated::AddmmBackward0".
+  constexpr std::string_view kNodeVtable = "vtable for torch::autograd::";
+  if (std::string_view(function).starts_with(kNodeVtable)) {
+    std::string_view scope = std::string_view(function).substr(kNodeVtable.size());
+    // The last name of the scope, template arguments included.
+    auto colon = scope.substr(0, scope.find('<')).rfind("::");
+    return std::string(colon == std::string_view::npos ? scope : scope.substr(colon + 2));
+  }
   // "torch::autograd::generated::AddmmBackward0::apply(...)" -> "AddmmBackward0"
   auto apply = function.find("::apply(");
   if (apply == std::string::npos) apply = function.size();
@@ -182,6 +195,11 @@ bool StackCatalog::add_definition(const trace::Record& record) {
 
 void StackCatalog::add(const trace::StackRecord& stack) { stacks_[stack.stack_id] = stack; }
 void StackCatalog::add(const trace::PythonCodeRecord& code) { codes_[code.code_id] = code; }
+
+const trace::PythonCodeRecord* StackCatalog::python_code(std::uint32_t code_id) const {
+  auto it = codes_.find(code_id);
+  return it == codes_.end() ? nullptr : &it->second;
+}
 void StackCatalog::add(const trace::ModuleRecord& module) {
   modules_.push_back(module);
   symbolizer_.add_module(module);

@@ -45,6 +45,7 @@ class StackCatalog {
   void set_source_lookup(SourceLookup lookup);
 
   const trace::StackRecord* stack(std::uint32_t stack_id) const;
+  const trace::PythonCodeRecord* python_code(std::uint32_t code_id) const;
   std::vector<Frame> frames(std::uint32_t stack_id);
   std::string api_name(std::uint32_t api) const;
   std::string thread_name(std::uint32_t thread_id) const;
@@ -83,12 +84,16 @@ class StackCatalog {
 Site choose_site(const std::vector<Frame>& frames);
 // Whether a source line is a function's def statement (after indentation).
 bool is_def_line(std::string_view source_line);
-// "AddmmBackward0" for "torch::autograd::generated::AddmmBackward0::apply(...)", else "".
+// "AddmmBackward0" for "torch::autograd::generated::AddmmBackward0::apply(...)"
+// and for the node frame the allocator hook records ("vtable for
+// torch::autograd::generated::AddmmBackward0"), else "".
 std::string backward_node_of(const std::string& function);
 // True for frames inside CUDA, CUPTI, the collector, the Python interpreter,
 // the standard library, PyTorch's own code, or gpuleak's Python package.
 bool is_internal_native(const std::string& module, const std::string& function);
 bool is_internal_python(const std::string& filename);
+// A file of gpuleak's own Python package (python/gpuleak/...).
+bool is_gpuleak_python(const std::string& filename);
 // A source file among the CUDA toolkit's headers (its inlined templates).
 bool is_toolkit_header(const std::string& file);
 

@@ -34,6 +34,7 @@ Config read_config_from_environment() {
   c.tensor_native_depth =
       std::min(c.native_depth,
                number("GPULEAK_TENSOR_NATIVE_DEPTH", c.tensor_native_depth, 0, kMaxNativeFrames));
+  c.backward_native_stacks = flag("GPULEAK_BACKWARD_NATIVE_STACKS", c.backward_native_stacks);
   c.python_stacks = flag("GPULEAK_PYTHON_STACKS", c.python_stacks);
   c.native_with_python = flag("GPULEAK_NATIVE_WITH_PYTHON", c.native_with_python);
   c.reuse_stacks = flag("GPULEAK_REUSE_STACKS", c.reuse_stacks);

@@ -15,6 +15,10 @@ struct Config {
   // GPULEAK_TENSOR_NATIVE_DEPTH: frames kept for a tensor allocated where no
   // Python frame is (autograd's backward threads), at most native_depth
   int tensor_native_depth = 24;
+  // GPULEAK_BACKWARD_NATIVE_STACKS: a tensor allocated while an autograd node
+  // runs its backward is named by that node alone (one frame, no unwinding);
+  // with this set its native stack is unwound as for any thread without Python
+  bool backward_native_stacks = false;
   bool python_stacks = true;  // GPULEAK_PYTHON_STACKS
   bool native_with_python =
       false;  // GPULEAK_NATIVE_WITH_PYTHON: native frames too when Python frames exist

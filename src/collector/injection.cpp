@@ -286,18 +286,67 @@ extern "C" __attribute__((visibility("default"))) void gpuleak_annotate(const ch
   guarded([&](Recorder& r) { r.record_annotation(key, value); });
 }
 
+namespace {
+// gpuleak_benchmark_tensor_recording's switch: tensor events are dropped at
+// the door while it is set.
+std::atomic<bool> g_benchmark_skip_tensors{false};
+}  // namespace
+
+// For bench/torch/step_time.py only (not in the public header): times the
+// parts of tensor recording inside one process, where the step time of a
+// launch-bound loop alternates by 10 % between processes. Mode 0: tensor
+// events are not recorded (the caller's trace path alone); 1: recorded
+// without stacks; 2: with Python frames only; 3: as normal. The trace of a
+// run that used it is not a faithful one: never use this outside a benchmark.
+// Returns 0, or -1 when nothing records.
+extern "C" __attribute__((visibility("default"))) int gpuleak_benchmark_tensor_recording(int mode) {
+  using gpuleak::collector::StackTable;
+  if (mode < 0 || mode > 3) return -1;
+  int result = -1;
+  guarded([&](Recorder& r) {
+    g_benchmark_skip_tensors.store(mode == 0, std::memory_order_relaxed);
+    r.stacks_for_benchmark().set_tensor_stacks_for_benchmark(
+        mode == 1   ? StackTable::TensorStacks::kNone
+        : mode == 2 ? StackTable::TensorStacks::kPythonOnly
+                    : StackTable::TensorStacks::kFull);
+    result = 0;
+  });
+  return result;
+}
+
 extern "C" __attribute__((visibility("default"))) void gpuleak_record_torch_alloc(uint64_t address,
                                                                                   uint64_t size,
                                                                                   int device,
                                                                                   uint64_t stream) {
+  if (g_benchmark_skip_tensors.load(std::memory_order_relaxed)) return;
   guarded([&](Recorder& r) {
     r.record_alloc(address, size, MemoryKind::kTorchBlock, kApiTorchAlloc, device, stream,
                    /*with_native=*/false);
   });
 }
 
+extern "C" __attribute__((visibility("default"))) void gpuleak_record_torch_alloc_in_node(
+    uint64_t address, uint64_t size, int device, uint64_t stream, uint64_t node_type) {
+  if (g_benchmark_skip_tensors.load(std::memory_order_relaxed)) return;
+  guarded([&](Recorder& r) {
+    if (node_type == 0 || r.config().backward_native_stacks) {
+      r.record_alloc(address, size, MemoryKind::kTorchBlock, kApiTorchAlloc, device, stream,
+                     /*with_native=*/false);
+      return;
+    }
+    // The node's type stands for the native stack (its one frame symbolizes
+    // to the node's class): unwinding the engine thread's 24 frames cost a
+    // tenth of a launch-bound training step.
+    const std::uint64_t frames[1] = {node_type};
+    const StackTable::NativeFrames node{frames, 1};
+    r.record_alloc(address, size, MemoryKind::kTorchBlock, kApiTorchAlloc, device, stream,
+                   /*with_native=*/false, &node);
+  });
+}
+
 extern "C" __attribute__((visibility("default"))) void gpuleak_record_torch_free(uint64_t address,
                                                                                  int device) {
+  if (g_benchmark_skip_tensors.load(std::memory_order_relaxed)) return;
   guarded([&](Recorder& r) {
     r.record_free(r.next_seq(), address, MemoryKind::kTorchBlock, kApiTorchFree, device);
   });

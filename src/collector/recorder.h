@@ -91,6 +91,9 @@ class Recorder {
   // Sites that kept growing step after step, for the in-process holder walk.
   std::vector<GrowthCandidate> take_growth_candidates() { return live_index_.take_candidates(); }
 
+  // For the step-time benchmark only (gpuleak_benchmark_tensor_recording).
+  StackTable& stacks_for_benchmark() { return stacks_; }
+
   bool recording() const { return state_.load(std::memory_order_relaxed) == kRecording; }
   const std::string& trace_path() const { return trace_path_; }
   const Config& config() const { return config_; }

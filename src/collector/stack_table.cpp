@@ -93,6 +93,9 @@ bool StackTable::native_frames_wanted(bool with_native) const {
 [[gnu::hot]] std::uint32_t StackTable::capture(std::string& definitions,
                                                std::uint32_t& definition_count, bool with_native,
                                                const NativeFrames* unwound, bool tensor) {
+  const int tensor_stacks = tensor ? tensor_stacks_.load(std::memory_order_relaxed)
+                                   : static_cast<int>(TensorStacks::kFull);
+  if (tensor_stacks == static_cast<int>(TensorStacks::kNone)) return 0;
   // Python frames: through the compiled reader when there is one (works
   // whether or not this thread holds the GIL), else only with the GIL held.
   constexpr int kMaxPython = PythonCapture::kMaxFrames;
@@ -114,10 +117,10 @@ bool StackTable::native_frames_wanted(bool with_native) const {
   std::uint64_t own[kMaxNativeFrames];
   const std::uint64_t* native = own;
   int native_frames = 0;
-  if (unwound) {
+  if (unwound && tensor_stacks == static_cast<int>(TensorStacks::kFull)) {
     native = unwound->frames;
     native_frames = unwound->count;
-  } else if (config_.native_depth > 0 &&
+  } else if (config_.native_depth > 0 && tensor_stacks == static_cast<int>(TensorStacks::kFull) &&
              (python_frames == 0 || with_native || config_.native_with_python)) {
     // A tensor without Python frames comes from a thread Python does not
     // know (autograd's backward): the innermost frames name the operation,

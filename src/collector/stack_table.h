@@ -46,6 +46,13 @@ class StackTable {
   std::uint32_t capture(std::string& definitions, std::uint32_t& definition_count, bool with_native,
                         const NativeFrames* unwound = nullptr, bool tensor = false);
 
+  // For bench/torch/step_time.py only (gpuleak_benchmark_tensor_recording):
+  // what tensor stacks keep, so one process can time its own parts.
+  enum class TensorStacks : int { kNone = 1, kPythonOnly = 2, kFull = 3 };
+  void set_tensor_stacks_for_benchmark(TensorStacks stacks) {
+    tensor_stacks_.store(static_cast<int>(stacks), std::memory_order_relaxed);
+  }
+
  private:
   static constexpr int kShards = 64;
   static constexpr int kRecentStacks = 64;  // per-thread cache of recent stack ids
@@ -61,6 +68,7 @@ class StackTable {
                         std::uint32_t& definition_count);
 
   const Config& config_;
+  std::atomic<int> tensor_stacks_{static_cast<int>(TensorStacks::kFull)};
   Shard shards_[kShards];
   std::atomic<std::uint32_t> next_stack_id_{1};
 

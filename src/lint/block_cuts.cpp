@@ -1,6 +1,6 @@
 #include "block_cuts.h"
 
-#include <cctype>
+#include "statement_lines.h"
 
 namespace gpuleak::lint {
 namespace {
@@ -17,82 +17,26 @@ struct LogicalLine {
   bool decorator = false;
 };
 
-bool starts_with_word(std::string_view source, std::size_t at, std::string_view word) {
-  if (source.substr(at, word.size()) != word) return false;
-  char next = at + word.size() < source.size() ? source[at + word.size()] : ' ';
-  return !(std::isalnum(static_cast<unsigned char>(next)) || next == '_');
-}
-
 std::vector<LogicalLine> logical_lines(std::string_view source, std::uint32_t from,
                                        std::uint32_t to) {
   std::vector<LogicalLine> lines;
-  std::size_t depth = 0;
-  char quote = 0;       // inside a string opened with this character
-  bool triple = false;  // ... with three of them
-  bool continued = false;
   bool after_decorator = false;
-  std::size_t i = from;
-  while (i < to) {
-    if (quote == 0 && depth == 0 && !continued) {
-      std::size_t j = i;
-      while (j < to && (source[j] == ' ' || source[j] == '\t' || source[j] == '\f')) ++j;
-      char c = j < to ? source[j] : '\n';
-      LogicalLine line;
-      line.start = static_cast<std::uint32_t>(i);
-      line.indent = static_cast<std::uint32_t>(j - i);
-      line.code = !(c == '\n' || c == '\r' || c == '#');
-      if (line.code) {
-        line.decorator = c == '@';
-        line.continues =
-            after_decorator || c == ')' || c == ']' || c == '}' ||
-            starts_with_word(source, j, "else") || starts_with_word(source, j, "elif") ||
-            starts_with_word(source, j, "except") || starts_with_word(source, j, "finally");
-        after_decorator = line.decorator;
-      }
-      lines.push_back(line);
+  scan_statement_lines(source, from, to, [&](std::uint32_t i) {
+    std::size_t j = i;
+    while (j < to && (source[j] == ' ' || source[j] == '\t' || source[j] == '\f')) ++j;
+    char c = j < to ? source[j] : '\n';
+    LogicalLine line;
+    line.start = i;
+    line.indent = static_cast<std::uint32_t>(j - i);
+    line.code = !(c == '\n' || c == '\r' || c == '#');
+    if (line.code) {
+      line.decorator = c == '@';
+      line.continues = after_decorator || c == ')' || c == ']' || c == '}' ||
+                       continues_statement_before(source, j);
+      after_decorator = line.decorator;
     }
-    continued = false;
-    bool string_continues = false;  // a one-line string escapes its newline
-    for (; i < to && source[i] != '\n'; ++i) {
-      char c = source[i];
-      if (quote != 0) {
-        if (c == '\\') {
-          ++i;  // an escaped character, quote or newline included
-          if (i < to && source[i] == '\n') {
-            string_continues = true;
-            break;
-          }
-          continue;
-        }
-        if (c == quote) {
-          if (!triple) {
-            quote = 0;
-          } else if (i + 2 < to && source[i + 1] == quote && source[i + 2] == quote) {
-            quote = 0;
-            i += 2;
-          }
-        }
-        continue;
-      }
-      if (c == '#') {
-        while (i < to && source[i] != '\n') ++i;
-        break;
-      }
-      if (c == '\'' || c == '"') {
-        quote = c;
-        triple = i + 2 < to && source[i + 1] == c && source[i + 2] == c;
-        if (triple) i += 2;
-      } else if (c == '(' || c == '[' || c == '{') {
-        ++depth;
-      } else if ((c == ')' || c == ']' || c == '}') && depth > 0) {
-        --depth;
-      } else if (c == '\\' && i + 1 < to && source[i + 1] == '\n') {
-        continued = true;
-      }
-    }
-    if (quote != 0 && !triple && !string_continues) quote = 0;
-    ++i;  // the newline
-  }
+    lines.push_back(line);
+  });
   return lines;
 }
 

@@ -4,13 +4,13 @@
 
 #include <algorithm>
 #include <array>
-#include <cctype>
 #include <cstring>
 #include <optional>
 #include <stdexcept>
 #include <vector>
 
 #include "block_cuts.h"
+#include "statement_lines.h"
 #include "syntax_tree_builder.h"
 
 extern "C" const TSLanguage* tree_sitter_python(void);
@@ -71,85 +71,24 @@ std::vector<std::pair<std::uint32_t, std::uint32_t>> PythonParser::top_level_run
   // column 0, and not a clause that continues the statement before
   // (else/elif/except/finally) or the definition under a decorator.
   std::vector<std::pair<std::uint32_t, std::uint32_t>> runs;
-  std::size_t depth = 0;
-  char quote = 0;       // inside a string opened with this character
-  bool triple = false;  // ... with three of them
-  bool continued = false;
   bool after_decorator = false;
   std::uint32_t run_start = 0;
-  std::size_t i = 0;
-  auto starts_with_word = [&](std::size_t at, std::string_view w) {
-    if (source.substr(at, w.size()) != w) return false;
-    char next = at + w.size() < source.size() ? source[at + w.size()] : ' ';
-    return !(std::isalnum(static_cast<unsigned char>(next)) || next == '_');
-  };
-  while (i < source.size()) {
-    // At the start of a line.
-    bool line_start_top = quote == 0 && depth == 0 && !continued;
-    if (line_start_top && i - run_start >= run_bytes) {
-      char c = source[i];
+  scan_statement_lines(source, 0, static_cast<std::uint32_t>(source.size()), [&](std::uint32_t i) {
+    char c = source[i];
+    if (i - run_start >= run_bytes) {
       bool statement = !(c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '#' || c == '\f' ||
                          c == ')' || c == ']' || c == '}');
-      if (statement && !after_decorator && !starts_with_word(i, "else") &&
-          !starts_with_word(i, "elif") && !starts_with_word(i, "except") &&
-          !starts_with_word(i, "finally")) {
-        runs.emplace_back(run_start, static_cast<std::uint32_t>(i));
-        run_start = static_cast<std::uint32_t>(i);
+      if (statement && !after_decorator && !continues_statement_before(source, i)) {
+        runs.emplace_back(run_start, i);
+        run_start = i;
       }
     }
-    if (line_start_top) {
-      char c = source[i];
-      if (c == '@') {
-        after_decorator = true;
-      } else if (!(c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '#')) {
-        after_decorator = false;
-      }
+    if (c == '@') {
+      after_decorator = true;
+    } else if (!(c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '#')) {
+      after_decorator = false;
     }
-    continued = false;
-    bool string_continues = false;  // a one-line string escapes its newline
-    // Through the line.
-    for (; i < source.size() && source[i] != '\n'; ++i) {
-      char c = source[i];
-      if (quote != 0) {
-        if (c == '\\') {
-          ++i;  // an escaped character, quote or newline included
-          if (i < source.size() && source[i] == '\n') {
-            string_continues = true;
-            break;
-          }
-          continue;
-        }
-        if (c == quote) {
-          if (!triple) {
-            quote = 0;
-          } else if (i + 2 < source.size() && source[i + 1] == quote && source[i + 2] == quote) {
-            quote = 0;
-            i += 2;
-          }
-        }
-        continue;
-      }
-      if (c == '#') {
-        while (i < source.size() && source[i] != '\n') ++i;
-        break;
-      }
-      if (c == '\'' || c == '"') {
-        quote = c;
-        triple = i + 2 < source.size() && source[i + 1] == c && source[i + 2] == c;
-        if (triple) i += 2;
-      } else if (c == '(' || c == '[' || c == '{') {
-        ++depth;
-      } else if ((c == ')' || c == ']' || c == '}') && depth > 0) {
-        --depth;
-      } else if (c == '\\' && i + 1 < source.size() && source[i + 1] == '\n') {
-        continued = true;
-      }
-    }
-    // A one-line string cannot span lines, unless its newline is escaped
-    // (`"deprecated, \` then the rest on the next line).
-    if (quote != 0 && !triple && !string_continues) quote = 0;
-    ++i;  // the newline
-  }
+  });
   runs.emplace_back(run_start, static_cast<std::uint32_t>(source.size()));
   return runs;
 }

@@ -23,15 +23,28 @@ struct GrammarTables {
   std::vector<bool> punctuation_by_symbol;
 };
 
+// A row of a table from the grammar's names to ours.
+template <class Value>
+struct Named {
+  const char* name;
+  Value value;
+};
+
+// The value of the row named `name` (which may be null), or `otherwise`.
+template <class Value, std::size_t N>
+Value value_named(const Named<Value> (&table)[N], const char* name, Value otherwise) {
+  if (name == nullptr) return otherwise;
+  for (const Named<Value>& row : table) {
+    if (std::strcmp(name, row.name) == 0) return row.value;
+  }
+  return otherwise;
+}
+
 const GrammarTables& grammar_tables() {
   static const GrammarTables kTables = [] {
     GrammarTables t;
     const TSLanguage* language = tree_sitter_python();
-    struct Named {
-      const char* name;
-      NodeKind kind;
-    };
-    static constexpr Named kKinds[] = {
+    static constexpr Named<NodeKind> kKinds[] = {
 #define GPULEAK_LINT_KIND_ROW(name, text) {text, NodeKind::name},
         GPULEAK_LINT_NODE_KINDS(GPULEAK_LINT_KIND_ROW)
 #undef GPULEAK_LINT_KIND_ROW
@@ -43,20 +56,10 @@ const GrammarTables& grammar_tables() {
     }
     t.kind_by_symbol.assign(symbols, NodeKind::kOther);
     for (std::uint32_t s = 0; s < symbols; ++s) {
-      const char* name = ts_language_symbol_name(language, static_cast<TSSymbol>(s));
-      if (name == nullptr) continue;
-      for (const auto& k : kKinds) {
-        if (std::strcmp(name, k.name) == 0) {
-          t.kind_by_symbol[s] = k.kind;
-          break;
-        }
-      }
+      t.kind_by_symbol[s] = value_named(
+          kKinds, ts_language_symbol_name(language, static_cast<TSSymbol>(s)), NodeKind::kOther);
     }
-    struct NamedField {
-      const char* name;
-      Field field;
-    };
-    static constexpr NamedField kFields[] = {
+    static constexpr Named<Field> kFields[] = {
 #define GPULEAK_LINT_FIELD_ROW(name, text) {text, Field::name},
         GPULEAK_LINT_FIELDS(GPULEAK_LINT_FIELD_ROW)
 #undef GPULEAK_LINT_FIELD_ROW
@@ -64,14 +67,9 @@ const GrammarTables& grammar_tables() {
     std::uint32_t fields = ts_language_field_count(language);
     t.field_by_id.assign(fields + 1, Field::kNone);
     for (std::uint32_t f = 1; f <= fields; ++f) {
-      const char* name = ts_language_field_name_for_id(language, static_cast<TSFieldId>(f));
-      if (name == nullptr) continue;
-      for (const auto& k : kFields) {
-        if (std::strcmp(name, k.name) == 0) {
-          t.field_by_id[f] = k.field;
-          break;
-        }
-      }
+      t.field_by_id[f] =
+          value_named(kFields, ts_language_field_name_for_id(language, static_cast<TSFieldId>(f)),
+                      Field::kNone);
     }
     t.punctuation_by_symbol.assign(symbols, false);
     for (std::uint32_t s = 0; s < symbols; ++s) {

@@ -156,15 +156,11 @@ const char* verdict_class(analysis::ProcessVerdictKind kind) {
 }
 
 // "rank 3 of 8 (local rank 1)" from the distributed annotation; empty if none.
-std::string rank_text(const std::string& distributed_json) {
-  if (distributed_json.empty()) return {};
-  auto d = nlohmann::json::parse(distributed_json, nullptr, false);
-  if (!d.is_object() || !d.contains("rank") || !d["rank"].is_number_integer()) return {};
-  std::string text = fmt::format("rank {}", d["rank"].get<long>());
-  if (d.contains("world_size") && d["world_size"].is_number_integer())
-    text += fmt::format(" of {}", d["world_size"].get<long>());
-  if (d.contains("local_rank") && d["local_rank"].is_number_integer())
-    text += fmt::format(" (local rank {})", d["local_rank"].get<long>());
+std::string rank_text(const std::optional<analysis::DistributedRank>& distributed) {
+  if (!distributed || !distributed->rank) return {};
+  std::string text = fmt::format("rank {}", *distributed->rank);
+  if (distributed->world_size) text += fmt::format(" of {}", *distributed->world_size);
+  if (distributed->local_rank) text += fmt::format(" (local rank {})", *distributed->local_rank);
   return text;
 }
 
@@ -236,7 +232,7 @@ class PageWriter {
 
   void write_summary(const std::vector<ProcessReport>& reports) {
     bool any_rank = std::any_of(reports.begin(), reports.end(), [](const ProcessReport& r) {
-      return !rank_text(r.distributed_json).empty();
+      return !rank_text(r.distributed).empty();
     });
     out_ << "<table class=\"gl-summary\">\n<thead><tr><th>Process</th><th>Parent</th>"
          << (any_rank ? "<th>Rank</th>" : "")
@@ -247,7 +243,7 @@ class PageWriter {
       const analysis::GrowthReport& g = r.growth;
       out_ << "<tr><td><a href=\"#process-" << i << "\">" << r.process.pid << "</a></td>";
       out_ << "<td>" << r.process.parent_pid << "</td>";
-      if (any_rank) out_ << "<td>" << escape(rank_text(r.distributed_json)) << "</td>";
+      if (any_rank) out_ << "<td>" << escape(rank_text(r.distributed)) << "</td>";
       out_ << "<td><code>" << escape(shortened(command_of(r), kMaxCommandChars)) << "</code></td>";
       analysis::ProcessVerdict verdict = analysis::judge_process(r);
       out_ << "<td><span class=\"gl-badge gl-badge-" << verdict_class(verdict.kind) << "\">"
@@ -322,7 +318,7 @@ class PageWriter {
     if (r.process.executable != r.process.command_line) fact("Executable", r.process.executable);
     fact("Host", r.process.hostname);
     fact("Parent process", r.process.parent_pid ? std::to_string(r.process.parent_pid) : "");
-    fact("Distributed", rank_text(r.distributed_json));
+    fact("Distributed", rank_text(r.distributed));
     fact("Started", r.process.start_unix_ns ? utc_time(r.process.start_unix_ns) : "");
     fact("Duration", format_duration_seconds(r.duration_s));
     fact("Events",
@@ -338,11 +334,8 @@ class PageWriter {
                              format_bytes(share.bytes), share.tensors ? "" : " (not tensors)");
     }
     fact("Device memory by origin", origins);
-    if (!r.torch_tracking_json.empty()) {
-      auto tracking = nlohmann::json::parse(r.torch_tracking_json, nullptr, false);
-      if (tracking.is_object() && tracking.contains("mode") && tracking["mode"].is_string())
-        fact("PyTorch tracking", tracking["mode"].get<std::string>());
-    }
+    if (r.torch_tracking && r.torch_tracking->mode)
+      fact("PyTorch tracking", *r.torch_tracking->mode);
     fact("Trace", r.trace_path);
     out_ << "</dl>\n";
 

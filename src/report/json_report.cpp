@@ -63,10 +63,78 @@ json optional_series(const std::vector<std::optional<std::uint64_t>>& values) {
   return out;
 }
 
-json parsed_or_null(const std::string& text) {
-  if (text.empty()) return nullptr;
-  json j = json::parse(text, nullptr, false);
-  return j.is_discarded() ? json(text) : j;
+// A field of an annotation's object: written when the trace had it (of the
+// right type), left out when not.
+template <class T>
+void put_if_known(json& object, const char* key, const std::optional<T>& value) {
+  if (value) object[key] = *value;
+}
+
+// The annotations in the shape the process writes them (docs/json-schema.md):
+// null when there was none, a field left out when it was missing or of the
+// wrong type. `hook_error` is always there: null says the hook had no error.
+json torch_tracking_json(const std::optional<analysis::TorchTracking>& t) {
+  if (!t) return nullptr;
+  json j = json::object();
+  put_if_known(j, "mode", t->mode);
+  put_if_known(j, "alloc_conf", t->alloc_conf);
+  put_if_known(j, "torch", t->torch);
+  j["hook_error"] = optional_json(t->hook_error);
+  return j;
+}
+
+json clock_json(const std::optional<analysis::EventClock>& c) {
+  if (!c) return nullptr;
+  json j = json::object();
+  put_if_known(j, "clock", c->clock);
+  put_if_known(j, "resolution_ns", c->resolution_ns);
+  put_if_known(j, "monotonic_read_ns", c->monotonic_read_ns);
+  return j;
+}
+
+json distributed_json(const std::optional<analysis::DistributedRank>& d) {
+  if (!d) return nullptr;
+  json j = json::object();
+  put_if_known(j, "rank", d->rank);
+  put_if_known(j, "local_rank", d->local_rank);
+  put_if_known(j, "world_size", d->world_size);
+  return j;
+}
+
+json capture_backend_json(const std::optional<analysis::CaptureBackend>& b) {
+  if (!b) return nullptr;
+  json j = json::object();
+  put_if_known(j, "name", b->name);
+  put_if_known(j, "reason", b->reason);
+  put_if_known(j, "interposer_loaded", b->interposer_loaded);
+  put_if_known(j, "interposer_loaded_before_driver", b->interposer_loaded_before_driver);
+  put_if_known(j, "start_requests", b->start_requests);
+  put_if_known(j, "reentrant_start_requests", b->reentrant_start_requests);
+  return j;
+}
+
+json framework_tracking_json(const std::optional<analysis::FrameworkTracking>& f) {
+  if (!f) return nullptr;
+  json j = json::object();
+  put_if_known(j, "framework", f->framework);
+  put_if_known(j, "mode", f->mode);
+  put_if_known(j, "hidden_allocations", f->hidden_allocations);
+  put_if_known(j, "device_memory_holds_arrays", f->device_memory_holds_arrays);
+  put_if_known(j, "version", f->version);
+  put_if_known(j, "how_to_see", f->how_to_see);
+  put_if_known(j, "mem_fraction", f->mem_fraction);
+  return j;
+}
+
+json python_loop_json(const std::optional<analysis::PythonLoopAnnotation>& p) {
+  if (!p) return nullptr;
+  json j = json::object();
+  put_if_known(j, "available", p->available);
+  put_if_known(j, "reason", p->reason);
+  put_if_known(j, "script", p->script);
+  put_if_known(j, "tool_id", p->tool_id);
+  put_if_known(j, "code_objects", p->code_objects);
+  return j;
 }
 
 // The holder answer in the shape the Python package writes it
@@ -230,12 +298,12 @@ json to_json(const analysis::ProcessReport& r) {
                               : json{{"message", r.trace_error}, {"offset", r.trace_error_offset}}},
           {"damage", r.damage},
           {"verdict", verdict_json},
-          {"torch_tracking", parsed_or_null(r.torch_tracking_json)},
-          {"clock", parsed_or_null(r.clock_json)},
-          {"distributed", parsed_or_null(r.distributed_json)},
-          {"capture_backend", parsed_or_null(r.capture_backend_json)},
-          {"framework_tracking", parsed_or_null(r.framework_tracking_json)},
-          {"python_loop", parsed_or_null(r.python_loop_json)},
+          {"torch_tracking", torch_tracking_json(r.torch_tracking)},
+          {"clock", clock_json(r.clock)},
+          {"distributed", distributed_json(r.distributed)},
+          {"capture_backend", capture_backend_json(r.capture_backend)},
+          {"framework_tracking", framework_tracking_json(r.framework_tracking)},
+          {"python_loop", python_loop_json(r.python_loop)},
           {"collector_disabled",
            r.collector_disabled.empty() ? json(nullptr) : json(r.collector_disabled)},
           {"device_memory_by_origin", origins},

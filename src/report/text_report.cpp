@@ -2,10 +2,8 @@
 
 #include <fmt/format.h>
 
-#include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "analysis/annotation_fields.h"
 #include "analysis/process_verdict.h"
 #include "quantity/units.h"
 #include "report/holder_text.h"
@@ -257,22 +255,17 @@ void write_capture_facts(std::ostream& out, const ProcessReport& r) {
     out << "  The collector turned itself off (" << r.collector_disabled
         << "): nothing after that was recorded, so this report cannot call the run clean\n";
   }
-  // Annotations come from the traced process: read with the type-checked
-  // field readers, so a crafted trace cannot make the report throw.
-  auto backend = nlohmann::json::parse(r.capture_backend_json, nullptr, false);
-  std::string backend_name = analysis::text_field(backend, "name");
-  if (!backend_name.empty()) {
-    std::string reason = analysis::text_field(backend, "reason");
-    out << "  Driver calls captured by: " << backend_name
+  if (r.capture_backend && r.capture_backend->name && !r.capture_backend->name->empty()) {
+    std::string reason = r.capture_backend->reason.value_or("");
+    out << "  Driver calls captured by: " << *r.capture_backend->name
         << (reason.empty() ? "" : " (" + reason + ")") << '\n';
   }
-  auto framework = nlohmann::json::parse(r.framework_tracking_json, nullptr, false);
-  if (analysis::flag_field(framework, "hidden_allocations")) {
-    std::string name = analysis::text_field(framework, "framework");
+  if (r.framework_tracking && r.framework_tracking->hidden_allocations.value_or(false)) {
+    std::string name = r.framework_tracking->framework.value_or("");
     out << "  " << (name.empty() ? std::string("The framework") : name)
         << " allocates from a pool it reserved at start, so its arrays are invisible to the "
            "driver";
-    std::string how = analysis::text_field(framework, "how_to_see");
+    std::string how = r.framework_tracking->how_to_see.value_or("");
     if (!how.empty()) out << "; to see each array, run with " << how;
     out << '\n';
   }

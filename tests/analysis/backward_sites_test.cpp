@@ -49,6 +49,23 @@ TEST(BackwardSites, backward_node_is_named_from_the_generated_apply_frame) {
   EXPECT_EQ(backward_node_of("at::native::addmm_out_cuda(...)"), "");
 }
 
+// The allocator hook names the running node by its class (one frame: the
+// node's vtable, which the symbolizer demangles as "vtable for ...") instead
+// of unwinding the engine thread.
+TEST(BackwardSites, backward_node_is_named_from_the_node_frame_the_hook_records) {
+  EXPECT_EQ(backward_node_of("vtable for torch::autograd::generated::AddmmBackward0"),
+            "AddmmBackward0");
+  EXPECT_EQ(backward_node_of("vtable for torch::autograd::AccumulateGrad"), "AccumulateGrad");
+  EXPECT_EQ(backward_node_of("vtable for torch::autograd::CppNode<MyFunction>"),
+            "CppNode<MyFunction>");
+  EXPECT_EQ(backward_node_of("vtable for torch::autograd::generated::details::Foo<a::b>"),
+            "Foo<a::b>");
+  // Other classes' vtables are not autograd nodes.
+  EXPECT_EQ(backward_node_of("vtable for c10::TensorImpl"), "");
+  EXPECT_EQ(backward_node_of("vtable for "), "");
+  EXPECT_EQ(backward_node_of("vtable for torch::autograd::"), "");
+}
+
 TEST(BackwardSites,
      no_site_of_a_recorded_training_run_is_a_gpuleak_frame_and_backward_ones_say_so) {
   // A training loop: its gradients are allocated on autograd's engine thread
@@ -88,6 +105,45 @@ TEST(BackwardSites, a_lent_python_stack_blames_the_program_line_of_a_backward_al
     for (const LeakGroup& g : r.leaks.groups) check(g.site);
   }
   EXPECT_TRUE(found) << "no allocation made by the backward pass was blamed on the program";
+}
+
+TEST(BackwardSites, a_backward_block_recorded_with_its_node_has_the_node_as_its_one_native_frame) {
+  // The same program recorded by bundle a63417f, whose allocator hook names
+  // the running autograd node instead of unwinding the engine thread
+  // (tests/gpu/suites/holders.sh; docs/collector.md).
+  auto reports = reports_in(kExamples + "/torch/backward_node_frames");
+  ASSERT_FALSE(reports.empty());
+  std::size_t node_groups = 0;
+  for (const ProcessReport& r : reports) {
+    for (const LeakGroup& g : r.leaks.groups) {
+      // Tensors only: the driver allocations cuBLAS makes on the engine
+      // thread (its handle's workspace) keep their unwound stacks.
+      if (g.site.backward_node.empty() || g.kind != trace::MemoryKind::kTorchBlock) continue;
+      ++node_groups;
+      std::vector<const Frame*> native;
+      for (const Frame& f : g.frames)
+        if (f.language == Frame::Language::kNative) native.push_back(&f);
+      ASSERT_EQ(native.size(), 1u) << g.site.label();
+      EXPECT_EQ(native[0]->function.rfind("vtable for torch::autograd::", 0), 0u)
+          << native[0]->function;
+      EXPECT_NE(g.site.file.find("holder_tensor_hook_gradients.py"), std::string::npos)
+          << g.site.label();
+    }
+  }
+  // The kept gradients of the embedding output, made by AddmmBackward0.
+  EXPECT_GT(node_groups, 0u);
+}
+
+TEST(BackwardSites, the_engine_threads_backward_passes_are_no_loop_named_after_gpuleaks_wrapper) {
+  // Each backward pass allocates in the same node order under the lent stack,
+  // whose innermost frame is gpuleak's wrapper: once per step, but not a loop
+  // of the program (the optimizer's steps are its iterations).
+  auto reports = reports_in(kExamples + "/torch/backward_node_frames");
+  ASSERT_FALSE(reports.empty());
+  for (const ProcessReport& r : reports) {
+    for (const PhaseSummary& p : r.growth.phases)
+      EXPECT_EQ(p.name.find("_backward_lines"), std::string::npos) << p.name;
+  }
 }
 
 }  // namespace

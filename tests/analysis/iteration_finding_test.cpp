@@ -442,6 +442,48 @@ TEST(IterationFinding, request_threads_running_one_loop_each_count_their_batches
   EXPECT_LE(*g.verdict_step - g.warmup_steps, 50u);
 }
 
+// Autograd's engine thread allocates each backward pass's gradients in the
+// same node order, under the Python stack lent by the thread that called
+// backward() (its innermost frame gpuleak's own wrapper) and one native frame
+// naming the node: that repeats once per training step, but it is not a loop
+// of the program, and no phase may be named after gpuleak's wrapper.
+TEST(IterationFinding, backward_passes_under_a_lent_stack_are_not_a_loop_of_their_own) {
+  SyntheticTrace t;
+  Frames train = {{"/w/train.py", 60, "<module>"}, {"/w/train.py", 50, "train"}};
+  auto at = [&](int line) {
+    Frames f = train;
+    f.push_back({"/w/train.py", static_cast<std::uint32_t>(line), "train"});
+    return t.python_stack(f);
+  };
+  std::uint32_t forward_a = at(44), forward_b = at(45), loss_line = at(46);
+  Frames lent = train;
+  lent.push_back({"/w/train.py", 47, "train"});
+  lent.push_back({"/venv/lib/python3.12/site-packages/torch/_tensor.py", 626, "Tensor.backward"});
+  lent.push_back({"/opt/gpuleak/python/gpuleak/_backward_lines.py", 43,
+                  "lend_stacks_during_backward.<locals>._engine_run_backward"});
+  std::vector<std::uint32_t> nodes;
+  for (std::uint64_t node = 1; node <= 6; ++node)
+    nodes.push_back(t.python_stack(lent, {0x7000 + node}));
+  for (int step = 1; step <= 120; ++step) {
+    t.set_thread(1);
+    std::uint64_t a = t.alloc(forward_a, 1 << 20), b = t.alloc(forward_b, 1 << 20);
+    std::uint64_t l = t.alloc(loss_line, 512);
+    t.set_thread(2);  // the engine thread
+    std::vector<std::uint64_t> grads;
+    for (std::uint32_t node : nodes) grads.push_back(t.alloc(node, 256 << 10));
+    for (std::uint64_t g : grads) t.free(g);
+    t.set_thread(1);
+    for (std::uint64_t x : {a, b, l}) t.free(x);
+    t.step(step);
+    t.advance_ms(5);
+  }
+  GrowthReport g = growth_of(t);
+  EXPECT_EQ(g.verdict, Verdict::kNoLeak) << phases_of(g);
+  for (const PhaseSummary& p : g.phases)
+    EXPECT_EQ(p.name.find("_backward_lines"), std::string::npos) << phases_of(g);
+  EXPECT_EQ(g.phase.find("_backward_lines"), std::string::npos) << g.phase;
+}
+
 TEST(IterationFinding, loop_of_a_cuda_program_is_found_from_native_frames) {
   SyntheticTrace t;
   // _start -> main -> run_step (3 call sites) -> cudaMalloc.

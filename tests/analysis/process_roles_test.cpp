@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include "analysis/annotation_values.h"
+
 namespace gpuleak::analysis {
 namespace {
 
@@ -40,7 +42,7 @@ TEST(ProcessRoles, the_program_run_started_is_the_main_program) {
 TEST(ProcessRoles, the_packages_annotation_names_a_dataloader_worker_with_its_id) {
   RoleEvidence main = program(100);
   RoleEvidence worker = child_of(100, {"python3", "train.py"});
-  worker.role_json = R"({"dataloader_worker": {"id": 2, "num_workers": 4}})";
+  worker.role = read_process_role(R"({"dataloader_worker": {"id": 2, "num_workers": 4}})");
   ProcessRole role = classify_role(worker, &main, 100);
   EXPECT_EQ(role.kind, RoleKind::kDataLoaderWorker);
   EXPECT_EQ(role.text, "DataLoader worker 2 of PID 100");
@@ -79,7 +81,8 @@ TEST(ProcessRoles, pool_workers_spawn_processes_and_plain_children_are_told_apar
       100, {"python3", "-c",
             "from multiprocessing.spawn import spawn_main; spawn_main(tracker_fd=5, pipe_handle=7)",
             "--multiprocessing-fork"});
-  pool.role_json = R"({"multiprocessing": {"name": "SpawnPoolWorker-3", "parent_pid": 100}})";
+  pool.role =
+      read_process_role(R"({"multiprocessing": {"name": "SpawnPoolWorker-3", "parent_pid": 100}})");
   EXPECT_EQ(classify_role(pool, &main, 100).text, "pool worker of PID 100 (SpawnPoolWorker-3)");
 
   RoleEvidence spawned = child_of(100, pool.argv);
@@ -106,15 +109,15 @@ TEST(ProcessRoles, pool_workers_spawn_processes_and_plain_children_are_told_apar
 TEST(ProcessRoles, a_rank_is_named_by_rank_and_world_size) {
   RoleEvidence main = program(100);
   RoleEvidence rank = child_of(100, {"python3", "train.py", "--local-rank=1"});
-  rank.distributed_json = R"({"rank": 1, "local_rank": 1, "world_size": 2})";
+  rank.distributed = read_distributed_rank(R"({"rank": 1, "local_rank": 1, "world_size": 2})");
   EXPECT_EQ(classify_role(rank, &main, 100).text, "rank 1 of 2");
 }
 
 TEST(ProcessRoles, damaged_annotations_are_ignored_not_trusted) {
   RoleEvidence main = program(100);
   RoleEvidence worker = child_of(100, {"/usr/bin/helper"});
-  worker.role_json = R"({"dataloader_worker": "yes", "multiprocessing": [1, 2]})";
-  worker.distributed_json = "{not json";
+  worker.role = read_process_role(R"({"dataloader_worker": "yes", "multiprocessing": [1, 2]})");
+  worker.distributed = read_distributed_rank("{not json");
   EXPECT_EQ(classify_role(worker, &main, 100).kind, RoleKind::kSubprocess);
 }
 

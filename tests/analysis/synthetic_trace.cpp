@@ -46,8 +46,15 @@ std::uint32_t SyntheticTrace::native_site(const std::string& module_path) {
 }
 
 std::uint32_t SyntheticTrace::python_stack(const std::vector<PyFrame>& outermost_first) {
+  return python_stack(outermost_first, {});
+}
+
+std::uint32_t SyntheticTrace::python_stack(
+    const std::vector<PyFrame>& outermost_first,
+    const std::vector<std::uint64_t>& native_innermost_first) {
   trace::StackRecord stack;
   stack.stack_id = next_stack_++;
+  stack.native = native_innermost_first;
   for (auto f = outermost_first.rbegin(); f != outermost_first.rend(); ++f) {
     auto [it, inserted] = codes_.try_emplace({f->file, f->function}, next_code_);
     if (inserted) {

@@ -34,6 +34,10 @@ class SyntheticTrace {
     std::string function;
   };
   std::uint32_t python_stack(const std::vector<PyFrame>& outermost_first);
+  // Python frames with native frames inside them (innermost native first),
+  // as a thread running no Python records with a lent Python stack.
+  std::uint32_t python_stack(const std::vector<PyFrame>& outermost_first,
+                             const std::vector<std::uint64_t>& native_innermost_first);
   // A native-only stack of return addresses, outermost first.
   std::uint32_t native_stack(const std::vector<std::uint64_t>& outermost_first);
 

@@ -93,6 +93,27 @@ std::vector<Record> training_job(int steps) {
   std::uint64_t seq = 0, t = 1000000000;
   std::vector<Record> events;
   events.push_back(AnnotationRecord{seq++, t, "torch_tracking", "{\"mode\":\"hook\"}"});
+  // Every annotation the analysis reads, as the collector and the package
+  // write them, for the fuzzer to give fields of other types.
+  for (
+      const auto& [key, value] : std::vector<std::pair<std::string, std::string>>{
+          {"clock", R"({"clock": "tsc", "resolution_ns": 1, "monotonic_read_ns": 26.7})"},
+          {"distributed", R"({"rank": 1, "local_rank": 1, "world_size": 2})"},
+          {"capture_backend",
+           R"({"name": "interposer", "reason": "preloaded", "interposer_loaded": true, )"
+           R"("interposer_loaded_before_driver": true, "start_requests": 1, )"
+           R"("reentrant_start_requests": 0})"},
+          {"framework_tracking",
+           R"({"framework": "JAX", "mode": "preallocated-pool", "hidden_allocations": true, )"
+           R"("device_memory_holds_arrays": false, "how_to_see": "XLA_PYTHON_CLIENT_ALLOCATOR=platform"})"},
+          {"process_role",
+           R"({"dataloader_worker": {"id": 2, "num_workers": 4}, "multiprocessing": )"
+           R"({"name": "SpawnPoolWorker-3", "parent_pid": 4200, "start_method": "spawn"}})"},
+          {"first_cuda_use", R"({"stack_id": 1, "device": 0})"},
+          {"iteration_clock", R"({"source": 3, "clock": 1, "description": "batches"})"},
+          {"phase", R"({"name": "train", "event": "begin"})"}}) {
+    events.push_back(AnnotationRecord{seq++, t, key, value});
+  }
   events.push_back(SampleRecord{seq++, t, Metric::kDeviceTotalBytes, 0, 80ull << 30});
   for (int s = 0; s < steps; ++s) {
     t += 10000000;

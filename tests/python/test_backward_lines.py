@@ -32,6 +32,31 @@ static void* engine_thread(void* unused) {
   record(next_address, 4096, 0, 0);
   return 0;
 }
+typedef void (*record_in_node_fn)(uint64_t, uint64_t, int, uint64_t, uint64_t);
+static record_in_node_fn record_in_node;
+static uint64_t node_type;
+static void* node_thread(void* unused) {
+  (void)unused;
+  record_in_node(next_address, 4096, 0, 0, node_type);
+  return 0;
+}
+/* As the allocator hook forwards a block allocated while an autograd node
+   runs: with the node's vtable, here std::bad_alloc's (libstdc++ exports its
+   symbol; the vtable's address point is two words past its start). */
+int run_node_thread(const char* collector, uint64_t address) {
+  void* library = dlopen(collector, RTLD_NOW | RTLD_NOLOAD);
+  if (!library) return -1;
+  record_in_node = (record_in_node_fn)dlsym(library, "gpuleak_record_torch_alloc_in_node");
+  if (!record_in_node) return -2;
+  char* vtable = (char*)dlsym(RTLD_DEFAULT, "_ZTVSt9bad_alloc");
+  if (!vtable) return -4;
+  node_type = (uint64_t)(vtable + 2 * sizeof(void*));
+  next_address = address;
+  pthread_t thread;
+  if (pthread_create(&thread, 0, node_thread, 0) != 0) return -3;
+  pthread_join(thread, 0);
+  return 0;
+}
 int run_engine_thread(const char* collector, uint64_t address) {
   void* library = dlopen(collector, RTLD_NOW | RTLD_NOLOAD);
   if (!library) return -1;
@@ -114,6 +139,39 @@ def test_an_allocation_on_a_thread_without_python_is_blamed_on_the_lending_line(
     assert "run_backward" not in [f["function"] for f in python]  # the engine thread ran no Python
     other = [g for g in groups if g is not lent[0]][0]
     assert all(f["language"] == "native" for f in other["frames"])
+
+
+NODE_PROGRAM = '''
+import ctypes
+ctypes.CDLL("libstdc++.so.6", mode=ctypes.RTLD_GLOBAL)  # the node class's library
+engine = ctypes.CDLL(_os.environ["ENGINE_LIBRARY"])
+assert engine.run_node_thread(_os.environ["GPULEAK_COLLECTOR"].encode(), ctypes.c_uint64(0x5000)) == 0
+leave_traced_program()
+'''
+
+
+@pytest.mark.parametrize("native_stacks", ["0", "1"])
+def test_a_block_allocated_in_an_autograd_node_is_named_by_the_node_not_unwound(
+        run_traced, engine_library, native_stacks):
+    gpuleak = os.path.join(build_dir(), "gpuleak")
+    if not os.path.exists(gpuleak):
+        pytest.skip("no gpuleak binary at %s" % gpuleak)
+    run = run_traced(NODE_PROGRAM, extra_env={"ENGINE_LIBRARY": engine_library,
+                                              "GPULEAK_BACKWARD_NATIVE_STACKS": native_stacks})
+    assert run.returncode == 0, run.stderr
+    out = subprocess.run([gpuleak, "report", "--json", run.trace_dir], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    groups = json.loads(out.stdout)["processes"][0]["leaks"]["groups"]
+    assert len(groups) == 1, groups
+    functions = [f.get("function", "") for f in groups[0]["frames"] if f["language"] == "native"]
+    if native_stacks == "0":
+        # One frame: the node's class, symbolized from its vtable.
+        assert functions == ["vtable for std::bad_alloc"], groups[0]["frames"]
+    else:
+        # Unwound as any thread without Python: the thread's own frames.
+        assert "node_thread" in functions, functions
+        assert not any(f.startswith("vtable for") for f in functions), functions
 
 
 class _FakeEntry:

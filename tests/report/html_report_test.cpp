@@ -70,7 +70,8 @@ ProcessReport hostile_report() {
   r.exited = true;
   r.allocations = 100;
   r.frees = 20;
-  r.torch_tracking_json = R"({"mode": "allocator-hook</script><b>x</b>"})";
+  r.torch_tracking = analysis::TorchTracking{};
+  r.torch_tracking->mode = "allocator-hook</script><b>x</b>";
 
   std::vector<Frame> frames = {frame("c10::alloc" + markup, "", 0, true),
                                frame("keep" + markup, "/src/<b>dir</b>/train.py", 42, false),
@@ -287,8 +288,8 @@ TEST(HtmlReport, several_processes_get_a_summary_row_and_a_section_each) {
 
 TEST(HtmlReport, ranks_of_a_distributed_job_show_in_the_summary_and_the_section) {
   ProcessReport rank0 = clean_report(10), rank1 = clean_report(11);
-  rank0.distributed_json = R"({"rank": 0, "local_rank": 0, "world_size": 2})";
-  rank1.distributed_json = R"({"rank": 1, "local_rank": 1, "world_size": 2})";
+  rank0.distributed = analysis::DistributedRank{0, 0, 2};
+  rank1.distributed = analysis::DistributedRank{1, 1, 2};
   std::string page = page_of({rank0, rank1});
   EXPECT_NE(page.find("<th>Rank</th>"), std::string::npos);
   EXPECT_NE(page.find("<td>rank 1 of 2 (local rank 1)</td>"), std::string::npos);

@@ -32,14 +32,15 @@ if [[ $parts == *steps* ]]; then
 log "scale: GPT-2 step time"
 # SCALE_STEP_MODELS adds bench/torch/step_time.py's own loops (mlp: launch-
 # bound, transformer: GPU-bound; issue 12's overhead check) to GPT-2, each with
-# the configurations SCALE_CONFIG_MODELS allows; the result file is rewritten
+# the configurations SCALE_CONFIG_MODELS allows (SCALE_STEP_CPUS pins every run
+# to those cores); the result file is rewritten
 # after every round, so a run cut at SCALE_STEP_SECONDS keeps what it measured.
 step_models=${SCALE_STEP_MODELS:-gpt2-tiny,gpt2-12}
 config_models=${SCALE_CONFIG_MODELS:-gpt2-12=native+history+gpuleak_hook;mlp=native+history+gpuleak_hook;transformer=native+history+gpuleak_hook}
 timeout "${SCALE_STEP_SECONDS:-330}" python3 bench/torch/run_overhead.py "$D/gpuleak" "$R/torch-step-time.json" "${SCALE_STEP_ROUNDS:-3}" \
   --models "$step_models" \
   --configs "$step_configs" \
-  --config-models "$config_models" 2>&1 | tail -4
+  --config-models "$config_models" ${SCALE_STEP_CPUS:+--cpus "$SCALE_STEP_CPUS"} 2>&1 | tail -4
 
 fi
 if [[ $parts == *startup* ]]; then
@@ -81,6 +82,7 @@ summary = {
     "remembered_stacks_win": sites.get("remembered_stacks_win"),
     "torch_ratio_to_native": torch.get("median_of_round_ratios"),
     "torch_split_of_the_overhead": torch.get("split_of_the_overhead"),
+    "torch_split_in_process": {m: s.get("median") for m, s in (torch.get("in_process_split") or {}).items()},
     "torch_median_step_seconds": torch.get("median_step_seconds"),
     "torch_targets_met": torch.get("targets_met"),
     "startup": {k: v for k, v in startup.items() if not k.startswith("all")},
