@@ -125,7 +125,29 @@ TEST(AnnotationValues, a_value_that_is_not_an_object_is_no_annotation) {
     EXPECT_FALSE(read_capture_backend(value)) << value;
     EXPECT_FALSE(read_framework_tracking(value)) << value;
     EXPECT_FALSE(read_process_role(value)) << value;
+    EXPECT_FALSE(read_python_loop(value)) << value;
   }
+}
+
+TEST(AnnotationValues, the_python_loop_annotation_reads_back_and_forgives_wrong_types) {
+  auto on = read_python_loop(
+      R"({"available": true, "tool_id": 4, "script": "/job/train.py", "code_objects": 12})");
+  ASSERT_TRUE(on);
+  EXPECT_EQ(on->available, true);
+  EXPECT_EQ(on->tool_id, 4);
+  EXPECT_EQ(on->script, "/job/train.py");
+  EXPECT_EQ(on->code_objects, 12);
+  EXPECT_FALSE(on->reason);
+  auto off = read_python_loop(
+      R"({"available": false, "reason": "Python 3.11 has no sys.monitoring; following the main script's loop needs Python 3.12 or later"})");
+  ASSERT_TRUE(off);
+  EXPECT_EQ(off->available, false);
+  EXPECT_NE(off->reason->find("needs Python 3.12"), std::string::npos);
+  auto wrong = read_python_loop(R"({"available": "no", "reason": 3, "tool_id": "4"})");
+  ASSERT_TRUE(wrong);
+  EXPECT_FALSE(wrong->available);
+  EXPECT_FALSE(wrong->reason);
+  EXPECT_FALSE(wrong->tool_id);
 }
 
 }  // namespace
