@@ -23,8 +23,8 @@ the parts of gpuleak inside this one process: each round runs the steps
 once per mode (0: tensor events dropped at the door by the collector's
 gpuleak_benchmark_tensor_recording, 1: recorded without stacks, 2: with
 Python frames only, 3: as normal; -1: as 0, and gpuleak's Python hooks
-taken out for the round: torch's global optimizer hooks and the backward
-wrapper that lends Python stacks; -2: as -1, and driver calls not captured
+taken out for the round: torch's global optimizer hooks, the backward
+wrapper that lends Python stacks and the python-loop signal; -2: as -1, and driver calls not captured
 (CUPTI's callbacks off, or the interposer detached): what is left of gpuleak
 then is PyTorch's trace path into the tracker and the sampling thread).
 Launch-bound step times differ by 10-45 % between processes of one
@@ -160,13 +160,29 @@ def without_python_hooks(torch):
         if wrapper is not None:
             module._engine_run_backward = getattr(wrapper, "__wrapped__", wrapper)
 
+    loop_codes = without_python_loop()
+
     def restore():
+        for code in loop_codes:
+            sys.monitoring.set_local_events(code[0], code[1], sys.monitoring.events.JUMP)
         for name, hooks in saved.items():
             getattr(optim_module, name).update(hooks)
         for module, wrapper in wrappers.items():
             if wrapper is not None:
                 module._engine_run_backward = wrapper
     return restore
+
+
+def without_python_loop():
+    """Stops gpuleak's python-loop signal (its sys.monitoring JUMP events on this
+    script's code); returns the (tool, code) pairs to turn back on."""
+    signal = getattr(sys.modules.get("gpuleak.python_loop"), "_signal", None)
+    if signal is None or not getattr(signal, "on", False):
+        return []
+    codes = [(signal.tool, code) for code in signal.codes]
+    for tool, code in codes:
+        sys.monitoring.set_local_events(tool, code, 0)
+    return codes
 
 
 def without_driver_capture(then):
