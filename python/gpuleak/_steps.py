@@ -145,30 +145,24 @@ class StepClock:
             # The pool is read before the mark, so the boundary sees its level
             # at this iteration's end (a loop of 0.5 ms iterations would
             # otherwise have none: the sampler thread reads every 500 ms).
-            pool = self.pool_reader
-            if pool is not None:
-                try:
-                    pool.on_step()
-                except Exception as error:
-                    say_once("pool-reader", "reading the framework's pool at steps failed (%s); "
-                             "it is off from now on" % error)
-                    self.pool_reader = None
+            self._run_part("pool_reader", "pool-reader",
+                           "reading the framework's pool at steps failed (%s); it is off from now on")
         self._mark(count, source, clock, 1 if pacing else 0)
         if not pacing:
             return
         self.step += 1
-        sampler = self.sampler
-        if sampler is not None:
-            try:
-                sampler.on_step()
-            except Exception as error:
-                say_once("sampler", "memory sampling failed (%s); it is off from now on" % error)
-                self.sampler = None
-        requests = self.holder_requests
-        if requests is not None:
-            try:
-                requests.on_step()
-            except Exception as error:
-                say_once("holder-requests", "answering holder requests failed (%s); "
-                         "it is off from now on" % error)
-                self.holder_requests = None
+        self._run_part("sampler", "sampler", "memory sampling failed (%s); it is off from now on")
+        self._run_part("holder_requests", "holder-requests",
+                       "answering holder requests failed (%s); it is off from now on")
+
+    def _run_part(self, attribute, notice, message):
+        """Calls on_step() of the part held in `attribute`, if any; a part that
+        raises says so once and is dropped, so the loop runs on without it."""
+        part = getattr(self, attribute)
+        if part is None:
+            return
+        try:
+            part.on_step()
+        except Exception as error:
+            say_once(notice, message % error)
+            setattr(self, attribute, None)

@@ -306,9 +306,9 @@ def test_the_main_scripts_code_objects_alone_get_jump_events():
     assert collector.made[-1][0] == "python_loop" and collector.made[-1][1]["available"] is True
 
 
-def test_back_edges_of_the_followed_loop_mark_steps_with_its_place_described():
-    monitoring, collector, marks = StandInMonitoring(), Annotations(), []
-    signal = python_loop.LoopSignal(monitoring, collector, marks.append)
+def follow_main_with_a_clock(signal):
+    """Starts the signal on SCRIPT's main() with a clock that moves 1 ms per reading;
+    returns main's code and its loop's first and last offsets."""
     signal.start()
     module = compile(SCRIPT, "/work/train.py", "exec")
     start_main(signal, module)
@@ -321,6 +321,13 @@ def test_back_edges_of_the_followed_loop_mark_steps_with_its_place_described():
         return now[0]
 
     signal._clock_ns = clock_ns
+    return main, first, last
+
+
+def test_back_edges_of_the_followed_loop_mark_steps_with_its_place_described():
+    monitoring, collector, marks = StandInMonitoring(), Annotations(), []
+    signal = python_loop.LoopSignal(monitoring, collector, marks.append)
+    main, first, last = follow_main_with_a_clock(signal)
     assert signal.on_jump(main, first, last + 10) is monitoring.DISABLE  # forward
     for _ in range(20):
         assert signal.on_jump(main, last, first) is None
@@ -337,18 +344,7 @@ def test_a_failure_inside_the_callback_turns_the_signal_off_once_and_the_program
 
     monitoring, collector = StandInMonitoring(), Annotations()
     signal = python_loop.LoopSignal(monitoring, collector, broken_mark)
-    signal.start()
-    module = compile(SCRIPT, "/work/train.py", "exec")
-    start_main(signal, module)
-    main = code_named(module, "main")
-    (first, last), _ = python_loop.loop_ranges(main)
-    now = [0]
-
-    def clock_ns():
-        now[0] += MS
-        return now[0]
-
-    signal._clock_ns = clock_ns
+    main, first, last = follow_main_with_a_clock(signal)
     results = [signal.on_jump(main, last, first) for _ in range(12)]
     assert results[7] is monitoring.DISABLE and not signal.on
     assert all(v == 0 for v in monitoring.local_events.values())
