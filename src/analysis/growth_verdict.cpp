@@ -32,7 +32,7 @@ SiteGrowth ProcessAnalysis::describe_site(const SiteTrend& trend) {
                           trend.kind == MemoryKind::kVmmPhysical;
   s.tensor_level = is_tensor_kind(trend.kind) || (device_memory_holds_arrays_ && framework_memory);
   if (!s.tensor_level) s.origin = catalog_.origin(trend.site_id);
-  if (const HolderFinding* h = holders_.find(trend.site_id)) s.bounded = h->bounded;
+  if (const HolderFinding* h = find_holder(trend.site_id)) s.bounded = h->bounded;
   s.frames = catalog_.frames(trend.site_id);
   s.site = choose_site(s.frames);
   return s;
@@ -55,7 +55,7 @@ SiteGrowth ProcessAnalysis::pool_site(const Phase& phase) const {
   auto site = clock_sites_.find(phase.clock);
   if (site != clock_sites_.end()) s.site = site->second;
   // The package's walk for the arrays that filled the pool (jax_arrays.py).
-  if (const HolderFinding* h = holders_.find(kPoolSiteId)) s.bounded = h->bounded;
+  if (const HolderFinding* h = find_holder(kPoolSiteId)) s.bounded = h->bounded;
   return s;
 }
 
@@ -138,7 +138,7 @@ GrowthReport ProcessAnalysis::phase_report(const Phase& phase) {
       g.seconds_to_full = room / g.rate_bytes_per_second;
     }
 
-    const HolderFinding* top_holder = holders_.find(leaking.front().site_id);
+    const HolderFinding* top_holder = find_holder(leaking.front().site_id);
     LeakCause cause = leak_cause(leaking, top_holder);
     g.cause = std::move(cause.cause);
     g.cause_text = std::move(cause.text);
@@ -151,7 +151,7 @@ GrowthReport ProcessAnalysis::phase_report(const Phase& phase) {
             ? stopped_growth_text(bounded.front())
             : "memory grew only inside a bounded container; it stops growing at the container's "
               "limit";
-    if (const HolderFinding* h = holders_.find(bounded.front().site_id)) report_holder(*h, g);
+    if (const HolderFinding* h = find_holder(bounded.front().site_id)) report_holder(*h, g);
   }
   if (g.verdict != Verdict::kLeak && g.pool_reserved_bytes_per_step > 0) {
     g.note =

@@ -91,6 +91,7 @@ void ProcessAnalysis::apply(const trace::Record& record) {
         using T = std::decay_t<decltype(r)>;
         if constexpr (std::is_same_v<T, trace::AllocRecord>) {
           ++allocations_;
+          vmm_site_pairs_.on_alloc(r);
           if (r.kind == MemoryKind::kTorchBlock) pool_blocks_seen_ = true;
           LiveAllocation stale;
           if (live_.add(r, boundaries_, &stale)) {
@@ -191,8 +192,14 @@ bool ProcessAnalysis::is_pool_segment(std::uint32_t site_id) {
   return origin == kCachingAllocatorOrigin || (origin == kCupyPoolOrigin && pool_blocks_seen_);
 }
 
+const HolderFinding* ProcessAnalysis::find_holder(std::uint32_t site_id) const {
+  if (const HolderFinding* finding = holders_.find(site_id)) return finding;
+  std::optional<std::uint32_t> mapping = vmm_site_pairs_.mapping_site_of(site_id);
+  return mapping ? holders_.find(*mapping) : nullptr;
+}
+
 std::optional<HolderFinding> ProcessAnalysis::holder(std::uint32_t site_id) const {
-  const HolderFinding* finding = holders_.find(site_id);
+  const HolderFinding* finding = find_holder(site_id);
   if (finding == nullptr) return std::nullopt;
   return *finding;
 }
@@ -201,7 +208,7 @@ std::vector<std::uint32_t> ProcessAnalysis::detected_sites() const {
   std::vector<std::uint32_t> out;
   for (const auto& phase : phases_) {
     for (std::uint32_t site : phase->detection_order) {
-      const HolderFinding* h = holders_.find(site);
+      const HolderFinding* h = find_holder(site);
       if (h != nullptr && h->bounded) continue;
       if (std::find(out.begin(), out.end(), site) == out.end()) out.push_back(site);
     }

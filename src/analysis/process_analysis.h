@@ -39,6 +39,7 @@
 #include "analysis/stack_catalog.h"
 #include "analysis/suppressions.h"
 #include "analysis/timeline_sampler.h"
+#include "analysis/vmm_site_pairs.h"
 #include "trace/records.h"
 
 namespace gpuleak::analysis {
@@ -217,6 +218,10 @@ class ProcessAnalysis {
   bool events_missing_ = false;
 
   HolderFindings holders_;
+  VmmSitePairs vmm_site_pairs_;
+  // The holder found for a site; for a virtual-memory site without one, the
+  // holder found for its mapping site (vmm_site_pairs.h).
+  const HolderFinding* find_holder(std::uint32_t site_id) const;
 
   struct RawOutOfMemory {
     trace::AllocFailedRecord record;

@@ -24,4 +24,5 @@ summary["trace_files"] = sorted(f for f in os.listdir(os.path.join(R, "trace")) 
 json.dump(summary, open(os.path.join(R, "summary.json"), "w"), indent=2)
 print(json.dumps({k: summary[k] for k in ("ok", "trace_files") if k in summary}))
 PY
-grep -l -E "corrupted|Segmentation fault|Aborted|core dumped|internal error|killed by" "$R"/logs/*.log 2>/dev/null
+# Exit status 1 when a log shows a crash (and names it), 0 otherwise.
+! grep -l -E "corrupted|Segmentation fault|Aborted|core dumped|internal error|killed by" "$R"/logs/*.log 2>/dev/null
