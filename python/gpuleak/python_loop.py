@@ -27,7 +27,10 @@ report each back-edge of chosen code objects only, so this module:
     Each chosen loop is a clock of its own, described once in the trace
     (`iteration_clock`, with its file, line and function): an inner loop
     chosen first and the loop around it found later are two phases, and
-    the analysis judges each;
+    the analysis judges each; the outer one's description lists the inner
+    one's clock (`encloses`), so the report is about the outer one when
+    both reach the same verdict (a serving loop over batches, not the
+    per-request loop inside each batch);
   * bounds its cost: a loop that goes round faster than every 50 us most
     of the time (a tight inner loop, a comprehension, in bursts or not) is
     never chosen, and is disabled where it fires after 256 times round;
@@ -92,21 +95,24 @@ def loop_ranges(code):
     return sorted(furthest.items())
 
 
-def loop_depth(frame, ranges_of):
-    """How many loops of the main script the frame and its callers stand in.
+def enclosing_loops(frame, ranges_of):
+    """The main script's loops the frame and its callers stand in, outermost first, each
+    as (code object, first byte offset): the loop keys back-edges give (their target).
 
     `ranges_of(code)` gives loop_ranges() of a main-script code object, None
-    for any other code (library frames between count nothing)."""
-    depth = 0
+    for any other code (library frames between count nothing). A loop's own
+    back-edge frame stands in the loop itself, so the list ends with it."""
+    loops = []
     while frame is not None:
         ranges = ranges_of(frame.f_code)
         if ranges:
             at = frame.f_lasti
-            for first, last in ranges:
-                if first <= at <= last:
-                    depth += 1
+            # Innermost first within one frame, as callers are walked inner to outer.
+            loops.extend((frame.f_code, first) for first, last in reversed(ranges)
+                         if first <= at <= last)
         frame = frame.f_back
-    return depth
+    loops.reverse()
+    return tuple(loops)
 
 
 def line_of(code, offset):
@@ -126,23 +132,27 @@ _TIGHT = object()  # LoopChooser.loops' entry for a loop found tight
 
 
 class _Loop:
-    __slots__ = ("ticks", "first_ns", "last_ns", "fast", "depth", "clock")
+    __slots__ = ("ticks", "first_ns", "last_ns", "fast", "depth", "enclosing", "clock")
 
     def __init__(self, now_ns):
         self.ticks = 0
         self.first_ns = self.last_ns = now_ns
         self.fast = 0       # intervals shorter than tight_interval_ns in the current block
         self.depth = None   # known once it went round min_ticks times
+        self.enclosing = ()  # the loop keys it stands in (enclosing_of), itself last
         self.clock = 0      # its clock number once it was chosen
 
 
 class LoopChooser:
     """Pure: fed each back-edge (its loop key and the time), says IGNORE, MARK or DISABLE.
 
-    `depth_of(key)` is asked once per loop, when it has gone round
-    `min_ticks` times (how many loops of the main script stand around it).
+    `enclosing_of(key)` is asked once per loop, when it has gone round
+    `min_ticks` times: the keys of the main script's loops it stands in,
+    outermost first and itself last (its depth is their number).
     After MARK, `clock` is the chosen loop's clock number and `step` its
-    count; `new_clock` is true at the first mark of a clock."""
+    count; `new_clock` is true at the first mark of a clock, and then
+    `encloses` lists the clocks of loops chosen before that stand inside
+    this one (an inner loop chosen first, then the loop around it)."""
 
     def __init__(self, min_ticks=8, tight_block=256, tight_interval_ns=50_000, max_loops=32,
                  idle_iterations=10):
@@ -158,8 +168,9 @@ class LoopChooser:
         self.clock = 0
         self.step = 0
         self.new_clock = False
+        self.encloses = []
 
-    def tick(self, key, now_ns, depth_of):
+    def tick(self, key, now_ns, enclosing_of):
         loop = self.loops.get(key)
         if loop is _TIGHT:
             return DISABLE  # another back-edge of a loop found tight (an if/else body has two)
@@ -188,7 +199,8 @@ class LoopChooser:
         if loop.ticks < self.min_ticks or 2 * loop.fast > in_block:
             return IGNORE  # not yet, or mostly tight so far
         if loop.depth is None:
-            loop.depth = depth_of(key)
+            loop.enclosing = tuple(enclosing_of(key))
+            loop.depth = len(loop.enclosing)
         chosen_key = self.chosen
         if chosen_key != key:
             chosen = self.loops.get(chosen_key) if chosen_key is not None else None
@@ -199,6 +211,10 @@ class LoopChooser:
             if self.new_clock:
                 self.clocks += 1
                 loop.clock = self.clocks
+                self.encloses = sorted(
+                    other.clock for other_key, other in self.loops.items()
+                    if other is not _TIGHT and other.clock and other_key != key
+                    and key in other.enclosing)
         else:
             self.new_clock = False
         self.clock = loop.clock
@@ -286,10 +302,10 @@ class LoopSignal:
             return self.monitoring.DISABLE  # a forward jump: never a loop's back-edge
         try:
             chooser = self.chooser
-            action = chooser.tick((code, destination_offset), self._clock_ns(), self.depth_of)
+            action = chooser.tick((code, destination_offset), self._clock_ns(), self.enclosing_of)
             if action == MARK:
                 if chooser.new_clock:
-                    self.describe(chooser.clock, code, destination_offset)
+                    self.describe(chooser.clock, code, destination_offset, chooser.encloses)
                 self.mark(chooser.clock)
             elif action == DISABLE:
                 return self.monitoring.DISABLE
@@ -298,12 +314,12 @@ class LoopSignal:
             return self.monitoring.DISABLE
         return None
 
-    def depth_of(self, key):
+    def enclosing_of(self, key):
         code = key[0]
         frame = sys._getframe(1)
         while frame is not None and frame.f_code is not code:
             frame = frame.f_back
-        return loop_depth(frame, self.ranges_of)
+        return enclosing_loops(frame, self.ranges_of)
 
     def ranges_of(self, code):
         if code not in self.codes:
@@ -313,16 +329,21 @@ class LoopSignal:
             ranges = self.codes[code] = loop_ranges(code)
         return ranges
 
-    def describe(self, clock, code, offset):
+    def describe(self, clock, code, offset, encloses=()):
         from gpuleak import _collector
 
         line = line_of(code, offset)
         function = getattr(code, "co_qualname", code.co_name)
-        self.annotate_key("iteration_clock", {
-            "source": _collector.STEP_FROM_PYTHON_LOOP, "clock": clock,
-            "description": "iterations of the loop in %s (%s:%d)" % (
-                function, os.path.basename(code.co_filename), line),
-            "file": code.co_filename, "line": line, "function": function})
+        value = {"source": _collector.STEP_FROM_PYTHON_LOOP, "clock": clock,
+                 "description": "iterations of the loop in %s (%s:%d)" % (
+                     function, os.path.basename(code.co_filename), line),
+                 "file": code.co_filename, "line": line, "function": function}
+        if encloses:
+            # Clocks of inner loops followed before this one: pieces of its
+            # iterations, which the analysis never makes the report's phase
+            # over this one's (src/analysis, growth_report_of_phases).
+            value["encloses"] = list(encloses)
+        self.annotate_key("iteration_clock", value)
 
     # -- off --
 

@@ -208,17 +208,24 @@ GrowthReport ProcessAnalysis::growth_report_of_phases(const Phase** primary_phas
     const FoundLoop* loop = finder_.loop(order[i]->clock.clock);
     return loop != nullptr && loop->retired;
   };
+  // A Python loop followed first and then found inside the loop that took
+  // over from it (the per-request loop of a serving loop's batch): its
+  // iterations are pieces of the outer one's. Unlike the finder's retired
+  // loops it keeps a verdict of its own: it may be the only one so far (an
+  // epoch loop that took over from its batches after 8 epochs).
+  auto enclosed = [&](std::size_t i) { return enclosed_clocks_.contains(order[i]->clock); };
   // The phase the report is about: a leaking one (the fastest), else one
   // that reached a verdict, else the one with the most iterations; time
-  // windows (and library loops, above) only when nothing else ticked.
+  // windows (and library loops, above) only when nothing else ticked; an
+  // enclosed loop only over a phase with a weaker verdict.
   auto rank = [&](std::size_t i) {
     const GrowthReport& r = reports[i];
     int verdict = r.verdict == Verdict::kLeak ? 2 : r.verdict == Verdict::kNoLeak ? 1 : 0;
     bool windows = is_time_windows(*order[i]) || library_loop(i) || inner_loop(i);
     // Between phases with the same verdict, the program's own word first.
     int trust = -trust_rank(order[i]->clock.source);
-    return std::make_tuple(!windows, verdict, verdict == 2 ? r.rate_bytes_per_step : 0.0, trust,
-                           r.steps);
+    return std::make_tuple(!windows, verdict, !enclosed(i),
+                           verdict == 2 ? r.rate_bytes_per_step : 0.0, trust, r.steps);
   };
   std::optional<std::size_t> primary;
   for (std::size_t i = 0; i < reports.size(); ++i) {
@@ -240,7 +247,7 @@ GrowthReport ProcessAnalysis::growth_report_of_phases(const Phase** primary_phas
     // their warm-up (a loop that went round a few times during set-up).
     if (other_than_windows && is_time_windows(*order[i])) continue;
     if (reports[i].steps <= options_.growth.warmup_steps && !(primary && i == *primary)) continue;
-    if ((library_loop(i) || inner_loop(i)) && !(primary && i == *primary)) continue;
+    if ((library_loop(i) || inner_loop(i) || enclosed(i)) && !(primary && i == *primary)) continue;
     PhaseSummary p;
     p.name = reports[i].phase;
     p.label = order[i]->label;

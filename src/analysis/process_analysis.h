@@ -26,6 +26,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -201,6 +202,9 @@ class ProcessAnalysis {
   std::string python_loop_unavailable_;  // why it could not follow the loop, if it said so
   // Where each Python loop clock's loop is (its iteration_clock annotation).
   std::map<ClockKey, Site> clock_sites_;
+  // Python loop clocks that another clock's loop encloses (its
+  // iteration_clock annotation's `encloses`): never the report's phase over it.
+  std::set<ClockKey> enclosed_clocks_;
   std::uint64_t allocations_ = 0, frees_ = 0, unmatched_frees_ = 0, lost_ = 0;
   std::uint64_t peak_live_bytes_ = 0;
   std::uint64_t first_time_ns_ = 0, last_time_ns_ = 0;

@@ -73,6 +73,16 @@ void ProcessAnalysis::on_annotation(const trace::AnnotationRecord& record) {
       site.line = optional_id_field(clock, "line").value_or(0);
       clock_sites_[key] = std::move(site);
     }
+    // A Python loop's clock that took over from inner loops' clocks lists
+    // them: their iterations are pieces of its own.
+    auto encloses = clock.find("encloses");
+    if (encloses != clock.end() && encloses->is_array()) {
+      for (const auto& inner : *encloses) {
+        if (!inner.is_number_unsigned() || inner.get<std::uint64_t>() > 0xffffffffu) continue;
+        if (enclosed_clocks_.size() >= 1000) break;
+        enclosed_clocks_.insert(ClockKey{key.source, inner.get<std::uint32_t>()});
+      }
+    }
     return;
   }
   if (record.key == "python_loop") {

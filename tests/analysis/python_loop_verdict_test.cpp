@@ -202,6 +202,87 @@ TEST(PythonLoopVerdict, python_before_3_12_is_said_in_words_when_no_verdict_come
   EXPECT_NE(run.growth.undecided_reason.find("gpuleak.step()"), std::string::npos);
 }
 
+// A serving loop (clock 2) found after the per-request loop inside each
+// batch (clock 1) had gone round 8 times: the package's description of
+// clock 2 says it encloses clock 1 (python_loop.py). Recorded on the H200
+// (leak_serving_shape_keyed_cache, bundle 7f1280f, before `encloses`): the
+// inner clock's 78 marks, a few batches' worth, were the report's phase.
+void describe_python_loop(SyntheticTrace& t, std::uint32_t clock, const std::string& function,
+                          int line, const std::string& encloses) {
+  t.annotate("iteration_clock",
+             R"({"source": 6, "clock": )" + std::to_string(clock) +
+                 R"(, "description": "iterations of the loop in )" + function + " (serve.py:" +
+                 std::to_string(line) + R"json()", "file": "/work/serve.py", "line": )json" +
+                 std::to_string(line) + R"(, "function": ")" + function + "\"" + encloses + "}");
+}
+
+struct ServedBatches {
+  std::uint64_t inner_marks = 0, outer_marks = 0;
+};
+
+// `batches` batches of 1-9 requests each; the first `inner_batches` are
+// marked per request (clock 1), the rest per batch (clock 2). Each batch
+// keeps `kept` bytes (a new placeholder per batch), eight times that while
+// marked per request: early batches' totals are all new, later ones repeat
+// some (so per mark the inner loop grew faster, as on the H200).
+ServedBatches serve(SyntheticTrace& t, int batches, int inner_batches, std::uint64_t kept,
+                    const std::string& encloses) {
+  std::uint32_t request_site = t.python_site("/work/serve.py", 80, "PackedAttention.forward");
+  std::uint32_t cache_site = t.python_site("/work/serve.py", 60, "denominator_placeholder");
+  t.annotate("python_loop", R"({"available": true, "tool_id": 4})");
+  describe_python_loop(t, 1, "PackedAttention.forward", 79, "");
+  ServedBatches marks;
+  for (int batch = 0; batch < batches; ++batch) {
+    if (batch == inner_batches) describe_python_loop(t, 2, "serve", 92, encloses);
+    if (kept > 0) t.alloc(cache_site, batch < inner_batches ? 8 * kept : kept);
+    for (int request = 0; request < 1 + batch % 9; ++request) {
+      t.advance_ms(0.3);
+      std::uint64_t scores = t.alloc(request_site, 64 * 1024);
+      t.free(scores);
+      if (batch < inner_batches) t.step_from(StepSource::kPythonLoop, ++marks.inner_marks, 1);
+    }
+    t.advance_ms(1);
+    if (batch >= inner_batches) t.step_from(StepSource::kPythonLoop, ++marks.outer_marks, 2);
+  }
+  return marks;
+}
+
+TEST(PythonLoopVerdict, the_loop_that_took_over_is_the_phase_not_the_inner_loop_it_encloses) {
+  SyntheticTrace t;
+  serve(t, 300, 12, 140 * 1024, R"(, "encloses": [1])");
+  Outcome run = analyze(t);
+  const GrowthReport& g = run.growth;
+  ASSERT_EQ(g.verdict, Verdict::kLeak);
+  EXPECT_EQ(g.phase, "iterations of the loop in serve (serve.py:92)");
+  EXPECT_GT(g.steps, 250u);
+  ASSERT_TRUE(g.verdict_step.has_value());
+  EXPECT_LE(*g.verdict_step, 60u);
+  // The inner loop's phase is a piece of the serving loop's: not listed.
+  ASSERT_EQ(g.phases.size(), 1u);
+  EXPECT_TRUE(g.phases.front().primary);
+}
+
+TEST(PythonLoopVerdict, without_encloses_the_inner_loops_faster_rate_made_it_the_phase) {
+  // What the H200 run of 7f1280f showed: the same stream, no `encloses`.
+  SyntheticTrace t;
+  serve(t, 300, 12, 140 * 1024, "");
+  const GrowthReport& g = analyze(t).growth;
+  ASSERT_EQ(g.verdict, Verdict::kLeak);
+  EXPECT_EQ(g.phase, "iterations of the loop in PackedAttention.forward (serve.py:79)");
+}
+
+TEST(PythonLoopVerdict,
+     an_enclosed_loop_with_a_verdict_stays_the_phase_over_an_undecided_outer_one) {
+  // Batches marked through 8 epochs, then the epoch loop took over and went
+  // round twice more: its phase has no verdict yet, the batches' has.
+  SyntheticTrace t;
+  serve(t, 70, 60, 140 * 1024, R"(, "encloses": [1])");
+  const GrowthReport& g = analyze(t).growth;
+  ASSERT_EQ(g.verdict, Verdict::kLeak);
+  EXPECT_EQ(g.phase, "iterations of the loop in PackedAttention.forward (serve.py:79)");
+  EXPECT_EQ(g.phases.size(), 2u);
+}
+
 TEST(ClockArbiter, python_loop_ranks_below_the_programs_clocks_and_above_the_allocations) {
   EXPECT_LT(trust_rank(StepSource::kDataLoader), trust_rank(StepSource::kPythonLoop));
   EXPECT_LT(trust_rank(StepSource::kOptimizerHook), trust_rank(StepSource::kPythonLoop));

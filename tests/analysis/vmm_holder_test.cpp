@@ -61,10 +61,11 @@ void granule_per_iteration(SyntheticTrace& t, std::uint32_t physical, std::uint3
     t.alloc(mapping, kGranule, MemoryKind::kVmmMapping);
     t.step_from(StepSource::kPythonLoop, step, 1);
     if (with_answer && step == 20) {
-      t.annotate("holder",
-                 R"json({"request_id": "in-process-1", "seconds": 0.2, "sites": [{"site_id": )json" +
-                     std::to_string(mapping) +
-                     R"json(, "matched_addresses": 12, "kind": "tensor", "holder": {"type": "list",
+      t.annotate(
+          "holder",
+          R"json({"request_id": "in-process-1", "seconds": 0.2, "sites": [{"site_id": )json" +
+              std::to_string(mapping) +
+              R"json(, "matched_addresses": 12, "kind": "tensor", "holder": {"type": "list",
                      "name": "train_metrics", "owner": "local of main (/work/train.py:20)"}}]})json");
     }
   }

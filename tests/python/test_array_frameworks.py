@@ -188,6 +188,8 @@ leave_traced_program()
     assert site["kind"] == "tensor" and site["matched_addresses"] == 7, site
     assert site["holder"]["name"] == "spectra" and site["holder"]["owner"] == "module __main__"
     assert site["holder"]["kept_at"]["statement"].startswith("spectra.append(power)")
+    # CuPy's words for a host copy, not torch's.
+    assert site["cause"] == "tensor-container" and "x.get()" in site["fix"], site["fix"]
 
 
 SHORT_CUPY_LOOP = '''

@@ -31,10 +31,17 @@ MS = 1_000_000
 
 
 def feed(chooser, events, depths):
-    """[(key, time_ns)] -> [(key, action, clock, step)]; depths: key -> loop depth."""
+    """[(key, time_ns)] -> [(key, action, clock, step)]; depths: key -> loop depth, or the
+    keys of the loops it stands in (outermost first, itself last)."""
+
+    def enclosing_of(key):
+        nest = depths[key]
+        # A bare depth: loops of its own around it, none of them another key here.
+        return nest if isinstance(nest, tuple) else tuple(("around", key, i) for i in range(nest - 1)) + (key,)
+
     out = []
     for key, now in events:
-        action = chooser.tick(key, now, lambda k: depths[k])
+        action = chooser.tick(key, now, enclosing_of)
         out.append((key, action, chooser.clock if action == MARK else None,
                     chooser.step if action == MARK else None))
     return out
@@ -99,6 +106,41 @@ def test_the_loop_around_a_chosen_inner_loop_takes_over_as_a_new_clock():
     # Once the step loop is chosen the layer loop marks nothing more.
     first_step_mark = out.index(steps[7])
     assert not [o for o in out[first_step_mark:] if o[0] == "layer" and o[1] == MARK]
+
+
+def test_the_loop_around_a_chosen_inner_loop_says_it_encloses_that_clock():
+    # serve(): while True: batch -> forward(): for length in lengths -- the
+    # per-request loop (inside forward, called from the serving loop) goes
+    # round 8 times first; the serving loop's new clock encloses its clock.
+    events, now = [], 0
+    for batch in range(40):
+        for _ in range(1 + batch % 9):
+            now += 300 * US
+            events.append(("request", now))
+        now += MS
+        events.append(("serve", now))
+    chooser = LoopChooser()
+    nesting = {"serve": ("serve",), "request": ("serve", "request")}
+    described = {}
+    for key, now in events:
+        if chooser.tick(key, now, lambda k: nesting[k]) == MARK and chooser.new_clock:
+            described[chooser.clock] = (key, list(chooser.encloses))
+    assert described == {1: ("request", []), 2: ("serve", [1])}
+
+
+def test_loops_one_after_another_enclose_nothing():
+    events, now = [], 0
+    for key in ("train", "eval", "train"):
+        for _ in range(50):
+            now += MS
+            events.append((key, now))
+    chooser = LoopChooser()
+    nesting = {"train": ("epoch", "train"), "eval": ("epoch", "eval")}
+    described = {}
+    for key, now in events:
+        if chooser.tick(key, now, lambda k: nesting[k]) == MARK and chooser.new_clock:
+            described[chooser.clock] = (key, list(chooser.encloses))
+    assert described == {1: ("train", []), 2: ("eval", [])}
 
 
 def test_an_epoch_loop_that_goes_round_three_times_leaves_the_batches_chosen():
@@ -200,7 +242,7 @@ def test_loop_ranges_merge_the_back_edges_of_one_loop_and_nest_the_inner_one():
     assert len(python_loop.loop_ranges(code_named(module, "fit"))) == 1
 
 
-def test_loop_depth_counts_the_main_scripts_loops_up_the_stack_only():
+def test_enclosing_loops_are_the_main_scripts_loops_up_the_stack_only():
     module = compile(SCRIPT, "/work/train.py", "exec")
     main = code_named(module, "main")
     (outer_first, outer_last), (inner_first, _) = python_loop.loop_ranges(main)
@@ -213,12 +255,13 @@ def test_loop_depth_counts_the_main_scripts_loops_up_the_stack_only():
     ranges_of = ranges.get
     outer = frame(main, outer_first)
     inner = frame(main, inner_first)
-    assert python_loop.loop_depth(outer, ranges_of) == 1
-    assert python_loop.loop_depth(inner, ranges_of) == 2
+    assert python_loop.enclosing_loops(outer, ranges_of) == ((main, outer_first),)
+    assert python_loop.enclosing_loops(inner, ranges_of) == ((main, outer_first), (main, inner_first))
     # A library frame (its own loop) between two main-script frames counts nothing.
     called = frame(main, inner_first, back=frame(library, 4, back=frame(main, outer_first)))
-    assert python_loop.loop_depth(called, ranges_of) == 3
-    assert python_loop.loop_depth(None, ranges_of) == 0
+    assert python_loop.enclosing_loops(called, ranges_of) == (
+        (main, outer_first), (main, outer_first), (main, inner_first))
+    assert python_loop.enclosing_loops(None, ranges_of) == ()
 
 
 # ---- availability ------------------------------------------------------------------------

@@ -2,9 +2,31 @@
 what the holder is and how it keeps the memory."""
 
 
+# What to keep instead of device arrays, per framework of the elements
+# (the walk's facts "jax-arrays", "cupy-arrays"); torch's tensors otherwise.
+HOST_COPIES = {
+    "jax-arrays": "host copies (jax.device_get(x), or float(x) for scalars)",
+    "cupy-arrays": "host copies (x.get(), or float(x) for scalars)",
+}
+TORCH_HOST_COPIES = ".cpu() copies (or .item() for scalars)"
+
+
+def array_framework_fact(elements):
+    """"jax-arrays" or "cupy-arrays" when the held elements are that framework's arrays, else None."""
+    for element in elements:
+        module = type(element).__module__ or ""
+        if module.split(".")[0] in ("jax", "jaxlib"):
+            return "jax-arrays"
+        if module.split(".")[0] == "cupy":
+            return "cupy-arrays"
+    return None
+
+
 def cause_and_fix(holder, through_traceback, has_grad_fn, scalar, integer_keys, facts=()):
     """(cause, fix). `facts` is a set of words the walk found: "autograd-cycle",
-    "hook-dict", "lru-cache", "buffer", "optimizer-state", "cuda-graph"."""
+    "hook-dict", "lru-cache", "buffer", "optimizer-state", "cuda-graph",
+    "grows-by-concatenation", and "jax-arrays" or "cupy-arrays" (the elements'
+    framework, when not torch's)."""
     kind, name = holder["type"], holder["name"] or "it"
     filled_by = holder.get("filled_by")
     container = holder["length"] is not None
@@ -77,9 +99,9 @@ def cause_and_fix(holder, through_traceback, has_grad_fn, scalar, integer_keys, 
                 "the next step (%s = %s.detach(), as truncated backpropagation does), or, if "
                 "it is a running sum, accumulate .item() instead" % (name, name, name))
     if container:
+        copies = next((HOST_COPIES[f] for f in facts if f in HOST_COPIES), TORCH_HOST_COPIES)
         return ("tensor-container",
-                "store .cpu() copies (or .item() for scalars) in %s, or clear it periodically"
-                % name)
+                "store %s in %s, or clear it periodically" % (copies, name))
     if kind == "Tensor" and "grows-by-concatenation" in facts:
         return ("tensor-container",
                 "%s is re-made bigger every step (torch.cat): move each piece to the CPU before "

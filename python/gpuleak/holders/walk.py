@@ -17,7 +17,7 @@ import sys
 import time
 import types
 
-from gpuleak.holders.diagnosis import cause_and_fix
+from gpuleak.holders.diagnosis import array_framework_fact, cause_and_fix
 from gpuleak.holders.graph_walk import (GraphWalk, grad_fn, is_scalar, median,
                                         plain_tensor_methods)
 from gpuleak.holders.array_scan import array_range, array_types, live_arrays
@@ -301,6 +301,9 @@ class Walk(HeapScan, GraphWalk, ReferrerClimb, Naming):
             facts.add("buffer")
         if self.holds_cuda_graphs(holder_obj):
             facts.add("cuda-graph")
+        framework = array_framework_fact(elements[:CLIMB_SAMPLE_PER_SITE])
+        if framework:
+            facts.add(framework)
         for element in elements[:CLIMB_SAMPLE_PER_SITE]:
             element_text = self.element_text(climb, id(element), holder_key)
             if element_text:
