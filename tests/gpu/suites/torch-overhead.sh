@@ -2,9 +2,10 @@
 # history (bench/torch/run_overhead.py), a GPU-bound transformer and a
 # launch-bound MLP, ROUNDS interleaved rounds (default 4). Writes
 # $R/torch-overhead.json (the baseline bench/baselines/gpu/torch-overhead-0e7badc.json
-# came from this command). Needs about 300 s with 4 rounds: run as torch-overhead:330.
+# came from this command). A round takes about 87 s on the H200, 4 rounds 350 s (OVERHEAD_SECONDS, default
+# 360, cuts the benchmark; it keeps the rounds it finished): run as torch-overhead:380.
 timeout 60 env PYTHONPATH="$D/python" python3 -m gpuleak.torch_hook --build 2>&1 | tail -3
-timeout 260 python3 bench/torch/run_overhead.py "$D/gpuleak" "$R/torch-overhead.json" "${ROUNDS:-4}" \
+timeout "${OVERHEAD_SECONDS:-360}" python3 bench/torch/run_overhead.py "$D/gpuleak" "$R/torch-overhead.json" "${ROUNDS:-4}" \
   --models mlp,transformer --configs native,history,gpuleak_hook 2>&1 | tail -12
 python3 - "$R" <<'PY'
 import json, sys
