@@ -42,7 +42,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 CLIENTS = os.path.join(REPO, "examples", "clients")
 sys.path.insert(0, HERE)
-from torch_corpus import describe_holder, holder_of, load_report, runs_script  # noqa: E402
+from corpus_reports import holder_of, load_report, runs_program  # noqa: E402
+from torch_corpus import describe_holder  # noqa: E402
 
 SCHEMA = "gpuleak-client-matrix/1"
 STEP_LINE = re.compile(r"^CLIENT_STEP(?:\[[^\]]*\])? (\{.*\})\s*$")
@@ -121,7 +122,7 @@ def marked_line(script_path):
 def pick(report, label):
     """The report's process for a label: its script (and rank, for torchrun's two ranks)."""
     candidates = [p for p in report.get("processes", []) if isinstance(p, dict)
-                  and runs_script(p, label["script"])]
+                  and runs_program(p, label["script"])]
     if "rank" in label:
         candidates = [p for p in candidates
                       if isinstance(p.get("distributed"), dict)

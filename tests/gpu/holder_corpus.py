@@ -36,7 +36,8 @@ CORPUS = os.path.join(REPO, "examples", "torch", "holders")
 sys.path.insert(0, CORPUS)
 sys.path.insert(0, HERE)
 import holder_labels  # noqa: E402  (examples/torch/holders/holder_labels.py)
-import torch_corpus  # noqa: E402  (tests/gpu/torch_corpus.py: running and report reading)
+import corpus_reports  # noqa: E402  (tests/gpu/corpus_reports.py: report reading)
+import torch_corpus  # noqa: E402  (tests/gpu/torch_corpus.py: running)
 
 SCHEMA = "gpuleak-holder-corpus-results/1"
 CHECKS = ("verdict", "holder", "kept_line", "site")
@@ -53,13 +54,13 @@ def score_case(case, report, report_error):
     record = {"expected": {"holder": torch_corpus.describe_holder(expected["holder"]),
                            "kept_line": expected["kept_line"], "cause": expected.get("cause")},
               "got": None, "checks": {check: False for check in CHECKS}, "error": report_error}
-    process = torch_corpus.pick_process(report, case["script"]) if report else None
+    process = corpus_reports.pick_process(report, case["script"]) if report else None
     growth = process.get("growth") if process else None
     if not isinstance(growth, dict):
         record["error"] = record["error"] or "no process of the report runs %s" % case["script"]
         record["pass"] = False
         return record
-    holder, holder_kind = torch_corpus.holder_of(growth)
+    holder, holder_kind = corpus_reports.holder_of(growth)
     kept = kept_at_of(holder)
     sites = growth.get("sites") if isinstance(growth.get("sites"), list) else []
     top = sites[0] if sites else {}
@@ -106,7 +107,7 @@ def run_case(args, case):
                "--steps", str(case["steps"])]
     log_path = os.path.join(args.out, "logs", name + ".log")
     rc, wall_s, timed_out = torch_corpus.run_command(command, log_path, args.timeout)
-    report, error = torch_corpus.load_report(os.path.join(case_dir, "report.json"))
+    report, error = corpus_reports.load_report(os.path.join(case_dir, "report.json"))
     try:
         record = score_case(case, report, error)
     except Exception as failure:  # a report of an unexpected shape must not stop the run

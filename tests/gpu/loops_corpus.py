@@ -48,9 +48,7 @@ import ast
 import concurrent.futures
 import json
 import os
-import shlex
 import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -59,69 +57,21 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 EXAMPLES = os.path.join(REPO, "examples", "loops")
 sys.path.insert(0, EXAMPLES)
 import labels  # noqa: E402  (examples/loops/labels.py)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import corpus_runs  # noqa: E402
+from corpus_reports import growth_of, load_report, pick_process  # noqa: E402
 
 SCHEMA = "gpuleak-loops-corpus-results/1"
-REPORT_SCHEMA = "gpuleak-report/1"
 CHECKS = ("verdict", "within_limit", "control_no_leak")
 
 
 # ---------------------------------------------------------------------------
 # Reading a report
 
-def load_report(path):
-    """(report dict, None) or (None, why it cannot be used)."""
-    if not os.path.exists(path):
-        return None, "no report: %s was not written" % os.path.join(*path.split(os.sep)[-2:])
-    try:
-        with open(path, encoding="utf-8") as handle:
-            report = json.load(handle)
-    except (OSError, ValueError) as error:
-        return None, "report is not JSON: %s" % error
-    if not isinstance(report, dict) or not isinstance(report.get("processes"), list):
-        return None, "report has no 'processes' list"
-    if report.get("schema") != REPORT_SCHEMA:
-        return None, "report schema is %r, expected %r" % (report.get("schema"), REPORT_SCHEMA)
-    return report, None
-
-
-def command_words(process):
-    command = process.get("command_line")
-    if isinstance(command, list):
-        return [str(word) for word in command]
-    if isinstance(command, str):
-        try:
-            return shlex.split(command)
-        except ValueError:
-            return command.split()
-    return []
-
-
 def program_name(case):
     """What the traced process's command line holds: the script, or the binary built from the .cu."""
     program = case["program"]
     return os.path.splitext(program)[0] if program.endswith(".cu") else program
-
-
-def runs_program(process, name):
-    words = command_words(process)
-    executable = str(process.get("executable") or "")
-    return any(word == name or word.endswith("/" + name) for word in words) or executable.endswith("/" + name)
-
-
-def growth_of(process):
-    growth = process.get("growth")
-    return growth if isinstance(growth, dict) else {}
-
-
-def pick_process(report, case):
-    """The traced process that runs the program: not a child of another one that does."""
-    name = program_name(case)
-    processes = [p for p in report["processes"] if isinstance(p, dict) and runs_program(p, name)]
-    if not processes:
-        return None
-    pids = {p.get("pid") for p in processes}
-    top = [p for p in processes if p.get("parent_pid") not in pids] or processes
-    return max(top, key=lambda p: growth_of(p).get("steps") or 0)
 
 
 # ---------------------------------------------------------------------------
@@ -185,7 +135,7 @@ def score_case(case, report, report_error, limit):
                            "marked_lines": case.get("marked_lines"),
                            "bytes_per_iteration": case.get("bytes_per_iteration")},
               "got": None, "checks": {}, "error": report_error}
-    process = pick_process(report, case) if report else None
+    process = pick_process(report, program_name(case)) if report else None
     if report and process is None:
         record["error"] = "no process in the report runs %s (%d processes)" % (
             program_name(case), len(report["processes"]))
@@ -273,35 +223,7 @@ def case_command(args, case, case_dir):
 
 
 def run_command(command, env, log_path, timeout_s):
-    """Runs command in its own session; on timeout kills that whole process group. (rc, wall_s, timed_out)."""
-    started = time.monotonic()
-    with open(log_path, "w", encoding="utf-8") as log:
-        log.write("$ %s\n" % " ".join(shlex.quote(word) for word in command))
-        log.flush()
-        try:
-            child = subprocess.Popen(command, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT,
-                                     start_new_session=True)
-        except OSError as error:
-            log.write("cannot start: %s\n" % error)
-            return None, 0.0, False
-        try:
-            rc = child.wait(timeout=timeout_s)
-            timed_out = False
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            for sig, grace_s in ((signal.SIGTERM, 10), (signal.SIGKILL, 10)):
-                try:
-                    os.killpg(child.pid, sig)
-                except ProcessLookupError:
-                    break
-                try:
-                    child.wait(timeout=grace_s)
-                    break
-                except subprocess.TimeoutExpired:
-                    continue
-            rc = child.poll()
-            log.write("\nkilled after %d s\n" % timeout_s)
-    return rc, round(time.monotonic() - started, 2), timed_out
+    return corpus_runs.run_command(command, log_path, timeout_s, env, REPO)
 
 
 def last_line(path):

@@ -32,10 +32,7 @@ import concurrent.futures
 import json
 import os
 import re
-import shlex
 import shutil
-import signal
-import subprocess
 import sys
 import time
 
@@ -43,76 +40,14 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 EXAMPLES = os.path.join(REPO, "examples", "torch")
 sys.path.insert(0, EXAMPLES)
 import corpus_tools  # noqa: E402  (examples/torch/corpus_tools.py)
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import corpus_runs  # noqa: E402
+from corpus_reports import holder_of, load_report, pick_process  # noqa: E402
 
 SCHEMA = "gpuleak-torch-corpus-results/1"
-REPORT_SCHEMA = "gpuleak-report/1"
 WARMUP_CASE = "control_missing_zero_grad.py"  # runs alone first: builds gpuleak's cached PyTorch hook shim
 SMALL_CASE = "leak_small_tensor_per_step.py"
 CHECKS = ("verdict", "cause", "holder", "site", "steps_to_verdict", "control_no_leak")
-
-
-# ---------------------------------------------------------------------------
-# Reading a report
-
-def load_report(path):
-    """(report dict, None) or (None, why it cannot be used)."""
-    if not os.path.exists(path):
-        return None, "no report: %s was not written" % os.path.join(*path.split(os.sep)[-2:])
-    try:
-        with open(path, encoding="utf-8") as handle:
-            report = json.load(handle)
-    except (OSError, ValueError) as error:
-        return None, "report is not JSON: %s" % error
-    if not isinstance(report, dict) or not isinstance(report.get("processes"), list):
-        return None, "report has no 'processes' list"
-    if report.get("schema") != REPORT_SCHEMA:
-        return None, "report schema is %r, expected %r" % (report.get("schema"), REPORT_SCHEMA)
-    return report, None
-
-
-def command_words(process):
-    command = process.get("command_line")
-    if isinstance(command, list):
-        return [str(word) for word in command]
-    if isinstance(command, str):
-        try:
-            return shlex.split(command)
-        except ValueError:
-            return command.split()
-    return []
-
-
-def runs_script(process, script):
-    return any(word == script or word.endswith("/" + script) for word in command_words(process))
-
-
-def pick_process(report, script):
-    """The traced process that runs the script: not a child of another one that does (DataLoader workers)."""
-    processes = [p for p in report["processes"] if isinstance(p, dict) and runs_script(p, script)]
-    if not processes:
-        return None
-    pids = {p.get("pid") for p in processes}
-    top = [p for p in processes if p.get("parent_pid") not in pids] or processes
-
-    def steps(process):
-        growth = process.get("growth")
-        return (growth.get("steps") or 0) if isinstance(growth, dict) else 0
-
-    return max(top, key=steps)
-
-
-def holder_of(growth):
-    """The holder object ({type, name, owner, ...}) from growth.holder, which is the site's answer
-    of the holder annotation ({site_id, kind, holder: {...}, ...}); None when no holder was named."""
-    value = growth.get("holder")
-    if not isinstance(value, dict):
-        return None, None
-    if "holder" in value:
-        inner = value.get("holder")
-        return (inner if isinstance(inner, dict) else None), value.get("kind")
-    if "type" in value or "name" in value:
-        return value, None
-    return None, value.get("kind")
 
 
 # ---------------------------------------------------------------------------
@@ -295,35 +230,7 @@ def child_environment():
 
 
 def run_command(command, log_path, timeout_s):
-    """Runs command in its own session; on timeout kills that whole process group. (rc, wall_s, timed_out)."""
-    started = time.monotonic()
-    with open(log_path, "w", encoding="utf-8") as log:
-        log.write("$ %s\n" % " ".join(shlex.quote(word) for word in command))
-        log.flush()
-        try:
-            child = subprocess.Popen(command, cwd=REPO, env=child_environment(), stdout=log,
-                                     stderr=subprocess.STDOUT, start_new_session=True)
-        except OSError as error:
-            log.write("cannot start: %s\n" % error)
-            return None, 0.0, False
-        try:
-            rc = child.wait(timeout=timeout_s)
-            timed_out = False
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            for sig, grace_s in ((signal.SIGTERM, 10), (signal.SIGKILL, 10)):
-                try:
-                    os.killpg(child.pid, sig)
-                except ProcessLookupError:
-                    break
-                try:
-                    child.wait(timeout=grace_s)
-                    break
-                except subprocess.TimeoutExpired:
-                    continue
-            rc = child.poll()
-            log.write("\nkilled after %d s\n" % timeout_s)
-    return rc, round(time.monotonic() - started, 2), timed_out
+    return corpus_runs.run_command(command, log_path, timeout_s, child_environment(), REPO)
 
 
 def case_command(args, case, case_dir):
