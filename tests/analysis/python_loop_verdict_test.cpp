@@ -6,9 +6,11 @@
 #include <gtest/gtest.h>
 
 #include <random>
+#include <string>
 
 #include "analysis/clock_arbiter.h"
 #include "analysis/synthetic_trace.h"
+#include "analysis/trace_loader.h"
 
 namespace gpuleak::analysis {
 namespace {
@@ -281,6 +283,28 @@ TEST(PythonLoopVerdict,
   ASSERT_EQ(g.verdict, Verdict::kLeak);
   EXPECT_EQ(g.phase, "iterations of the loop in PackedAttention.forward (serve.py:79)");
   EXPECT_EQ(g.phases.size(), 2u);
+}
+
+// Recorded on the H200 (tests/gpu/suites/loops.sh, bundle 50a0c30): the
+// serving case with `encloses`. Its 300 batches were served by 4 threads;
+// the per-request loop (clock 2, 42 marks) was followed first.
+TEST(PythonLoopVerdict, the_recorded_serving_loop_is_the_phase_over_its_per_request_loop) {
+  const std::string path = std::string(GPULEAK_TEST_EXAMPLE_TRACES) +
+                           "/python_loop/leak_serving_shape_keyed_cache/gpuleak-3219.trace";
+  ProcessReport report = analyze_trace_file(path, {});
+  const GrowthReport& g = report.growth;
+  ASSERT_EQ(g.verdict, Verdict::kLeak);
+  EXPECT_EQ(g.step_source, "python-loop");
+  EXPECT_EQ(g.phase, "iterations of the loop in serve (leak_serving_shape_keyed_cache.py:92)");
+  EXPECT_GE(g.steps, 280u);
+  ASSERT_TRUE(g.verdict_step.has_value());
+  EXPECT_LE(*g.verdict_step - g.warmup_steps, 50u);
+  for (const PhaseSummary& phase : g.phases) {
+    EXPECT_EQ(
+        phase.name.find("loop in PackedAttention.forward (leak_serving_shape_keyed_cache.py:79)"),
+        std::string::npos)
+        << "the enclosed per-request clock is listed: " << phase.name;
+  }
 }
 
 TEST(ClockArbiter, python_loop_ranks_below_the_programs_clocks_and_above_the_allocations) {
