@@ -24,6 +24,7 @@ on. Exit status: 0 when every case passes, 1 otherwise, 2 for bad arguments.
 
     python3 tests/gpu/torch_corpus.py --gpuleak build/gpuleak --out /tmp/torch-corpus
     python3 tests/gpu/torch_corpus.py --plain --out /tmp/plain   # the scripts alone, no gpuleak
+    python3 tests/gpu/torch_corpus.py --gpuleak build/gpuleak --rescore /tmp/torch-corpus --out /tmp/rescored  # no GPU
 
 Standard library only (Python 3.8+); run from anywhere, paths resolve from this file.
 """
@@ -33,6 +34,7 @@ import json
 import os
 import re
 import shutil
+import subprocess
 import sys
 import time
 
@@ -241,7 +243,34 @@ def case_command(args, case, case_dir):
             + list(args.run_arg) + ["--"] + program)
 
 
+def rescore_case(args, case):
+    """The record for a case from its traces recorded earlier (TRACES/<case>/*.trace):
+    `gpuleak report --json` on them with this build (the holder answers are in the traces)."""
+    name = case_name(case["script"])
+    source = os.path.join(args.rescore, name)
+    traces = sorted(os.path.join(source, f) for f in os.listdir(source) if f.endswith(".trace"))
+    case_dir = os.path.join(args.out, name)
+    os.makedirs(case_dir, exist_ok=True)
+    report_path = os.path.join(case_dir, "report.json")
+    command = [args.gpuleak, "report", "--json"] + traces
+    started = time.monotonic()
+    try:
+        with open(report_path, "wb") as out:
+            rc = subprocess.run(command, stdout=out, stderr=subprocess.DEVNULL,
+                                timeout=args.timeout).returncode
+    except subprocess.TimeoutExpired:
+        rc = None
+    report, error = load_report(report_path)
+    record = score_case(case, report, error)
+    record.update({"case": name, "script": case["script"], "kind": case["kind"], "covers": case.get("covers"),
+                   "steps": case["steps"], "command": command, "exit_status": rc, "timed_out": rc is None,
+                   "wall_s": round(time.monotonic() - started, 2), "log": None})
+    return record
+
+
 def run_case(args, case):
+    if args.rescore:
+        return rescore_case(args, case)
     name = case_name(case["script"])
     case_dir = os.path.join(args.out, name)
     if os.path.isdir(case_dir):
@@ -338,6 +367,9 @@ def parse_args(argv):
     parser.add_argument("--run-arg", action="append", default=[], metavar="ARG",
                         help="extra argument for `gpuleak run` (repeat), e.g. --run-arg=--torch-mode=async")
     parser.add_argument("--plain", action="store_true", help="run the scripts without gpuleak (a baseline: exit 0 and time)")
+    parser.add_argument("--rescore", metavar="TRACES",
+                        help="no GPU: score the traces of an earlier run (TRACES/<case>/*.trace, the --out "
+                        "of that run) with this --gpuleak's report")
     args = parser.parse_args(argv)
     if not args.plain and not args.gpuleak:
         parser.error("--gpuleak is required (or --plain)")
@@ -346,6 +378,8 @@ def parse_args(argv):
         if not os.access(args.gpuleak, os.X_OK):
             parser.error("%s is not an executable" % args.gpuleak)
     args.out = os.path.abspath(args.out)
+    if args.rescore:
+        args.rescore = os.path.abspath(args.rescore)
     return args
 
 
@@ -359,6 +393,8 @@ def main(argv=None):
             sys.stderr.write("not in the corpus: %s\n" % ", ".join(sorted(unknown)))
             return 2
         cases = [c for c in cases if c["script"] in args.only]
+    if args.rescore:
+        cases = [c for c in cases if os.path.isdir(os.path.join(args.rescore, case_name(c["script"])))]
     os.makedirs(os.path.join(args.out, "logs"), exist_ok=True)
     started = time.monotonic()
     first = [c for c in cases if c["script"] == WARMUP_CASE]
@@ -376,7 +412,7 @@ def main(argv=None):
     summary = totals(ordered, started, args)
     result = {"schema": SCHEMA, "command": [sys.executable, os.path.relpath(os.path.abspath(__file__), REPO)]
               + (sys.argv[1:] if argv is None else list(argv)),
-              "mode": "plain" if args.plain else "gpuleak", "corpus": os.path.relpath(args.corpus, REPO),
+              "mode": "plain" if args.plain else "rescore" if args.rescore else "gpuleak", "corpus": os.path.relpath(args.corpus, REPO),
               "totals": summary, "cases": ordered}
     with open(os.path.join(args.out, "torch-corpus.json"), "w", encoding="utf-8") as handle:
         json.dump(result, handle, indent=2)
