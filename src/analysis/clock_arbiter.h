@@ -41,7 +41,9 @@ int trust_rank(trace::StepSource source);
 struct ClockKey {
   trace::StepSource source = trace::StepSource::kExplicit;
   std::uint32_t clock = 0;
-  auto operator<=>(const ClockKey&) const = default;
+  // clang-tidy's modernize-use-nullptr misreads the defaulted comparison's
+  // implicit `0` (a known false positive).
+  auto operator<=>(const ClockKey&) const = default;  // NOLINT(modernize-use-nullptr)
 };
 
 class ClockArbiter {

@@ -66,7 +66,7 @@ struct GrowthOptions {
   std::uint64_t warmup_steps = 5;
   std::uint64_t min_steps = 40;
   std::uint64_t window_steps = 200;
-  std::uint64_t min_growth_bytes = 32 * 1024;
+  std::uint64_t min_growth_bytes = 32 * 1024ull;
   double significance_z = 3.09;
   double sustained_fraction = 0.5;
   // A leak adds memory at many steps, spread over the window: a buffer that

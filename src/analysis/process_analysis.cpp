@@ -227,6 +227,7 @@ std::vector<std::pair<std::uint64_t, std::uint64_t>> ProcessAnalysis::recent_all
             [](const auto& a, const auto& b) { return a.seq > b.seq; });
   if (matching.size() > limit) matching.resize(limit);
   std::vector<std::pair<std::uint64_t, std::uint64_t>> out;
+  out.reserve(matching.size());
   for (const auto& a : matching) out.emplace_back(a.address, a.size);
   return out;
 }
