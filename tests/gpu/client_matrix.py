@@ -14,7 +14,10 @@ the verdict, the capture backend that recorded it, and whether the
 collector turned itself off. Then, one process at a time (timing), every
 case marked "timing" runs --timing-steps steps without gpuleak and under
 it: median step time of each (steps after the first 10), their ratio, and
-the loop's own output (the loss of every step) compared between the two.
+the loop's own output (the loss of every step) compared between the two;
+where they differ, the plain run once more, and the output counts as
+unchanged when two plain runs differ too and gpuleak's difference is within
+NONDETERMINISM_FACTOR (10) times theirs (output_unchanged).
 Profiler cases must still have written their traces.
 
 Writes <out>/summary.json (schema gpuleak-client-matrix/1: every case, its
@@ -306,11 +309,37 @@ def compare_losses(a, b):
     return {"steps_compared": len(common), "max_rel_diff": worst, "identical": identical}
 
 
+# How far the losses under gpuleak may stray from the plain run's, as a
+# multiple of how far two plain runs stray from each other: a loop whose
+# kernels accumulate with atomics (torch.compile's embedding backward) is not
+# bit-reproducible by itself, and its rounding differs from run to run by
+# amounts that themselves vary.
+NONDETERMINISM_FACTOR = 10.0
+
+
+def output_unchanged(traced_vs_plain, plain_vs_plain):
+    """Whether gpuleak left the loop's own output as it was: losses identical to the plain
+    run's, or, where two plain runs differ from each other, within NONDETERMINISM_FACTOR
+    times that difference. None when it cannot be told (no steps compared)."""
+    if not traced_vs_plain.get("steps_compared"):
+        return None
+    if traced_vs_plain["identical"]:
+        return True
+    if not plain_vs_plain or not plain_vs_plain.get("steps_compared") or plain_vs_plain["identical"]:
+        return False  # plain runs agree bit for bit: any difference is gpuleak's
+    return traced_vs_plain["max_rel_diff"] <= NONDETERMINISM_FACTOR * plain_vs_plain["max_rel_diff"]
+
+
 def timing_run(case, args):
-    """The case without gpuleak, then under it, one at a time: step times and losses."""
+    """The case without gpuleak, then under it, one at a time: step times and losses. When the
+    losses differ, the plain run once more: how much the loop varies by itself."""
     out = {}
     steps_by_kind = {}
-    for kind in ("plain", "gpuleak"):
+    for kind in ("plain", "gpuleak", "plain-again"):
+        if kind == "plain-again":
+            if not steps_by_kind["gpuleak"] or losses_of(steps_by_kind["plain"]) == \
+                    losses_of(steps_by_kind["gpuleak"]):
+                break
         scratch = scratch_dir(args.out, case["id"], "timing-" + kind)
         argv = case_argv(case, args.programs, scratch, steps=args.timing_steps)
         if kind == "gpuleak":
@@ -326,6 +355,11 @@ def timing_run(case, args):
     plain, traced = out["plain"]["median_step_ms"], out["gpuleak"]["median_step_ms"]
     out["step_time_ratio"] = round(traced / plain, 3) if plain and traced else None
     out["losses"] = compare_losses(losses_of(steps_by_kind["plain"]), losses_of(steps_by_kind["gpuleak"]))
+    plain_again = steps_by_kind.get("plain-again")
+    if plain_again is not None:
+        out["losses_plain_vs_plain"] = compare_losses(losses_of(steps_by_kind["plain"]),
+                                                      losses_of(plain_again))
+    out["output_unchanged"] = output_unchanged(out["losses"], out.get("losses_plain_vs_plain"))
     return out
 
 
@@ -392,7 +426,7 @@ def main():
 
     rows, all_ok = [], True
     totals = {"leak_processes": 0, "leaks_found": 0, "control_processes": 0, "controls_clean": 0,
-              "collector_off": 0, "checks_failed": 0}
+              "collector_off": 0, "checks_failed": 0, "outputs_changed": 0}
     for case in cases:
         result = results[case["id"]]
         case_ok = "error" not in result
@@ -412,6 +446,9 @@ def main():
         timing = result.get("timing") or {}
         if timing.get("losses") and not timing["losses"].get("steps_compared"):
             case_ok = False
+        if timing.get("output_unchanged") is False:
+            case_ok = False
+            totals["outputs_changed"] += 1
         result["pass"] = case_ok
         all_ok = all_ok and case_ok
         for p in result.get("processes", []) or [{"script": "?", "got": None, "expected": {}}]:
