@@ -39,3 +39,14 @@ def run_command(command, log_path, timeout_s, env, cwd):
             rc = child.poll()
             log.write("\nkilled after %d s\n" % timeout_s)
     return rc, round(time.monotonic() - started, 2), timed_out
+
+
+def report_on_traces(gpuleak, traces, report_path, timeout_s):
+    """`gpuleak report --json` on traces recorded earlier, into report_path (a rescore: no GPU).
+    Returns its exit status, None when it ran past timeout_s."""
+    try:
+        with open(report_path, "wb") as out:
+            return subprocess.run([gpuleak, "report", "--json"] + traces, stdout=out,
+                                  stderr=subprocess.DEVNULL, timeout=timeout_s).returncode
+    except subprocess.TimeoutExpired:
+        return None

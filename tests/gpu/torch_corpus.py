@@ -34,7 +34,6 @@ import json
 import os
 import re
 import shutil
-import subprocess
 import sys
 import time
 
@@ -254,12 +253,7 @@ def rescore_case(args, case):
     report_path = os.path.join(case_dir, "report.json")
     command = [args.gpuleak, "report", "--json"] + traces
     started = time.monotonic()
-    try:
-        with open(report_path, "wb") as out:
-            rc = subprocess.run(command, stdout=out, stderr=subprocess.DEVNULL,
-                                timeout=args.timeout).returncode
-    except subprocess.TimeoutExpired:
-        rc = None
+    rc = corpus_runs.report_on_traces(args.gpuleak, traces, report_path, args.timeout)
     report, error = load_report(report_path)
     record = score_case(case, report, error)
     record.update({"case": name, "script": case["script"], "kind": case["kind"], "covers": case.get("covers"),

@@ -108,6 +108,17 @@ def test_the_loop_around_a_chosen_inner_loop_takes_over_as_a_new_clock():
     assert not [o for o in out[first_step_mark:] if o[0] == "layer" and o[1] == MARK]
 
 
+def described_clocks(events, nesting):
+    """{clock: (key, the clocks it encloses)} at each clock's first mark; nesting: key -> the
+    keys of the loops it stands in (enclosing_of)."""
+    chooser = LoopChooser()
+    described = {}
+    for key, now in events:
+        if chooser.tick(key, now, lambda k: nesting[k]) == MARK and chooser.new_clock:
+            described[chooser.clock] = (key, list(chooser.encloses))
+    return described
+
+
 def test_the_loop_around_a_chosen_inner_loop_says_it_encloses_that_clock():
     # serve(): while True: batch -> forward(): for length in lengths -- the
     # per-request loop (inside forward, called from the serving loop) goes
@@ -119,13 +130,8 @@ def test_the_loop_around_a_chosen_inner_loop_says_it_encloses_that_clock():
             events.append(("request", now))
         now += MS
         events.append(("serve", now))
-    chooser = LoopChooser()
     nesting = {"serve": ("serve",), "request": ("serve", "request")}
-    described = {}
-    for key, now in events:
-        if chooser.tick(key, now, lambda k: nesting[k]) == MARK and chooser.new_clock:
-            described[chooser.clock] = (key, list(chooser.encloses))
-    assert described == {1: ("request", []), 2: ("serve", [1])}
+    assert described_clocks(events, nesting) == {1: ("request", []), 2: ("serve", [1])}
 
 
 def test_loops_one_after_another_enclose_nothing():
@@ -134,13 +140,8 @@ def test_loops_one_after_another_enclose_nothing():
         for _ in range(50):
             now += MS
             events.append((key, now))
-    chooser = LoopChooser()
     nesting = {"train": ("epoch", "train"), "eval": ("epoch", "eval")}
-    described = {}
-    for key, now in events:
-        if chooser.tick(key, now, lambda k: nesting[k]) == MARK and chooser.new_clock:
-            described[chooser.clock] = (key, list(chooser.encloses))
-    assert described == {1: ("train", []), 2: ("eval", [])}
+    assert described_clocks(events, nesting) == {1: ("train", []), 2: ("eval", [])}
 
 
 def test_an_epoch_loop_that_goes_round_three_times_leaves_the_batches_chosen():
