@@ -132,14 +132,15 @@ _TIGHT = object()  # LoopChooser.loops' entry for a loop found tight
 
 
 class _Loop:
-    __slots__ = ("ticks", "first_ns", "last_ns", "fast", "depth", "enclosing", "clock")
+    __slots__ = ("ticks", "first_ns", "last_ns", "fast", "enclosing", "clock")
 
     def __init__(self, now_ns):
         self.ticks = 0
         self.first_ns = self.last_ns = now_ns
         self.fast = 0       # intervals shorter than tight_interval_ns in the current block
-        self.depth = None   # known once it went round min_ticks times
-        self.enclosing = ()  # the loop keys it stands in (enclosing_of), itself last
+        # The loop keys it stands in (enclosing_of), itself last; known once it
+        # went round min_ticks times. Its depth is their number.
+        self.enclosing = None
         self.clock = 0      # its clock number once it was chosen
 
 
@@ -198,9 +199,8 @@ class LoopChooser:
             in_block = self.tight_block
         if loop.ticks < self.min_ticks or 2 * loop.fast > in_block:
             return IGNORE  # not yet, or mostly tight so far
-        if loop.depth is None:
+        if loop.enclosing is None:
             loop.enclosing = tuple(enclosing_of(key))
-            loop.depth = len(loop.enclosing)
         chosen_key = self.chosen
         if chosen_key != key:
             chosen = self.loops.get(chosen_key) if chosen_key is not None else None
@@ -214,7 +214,7 @@ class LoopChooser:
                 self.encloses = sorted(
                     other.clock for other_key, other in self.loops.items()
                     if other is not _TIGHT and other.clock and other_key != key
-                    and key in other.enclosing)
+                    and key in other.enclosing)  # a loop with a clock knows its enclosing
         else:
             self.new_clock = False
         self.clock = loop.clock
@@ -222,7 +222,7 @@ class LoopChooser:
         return MARK
 
     def _takes_over(self, loop, chosen, now_ns):
-        if loop.depth <= chosen.depth:
+        if len(loop.enclosing) <= len(chosen.enclosing):
             # A loop around the chosen one, or one beside it that goes round
             # now (the training loop again after an evaluation loop); two
             # that take turns each keep their own clock.

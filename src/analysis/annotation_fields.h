@@ -68,13 +68,23 @@ inline std::optional<std::uint64_t> optional_count_field(const nlohmann::json& o
   return it->get<std::uint64_t>();
 }
 
-// An id field: a non-negative integer no larger than `most` (a stack or
-// site id: 32 bits), or nothing.
+// An id: a non-negative integer no larger than `most` (a stack, site or
+// clock id: 32 bits), or nothing.
+inline std::optional<std::uint32_t> optional_id(const nlohmann::json& value,
+                                                std::uint32_t most = UINT32_MAX) {
+  if (!value.is_number_unsigned()) return std::nullopt;
+  auto id = value.get<std::uint64_t>();
+  if (id > most) return std::nullopt;
+  return static_cast<std::uint32_t>(id);
+}
+
+// An id field (optional_id), or nothing.
 inline std::optional<std::uint32_t> optional_id_field(const nlohmann::json& object, const char* key,
                                                       std::uint32_t most = UINT32_MAX) {
-  std::optional<std::uint64_t> id = optional_count_field(object, key);
-  if (!id || *id > most) return std::nullopt;
-  return static_cast<std::uint32_t>(*id);
+  if (!object.is_object()) return std::nullopt;
+  auto it = object.find(key);
+  if (it == object.end()) return std::nullopt;
+  return optional_id(*it, most);
 }
 
 }  // namespace gpuleak::analysis

@@ -78,9 +78,10 @@ void ProcessAnalysis::on_annotation(const trace::AnnotationRecord& record) {
     auto encloses = clock.find("encloses");
     if (encloses != clock.end() && encloses->is_array()) {
       for (const auto& inner : *encloses) {
-        if (!inner.is_number_unsigned() || inner.get<std::uint64_t>() > 0xffffffffu) continue;
+        std::optional<std::uint32_t> inner_id = optional_id(inner);
+        if (!inner_id) continue;
         if (enclosed_clocks_.size() >= 1000) break;
-        enclosed_clocks_.insert(ClockKey{key.source, inner.get<std::uint32_t>()});
+        enclosed_clocks_.insert(ClockKey{key.source, *inner_id});
       }
     }
     return;

@@ -14,10 +14,10 @@ TORCH_HOST_COPIES = ".cpu() copies (or .item() for scalars)"
 def array_framework_fact(elements):
     """"jax-arrays" or "cupy-arrays" when the held elements are that framework's arrays, else None."""
     for element in elements:
-        module = type(element).__module__ or ""
-        if module.split(".")[0] in ("jax", "jaxlib"):
+        package = (type(element).__module__ or "").split(".")[0]
+        if package in ("jax", "jaxlib"):
             return "jax-arrays"
-        if module.split(".")[0] == "cupy":
+        if package == "cupy":
             return "cupy-arrays"
     return None
 
