@@ -273,6 +273,15 @@ TEST(PythonLoopVerdict, without_encloses_the_inner_loops_faster_rate_made_it_the
   EXPECT_EQ(g.phase, "iterations of the loop in PackedAttention.forward (serve.py:79)");
 }
 
+TEST(PythonLoopVerdict, encloses_entries_that_are_not_clock_ids_are_ignored) {
+  // A crafted trace: strings, negatives, ids past 32 bits, nested arrays.
+  SyntheticTrace t;
+  serve(t, 300, 12, 140 * 1024, R"(, "encloses": ["1", -1, 4294967297, [1], null, 1.5])");
+  const GrowthReport& g = analyze(t).growth;
+  ASSERT_EQ(g.verdict, Verdict::kLeak);
+  EXPECT_EQ(g.phase, "iterations of the loop in PackedAttention.forward (serve.py:79)");
+}
+
 TEST(PythonLoopVerdict,
      an_enclosed_loop_with_a_verdict_stays_the_phase_over_an_undecided_outer_one) {
   // Batches marked through 8 epochs, then the epoch loop took over and went
