@@ -195,8 +195,22 @@ class HolderRequests:
             answer = {"request_id": None, "seconds": 0.0, "sites": [],
                       "error": "the request is not a JSON object"}
         else:
-            answer = answer_isolated(request, self.seconds)
+            answer = answer_isolated(request, requested_seconds(request, self.seconds))
         self.collector.annotate("holder", json.dumps(answer, default=str))
+
+
+# The most time a request may ask one walk for (the program waits for it).
+MAX_REQUESTED_SECONDS = 30.0
+
+
+def requested_seconds(request, default):
+    """The walk's time budget: the request's `seconds` when it asks for more than the default
+    (gpuleak run asks again with more after a walk that ran out of time), at most
+    MAX_REQUESTED_SECONDS; anything else in that field is ignored."""
+    value = request.get("seconds")
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
+        return default
+    return max(default, min(float(value), MAX_REQUESTED_SECONDS))
 
 
 # Py_AddPendingCall's callback type: int (*)(void *); it runs on the main

@@ -52,17 +52,26 @@ HolderAnswer answer_of(const nlohmann::json& site, std::uint32_t site_id) {
   return a;
 }
 
+// How much an answer is worth against another for the same site: one that
+// names a holder over one that does not, then one from a walk that finished
+// over one that ran out of time.
+int worth(const HolderFinding& finding) {
+  return (finding.description.empty() ? 0 : 2) + (finding.answer.walk_timed_out ? 0 : 1);
+}
+
 }  // namespace
 
 void HolderFindings::add_answer(const std::string& annotation_value) {
   nlohmann::json answer = nlohmann::json::parse(annotation_value, nullptr, false);
   if (answer.is_discarded() || !answer.contains("sites") || !answer["sites"].is_array()) return;
+  bool walk_timed_out = flag_field(answer, "timed_out");
   for (const auto& site : answer["sites"]) {
     if (!site.is_object()) continue;
     std::optional<std::uint32_t> site_id = optional_id_field(site, "site_id");
     if (!site_id) continue;
     HolderFinding finding;
     finding.answer = answer_of(site, *site_id);
+    finding.answer.walk_timed_out = walk_timed_out;
     finding.kind = finding.answer.kind.empty() ? "unknown" : finding.answer.kind;
     finding.fix = finding.answer.fix.value_or("");
     if (const auto& holder = finding.answer.holder) {
@@ -71,9 +80,7 @@ void HolderFindings::add_answer(const std::string& annotation_value) {
                             (holder->owner.empty() ? "" : " (" + holder->owner + ")");
     }
     auto [it, inserted] = by_site_.try_emplace(*site_id, finding);
-    if (!inserted && !(finding.description.empty() && !it->second.description.empty())) {
-      it->second = std::move(finding);
-    }
+    if (!inserted && worth(finding) >= worth(it->second)) it->second = std::move(finding);
   }
 }
 

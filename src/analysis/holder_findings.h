@@ -29,8 +29,10 @@ struct HolderFinding {
 class HolderFindings {
  public:
   // Reads one holder annotation's value. A later answer for a site replaces
-  // an earlier one, unless it found nothing where the earlier one named a
-  // holder (a second walk that came too late must not erase the first).
+  // an earlier one unless it is worth less: it found nothing where the
+  // earlier one named a holder (a second walk that came too late must not
+  // erase the first), or its walk ran out of time where the earlier one's
+  // finished (a walk cut short on a bigger heap names what it reached).
   void add_answer(const std::string& annotation_value);
 
   // The finding for a site, or null; valid until the next add_answer().

@@ -37,6 +37,15 @@ void ProcessAnalysis::consume(const trace::Record& record) {
     }
     return;
   }
+  // A holder answer is about sites, not about the moment it came: it takes
+  // effect at once. Through the finder it would wait for the loop's next
+  // iteration, which never comes when the answer is the program's last act
+  // (the live watch would print its LEAK line without the holder).
+  if (const auto* annotation = std::get_if<trace::AnnotationRecord>(&record);
+      annotation != nullptr && annotation->key == "holder") {
+    holders_.add_answer(annotation->value);
+    return;
+  }
   if (!options_.find_loops) {
     apply(record);
     return;

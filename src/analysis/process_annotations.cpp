@@ -1,7 +1,8 @@
 // ProcessAnalysis, what the traced process says about itself in its
 // annotations: how it was tracked (torch, a framework's arrays, the capture
-// backend, the clock), its rank, the phases and clocks it names, why the
-// collector turned itself off, and the holders the Python package found.
+// backend, the clock), its rank, the phases and clocks it names, and why the
+// collector turned itself off. (The holders the Python package found are
+// read in consume(), as they arrive.)
 #include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
@@ -114,7 +115,7 @@ void ProcessAnalysis::on_annotation(const trace::AnnotationRecord& record) {
     if (collector_disabled_.empty()) collector_disabled_ = "unknown reason";
     return;
   }
-  if (record.key == "holder") holders_.add_answer(record.value);
+  // `holder` answers never come here: consume() applies them as they arrive.
 }
 
 }  // namespace gpuleak::analysis

@@ -181,6 +181,9 @@ struct HolderAnswer {
   std::optional<std::string> cause;
   std::optional<std::string> fix;
   std::optional<std::string> note;  // why there is no holder
+  // The walk ran out of its time budget (the answer's `timed_out`): a holder
+  // it names may be an object below the one that keeps the memory.
+  bool walk_timed_out = false;
 };
 
 struct GrowthReport {

@@ -18,6 +18,11 @@ namespace {
 // one (the process answers at a step boundary, or found it by itself).
 constexpr auto kHolderPatience = std::chrono::seconds(3);
 
+// A walk that ran out of its time budget (GPULEAK_HOLDER_SECONDS, 2 s by
+// default) names what it reached, which may lie below the real holder; it is
+// asked once more with this budget. The program waits for that walk, once.
+constexpr int kRetrySeconds = 8;
+
 }  // namespace
 
 struct LiveWatch::Followed {
@@ -28,6 +33,7 @@ struct LiveWatch::Followed {
   bool broken = false;  // the trace is damaged: stop following it
   bool reported = false;
   bool request_sent = false;
+  bool retried = false;      // asked again after a walk that ran out of time
   std::string request_path;  // where the holder request was written
   Clock::time_point request_time;
 };
@@ -79,8 +85,9 @@ void LiveWatch::read_new(Followed& f) {
   if (f.feed.error()) f.broken = true;
 }
 
-void LiveWatch::send_holder_request(Followed& f) {
+void LiveWatch::send_holder_request(Followed& f, int seconds) {
   nlohmann::json request = {{"request_id", next_request_id_++}, {"sites", nlohmann::json::array()}};
+  if (seconds > 0) request["seconds"] = seconds;
   std::size_t count = 0;
   for (std::uint32_t site : f.analysis->detected_sites()) {
     if (count++ == 3) break;
@@ -113,8 +120,16 @@ void LiveWatch::consider(Followed& f) {
     send_holder_request(f);
     return;
   }
-  if (wait_for_holder && !f.analysis->holder(sites.front())) {
-    if (Clock::now() - f.request_time < kHolderPatience) return;
+  if (wait_for_holder) {
+    std::optional<analysis::HolderFinding> holder = f.analysis->holder(sites.front());
+    bool cut_short = holder && holder->answer.walk_timed_out;
+    if (cut_short && !f.retried) {
+      send_holder_request(f, kRetrySeconds);
+      f.retried = true;
+      return;
+    }
+    auto patience = kHolderPatience + std::chrono::seconds(f.retried ? kRetrySeconds : 0);
+    if ((!holder || cut_short) && Clock::now() - f.request_time < patience) return;
   }
   analysis::GrowthReport growth = f.analysis->growth_report();
   if (growth.verdict != analysis::Verdict::kLeak) return;  // the holder said: bounded

@@ -2,7 +2,8 @@
 // processes start) and says on stderr, while the job runs, when a process
 // leaks. For PyTorch jobs it first asks the process who holds the growing
 // memory (a holder request, docs/python-protocol.md) and waits briefly for
-// the answer, so the message can name the holder and the fix.
+// the answer, so the message can name the holder and the fix; a walk that
+// ran out of time is asked once more, with more time.
 //
 // Single-threaded: call poll() from the loop that waits for the program.
 #pragma once
@@ -33,7 +34,8 @@ class LiveWatch {
   struct Followed;
   void read_new(Followed& f);
   void consider(Followed& f);
-  void send_holder_request(Followed& f);
+  // `seconds` > 0 asks the walk for that time budget instead of its default.
+  void send_holder_request(Followed& f, int seconds = 0);
 
   std::string trace_dir_;
   analysis::AnalysisOptions options_;

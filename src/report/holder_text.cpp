@@ -38,6 +38,11 @@ std::string holder_text(const std::optional<analysis::HolderAnswer>& answer) {
                         *answer->graph_tensors_per_element);
   }
   if (holder.bounded && holder.maxlen) text += fmt::format(", bounded: maxlen {}", *holder.maxlen);
+  if (answer->walk_timed_out) {
+    text +=
+        " (the holder search ran out of time there: an object above it may be what keeps it;"
+        " GPULEAK_HOLDER_SECONDS gives it more)";
+  }
   return text;
 }
 

@@ -173,6 +173,7 @@ json holder_json(const std::optional<analysis::HolderAnswer>& answer) {
               {"fix", optional_json(answer->fix)}};
   if (answer->cause) out["cause"] = *answer->cause;
   if (answer->note) out["note"] = *answer->note;
+  if (answer->walk_timed_out) out["timed_out"] = true;
   return out;
 }
 

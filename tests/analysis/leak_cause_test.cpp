@@ -89,6 +89,36 @@ TEST(HolderFindings, reads_the_holder_in_words_and_keeps_a_named_one_over_a_late
   EXPECT_TRUE(findings.find(7)->bounded);
 }
 
+// A walk that ran out of time names what it reached, which may lie below the
+// real holder (a parameter's gradient reached, the optimizer state above it
+// not): it never replaces a walk that finished, and one that finished
+// replaces it.
+TEST(HolderFindings, a_walk_that_finished_wins_over_one_that_ran_out_of_time) {
+  const char* finished =
+      R"({"sites": [{"site_id": 4, "kind": "tensor",
+          "holder": {"type": "defaultdict", "name": "state", "owner": "attribute of Adam"}}]})";
+  const char* cut_short =
+      R"({"timed_out": true, "sites": [{"site_id": 4, "kind": "tensor",
+          "holder": {"type": "Tensor", "name": "?", "owner": "attribute of Parameter"}}]})";
+  HolderFindings first_finished;
+  first_finished.add_answer(finished);
+  first_finished.add_answer(cut_short);
+  ASSERT_NE(first_finished.find(4), nullptr);
+  EXPECT_EQ(first_finished.find(4)->description, "defaultdict `state` (attribute of Adam)");
+  EXPECT_FALSE(first_finished.find(4)->answer.walk_timed_out);
+
+  HolderFindings first_cut;
+  first_cut.add_answer(cut_short);
+  ASSERT_NE(first_cut.find(4), nullptr);
+  EXPECT_TRUE(first_cut.find(4)->answer.walk_timed_out);
+  first_cut.add_answer(R"({"sites": [{"site_id": 4, "kind": "unknown"}]})");
+  EXPECT_EQ(first_cut.find(4)->description, "Tensor `?` (attribute of Parameter)")
+      << "a finished walk that found nothing does not erase a named holder";
+  first_cut.add_answer(finished);
+  EXPECT_EQ(first_cut.find(4)->description, "defaultdict `state` (attribute of Adam)");
+  EXPECT_FALSE(first_cut.find(4)->answer.walk_timed_out);
+}
+
 TEST(HolderFindings, skips_sites_a_crafted_answer_spells_wrongly) {
   HolderFindings findings;
   findings.add_answer("not json");

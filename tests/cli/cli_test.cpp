@@ -467,6 +467,38 @@ TEST_F(GpuleakRun, unanswered_holder_request_delays_the_leak_line_and_is_cleaned
   }
 }
 
+// A holder walk that ran out of time names what it reached; gpuleak run asks
+// once more with a larger budget, and the walk that finished is the one the
+// live line and the report name.
+TEST_F(GpuleakRun, a_holder_walk_cut_short_is_asked_again_with_more_time_and_the_full_one_wins) {
+  ScratchDir dir;
+  std::string traces = dir.file("traces"), json_path = dir.file("report.json"),
+              release = dir.file("release");
+  ProcessOptions options = run_options();
+  std::string live;
+  options.on_stderr_line = [&](const std::string& line) {
+    if (live.empty() && line.rfind("gpuleak: [pid ", 0) == 0 &&
+        line.find("] LEAK ") != std::string::npos) {
+      live = line;
+      write_text_file(release, "go\n");  // the program may finish now
+    }
+  };
+  ProcessResult r = run_process(
+      run_argv(traces, {"--json-report", json_path}, {"leak-cut-walk", release}), options);
+  ASSERT_EQ(r.exit_code, 0) << r.describe();
+  EXPECT_NE(r.out.find("the second request asked for 8 seconds"), std::string::npos) << r.out;
+  EXPECT_NE(live.find("defaultdict `state` (attribute of Adam)"), std::string::npos) << live;
+  EXPECT_EQ(live.find("Parameter"), std::string::npos) << live;
+
+  std::ifstream in(json_path);
+  json report = json::parse(in, nullptr, false);
+  ASSERT_FALSE(report.is_discarded()) << "no JSON report at " << json_path;
+  const json& holder = report["processes"][0]["growth"]["holder"];
+  ASSERT_TRUE(holder.is_object()) << report["processes"][0]["growth"].dump(2);
+  EXPECT_EQ(holder["holder"]["name"], "state");
+  EXPECT_FALSE(holder.contains("timed_out")) << holder.dump(2);
+}
+
 TEST_F(GpuleakRun, leaking_script_gets_a_live_leak_line_and_a_json_leak_verdict_at_its_line) {
   ScratchDir dir;
   std::string traces = dir.file("traces"), json_path = dir.file("report.json"),

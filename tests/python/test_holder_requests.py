@@ -1,6 +1,7 @@
 """Holder requests, end to end: a request file appears, the next step boundary answers it."""
 
 import os
+import shutil
 
 LEAKING_TRAINING = '''
 import json, os
@@ -197,3 +198,37 @@ def test_request_in_a_loop_without_steps_is_answered_by_the_watcher(run_traced):
     assert site["holder"]["kept_at"]["statement"].startswith("kept.append(x)")
     assert run.gpuleak_lines() == []
 
+
+
+ADDRESSES_OF_LOSSES_WITH_MORE_TIME = ADDRESSES_OF_LOSSES.replace('"request_id": 3,',
+                                                                 '"request_id": 3, "seconds": 20,')
+
+
+def test_a_request_that_asks_for_more_time_gets_it(run_traced, tmp_path):
+    # gpuleak run asks again with `seconds` after a walk that ran out of time.
+    # Here the process's own budget is too small for any walk.
+    tiny = {"GPULEAK_HOLDER_REQUESTS": "1", "GPULEAK_HOLDER_POLL_MS": "0", "GPULEAK_HOLDER_SECONDS": "0.0001"}
+    cut = run_traced(program(), tiny)
+    assert cut.returncode == 0, cut.stderr
+    (answer,) = cut.annotations("holder")
+    assert answer.get("timed_out") is True and answer["sites"][0]["holder"] is None, answer
+
+    shutil.rmtree(tmp_path / "traces")  # the next run's trace alone
+    full = run_traced(program(request_text=ADDRESSES_OF_LOSSES_WITH_MORE_TIME), tiny)
+    assert full.returncode == 0, full.stderr
+    (answer,) = full.annotations("holder")
+    assert "timed_out" not in answer, answer
+    assert answer["sites"][0]["holder"]["name"] == "losses"
+
+
+def test_the_time_a_request_asks_for_is_bounded_and_never_below_the_default():
+    from gpuleak._holder_requests import MAX_REQUESTED_SECONDS, requested_seconds
+
+    assert requested_seconds({"seconds": 8}, 2.0) == 8.0
+    assert requested_seconds({"seconds": 8.5}, 2.0) == 8.5
+    assert requested_seconds({"seconds": 1}, 2.0) == 2.0
+    assert requested_seconds({"seconds": 1e9}, 2.0) == MAX_REQUESTED_SECONDS
+    assert requested_seconds({"seconds": float("inf")}, 2.0) == MAX_REQUESTED_SECONDS
+    for crafted in (float("nan"), -5, True, "30", None, [30], {"s": 30}):
+        assert requested_seconds({"seconds": crafted}, 2.0) == 2.0, crafted
+    assert requested_seconds({}, 3.0) == 3.0

@@ -34,6 +34,20 @@ TEST(HolderText, names_type_name_owner_graph_size_and_bound) {
       "deque `buf`, bounded: maxlen 200");
 }
 
+TEST(HolderText, a_holder_from_a_walk_that_ran_out_of_time_says_so) {
+  analysis::HolderFindings findings;
+  findings.add_answer(R"({"timed_out": true, "sites": [{"site_id": 2, "kind": "tensor",
+      "holder": {"type": "Tensor", "name": "?", "owner": "attribute of Parameter"}}]})");
+  ASSERT_NE(findings.find(2), nullptr);
+  std::string text = holder_text(findings.find(2)->answer);
+  EXPECT_EQ(text.rfind("Tensor `?` (attribute of Parameter) (the holder search ran out of time", 0),
+            0u)
+      << text;
+  EXPECT_NE(text.find("GPULEAK_HOLDER_SECONDS"), std::string::npos) << text;
+  EXPECT_EQ(holder_text_of(R"({"holder":{"type":"list","name":"losses"}})").find("ran out"),
+            std::string::npos);
+}
+
 TEST(HolderText, fields_of_the_wrong_type_are_left_out_not_fatal) {
   EXPECT_EQ(holder_text_of(
                 R"({"holder":{"type":null,"name":3,"owner":["x"],"bounded":"yes","maxlen":1}})"),
