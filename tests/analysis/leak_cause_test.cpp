@@ -133,6 +133,15 @@ TEST(HolderFindings, skips_sites_a_crafted_answer_spells_wrongly) {
   EXPECT_EQ(five->kind, "unknown");
   EXPECT_EQ(five->description, "");
   EXPECT_FALSE(five->bounded);
+
+  // `timed_out` of another type than true reads as a walk that finished.
+  for (const char* flag : {R"("yes")", "1", "null", "[true]", R"({"x": true})"}) {
+    HolderFindings crafted;
+    crafted.add_answer(std::string(R"({"timed_out": )") + flag +
+                       R"(, "sites": [{"site_id": 6, "holder": {"type": "list"}}]})");
+    ASSERT_NE(crafted.find(6), nullptr) << flag;
+    EXPECT_FALSE(crafted.find(6)->answer.walk_timed_out) << flag;
+  }
 }
 
 }  // namespace
