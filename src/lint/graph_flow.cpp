@@ -18,6 +18,7 @@ GraphFlow::GraphFlow(FileAnalysis& file) : file_(file), tree_(file.tree()) {}
 void GraphFlow::run() {
   std::size_t n = file_.scopes_.size();
   parameter_sinks_.assign(n, 0);
+  parameter_sums_.assign(n, 0);
   learnt_.returns.assign(n, 0);
   learnt_.return_elements.assign(n, {});
   learnt_.arguments.assign(n, {});

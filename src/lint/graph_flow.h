@@ -104,11 +104,15 @@ class GraphFlow {
   // Parameters whose value a function puts into a container that outlives
   // the call (self.values.append(x), a global list): calls pass their
   // arguments' facts through these, so `metric.update(loss)` is a store.
+  // A parameter the function only adds into a running sum (`self.sum += val
+  // * n`) keeps nothing of a tensor without a graph (the sum is replaced),
+  // only the graph of one that has one: such calls store graphs only.
   bool is_long_lived_container(NodeId container) const;
   void record_stores_through_parameters(NodeId call, const std::vector<NodeId>& positional);
 
   FileAnalysis& file_;
   std::vector<std::uint8_t> parameter_sinks_;  // per scope: bit i = positional parameter i
+  std::vector<std::uint8_t> parameter_sums_;   // per scope: added into a sum only
   bool any_parameter_sinks_ = false;
   bool private_values_scanned_ = false;
   bool module_classes_ready_ = false;

@@ -21,7 +21,12 @@ void GraphFlow::record_store(StoreKind kind, NodeId site, NodeId container, Node
       memo = bounded_containers_.emplace(path, container_bounded_elsewhere(file_, path)).first;
     }
     if (!memo->second) {
-      parameter_sinks_[scope_] |= static_cast<std::uint8_t>((bits & kParameterBits) >> 4);
+      // `self.sum += val * n` adds into a sum; `self.outputs += [val]` keeps val.
+      NodeKind added = value != kNoNode ? tree_.kind(value) : NodeKind::kOther;
+      bool sums = kind == StoreKind::kAugmented && added != NodeKind::kList &&
+                  added != NodeKind::kTuple && added != NodeKind::kListComprehension;
+      (sums ? parameter_sums_ : parameter_sinks_)[scope_] |=
+          static_cast<std::uint8_t>((bits & kParameterBits) >> 4);
       any_parameter_sinks_ = true;
     }
   }
@@ -97,15 +102,19 @@ void GraphFlow::record_stores_through_parameters(NodeId call,
                                                  const std::vector<NodeId>& positional) {
   if (!any_parameter_sinks_ || positional.empty()) return;
   std::uint8_t sinks = 0;
+  std::uint8_t sums = 0;
   std::size_t keeper = static_cast<std::size_t>(-1);
   for (std::size_t s : file_.callees_of(call)) {
-    if (parameter_sinks_[s]) keeper = s;
+    if (parameter_sinks_[s] || parameter_sums_[s]) keeper = s;
     sinks |= parameter_sinks_[s];
+    sums |= parameter_sums_[s];
   }
-  if (sinks == 0) return;
+  if (sinks == 0 && sums == 0) return;
   for (std::size_t i = 0; i < positional.size() && i < kTrackedParameters; ++i) {
-    if (!(sinks & (1u << i))) continue;
     std::uint8_t bits = file_.bits_[positional[i]] & kValueBits;
+    bool kept = (sinks & (1u << i)) != 0;
+    bool summed_graph = (sums & (1u << i)) != 0 && (bits & kCarriesGraph) != 0;
+    if (!kept && !summed_graph) continue;
     if (!(bits & kTensorBits)) continue;
     NodeId receiver = file_.method_receiver(call);
     record_store(StoreKind::kAppend, call, receiver != kNoNode ? receiver : file_.callee(call),

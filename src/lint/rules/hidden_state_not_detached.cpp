@@ -121,6 +121,28 @@ NodeId model_call_assigned_before(const FileAnalysis& file, NodeId name, NodeId 
   return kNoNode;
 }
 
+// `for layer in self.layers: h = layer(h)`, or `h = self.layers[i](h)` with `i`
+// the loop's variable: the loop walks a list of modules, so `h` goes once
+// through each of them (one forward pass), not again through one model at
+// every time step.
+bool loop_walks_the_called_modules(const FileAnalysis& file, NodeId loop, NodeId call) {
+  const SyntaxTree& tree = file.tree();
+  if (tree.kind(loop) != NodeKind::kForStatement) return false;
+  NodeId left = tree.child_by_field(loop, Field::kLeft);
+  NodeId callee = tree.child_by_field(call, Field::kFunction);
+  if (left == kNoNode || callee == kNoNode) return false;
+  std::vector<std::string> loop_names;
+  targets_of(tree, left, loop_names);
+  auto is_loop_name = [&](NodeId id) {
+    return std::find(loop_names.begin(), loop_names.end(), dotted_text(tree, id)) !=
+           loop_names.end();
+  };
+  if (tree.kind(callee) == NodeKind::kIdentifier) return is_loop_name(callee);
+  if (tree.kind(callee) != NodeKind::kSubscript) return false;
+  NodeId index = tree.child_by_field(callee, Field::kSubscriptIndex);
+  return index != kNoNode && tree.kind(index) == NodeKind::kIdentifier && is_loop_name(index);
+}
+
 // Per scope: whether it calls backward(); one pass over the calls for the
 // whole file, not one per assignment.
 std::vector<bool> scopes_calling_backward(const FileAnalysis& file) {
@@ -176,6 +198,7 @@ class HiddenStateNotDetached final : public Rule {
         const ClassFacts* owner =
             scope.class_node != kNoNode ? file.class_facts(scope.class_node) : nullptr;
         if (scope.name == "forward" && owner != nullptr && owner->is_module) continue;
+        if (loop_walks_the_called_modules(file, loop, call)) continue;
         // A loop over batches or steps; or an evaluation loop whose graph
         // nothing consumes (no backward in the function), over any range.
         bool steps = iterates_over_batches(file, loop) || loop_calls_backward(file, loop) ||

@@ -56,6 +56,33 @@ bool clears_gradients(const FileAnalysis& file, NodeId region, int depth) {
   return false;
 }
 
+// `with dist_autograd.context() as context_id:` around the step: distributed
+// autograd keeps that iteration's gradients in the context, which ends with
+// the block, and DistributedOptimizer.step(context_id) applies them; there
+// is nothing to clear.
+bool in_distributed_autograd_context(const FileAnalysis& file, NodeId step) {
+  const SyntaxTree& tree = file.tree();
+  for (NodeId p = tree.parent(step); p != kNoNode; p = tree.parent(p)) {
+    if (tree.kind(p) != NodeKind::kWithStatement) continue;
+    for (NodeId clause : tree.named_children(p)) {
+      if (tree.kind(clause) != NodeKind::kWithClause) continue;
+      for (NodeId item : tree.named_children(clause)) {
+        NodeId value = tree.kind(item) == NodeKind::kWithItem
+                           ? tree.child_by_field(item, Field::kValue)
+                           : kNoNode;
+        if (value != kNoNode && tree.kind(value) == NodeKind::kAsPattern) {
+          value = tree.first_named_child(value);
+        }
+        if (value == kNoNode || tree.kind(value) != NodeKind::kCall) continue;
+        if (file.qualified_name(file.callee(value)) == "torch.distributed.autograd.context") {
+          return true;
+        }
+      }
+    }
+  }
+  return false;
+}
+
 class MissingZeroGrad final : public Rule {
  public:
   const RuleInfo& info() const override { return kInfo; }
@@ -63,7 +90,9 @@ class MissingZeroGrad final : public Rule {
   void check(const FileAnalysis& file, FindingSink& sink) const override {
     std::vector<NodeId> reported_loops;
     for (NodeId step : file.calls()) {
-      if (!file.is_optimizer_step_call(step)) continue;
+      if (!file.is_optimizer_step_call(step) || in_distributed_autograd_context(file, step)) {
+        continue;
+      }
       // The innermost loop around the step that also runs backward().
       NodeId loop = file.innermost_loop(step);
       while (loop != kNoNode && !loop_calls_backward(file, loop)) loop = file.outer_loop(loop);
