@@ -159,7 +159,11 @@ void FileAnalysis::collect_structure() {
             if (e != kNoNode && tree_.kind(e) == NodeKind::kCall) e = callee(e);
             std::string q = qualified_name(e);
             std::string_view last = vocabulary::last_component(q);
-            if (last == "no_grad" || last == "inference_mode") s.grad_disabled = true;
+            // Projects wrap the choice in a decorator of their own, named for
+            // it: YOLOv5's `@smart_inference_mode()` (inference_mode or no_grad).
+            if (last.ends_with("no_grad") || last.ends_with("inference_mode")) {
+              s.grad_disabled = true;
+            }
           }
         }
         // The parent scope's binding of the name is recorded there.

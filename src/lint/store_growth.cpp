@@ -22,10 +22,26 @@ bool mentions(const FileAnalysis& file, NodeId expression, const std::string& pa
   return false;
 }
 
-// An unconditional `path = ...` (not a self-update), `path.clear()` or
-// `del path` inside the loop body.
+// Whether `reset` is a statement of a block that holds `store` further on:
+// whenever the store runs, the reset ran before it in the same iteration
+// (`if chunked: pred = None` and then, in that branch, the loop that grows
+// `pred`), however conditional that block is.
+bool precedes_in_a_block_around(const SyntaxTree& tree, NodeId reset, NodeId store) {
+  if (reset >= store) return false;
+  NodeId statement = reset;
+  while (tree.parent(statement) != kNoNode &&
+         tree.kind(tree.parent(statement)) != NodeKind::kBlock) {
+    statement = tree.parent(statement);
+  }
+  NodeId block = tree.parent(statement);
+  return block != kNoNode && tree.contains(block, store);
+}
+
+// An `path = ...` (not a self-update), `path.clear()` or `del path` inside the
+// loop body that runs on every iteration, or at least on every iteration that
+// reaches the store.
 bool reset_in_loop(const FileAnalysis& file, const std::string& path, NodeId loop,
-                   std::size_t scope) {
+                   std::size_t scope, NodeId store) {
   const SyntaxTree& tree = file.tree();
   NodeId body = file.loop_body(loop);
   if (body == kNoNode) return false;
@@ -46,7 +62,10 @@ bool reset_in_loop(const FileAnalysis& file, const std::string& path, NodeId loo
       std::string_view text = tree.text(id);
       resets = text.find(path) != std::string_view::npos;
     }
-    if (resets && !file.runs_conditionally_in(id, loop)) return true;
+    if (resets &&
+        (!file.runs_conditionally_in(id, loop) || precedes_in_a_block_around(tree, id, store))) {
+      return true;
+    }
   }
   return false;
 }
@@ -353,7 +372,7 @@ GrowthVerdict store_growth(const FileAnalysis& file, const StoreEvent& store) {
   if (loop != kNoNode) {
     int outlived = 0;
     for (NodeId l = loop; l != kNoNode; l = file.outer_loop(l)) {
-      if (reset_in_loop(file, v.container, l, store.scope)) break;
+      if (reset_in_loop(file, v.container, l, store.scope, store.site)) break;
       ++outlived;
     }
     if (outlived == 0) return v;
