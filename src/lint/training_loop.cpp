@@ -7,6 +7,35 @@
 namespace gpuleak::lint {
 namespace {
 
+bool clears_gradients_within(const FileAnalysis& file, NodeId region, int depth) {
+  const SyntaxTree& tree = file.tree();
+  for (NodeId id = region; id < tree.node(region).subtree_end; ++id) {
+    NodeKind k = tree.kind(id);
+    if (k == NodeKind::kCall) {
+      std::string_view m = file.callee_last_name(id);
+      if (m == "zero_grad" || m == "clear_grad" || m == "zero_grads") return true;
+      NodeId receiver = file.method_receiver(id);
+      if ((m == "zero_" || m == "detach_" || m == "requires_grad_") && receiver != kNoNode &&
+          file.text(receiver).find("grad") != std::string_view::npos) {
+        return true;
+      }
+      if (depth < 2 && receiver == kNoNode && !m.empty()) {
+        for (std::size_t s : file.scopes_named(m)) {
+          const Scope& scope = file.scopes()[s];
+          if (scope.body != kNoNode && clears_gradients_within(file, scope.body, depth + 1)) {
+            return true;
+          }
+        }
+      }
+    } else if (k == NodeKind::kAssignment) {
+      NodeId left = tree.child_by_field(id, Field::kLeft);
+      std::string_view text = left != kNoNode ? file.text(left) : std::string_view();
+      if (text.size() >= 5 && text.substr(text.size() - 5) == ".grad") return true;
+    }
+  }
+  return false;
+}
+
 template <typename Predicate>
 bool any_call_in(const FileAnalysis& file, NodeId root, Predicate predicate) {
   const SyntaxTree& tree = file.tree();
@@ -225,6 +254,10 @@ std::optional<GrowthVerdict> graph_kept_across_steps(const FileAnalysis& file,
     return std::nullopt;
   }
   return growth;
+}
+
+bool clears_gradients(const FileAnalysis& file, NodeId region) {
+  return clears_gradients_within(file, region, 0);
 }
 
 }  // namespace gpuleak::lint

@@ -50,5 +50,9 @@ bool differentiated_in_scope(const FileAnalysis& file, const std::string& name, 
 // Functions a framework calls once per batch: training_step, train_step,
 // validation_step, on_train_batch_end ...
 bool is_per_step_function(const Scope& scope);
+// Whether `region` clears gradients: zero_grad(), `p.grad = None`,
+// `p.grad.zero_()`, or a call to a function of this file (two calls deep)
+// that does one of those.
+bool clears_gradients(const FileAnalysis& file, NodeId region);
 
 }  // namespace gpuleak::lint

@@ -25,37 +25,6 @@ constexpr RuleInfo kInfo{
     "gradient accumulation, right after each `optimizer.step()`).",
 };
 
-bool clears_gradients(const FileAnalysis& file, NodeId region, int depth);
-
-// zero_grad(), `p.grad = None`, `p.grad.zero_()`, or a call to a function of
-// this file that does one of those.
-bool clears_gradients(const FileAnalysis& file, NodeId region, int depth) {
-  const SyntaxTree& tree = file.tree();
-  for (NodeId id = region; id < tree.node(region).subtree_end; ++id) {
-    NodeKind k = tree.kind(id);
-    if (k == NodeKind::kCall) {
-      std::string_view m = file.callee_last_name(id);
-      if (m == "zero_grad" || m == "clear_grad" || m == "zero_grads") return true;
-      NodeId receiver = file.method_receiver(id);
-      if ((m == "zero_" || m == "detach_" || m == "requires_grad_") && receiver != kNoNode &&
-          file.text(receiver).find("grad") != std::string_view::npos) {
-        return true;
-      }
-      if (depth < 2 && receiver == kNoNode && !m.empty()) {
-        for (std::size_t s : file.scopes_named(m)) {
-          const Scope& scope = file.scopes()[s];
-          if (scope.body != kNoNode && clears_gradients(file, scope.body, depth + 1)) return true;
-        }
-      }
-    } else if (k == NodeKind::kAssignment) {
-      NodeId left = tree.child_by_field(id, Field::kLeft);
-      std::string_view text = left != kNoNode ? file.text(left) : std::string_view();
-      if (text.size() >= 5 && text.substr(text.size() - 5) == ".grad") return true;
-    }
-  }
-  return false;
-}
-
 // `with dist_autograd.context() as context_id:` around the step: distributed
 // autograd keeps that iteration's gradients in the context, which ends with
 // the block, and DistributedOptimizer.step(context_id) applies them; there
@@ -100,7 +69,7 @@ class MissingZeroGrad final : public Rule {
       if (std::find(reported_loops.begin(), reported_loops.end(), loop) != reported_loops.end()) {
         continue;
       }
-      if (clears_gradients(file, loop, 0)) continue;
+      if (clears_gradients(file, loop)) continue;
       reported_loops.push_back(loop);
       RuleReport r;
       r.node = step;
