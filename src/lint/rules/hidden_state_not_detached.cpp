@@ -127,15 +127,11 @@ NodeId model_call_assigned_before(const FileAnalysis& file, NodeId name, NodeId 
 // every time step.
 bool loop_walks_the_called_modules(const FileAnalysis& file, NodeId loop, NodeId call) {
   const SyntaxTree& tree = file.tree();
-  if (tree.kind(loop) != NodeKind::kForStatement) return false;
-  NodeId left = tree.child_by_field(loop, Field::kLeft);
   NodeId callee = tree.child_by_field(call, Field::kFunction);
-  if (left == kNoNode || callee == kNoNode) return false;
-  std::vector<std::string> loop_names;
-  targets_of(tree, left, loop_names);
+  if (callee == kNoNode) return false;
+  std::vector<std::string> loop_names = file.loop_variables(loop);  // none for a while loop
   auto is_loop_name = [&](NodeId id) {
-    return std::find(loop_names.begin(), loop_names.end(), dotted_text(tree, id)) !=
-           loop_names.end();
+    return std::find(loop_names.begin(), loop_names.end(), tree.text(id)) != loop_names.end();
   };
   if (tree.kind(callee) == NodeKind::kIdentifier) return is_loop_name(callee);
   if (tree.kind(callee) != NodeKind::kSubscript) return false;
