@@ -19,11 +19,16 @@ The parts of gpuleak_hook, for the per-part split:
   gpuleak_deep_tensor_stacks  gpuleak_hook keeping 64 native frames for tensors
                      without Python frames (GPULEAK_TENSOR_NATIVE_DEPTH=64; default 24)
   gpuleak_no_reuse   gpuleak_hook unwinding every native stack (GPULEAK_REUSE_STACKS=0)
+  gpuleak_no_live    gpuleak_hook without live verdicts and holder walks (--no-live)
 Targets (issue 3): GPU-bound <= 1.03x native; launch-bound <= 1.25x native
 and no slower than PyTorch's history.
 
 usage: python3 run_overhead.py GPULEAK OUT_JSON [ROUNDS] [--models mlp,transformer]
                               [--configs native,history,...] [--cpus 4-7]
+--per-step N times N single steps in each process instead of the model's
+rounds of several, so a pause that comes once per process shows as its own
+sample: the result's "stalls" counts, per configuration, the steps slower
+than twice their process's median and the seconds they lost.
 --cpus pins every run to the same cores (taskset), so the configurations
 differ only in what they run, not in where the scheduler put them. Besides
 the ratio of medians, the result has each configuration's median of per-round
@@ -72,10 +77,11 @@ def configurations(gpuleak, trace_root):
     def hook_with(**env):
         return (lambda m, i: [sys.executable, STEP_TIME], ["--mode", "hook"], dict(in_process, **env))
 
-    def wrapped(mode, name=None):
+    def wrapped(mode, name=None, flags=()):
         def argv(model, index):
             out = os.path.join(trace_root, "%s-%s-%d" % (name or mode, model, index))
-            return [gpuleak, "run", "-q", "--torch-mode", mode, "-o", out, "--", sys.executable, STEP_TIME]
+            return [gpuleak, "run", "-q", "--torch-mode", mode, *flags, "-o", out, "--",
+                    sys.executable, STEP_TIME]
         return argv
     return {
         "native": (lambda m, i: [sys.executable, STEP_TIME], [], {}),
@@ -95,6 +101,7 @@ def configurations(gpuleak, trace_root):
                                                       "GPULEAK_DEVICE_SAMPLE_MS": "100000000"}),
         "gpuleak_deep_tensor_stacks": (wrapped("hook", "deep"), [], {"GPULEAK_TENSOR_NATIVE_DEPTH": "64"}),
         "gpuleak_no_reuse": (wrapped("hook", "no-reuse"), [], {"GPULEAK_REUSE_STACKS": "0"}),
+        "gpuleak_no_live": (wrapped("hook", "no-live", ["--no-live"]), [], {}),
         # The in-process split (step_time.py --alternate): one gpuleak run
         # whose rounds switch tensor recording's parts and the Python hooks.
         "gpuleak_split": (wrapped("hook", "split"), ["--alternate=" + SPLIT_MODES, "--rounds", "12"], {}),
@@ -161,11 +168,33 @@ def summarise(samples, errors, started, within=None):
         if shares:
             split[m] = shares
     result = {"command": "python3 bench/torch/run_overhead.py " + " ".join(sys.argv[1:]),
+              "stalls": stalls_of(within or {}),
               "what": "median seconds per training step over interleaved runs; ratios to native",
               "samples_step_seconds": samples, "within_process_round_seconds": within or {},
               "median_step_seconds": medians, "ratio_to_native": ratios,
               "median_of_round_ratios": paired, "split_of_the_overhead": split, "targets_met": verdicts, "errors": errors, "seconds": round(time.time() - started, 1)}
     return result
+
+
+def stalls_of(within):
+    """Per model and configuration, per process: its timed samples' median and mean
+    (seconds), and the samples slower than twice the median with the seconds they lost."""
+    stalls = {}
+    for model, per_config in within.items():
+        for name, processes in per_config.items():
+            rows = []
+            for samples in processes:
+                if not samples:
+                    continue
+                median = statistics.median(samples)
+                slow = [(i, t) for i, t in enumerate(samples) if t > 2 * median]
+                rows.append({"samples": len(samples), "median_s": median,
+                             "mean_s": statistics.fmean(samples),
+                             "stalled": [i for i, _ in slow],
+                             "seconds_lost": round(sum(t - median for _, t in slow), 4)})
+            if rows:
+                stalls.setdefault(model, {})[name] = rows
+    return stalls
 
 
 def split_in_process(in_process):
@@ -196,9 +225,14 @@ def main():
     parser.add_argument("--cpus", default=None, help="taskset CPU list for every run, e.g. 4-7")
     parser.add_argument("--config-models", default=None,
                         help="MODEL=CONFIG+CONFIG;... runs only those configurations for that model")
+    parser.add_argument("--per-step", type=int, default=0, metavar="N",
+                        help="time N single steps per process (a sample per step) instead of rounds")
     options = parser.parse_args()
     gpuleak, out_json, rounds = options.gpuleak, options.out_json, options.rounds
     models = {m: MODEL_ARGS[m] for m in options.models.split(",")}
+    if options.per_step > 0:
+        models = {m: args + ["--steps", "1", "--rounds", str(options.per_step)]
+                  for m, args in models.items()}  # the later flags win in argparse
     trace_root = tempfile.mkdtemp(prefix="gpuleak-torch-bench-")
     every = configurations(gpuleak, trace_root)
     configs = {name: every[name] for name in options.configs.split(",")}

@@ -35,12 +35,14 @@ log "scale: GPT-2 step time"
 # the configurations SCALE_CONFIG_MODELS allows (SCALE_STEP_CPUS pins every run
 # to those cores); the result file is rewritten
 # after every round, so a run cut at SCALE_STEP_SECONDS keeps what it measured.
+# SCALE_STEP_PER=N times N single steps per process (pauses show as samples).
 step_models=${SCALE_STEP_MODELS:-gpt2-tiny,gpt2-12}
 config_models=${SCALE_CONFIG_MODELS:-gpt2-12=native+history+gpuleak_hook;mlp=native+history+gpuleak_hook;transformer=native+history+gpuleak_hook}
 timeout "${SCALE_STEP_SECONDS:-330}" python3 bench/torch/run_overhead.py "$D/gpuleak" "$R/torch-step-time.json" "${SCALE_STEP_ROUNDS:-3}" \
   --models "$step_models" \
   --configs "$step_configs" \
-  --config-models "$config_models" ${SCALE_STEP_CPUS:+--cpus "$SCALE_STEP_CPUS"} 2>&1 | tail -4
+  --config-models "$config_models" ${SCALE_STEP_CPUS:+--cpus "$SCALE_STEP_CPUS"} \
+  ${SCALE_STEP_PER:+--per-step "$SCALE_STEP_PER"} 2>&1 | tail -4
 
 fi
 if [[ $parts == *startup* ]]; then
