@@ -173,12 +173,14 @@ def run_in_background(function, timeout_s, deliver):
                     _walks_in_flight.remove(reader)
 
     reader = threading.Thread(target=read_result, name="gpuleak-holder-answer", daemon=False)
-    with _walks_lock:
-        _walks_in_flight.append(reader)
     try:
         reader.start()
     except RuntimeError:  # no thread can start (the interpreter is ending): read it here
         read_result()
+        return
+    with _walks_lock:
+        if reader.is_alive():  # one that ended already is not waited for
+            _walks_in_flight.append(reader)
 
 
 def wait_for_walks(timeout_s=None):
@@ -186,6 +188,9 @@ def wait_for_walks(timeout_s=None):
     deadline = None if timeout_s is None else time.monotonic() + timeout_s
     while True:
         with _walks_lock:
+            # Dead ones: a reader that ended as it was listed, or a thread of the
+            # parent in a forked child (the child has none of its threads).
+            _walks_in_flight[:] = [t for t in _walks_in_flight if t.is_alive()]
             pending = list(_walks_in_flight)
         if not pending:
             return True

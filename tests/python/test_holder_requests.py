@@ -177,6 +177,21 @@ def test_the_program_goes_on_while_the_copy_walks():
     assert result == {"walked": True} and failure is None and at - started >= 1.5
 
 
+def test_a_forked_child_does_not_wait_for_its_parents_walks():
+    import signal
+    import time
+    from gpuleak._holder_requests import run_in_background, wait_for_walks
+
+    run_in_background(lambda: (time.sleep(1.0), 1)[1], 10.0, lambda result, failure: None)
+    pid = os.fork()
+    if pid == 0:
+        signal.alarm(5)  # a hang ends the child with SIGALRM
+        os._exit(0 if wait_for_walks(None) else 1)
+    _, status = os.waitpid(pid, 0)
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, status
+    assert wait_for_walks(20.0)
+
+
 def test_a_program_that_ends_during_a_walk_still_gets_its_answer(tmp_path):
     import subprocess
     import sys
