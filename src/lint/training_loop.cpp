@@ -239,6 +239,27 @@ bool is_per_step_function(const Scope& scope) {
          n == "optimizer_step" || n == "training_step_end" || n == "compute_loss";
 }
 
+namespace {
+
+// Micro-batches of gradient accumulation: the loops a local container grows
+// across never step the optimizer, and the loop around them that resets it
+// every iteration steps it in its own body (`for sub_i in range(iter_size):
+// total += loss / iter_size` inside the step loop, `scaler.step(optimizer)`
+// after it). It holds one step's graphs at most, freed when it is reset.
+bool filled_within_one_optimizer_step(const FileAnalysis& file, NodeId loop, int outlived) {
+  NodeId resetting = loop;
+  for (int i = 0; i < outlived && resetting != kNoNode; ++i) {
+    if (loop_steps_optimizer(file, resetting)) return false;
+    resetting = file.outer_loop(resetting);
+  }
+  if (resetting == kNoNode) return false;
+  return any_call_in(file, resetting, [&](NodeId c) {
+    return file.innermost_loop(c) == resetting && file.is_optimizer_step_call(c);
+  });
+}
+
+}  // namespace
+
 std::optional<GrowthVerdict> graph_kept_across_steps(const FileAnalysis& file,
                                                      const StoreEvent& store) {
   if (!(store.value_bits & kCarriesGraph)) return std::nullopt;
@@ -250,7 +271,8 @@ std::optional<GrowthVerdict> graph_kept_across_steps(const FileAnalysis& file,
   GrowthVerdict growth = store_growth(file, store);
   if (growth.growth == Growth::kBounded) return std::nullopt;
   if (growth.growth == Growth::kPerIteration && growth.local &&
-      !any_step_loop(file, growth.loop, growth.loops_outlived)) {
+      (!any_step_loop(file, growth.loop, growth.loops_outlived) ||
+       filled_within_one_optimizer_step(file, growth.loop, growth.loops_outlived))) {
     return std::nullopt;
   }
   return growth;
