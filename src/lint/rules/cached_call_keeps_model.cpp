@@ -58,7 +58,8 @@ bool keeps_one_entry(const FileAnalysis& file, NodeId call) {
 
 bool has_decorator_named(const FileAnalysis& file, const Scope& scope, std::string_view name) {
   for (NodeId d : file.tree().named_children(scope.definition)) {
-    if (file.tree().kind(d) == NodeKind::kDecorator && file.text(d).find(name) != std::string_view::npos) {
+    if (file.tree().kind(d) == NodeKind::kDecorator &&
+        file.text(d).find(name) != std::string_view::npos) {
       return true;
     }
   }
@@ -102,7 +103,8 @@ class CachedCallKeepsModel final : public Rule {
   void check(const FileAnalysis& file, FindingSink& sink) const override {
     const SyntaxTree& tree = file.tree();
     for (const Scope& scope : file.scopes()) {
-      if (scope.definition == scope.node || tree.kind(scope.node) != NodeKind::kFunctionDefinition) {
+      if (scope.definition == scope.node ||
+          tree.kind(scope.node) != NodeKind::kFunctionDefinition) {
         continue;  // not decorated
       }
       for (NodeId d : tree.named_children(scope.definition)) {
@@ -123,9 +125,10 @@ class CachedCallKeepsModel final : public Rule {
                           "compute it once per instance (in `__init__`, or a dict on `self`), or "
                           "move `{}` to a module-level function of the sizes and device only",
                           scope.name)
-                    : fmt::format("drop the cache, or call `{}.cache_clear()` when a model is "
-                                  "dropped",
-                                  scope.name);
+                    : fmt::format(
+                          "drop the cache, or call `{}.cache_clear()` when a model is "
+                          "dropped",
+                          scope.name);
         sink.report(kInfo, std::move(r));
         break;
       }

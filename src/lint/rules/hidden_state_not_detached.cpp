@@ -139,6 +139,100 @@ bool loop_walks_the_called_modules(const FileAnalysis& file, NodeId loop, NodeId
   return index != kNoNode && tree.kind(index) == NodeKind::kIdentifier && is_loop_name(index);
 }
 
+// `x.device`, `x.shape`, `x.size(0)`, `w.to(x)`, `w.type_as(x)`: what is
+// read of `x` is no tensor value.
+bool only_metadata_read(const FileAnalysis& file, NodeId identifier) {
+  const SyntaxTree& tree = file.tree();
+  NodeId parent = tree.parent(identifier);
+  if (parent != kNoNode && tree.kind(parent) == NodeKind::kAttribute &&
+      tree.child_by_field(parent, Field::kObject) == identifier) {
+    NodeId attribute = tree.child_by_field(parent, Field::kAttributeName);
+    std::string_view a = attribute != kNoNode ? tree.text(attribute) : std::string_view();
+    if (a == "device" || a == "dtype" || a == "shape" || a == "ndim" || a == "size" || a == "dim" ||
+        a == "is_cuda" || a == "numel") {
+      return true;
+    }
+  }
+  // An argument (or part of one) of `.to(...)` / `.type_as(...)`.
+  while (parent != kNoNode && tree.kind(parent) == NodeKind::kAttribute) {
+    parent = tree.parent(parent);
+  }
+  if (parent == kNoNode || tree.kind(parent) != NodeKind::kArgumentList) return false;
+  NodeId call = tree.parent(parent);
+  if (call == kNoNode || tree.kind(call) != NodeKind::kCall) return false;
+  std::string_view method = file.callee_last_name(call);
+  return method == "to" || method == "type_as";
+}
+
+// The right side of the last assignment in the scope, before `at`, that binds
+// `name` (`mean, var = x.mean(0), x.var(0)` binds both); kNoNode if none.
+NodeId value_last_bound_to(const FileAnalysis& file, std::string_view name, NodeId at,
+                           std::size_t scope) {
+  const SyntaxTree& tree = file.tree();
+  NodeId root = file.scopes()[scope].node;
+  NodeId found = kNoNode;
+  for (NodeId id = root; id < at && id < tree.node(root).subtree_end; ++id) {
+    if (tree.kind(id) != NodeKind::kAssignment || file.scope_index_of(id) != scope) continue;
+    NodeId left = tree.child_by_field(id, Field::kLeft);
+    if (left == kNoNode) continue;
+    for (NodeId target : bound_targets(tree, left)) {
+      if (tree.text(target) == name) found = tree.child_by_field(id, Field::kRight);
+    }
+  }
+  return found;
+}
+
+// `self.weight = nn.Parameter(...)` somewhere in the class.
+bool attribute_is_parameter(const FileAnalysis& file, NodeId class_node,
+                            const std::string& dotted) {
+  const SyntaxTree& tree = file.tree();
+  if (class_node == kNoNode || dotted.rfind("self.", 0) != 0) return false;
+  for (NodeId id = class_node; id < tree.node(class_node).subtree_end; ++id) {
+    if (tree.kind(id) != NodeKind::kAssignment) continue;
+    NodeId left = tree.child_by_field(id, Field::kLeft);
+    NodeId right = tree.child_by_field(id, Field::kRight);
+    if (left == kNoNode || right == kNoNode || tree.kind(right) != NodeKind::kCall) continue;
+    if (dotted_text(tree, left) == dotted && file.callee_last_name(right) == "Parameter") {
+      return true;
+    }
+  }
+  return false;
+}
+
+// Whether `expression` may carry the autograd graph of the call it runs in:
+// it mentions a parameter of `scope` other than self (the batch), a local
+// computed from one earlier in the function (`mean = x.mean(0)`), or an
+// `nn.Parameter` attribute of the class (`self.weight`).
+bool mentions_graph_input(const FileAnalysis& file, const Scope& scope, NodeId expression,
+                          NodeId at, const std::string& carried) {
+  const SyntaxTree& tree = file.tree();
+  std::size_t scope_index = file.scope_index_of(at);
+  auto is_input = [&](std::string_view name) {
+    return name != "self" && std::find(scope.parameters.begin(), scope.parameters.end(), name) !=
+                                 scope.parameters.end();
+  };
+  auto reads_values = [&](NodeId id) { return !only_metadata_read(file, id); };
+  for (NodeId id = expression; id < tree.node(expression).subtree_end; ++id) {
+    NodeKind k = tree.kind(id);
+    if (k == NodeKind::kAttribute) {
+      std::string dotted = dotted_text(tree, id);
+      if (dotted != carried && attribute_is_parameter(file, scope.class_node, dotted)) return true;
+      continue;
+    }
+    if (k != NodeKind::kIdentifier || !reads_values(id)) continue;
+    std::string_view name = tree.text(id);
+    if (is_input(name)) return true;
+    NodeId right = value_last_bound_to(file, name, at, scope_index);
+    if (right == kNoNode) continue;
+    for (NodeId r = right; r < tree.node(right).subtree_end; ++r) {
+      if (tree.kind(r) == NodeKind::kIdentifier && is_input(tree.text(r)) && reads_values(r)) {
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
 // Per scope: whether it calls backward(); one pass over the calls for the
 // whole file, not one per assignment.
 std::vector<bool> scopes_calling_backward(const FileAnalysis& file) {
@@ -153,6 +247,59 @@ class HiddenStateNotDetached final : public Rule {
  public:
   const RuleInfo& info() const override { return kInfo; }
 
+ private:
+  // A running value of a module updated from its own previous value and from
+  // the batch on every call, outside no_grad: `self.running_mean = m *
+  // self.running_mean + (1 - m) * mean` in forward (a custom batch norm, an
+  // average of the weights). Each call's value keeps the graph of its batch
+  // and, through its previous value, every earlier one.
+  static void report_running_value(const FileAnalysis& file, NodeId assignment, NodeId left,
+                                   FindingSink& sink) {
+    const SyntaxTree& tree = file.tree();
+    const Scope& scope = file.scope_of(assignment);
+    // forward() runs once per batch; a method that runs once (set_input_size,
+    // prune_intermediate_layers, reset_classifier) only rebuilds its attribute.
+    if (scope.class_node == kNoNode || scope.grad_disabled ||
+        (scope.name != "forward" && !is_per_step_function(scope))) {
+      return;
+    }
+    const ClassFacts* owner = file.class_facts(scope.class_node);
+    if (owner == nullptr || !owner->is_module) return;
+    if (file.innermost_loop(assignment) != kNoNode) return;
+    NodeId right = tree.child_by_field(assignment, Field::kRight);
+    if (right == kNoNode || file.grad_disabled_at(right)) return;
+    // `nn.Parameter(...)` makes a new leaf: no graph goes through it.
+    if (tree.kind(right) == NodeKind::kCall && file.callee_last_name(right) == "Parameter") return;
+    std::string_view text = tree.text(right);
+    if (text.find("detach") != std::string_view::npos ||
+        text.find(".data") != std::string_view::npos) {
+      return;
+    }
+    std::vector<std::string> targets;
+    targets_of(tree, left, targets);
+    std::string carried;
+    for (const auto& t : targets) {
+      if (t.rfind("self.", 0) != 0 || !mentions(tree, right, t)) continue;
+      if (cut_in(file, scope.class_node, t, assignment, true)) continue;
+      carried = t;
+      break;
+    }
+    if (carried.empty() || !mentions_graph_input(file, scope, right, assignment, carried)) return;
+    RuleReport r;
+    r.node = assignment;
+    r.message = fmt::format(
+        "`{}` is computed from its previous value and from this call's inputs on every call of "
+        "`{}`, with gradients on: each call's value keeps its batch's graph and, through the "
+        "previous value, all the earlier ones",
+        carried, scope.name);
+    r.fix = fmt::format(
+        "update it without a graph: under `with torch.no_grad():`, or from detached values "
+        "(`{} = ... .detach()`)",
+        carried);
+    sink.report(kInfo, std::move(r));
+  }
+
+ public:
   void check(const FileAnalysis& file, FindingSink& sink) const override {
     const SyntaxTree& tree = file.tree();
     std::vector<bool> calls_backward;  // filled on first use
@@ -169,6 +316,11 @@ class HiddenStateNotDetached final : public Rule {
       // state is read back from what the model returned one statement before.
       if (left != kNoNode && call != kNoNode && tree.kind(call) == NodeKind::kAttribute) {
         call = model_call_assigned_before(file, tree.child_by_field(call, Field::kObject), id);
+      }
+      if (left != kNoNode &&
+          (call == kNoNode || tree.kind(call) != NodeKind::kCall || !file.is_model_call(call))) {
+        report_running_value(file, id, left, sink);
+        continue;
       }
       if (left == kNoNode || call == kNoNode || tree.kind(call) != NodeKind::kCall) continue;
       if (!file.is_model_call(call) || file.grad_disabled_at(call)) continue;
