@@ -80,7 +80,8 @@ def configurations(gpuleak, trace_root):
     def wrapped(mode, name=None, flags=()):
         def argv(model, index):
             out = os.path.join(trace_root, "%s-%s-%d" % (name or mode, model, index))
-            return [gpuleak, "run", "-q", "--torch-mode", mode, *flags, "-o", out, "--",
+            return [gpuleak, "run", "-q", "--torch-mode", mode, *flags, "-o", out,
+                    "--json-report", os.path.join(out, "report.json"), "--",
                     sys.executable, STEP_TIME]
         return argv
     return {
@@ -106,6 +107,28 @@ def configurations(gpuleak, trace_root):
         # whose rounds switch tensor recording's parts and the Python hooks.
         "gpuleak_split": (wrapped("hook", "split"), ["--alternate=" + SPLIT_MODES, "--rounds", "12"], {}),
     }
+
+
+def verdicts_of(argv):
+    """What gpuleak said of a run it traced (its --json-report), per process: the
+    verdict, the growing sites and the holder; None for a run without gpuleak. A
+    training step benchmark has no leak: anything but NO LEAK here is a false alarm."""
+    if "--json-report" not in argv:
+        return None
+    path = argv[argv.index("--json-report") + 1]
+    try:
+        with open(path) as f:
+            report = json.load(f)
+    except (OSError, ValueError) as error:
+        return [{"error": "no report (%s)" % error}]
+    found = []
+    for process in report.get("processes", []):
+        growth = process.get("growth") or {}
+        holder = growth.get("holder") or {}
+        found.append({"verdict": growth.get("verdict"), "sites": len(growth.get("sites") or []),
+                      "phase": growth.get("phase"), "steps": growth.get("steps"),
+                      "holder": (holder.get("holder") or {}).get("path") if isinstance(holder, dict) else None})
+    return found
 
 
 def run_once(argv, env_extra):
@@ -245,6 +268,7 @@ def main():
     samples = {model: {name: [] for name in configs} for model in models}
     # Each process's own rounds: how much of the spread is inside a process.
     within = {model: {name: [] for name in configs} for model in models}
+    verdicts = {}  # model -> config -> per run, what gpuleak said (verdicts_of)
     in_process = {}  # model -> step_time.py --alternate results
     errors = []
     started = time.time()
@@ -257,6 +281,9 @@ def main():
                     result = run_once(pin + argv_of(model, r) + model_args + extra_args, env)
                     samples[model][name].append(result["step_seconds"])
                     within[model][name].append(result.get("rounds"))
+                    said = verdicts_of(argv_of(model, r))
+                    if said is not None:
+                        verdicts.setdefault(model, {}).setdefault(name, []).append(said)
                     if "mode_ratio_to_first" in result:
                         in_process.setdefault(model, []).append(result)
                 except Exception as e:  # keep measuring the others
@@ -266,6 +293,7 @@ def main():
         # the rounds it finished.
         result = summarise(samples, errors, started, within)
         result["in_process_split"] = split_in_process(in_process)
+        result["gpuleak_verdicts"] = verdicts
         with open(out_json, "w") as f:
             json.dump(result, f, indent=2)
     ratios, paired, split, verdicts = (result["ratio_to_native"], result["median_of_round_ratios"],
