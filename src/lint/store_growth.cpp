@@ -344,8 +344,16 @@ GrowthVerdict store_growth(const FileAnalysis& file, const StoreEvent& store) {
     case StoreKind::kGlobalName:
       return v;  // a binding overwrites; it does not accumulate
     case StoreKind::kSubscript:
-      // `buffer[i] = x` into a preallocated tensor copies in place.
-      if (container_is_tensor(file, v.container)) return v;
+      // `buffer[i] = x` into a preallocated tensor copies in place: no new
+      // tensor is kept. A value with a graph is another matter: each write
+      // records a CopySlices node over the buffer's previous version, so the
+      // buffer keeps every write's graph whatever the key
+      // (BorealisAI/advertorch#73).
+      if (container_is_tensor(file, v.container)) {
+        if (!(store.value_bits & kCarriesGraph)) return v;
+        v.into_tensor = true;
+        break;
+      }
       // `states[i] = states[i].to(device)`: the slot replaced by a copy of itself.
       if (replaces_slot_with_itself(file, store)) return v;
       if (key_varies_with_sizes(file, store.key)) {

@@ -21,10 +21,11 @@ enum class Growth { kBounded, kPerIteration, kPerCall, kPerSize };
 
 struct GrowthVerdict {
   Growth growth = Growth::kBounded;
-  NodeId loop = kNoNode;   // the innermost loop it grows across (kPerIteration)
-  int loops_outlived = 0;  // how many nested loops the container survives
-  std::string container;   // "losses", "self.cache"
-  bool local = true;       // a plain local of the storing scope
+  NodeId loop = kNoNode;     // the innermost loop it grows across (kPerIteration)
+  int loops_outlived = 0;    // how many nested loops the container survives
+  std::string container;     // "losses", "self.cache"
+  bool local = true;         // a plain local of the storing scope
+  bool into_tensor = false;  // a slot write into a tensor (the value carries a graph)
 };
 
 GrowthVerdict store_growth(const FileAnalysis& file, const StoreEvent& store);

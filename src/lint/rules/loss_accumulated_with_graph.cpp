@@ -97,6 +97,14 @@ class LossAccumulatedWithGraph final : public Rule {
         break;
       case StoreKind::kSubscript:
       case StoreKind::kSubscriptAugmented:
+        if (growth.into_tensor) {
+          r.message = fmt::format(
+              "`{}` writes `{}`, which carries an autograd graph, into the tensor `{}` on {}: "
+              "each write links its graph to the buffer's earlier ones, so `{}` keeps them all",
+              quote(file, store.site), value, container, span, container);
+          r.fix = store_instead(file, store.value, store.value_bits);
+          break;
+        }
         r.message = fmt::format(
             "`{}` stores `{}`, which carries an autograd graph, under a key that changes on {}: "
             "`{}` keeps one graph per step",
