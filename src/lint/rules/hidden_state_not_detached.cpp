@@ -317,13 +317,12 @@ class HiddenStateNotDetached final : public Rule {
       if (left != kNoNode && call != kNoNode && tree.kind(call) == NodeKind::kAttribute) {
         call = model_call_assigned_before(file, tree.child_by_field(call, Field::kObject), id);
       }
-      if (left != kNoNode &&
-          (call == kNoNode || tree.kind(call) != NodeKind::kCall || !file.is_model_call(call))) {
+      if (left == kNoNode) continue;
+      if (call == kNoNode || tree.kind(call) != NodeKind::kCall || !file.is_model_call(call)) {
         report_running_value(file, id, left, sink);
         continue;
       }
-      if (left == kNoNode || call == kNoNode || tree.kind(call) != NodeKind::kCall) continue;
-      if (!file.is_model_call(call) || file.grad_disabled_at(call)) continue;
+      if (file.grad_disabled_at(call)) continue;
       if (!(file.value_bits(call) & kCarriesGraph)) continue;
       std::vector<std::string> targets;
       targets_of(tree, left, targets);
