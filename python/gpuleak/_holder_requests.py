@@ -272,9 +272,7 @@ class HolderRequests:
             except OSError:
                 pass
         if not isinstance(request, dict):
-            answer = {"request_id": None, "seconds": 0.0, "sites": [],
-                      "error": "the request is not a JSON object"}
-            self._annotate(answer)
+            self._annotate(_failed_answer(request, "the request is not a JSON object"))
         else:
             answer_in_background(request, requested_seconds(request, self.seconds), self._annotate)
 
