@@ -137,6 +137,17 @@ _walks_in_flight = []
 _walks_lock = threading.Lock()
 
 
+def _forget_walks_in_child():
+    # A forked child (a DataLoader worker, the walk's own copy) has none of
+    # these threads, and the lock may have been held by one of them at fork.
+    global _walks_lock
+    _walks_lock = threading.Lock()
+    del _walks_in_flight[:]
+
+
+os.register_at_fork(after_in_child=_forget_walks_in_child)
+
+
 def answer_in_background(request, seconds, deliver):
     """Starts the holder walk for `request` (run_in_background); deliver(answer) gets the
     holder annotation, or one that says why there is none."""
@@ -188,8 +199,7 @@ def wait_for_walks(timeout_s=None):
     deadline = None if timeout_s is None else time.monotonic() + timeout_s
     while True:
         with _walks_lock:
-            # Dead ones: a reader that ended as it was listed, or a thread of the
-            # parent in a forked child (the child has none of its threads).
+            # Dead ones: a reader that ended as it was listed.
             _walks_in_flight[:] = [t for t in _walks_in_flight if t.is_alive()]
             pending = list(_walks_in_flight)
         if not pending:
