@@ -1,7 +1,7 @@
 # Source: https://github.com/bayesiains/nflows/pull/11 (issue #10), file
 #   nflows/transforms/normalization.py (before the fix 36dcabc)
 # Reported: "Fix memory leak in batch norm ... The fix is simply to detach the graph prior to
-#   computing the running mean and variance for batch norm."
+#   computing the running meaning and variance for batch norm."
 # Pattern: the running-statistic buffers are updated in place with the batch mean/var that carry the
 #   graph, so each buffer keeps every past step's graph.
 # Label: lines marked `# leak` keep the memory
