@@ -75,6 +75,7 @@ void ProcessAnalysis::add_boundary(Phase& phase, std::uint64_t step_number, std:
   row.pool_reserved_bytes = pool_reserved_;
   row.device_used_bytes = device_used_;
   row.host_rss_bytes = host_rss_;
+  if (export_) row.site_live_bytes = export_->series_values();
   phase.timeline.add(row);
   std::uint64_t n = phase.growth.boundaries();
   // The statistics are O(window^2): evaluate every boundary early on (a

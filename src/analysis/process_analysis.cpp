@@ -15,6 +15,7 @@ using trace::MemoryKind;
 ProcessAnalysis::ProcessAnalysis(AnalysisOptions options)
     : options_(std::move(options)), finder_(options_.iterations) {
   catalog_.set_source_lookup(options_.source_lookup);
+  if (options_.export_request) export_.emplace(*options_.export_request);
 }
 
 void ProcessAnalysis::set_trace_error(const std::string& message, std::uint64_t offset) {
@@ -104,6 +105,7 @@ void ProcessAnalysis::apply(const trace::Record& record) {
           if (r.kind == MemoryKind::kTorchBlock) pool_blocks_seen_ = true;
           LiveAllocation stale;
           if (live_.add(r, boundaries_, &stale)) {
+            if (export_) export_->on_free(stale, nullptr, seconds_since_start(r.time_ns));
             // The block was handed out again: its free is not in the trace.
             // The sites forget it now, and when events were lost this step's
             // change is the late echo of a lost free, not growth.
@@ -120,13 +122,24 @@ void ProcessAnalysis::apply(const trace::Record& record) {
           if (tracked_for_growth(r.kind)) {
             for (auto& phase : phases_) phase->growth.on_alloc(a);
           }
-          peak_live_bytes_ =
-              std::max(peak_live_bytes_, live_.device_bytes() + live_.tensor_bytes());
+          // Tensors lie inside the driver's allocations (the cache's segments)
+          // or are driver allocations themselves (cudaMallocAsync): the two
+          // totals overlap, and live memory is the larger of them.
+          std::uint64_t live_now = std::max(live_.device_bytes(), live_.tensor_bytes());
+          peak_live_bytes_ = std::max(peak_live_bytes_, live_now);
+          if (export_) {
+            export_->on_alloc(r, seconds_since_start(r.time_ns));
+            if (export_->wants_peak(live_now)) {
+              peak_totals_ = live_totals();
+              export_->take_peak(live_now, seconds_since_start(r.time_ns));
+            }
+          }
         } else if constexpr (std::is_same_v<T, trace::FreeRecord>) {
           if (r.address == 0) return;
           ++frees_;
           auto removed = live_.remove(r);
           if (removed) activity_.on_free(*removed, r.time_ns);
+          if (removed && export_) export_->on_free(*removed, &r, seconds_since_start(r.time_ns));
           if (!removed) {
             ++unmatched_frees_;
             // After lost events, a free that matches nothing is most likely

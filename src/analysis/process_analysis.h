@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "analysis/clock_arbiter.h"
+#include "analysis/export_detail.h"
 #include "analysis/growth_tracker.h"
 #include "analysis/holder_findings.h"
 #include "analysis/iteration_finder.h"
@@ -57,6 +58,9 @@ struct AnalysisOptions {
   // clocks are counted, not tracked.
   std::size_t max_phases = 12;
   SourceLookup source_lookup;  // where source text may come from (analysis/source_lines.h)
+  // What an export needs beyond the report (analysis/export_detail.h);
+  // ProcessReport::export_detail holds it.
+  std::optional<ExportRequest> export_request;
 };
 
 class ProcessAnalysis {
@@ -138,6 +142,16 @@ class ProcessAnalysis {
   void on_annotation(const trace::AnnotationRecord& record);
   LeakGroup make_group(std::uint32_t stack_id);
   std::vector<LeakGroup> group_live(std::size_t limit);
+  // Live bytes and allocations per (stack, kind), as group_live counts them.
+  using LiveTotals = std::map<std::pair<std::uint32_t, trace::MemoryKind>,
+                              std::pair<std::uint64_t, std::uint64_t>>;
+  LiveTotals live_totals() const;
+  // Groups of those totals, merged by how their frames read, largest first.
+  std::vector<LeakGroup> group_totals(const LiveTotals& totals, std::size_t limit);
+  ExportDetail export_detail();
+  double seconds_since_start(std::uint64_t time_ns) const {
+    return time_ns > first_time_ns_ ? static_cast<double>(time_ns - first_time_ns_) / 1e9 : 0;
+  }
   // A growing site as reports show it, from its trend: the same whichever
   // phase it grew in (the caller adds what the phase knows of its stop).
   SiteGrowth describe_site(const SiteTrend& trend);
@@ -222,6 +236,8 @@ class ProcessAnalysis {
   bool events_missing_ = false;
 
   HolderFindings holders_;
+  std::optional<ExportRecorder> export_;  // when options_.export_request asks
+  LiveTotals peak_totals_;                // what was live at the peak, for export_
   VmmSitePairs vmm_site_pairs_;
   // The holder found for a site; for a virtual-memory site without one, the
   // holder found for its mapping site (vmm_site_pairs.h).

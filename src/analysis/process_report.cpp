@@ -36,34 +36,49 @@ LeakGroup ProcessAnalysis::make_group(std::uint32_t stack_id) {
   return g;
 }
 
-std::vector<LeakGroup> ProcessAnalysis::group_live(std::size_t limit) {
-  struct Totals {
-    std::uint64_t bytes = 0, count = 0;
-    MemoryKind kind = MemoryKind::kDevice;
-    std::uint32_t api = 0;
-    std::int32_t device = -1;
-  };
-  std::map<std::pair<std::uint32_t, MemoryKind>, Totals> by_stack;
+ProcessAnalysis::LiveTotals ProcessAnalysis::live_totals() const {
+  LiveTotals totals;
   live_.for_each([&](const LiveAllocation& a) {
-    Totals& t = by_stack[{a.stack_id, a.kind}];
-    t.bytes += a.size;
-    t.count += 1;
-    t.kind = a.kind;
-    t.api = a.api;
-    t.device = a.device;
+    auto& t = totals[{a.stack_id, a.kind}];
+    t.first += a.size;
+    t.second += 1;
   });
+  return totals;
+}
+
+std::vector<LeakGroup> ProcessAnalysis::group_live(std::size_t limit) {
+  // The API and device of each (stack, kind) come from its allocations.
+  std::map<std::pair<std::uint32_t, MemoryKind>, std::pair<std::uint32_t, std::int32_t>> api_device;
+  live_.for_each([&](const LiveAllocation& a) {
+    api_device[{a.stack_id, a.kind}] = {a.api, a.device};
+  });
+  std::vector<LeakGroup> out = group_totals(live_totals(), limit);
+  for (LeakGroup& g : out) {
+    // group_totals leaves the API empty: name it from the last stack merged.
+    auto it = api_device.find({g.stack_ids.back(), g.kind});
+    if (it == api_device.end()) continue;
+    g.api = catalog_.api_name(it->second.first);
+    g.device = it->second.second;
+  }
+  return out;
+}
+
+std::vector<LeakGroup> ProcessAnalysis::group_totals(const LiveTotals& totals, std::size_t limit) {
   std::map<std::string, LeakGroup> merged;
-  for (const auto& [key, t] : by_stack) {
+  for (const auto& [key, t] : totals) {
     LeakGroup g = make_group(key.first);
-    std::string signature = frame_signature(g.frames, t.kind);
+    std::string signature = frame_signature(g.frames, key.second);
     auto [it, inserted] = merged.try_emplace(signature, std::move(g));
     LeakGroup& m = it->second;
     if (!inserted) m.stack_ids.push_back(key.first);
-    m.bytes += t.bytes;
-    m.allocations += t.count;
-    m.kind = t.kind;
-    m.api = catalog_.api_name(t.api);
-    m.device = t.device;
+    m.bytes += t.first;
+    m.allocations += t.second;
+    m.kind = key.second;
+  }
+  for (auto& [signature, g] : merged) {
+    std::string origin = catalog_.origin(g.stack_ids.front());
+    g.pool_segment = !is_tensor_kind(g.kind) && pool_blocks_seen_ &&
+                     (origin == kCachingAllocatorOrigin || origin == kCupyPoolOrigin);
   }
   std::vector<LeakGroup> out;
   for (auto& [signature, g] : merged) out.push_back(std::move(g));
@@ -133,7 +148,7 @@ ProcessReport ProcessAnalysis::build_report(const std::string& trace_path) {
     if (!is_tensor_kind(g.kind) && origin == kCachingAllocatorOrigin) {
       g.suppressed = true;
       g.suppressed_by = "cached by PyTorch's caching allocator (released when the process exits)";
-    } else if (!is_tensor_kind(g.kind) && origin == kCupyPoolOrigin && pool_blocks_seen_) {
+    } else if (g.pool_segment && origin == kCupyPoolOrigin) {
       g.suppressed = true;
       g.suppressed_by =
           "cached by CuPy's memory pool (free_all_blocks() or the process's exit releases it)";
@@ -176,7 +191,47 @@ ProcessReport ProcessAnalysis::build_report(const std::string& trace_path) {
 
   if (primary != nullptr) r.timeline = primary->timeline.timeline();
   r.cuda_use = activity_.summary();
+  if (export_) r.export_detail = export_detail();
   return r;
+}
+
+ExportDetail ProcessAnalysis::export_detail() {
+  const ExportRequest& request = export_->request();
+  ExportDetail d;
+  d.series_site_ids = request.series_site_ids;
+  if (d.series_site_ids.size() > kMaxSeriesSites) d.series_site_ids.resize(kMaxSeriesSites);
+  d.peak_time_s = export_->peak_time_s();
+  d.peak_bytes = export_->peak_bytes();
+  // Every group at the peak: a flame graph of the peak needs them all (the
+  // bound keeps a pathological trace's export finite).
+  constexpr std::size_t kMaxPeakGroups = 20000;
+  d.live_at_peak = group_totals(peak_totals_, kMaxPeakGroups);
+  d.events = export_->events();
+  d.events_total = export_->events_total();
+  d.live_blocks_total = live_.count();
+  if (request.max_live_blocks > 0) {
+    live_.for_each([&](const LiveAllocation& a) {
+      if (d.live_blocks.size() >= request.max_live_blocks) return;
+      d.live_blocks.push_back({a.address, a.size, a.kind, a.device, a.stack_id, a.step_index});
+    });
+    std::sort(d.live_blocks.begin(), d.live_blocks.end(),
+              [](const LiveBlock& a, const LiveBlock& b) { return a.address < b.address; });
+  }
+  auto describe = [&](std::uint32_t stack_id) {
+    if (d.frames.count(stack_id)) return;
+    std::vector<Frame> frames = catalog_.frames(stack_id);
+    d.sites[stack_id] = choose_site(frames);
+    d.origins[stack_id] = catalog_.origin(stack_id);
+    d.frames[stack_id] = std::move(frames);
+  };
+  for (const AllocationEvent& e : d.events) {
+    describe(e.stack_id);
+    if (!d.thread_names.count(e.thread_id))
+      d.thread_names[e.thread_id] = catalog_.thread_name(e.thread_id);
+  }
+  for (const LiveBlock& b : d.live_blocks) describe(b.stack_id);
+  for (std::uint32_t id : d.series_site_ids) describe(id);
+  return d;
 }
 
 }  // namespace gpuleak::analysis

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -73,6 +74,9 @@ struct LeakGroup {
   Site site;
   bool suppressed = false;
   std::string suppressed_by;  // the suppression rule that matched
+  // A segment of PyTorch's or CuPy's cache whose tensors are tracked one by
+  // one: those tensors are groups of their own, inside these bytes.
+  bool pool_segment = false;
 };
 
 struct LeakSummary {
@@ -232,6 +236,9 @@ struct Timeline {
   std::vector<std::optional<std::uint64_t>> pool_reserved_bytes;
   std::vector<std::optional<std::uint64_t>> device_used_bytes;
   std::vector<std::optional<std::uint64_t>> host_rss_bytes;
+  // Per row, the live bytes of each site an export asked to follow
+  // (ExportDetail::series_site_ids, in that order); empty otherwise.
+  std::vector<std::vector<std::uint64_t>> site_live_bytes;
 };
 
 // Device memory the driver handed out, by who asked for it, at the last
@@ -355,6 +362,54 @@ struct ProcessCudaUse {
   std::vector<DriverMemoryPoint> memory;      // bounded series, oldest first
 };
 
+// What the exports need beyond the report (analysis/export_detail.h says
+// how it is kept): present only when an export asked for it.
+// One allocation or free, as the exports' event lists show it.
+struct AllocationEvent {
+  double time_s = 0;
+  bool is_alloc = true;
+  trace::MemoryKind kind = trace::MemoryKind::kDevice;
+  std::uint64_t address = 0;
+  std::uint64_t size = 0;
+  std::int32_t device = -1;
+  std::uint64_t stream = 0;
+  std::uint32_t thread_id = 0;
+  std::uint32_t stack_id = 0;  // the allocation's stack (a free: the freed allocation's)
+};
+
+// One allocation live at the end of the trace.
+struct LiveBlock {
+  std::uint64_t address = 0;
+  std::uint64_t size = 0;
+  trace::MemoryKind kind = trace::MemoryKind::kDevice;
+  std::int32_t device = -1;
+  std::uint32_t stack_id = 0;
+  std::uint64_t step_index = 0;  // boundaries seen before it was made
+};
+
+struct ExportDetail {
+  // The columns of Timeline::site_live_bytes, in order.
+  std::vector<std::uint32_t> series_site_ids;
+  // What was live when live memory first reached the peak, grouped by
+  // site as the report's leaks are (largest first).
+  std::optional<double> peak_time_s;
+  std::uint64_t peak_bytes = 0;
+  std::vector<LeakGroup> live_at_peak;
+  // Allocations live at the end, address order; `live_blocks_total` counts
+  // all of them.
+  std::vector<LiveBlock> live_blocks;
+  std::uint64_t live_blocks_total = 0;
+  // The last events, oldest first; `events_total` counts all of them.
+  std::vector<AllocationEvent> events;
+  std::uint64_t events_total = 0;
+  // The frames, the site and who allocated (StackCatalog::origin) of every
+  // stack the events and live blocks name.
+  std::map<std::uint32_t, std::vector<Frame>> frames;
+  std::map<std::uint32_t, Site> sites;
+  std::map<std::uint32_t, std::string> origins;
+  std::map<std::uint32_t, std::string> thread_names;
+};
+
 struct ProcessReport {
   std::string trace_path;
   trace::ProcessRecord process;
@@ -385,6 +440,7 @@ struct ProcessReport {
   GrowthReport growth;
   Timeline timeline;
   ProcessCudaUse cuda_use;
+  std::optional<ExportDetail> export_detail;  // only when an export asked (ExportRequest)
 };
 
 // A trace that gave no report at all (it could not be opened, is not a

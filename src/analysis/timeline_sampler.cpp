@@ -112,6 +112,7 @@ Timeline TimelineSampler::timeline() const {
     t.pool_reserved_bytes.push_back(r->pool_reserved_bytes);
     t.device_used_bytes.push_back(r->device_used_bytes);
     t.host_rss_bytes.push_back(r->host_rss_bytes);
+    if (!r->site_live_bytes.empty()) t.site_live_bytes.push_back(r->site_live_bytes);
   }
   return t;
 }

@@ -31,6 +31,7 @@ struct TimelineRow {
   std::optional<std::uint64_t> pool_reserved_bytes;
   std::optional<std::uint64_t> device_used_bytes;
   std::optional<std::uint64_t> host_rss_bytes;
+  std::vector<std::uint64_t> site_live_bytes;  // the sites an export follows (export_detail.h)
 };
 
 class TimelineSampler {

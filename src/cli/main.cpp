@@ -25,6 +25,7 @@ int main(int argc, char** argv) {
   CommandAction action;
   add_run_command(app, action);
   add_report_command(app, action);
+  add_diff_command(app, action);
   add_top_command(app, action);
   add_doctor_command(app, action);
   add_exporter_command(app, action);

@@ -154,8 +154,10 @@ namespace {
 
 std::string errno_sentence(int error) { return error ? std::strerror(error) : "write error"; }
 
-// Writes `content` to `path` whole: into PATH.partial first, then renamed,
-// so a full disk never leaves a cut file that looks complete.
+}  // namespace
+
+// Into PATH.partial first, then renamed, so a full disk never leaves a cut
+// file that looks complete.
 std::string write_file_whole(const std::string& path, const std::string& content) {
   std::error_code ec;
   auto status = fs::status(path, ec);
@@ -187,6 +189,8 @@ std::string write_file_whole(const std::string& path, const std::string& content
   }
   return {};
 }
+
+namespace {
 
 // Writes to an already open stream and flushes it, so a full device is
 // seen now (the final flush at exit would fail without a word).

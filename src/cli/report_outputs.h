@@ -70,6 +70,11 @@ analysis::JobReport analyze_job_of(const std::vector<std::string>& files,
 std::vector<std::string> write_outputs(const TraceReports& reports, const analysis::JobReport& job,
                                        const ReportFlags& flags, std::ostream* text_stream);
 
+// Writes `content` to `path` whole (PATH.partial, then renamed), or in
+// place when the path is not a regular file (/dev/stdout). Returns why it
+// could not, or "".
+std::string write_file_whole(const std::string& path, const std::string& content);
+
 // Prints one "gpuleak: ..." line on `err` for every unusable trace, trace
 // error and damage; returns how many.
 std::size_t print_trace_problems(const TraceReports& reports, std::ostream& err);
