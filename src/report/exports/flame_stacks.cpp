@@ -40,19 +40,30 @@ std::vector<FlameStack> stacks_of_groups(const std::vector<analysis::LeakGroup>&
     // A cache's segments hold the tensors drawn on their own: drawn too,
     // the same bytes would count twice.
     if (g.pool_segment) continue;
-    out.push_back({flame_frames(g.frames, g.api, all_frames), g.bytes, g.allocations});
+    out.push_back({flame_frames(g.frames, g.site, g.api, all_frames), g.bytes, g.allocations});
   }
   return out;
 }
 
 }  // namespace
 
-std::vector<FlameFrame> flame_frames(const std::vector<Frame>& frames, const std::string& api,
-                                     bool all_frames) {
+std::vector<FlameFrame> flame_frames(const std::vector<Frame>& frames, const analysis::Site& site,
+                                     const std::string& api, bool all_frames) {
   bool user = analysis::has_user_frame(frames);
+  // Frames are innermost first; the site's frame and those outside it are
+  // drawn (a stack whose site is no frame of it is drawn whole).
+  auto stop = frames.rend();  // reading from the root: the first frame inside the site
+  if (!all_frames) {
+    for (auto it = frames.begin(); it != frames.end(); ++it) {
+      if (it->function == site.function && it->file == site.file && it->line == site.line &&
+          !site.function.empty()) {
+        stop = std::make_reverse_iterator(it);
+        break;
+      }
+    }
+  }
   std::vector<FlameFrame> out;
-  // Frames are innermost first; a flame graph reads from the root.
-  for (auto it = frames.rbegin(); it != frames.rend(); ++it) {
+  for (auto it = frames.rbegin(); it != stop; ++it) {
     if (it->plumbing || (!all_frames && analysis::folded_by_default(*it, user))) continue;
     out.push_back(flame_frame(*it));
   }
@@ -69,7 +80,7 @@ std::vector<FlameStack> flame_stacks(const analysis::ProcessReport& process, Fla
         if (s.rate_bytes_per_step <= 0) continue;
         auto bytes = static_cast<std::uint64_t>(std::llround(s.rate_bytes_per_step));
         if (bytes == 0) bytes = 1;  // a site that grows is never drawn as nothing
-        out.push_back({flame_frames(s.frames, "", all_frames), bytes, 0});
+        out.push_back({flame_frames(s.frames, s.site, "", all_frames), bytes, 0});
       }
       return out;
     }

@@ -26,11 +26,14 @@ struct FlameStack {
   std::uint64_t allocations = 0;   // live allocations of the site (0 for growth)
 };
 
-// The frames of a stack as a flame graph shows them: the report's default
-// folding (analysis::folded_by_default) unless `all_frames`, root first, and
-// the memory kind as the leaf when no frame was captured.
+// The frames of a stack as a flame graph shows them: root first, ending at
+// the report's site (the frame it blames; the allocator's frames inside it
+// are the same for every site), with the report's default folding
+// (analysis::folded_by_default); `all_frames` keeps every frame. The API
+// is the leaf when no frame was captured.
 std::vector<FlameFrame> flame_frames(const std::vector<analysis::Frame>& frames,
-                                     const std::string& api, bool all_frames);
+                                     const analysis::Site& site, const std::string& api,
+                                     bool all_frames);
 
 // The stacks of one process in one view; empty when the view has nothing
 // (no growing site, no export detail for the peak).

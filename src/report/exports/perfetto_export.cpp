@@ -12,6 +12,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
+#include "analysis/live_set.h"
 #include "quantity/units.h"
 #include "report/exports/flame_stacks.h"
 #include "report/exports/writers.h"
@@ -90,6 +91,23 @@ void add_process(json& events, const analysis::ProcessReport& p, double base_us)
   }
   if (!p.export_detail) return;
   const analysis::ExportDetail& d = *p.export_detail;
+  // A run without step boundaries (a short CUDA program) has no timeline:
+  // when every event is here, its live memory is drawn from them instead.
+  if (t.step.size() < 2 && !d.events.empty() && d.events.size() == d.events_total) {
+    std::uint64_t tensors = 0, device = 0;
+    for (const analysis::AllocationEvent& e : d.events) {
+      auto apply = [&e](std::uint64_t& total) {
+        total = e.is_alloc ? total + e.size : total - std::min(total, e.size);
+      };
+      if (analysis::is_tensor_kind(e.kind)) apply(tensors);
+      if (analysis::occupies_device(e.kind)) apply(device);
+      double ts = base_us + e.time_s * 1e6;
+      if (analysis::is_tensor_kind(e.kind)) {
+        events.push_back(counter(pid, "live tensors", ts, "bytes", tensors));
+      }
+      events.push_back(counter(pid, "live device memory", ts, "bytes", device));
+    }
+  }
   for (const auto& [tid, name] : d.thread_names) {
     if (name.empty()) continue;
     events.push_back({{"ph", "M"},
