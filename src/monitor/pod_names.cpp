@@ -38,7 +38,8 @@ bool is_kubernetes_name(const std::string& text) {
 bool is_container_id(const std::string& text) {
   if (text.size() != kContainerIdLength) return false;
   for (char c : text) {
-    if (!std::isxdigit(static_cast<unsigned char>(c)) || std::isupper(static_cast<unsigned char>(c)))
+    if (!std::isxdigit(static_cast<unsigned char>(c)) ||
+        std::isupper(static_cast<unsigned char>(c)))
       return false;
   }
   return true;
@@ -108,7 +109,8 @@ std::optional<PodNames> KubeletPodNames::find(const std::string& pod_uid,
   PodNames names{pod->second.namespace_name, pod->second.pod, {}};
   auto container = containers_by_id_.find(container_id);
   if (!container_id.empty() && container != containers_by_id_.end() &&
-      container->second.pod == names.pod && container->second.namespace_name == names.namespace_name)
+      container->second.pod == names.pod &&
+      container->second.namespace_name == names.namespace_name)
     names.container = container->second.container;
   return names;
 }

@@ -60,17 +60,17 @@ TEST(PodCgroup, paths_of_unknown_shape_give_no_pod) {
   EXPECT_EQ(pod_uid_from_cgroup("0::/kubepods/pod" + kUid + "/" + kId + "/extra\n"), "");
   // A UID of the wrong length or with a stray character.
   EXPECT_EQ(pod_uid_from_cgroup("0::/kubepods/pod" + kUid.substr(1) + "/" + kId + "\n"), "");
-  EXPECT_EQ(pod_uid_from_cgroup("0::/kubepods/podzb6c2c8e-5f1d-4c57-9d8e-1a2b3c4d5e6f/" + kId +
-                                "\n"),
-            "");
+  EXPECT_EQ(
+      pod_uid_from_cgroup("0::/kubepods/podzb6c2c8e-5f1d-4c57-9d8e-1a2b3c4d5e6f/" + kId + "\n"),
+      "");
   // Dashes where systemd writes underscores, and the reverse.
-  EXPECT_EQ(pod_uid_from_cgroup("0::/kubepods.slice/kubepods-pod" + kUid + ".slice/c.scope\n"),
-            "");
+  EXPECT_EQ(pod_uid_from_cgroup("0::/kubepods.slice/kubepods-pod" + kUid + ".slice/c.scope\n"), "");
   EXPECT_EQ(pod_uid_from_cgroup("0::/kubepods/pod" + kUidUnderscores + "/" + kId + "\n"), "");
   // A systemd pod slice that does not repeat its parent's name.
-  EXPECT_EQ(pod_uid_from_cgroup("0::/kubepods.slice/kubepods-burstable.slice/kubepods-besteffort-pod" +
-                                kUidUnderscores + ".slice/c.scope\n"),
-            "");
+  EXPECT_EQ(
+      pod_uid_from_cgroup("0::/kubepods.slice/kubepods-burstable.slice/kubepods-besteffort-pod" +
+                          kUidUnderscores + ".slice/c.scope\n"),
+      "");
   // "pod<uid>" outside a kubepods root is someone else's naming.
   EXPECT_EQ(pod_uid_from_cgroup("0::/mypods/pod" + kUid + "/" + kId + "\n"), "");
   // A QoS level that does not exist.

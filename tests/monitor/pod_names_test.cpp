@@ -27,7 +27,8 @@ void make_pod(const ScratchDir& root, const std::string& ns, const std::string& 
   mkdir(pod_dir.c_str(), 0755);
   mkdir((pod_dir + "/" + container).c_str(), 0755);
   write_text_file(pod_dir + "/" + container + "/0.log", "");
-  std::string link = root.file("containers/" + pod + "_" + ns + "_" + container + "-" + id + ".log");
+  std::string link =
+      root.file("containers/" + pod + "_" + ns + "_" + container + "-" + id + ".log");
   ASSERT_EQ(symlink((pod_dir + "/" + container + "/0.log").c_str(), link.c_str()), 0);
 }
 
