@@ -199,11 +199,15 @@ def test_the_dockerfile_copies_files_a_real_install_tree_has(tmp_path):
     ldd = subprocess.run(["ldd", str(prefix / "bin" / "gpuleak")], stdout=subprocess.PIPE, text=True).stdout
     base = {"libc6", "libgcc-s1", "libstdc++6", "zlib1g", "liblzma5", "libbz2-1.0", "libelf1"}
     for library in re.findall(r"=> (\S+)", ldd):
-        owner = subprocess.run(["dpkg", "-S", os.path.realpath(library)], stdout=subprocess.PIPE,
-                               stderr=subprocess.DEVNULL, text=True).stdout.split(":")[0]
-        if not owner:
-            owner = subprocess.run(["dpkg", "-S", library.replace("/lib/", "/usr/lib/", 1)],
-                                   stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True).stdout.split(":")[0]
+        # dpkg knows one spelling of each path (/lib or /usr/lib, link or target).
+        real = os.path.realpath(library)
+        spellings = {library, real}
+        for path in list(spellings):
+            spellings.add(path[4:] if path.startswith("/usr/lib/") else "/usr" + path)
+        owner = ""
+        for path in sorted(spellings):
+            owner = owner or subprocess.run(["dpkg", "-S", path], stdout=subprocess.PIPE,
+                                            stderr=subprocess.DEVNULL, text=True).stdout.split(":")[0]
         assert owner, library
         assert owner in packages or owner in base, f"{library} ({owner}) is not installed in the image"
 
