@@ -23,9 +23,10 @@ using CommandAction = std::function<int()>;
 
 // Exit codes shared by every subcommand.
 inline constexpr int kExitOk = 0;
-inline constexpr int kExitFindings = 1;  // leaks found with --fail-on-leak, lint findings
-inline constexpr int kExitUsage = 2;     // wrong flag, bad argument
-inline constexpr int kExitInput = 3;     // unreadable/corrupt input, no driver, no permission
+inline constexpr int kExitFindings = 1;    // leaks found with --fail-on-leak, lint findings
+inline constexpr int kExitUsage = 2;       // wrong flag, bad argument
+inline constexpr int kExitInput = 3;       // unreadable/corrupt input, no driver, no permission
+inline constexpr int kExitIncomplete = 4;  // doctor: GPU memory could not be examined (no driver)
 
 // A problem with what the user asked for: printed as "gpuleak: <what>", exit 2.
 class UsageError : public std::runtime_error {

@@ -132,6 +132,9 @@ int run_doctor(const DoctorFlags& flags) {
   }
   if (kill_failed) return kExitFindings;
   if (flags.fail_on_problems && report.has_problems()) return kExitFindings;
+  // A diagnosis without the driver is partial; a script that checks the
+  // status must not read it as a clean one. --no-nvml asked for exactly that.
+  if (!report.gpu_memory_examined() && !flags.no_nvml) return kExitIncomplete;
   return kExitOk;
 }
 

@@ -2,10 +2,12 @@
 // growth slopes and leak flags to Prometheus, on loopback unless told otherwise.
 #include <fmt/format.h>
 #include <pthread.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -14,13 +16,22 @@
 #include "command.h"
 #include "monitor/device_files.h"
 #include "monitor/exporter_server.h"
+#include "version.h"
 
 namespace gpuleak::cli {
 
 namespace {
 
+#ifndef GPULEAK_REVISION
+#define GPULEAK_REVISION "unknown"
+#endif
+
+const std::string kDefaultListen = "127.0.0.1:" + std::to_string(monitor::kDefaultExporterPort);
+
 struct ExporterFlags {
-  std::string listen = "127.0.0.1:9835";
+  std::string listen = kDefaultListen;
+  std::string hostname;  // empty: $NODE_NAME, else gethostname()
+  std::string kubelet_log_root = "/var/log";
   double interval_s = 5.0;
   double window_s = 600;
   std::uint64_t min_growth_bytes_per_s = 16 * 1024;
@@ -33,21 +44,22 @@ struct ListenAddress {
   int port = 0;
 };
 
-// "127.0.0.1:9835", "[::1]:9835", "localhost:9835", "0.0.0.0:9835".
+// "127.0.0.1:10417", "[::1]:10417", "localhost:10417", "0.0.0.0:10417".
 ListenAddress parse_listen(const std::string& text) {
   ListenAddress address;
   std::string port_text;
   if (!text.empty() && text.front() == '[') {
     std::size_t close = text.find(']');
     if (close == std::string::npos || close + 1 >= text.size() || text[close + 1] != ':') {
-      throw UsageError(fmt::format("--listen '{}': write an IPv6 address as [::1]:9835", text));
+      throw UsageError(fmt::format("--listen '{}': write an IPv6 address as [::1]:10417", text));
     }
     address.host = text.substr(1, close - 1);
     port_text = text.substr(close + 2);
   } else {
     std::size_t colon = text.rfind(':');
     if (colon == std::string::npos || colon == 0) {
-      throw UsageError(fmt::format("--listen '{}': expected HOST:PORT, e.g. 127.0.0.1:9835", text));
+      throw UsageError(
+          fmt::format("--listen '{}': expected HOST:PORT, e.g. 127.0.0.1:10417", text));
     }
     address.host = text.substr(0, colon);
     port_text = text.substr(colon + 1);
@@ -66,6 +78,18 @@ ListenAddress parse_listen(const std::string& text) {
   return address;
 }
 
+// The node's name for the Hostname label. In a pod, gethostname() is the
+// pod's name, so the DaemonSet passes the node's name in $NODE_NAME (from
+// spec.nodeName), as dcgm-exporter's deployments do.
+std::string node_hostname(const std::string& flag) {
+  if (!flag.empty()) return flag;
+  const char* from_environment = std::getenv("NODE_NAME");
+  if (from_environment && *from_environment) return from_environment;
+  char name[256] = {};
+  if (gethostname(name, sizeof name - 1) != 0) return "unknown";
+  return name;
+}
+
 bool is_loopback(const std::string& host) {
   return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
 }
@@ -80,6 +104,8 @@ int run_exporter(const ExporterFlags& flags) {
   options.trend.min_growth_bytes_per_s = static_cast<double>(flags.min_growth_bytes_per_s);
   options.device_file_glob = flags.device_files;
   options.use_nvml = !flags.no_nvml;
+  options.identity = {node_hostname(flags.hostname), kVersion, GPULEAK_REVISION};
+  options.kubelet_log_root = flags.kubelet_log_root;
 
   // Block the stop signals before any thread starts, so every thread
   // inherits the mask and only the waiter below receives them.
@@ -136,7 +162,12 @@ void add_exporter_command(CLI::App& app, CommandAction& action) {
   auto* sub = app.add_subcommand(
       "exporter", "Serve GPU and per-process memory, growth and leak flags to Prometheus");
   sub->add_option("--listen", flags->listen,
-                  "HOST:PORT to serve /metrics on (default 127.0.0.1:9835, loopback only)");
+                  "HOST:PORT to serve /metrics on (default " + kDefaultListen + ", loopback only)");
+  sub->add_option("--hostname", flags->hostname,
+                  "Value of the Hostname label (default $NODE_NAME, else this host's name)");
+  sub->add_option("--kubelet-log-root", flags->kubelet_log_root,
+                  "Directory with the kubelet's pods/ and containers/ logs, which name pods "
+                  "(default /var/log; empty: no pod names)");
   sub->add_option("--interval", flags->interval_s, "Seconds between samples (default 5)")
       ->check(CLI::Range(0.05, 3600.0));
   sub->add_option("--window", flags->window_s,

@@ -62,6 +62,11 @@ struct DoctorReport {
   std::vector<std::string> verdicts;
 
   bool has_problems() const;  // any kAction or kWarning finding
+  // Whether the driver was asked about GPU memory. Without it the findings
+  // come from /proc alone: orphans and workers that hold device files, but
+  // no memory amounts and no unaccounted memory, so "no findings" is not
+  // "no problems".
+  bool gpu_memory_examined() const { return sample.nvml.available; }
 };
 
 // Memory below this much on a device is not called unaccounted: the driver

@@ -32,6 +32,7 @@ json doctor_to_json(const DoctorReport& report, const KillRecord& kills) {
   }
   out["findings"] = std::move(findings);
   out["has_problems"] = report.has_problems();
+  out["gpu_memory_examined"] = report.gpu_memory_examined();
 
   json kill = {{"requested", kills.requested}};
   if (kills.requested) {

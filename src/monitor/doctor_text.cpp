@@ -65,7 +65,17 @@ std::string render_doctor_text(const DoctorReport& report, const KillRecord& kil
     }
   }
   out += "\n";
-  if (report.findings.empty()) {
+  if (!report.gpu_memory_examined()) {
+    // Without the driver nothing can be said about GPU memory: say so
+    // rather than "no problems", which would read as a clean bill.
+    line("GPU memory was not examined: " + sample.nvml.message);
+    line(report.findings.empty()
+             ? "Only /proc was checked, and it shows no problem; memory held on the GPUs, and "
+               "memory no process accounts for, are unknown."
+             : "The findings below come from /proc alone; memory held on the GPUs, and memory no "
+               "process accounts for, are unknown.");
+    out += "\n";
+  } else if (report.findings.empty()) {
     line("No problems found: every GPU holder is alive, has a living parent and is accounted for.");
   }
   for (const auto& finding : report.findings) {

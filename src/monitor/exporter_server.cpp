@@ -8,6 +8,7 @@
 
 #include "monitor/doctor.h"
 #include "monitor/metrics_exposition.h"
+#include "monitor/pod_names.h"
 #include "monitor/sample_history.h"
 #include "monitor/sample_reader.h"
 #include "quantity/prometheus.h"
@@ -28,9 +29,11 @@ struct ExporterServer::State {
   explicit State(const ExporterOptions& options)
       : source(DeviceFilePattern::from_flag_or_environment(options.device_file_glob),
                options.use_nvml),
-        history(SampleHistory::Options{options.trend, {}}) {}
+        history(SampleHistory::Options{options.trend, {}}),
+        pods(options.kubelet_log_root) {}
   SampleReader source;
   SampleHistory history;
+  KubeletPodNames pods;
   ExporterStats stats;
 };
 
@@ -59,10 +62,17 @@ void ExporterServer::sample_once() {
   RawSample raw = state_->source.take_periodic();
   Sample sample = state_->history.add(raw);
   DoctorReport report = diagnose(raw, std::move(sample));
+  // Pod names are read only when some process is in a pod: two directory
+  // listings, no file opened, so a node without Kubernetes pays nothing.
+  bool any_pod = false;
+  for (const auto& process : report.sample.processes)
+    any_pod = any_pod || !process.info.pod_uid.empty();
+  if (any_pod) state_->pods.refresh();
   state_->stats.samples_total += 1;
   state_->stats.last_sample_duration_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-  auto text = std::make_shared<const std::string>(render_metrics(report, state_->stats));
+  auto text = std::make_shared<const std::string>(
+      render_metrics(report, state_->stats, options_.identity, &state_->pods));
   std::lock_guard<std::mutex> lock(mutex_);
   metrics_text_ = std::move(text);
 }

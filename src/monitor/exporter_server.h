@@ -23,17 +23,27 @@
 
 #include "monitor/device_files.h"
 #include "monitor/http_endpoint.h"
+#include "monitor/metrics_exposition.h"
 #include "monitor/trend_tracker.h"
 
 namespace gpuleak::monitor {
 
+// The exporter's default port: outside 9100-9999 (the Prometheus project's
+// exporter range, fully allocated; 9835 is nvidia_gpu_exporter's), outside
+// the ports Kubernetes components use (10248-10260) and the ephemeral range,
+// and not in /etc/services. docs/monitor.md says how it was chosen.
+inline constexpr int kDefaultExporterPort = 10417;
+
 struct ExporterOptions {
   std::string host = "127.0.0.1";
-  int port = 9835;
+  int port = kDefaultExporterPort;
   double interval_s = 5.0;
   TrendTracker::Options trend;
   std::string device_file_glob;  // empty: environment or /dev/nvidia*
   bool use_nvml = true;
+  ExporterIdentity identity;  // Hostname label, gpuleak_build_info
+  // The kubelet's log root (pods/, containers/) that names pods; empty: none.
+  std::string kubelet_log_root = "/var/log";
 };
 
 class ExporterServer {

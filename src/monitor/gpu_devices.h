@@ -20,6 +20,9 @@ struct GpuDevice {
   unsigned index = 0;
   std::string uuid;  // "GPU-8c3d..."; the stable name across reboots and renumbering
   std::string name;  // "NVIDIA H200"
+  // The N of /dev/nvidiaN; usually the index, but not always (NVML orders by
+  // PCI bus, the device files by probe order). Empty when NVML did not say.
+  std::optional<unsigned> minor_number;
   std::uint64_t memory_total_bytes = 0;
   std::uint64_t memory_used_bytes = 0;
   // Memory the driver and firmware set aside; 0 when the driver cannot report

@@ -83,6 +83,7 @@ using DeviceGetUuidFn = Return (*)(Device, char*, unsigned);
 using DeviceGetNameFn = Return (*)(Device, char*, unsigned);
 using DeviceGetMemoryInfoFn = Return (*)(Device, Memory*);
 using DeviceGetMemoryInfoV2Fn = Return (*)(Device, MemoryV2*);
+using DeviceGetMinorNumberFn = Return (*)(Device, unsigned*);
 using DeviceGetComputeRunningProcessesFn = Return (*)(Device, unsigned*, ProcessInfo*);
 
 }  // namespace gpuleak::monitor::nvml

@@ -25,6 +25,7 @@ struct NvmlLibrary::Symbols {
   nvml::DeviceGetMemoryInfoFn memory = nullptr;
   nvml::DeviceGetMemoryInfoV2Fn memory_v2 = nullptr;  // optional (drivers >= 510)
   nvml::DeviceGetComputeRunningProcessesFn compute_processes = nullptr;
+  nvml::DeviceGetMinorNumberFn minor_number = nullptr;  // optional: names /dev/nvidiaN
 };
 
 namespace {
@@ -114,6 +115,7 @@ bool NvmlLibrary::resolve_symbols() {
   s.memory_v2 = lookup<nvml::DeviceGetMemoryInfoV2Fn>(handle_, "nvmlDeviceGetMemoryInfo_v2");
   s.compute_processes = lookup<nvml::DeviceGetComputeRunningProcessesFn>(
       handle_, "nvmlDeviceGetComputeRunningProcesses_v3");
+  s.minor_number = lookup<nvml::DeviceGetMinorNumberFn>(handle_, "nvmlDeviceGetMinorNumber");
   if (!s.compute_processes) {
     // Drivers before r510 have only _v2, which writes the same layout.
     s.compute_processes = lookup<nvml::DeviceGetComputeRunningProcessesFn>(
@@ -173,6 +175,9 @@ GpuReadResult NvmlLibrary::read_devices() const {
       reading.name = c_string(text, sizeof text);
     }
     if (reading.uuid.empty()) reading.uuid = fmt::format("GPU-index-{}", index);
+    unsigned minor = 0;
+    if (s.minor_number && s.minor_number(device, &minor) == nvml::kSuccess)
+      reading.minor_number = minor;
 
     nvml::MemoryV2 memory_v2{};
     memory_v2.version = nvml::kMemoryV2Version;

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "monitor/container_id.h"
+#include "monitor/pod_cgroup.h"
 
 namespace gpuleak::monitor {
 
@@ -141,7 +142,10 @@ void ProcScanner::read_details(ProcessInfo& info) const {
     info.namespace_pid = parse_innermost_namespace_pid(text);
   }
   if (read_proc_file(base + "cmdline", text)) info.argv = split_nul(text);
-  if (read_proc_file(base + "cgroup", text)) info.container_id = container_id_from_cgroup(text);
+  if (read_proc_file(base + "cgroup", text)) {
+    info.container_id = container_id_from_cgroup(text);
+    info.pod_uid = pod_uid_from_cgroup(text);
+  }
   info.pid_namespace = namespace_inode(read_link(base + "ns/pid"));
   info.details_read = true;
 }
@@ -236,6 +240,7 @@ ProcessTable ProcScanner::scan(HandleScope scope, const std::set<int>& watch_pid
       info.uid = before->uid;
       info.argv = before->argv;
       info.container_id = before->container_id;
+      info.pod_uid = before->pod_uid;
       info.pid_namespace = before->pid_namespace;
       info.namespace_pid = before->namespace_pid;
     } else if (!info.kernel_thread) {

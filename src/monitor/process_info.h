@@ -34,9 +34,10 @@ struct ProcessInfo {
 
   // Read once per process identity (and again on full rescans).
   bool details_read = false;
-  std::optional<uid_t> uid;         // real uid; empty when status could not be read
-  std::vector<std::string> argv;    // empty for kernel threads, zombies, or when unreadable
-  std::string container_id;         // 64 hex digits from the cgroup path; empty on the host
+  std::optional<uid_t> uid;       // real uid; empty when status could not be read
+  std::vector<std::string> argv;  // empty for kernel threads, zombies, or when unreadable
+  std::string container_id;       // 64 hex digits from the cgroup path; empty on the host
+  std::string pod_uid;  // Kubernetes pod UID from the cgroup path (pod_cgroup.h); or empty
   std::uint64_t pid_namespace = 0;  // inode of /proc/PID/ns/pid; 0 when unreadable
   int namespace_pid = 0;            // the pid inside its own (innermost) PID namespace; 0 unknown
 

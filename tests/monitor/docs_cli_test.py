@@ -85,7 +85,10 @@ def test_scrape_config_scrapes_metrics_and_loads_the_rules():
     jobs = {job["job_name"]: job for job in config["scrape_configs"]}
     assert jobs["gpuleak"]["metrics_path"] == "/metrics"
     targets = jobs["gpuleak"]["static_configs"][0]["targets"]
-    assert all(target.endswith(":9835") for target in targets)
+    # The targets use the port the exporter really defaults to.
+    help_text = subprocess.run([GPULEAK, "exporter", "--help"], stdout=subprocess.PIPE, text=True).stdout
+    default_port = re.search(r"default 127\.0\.0\.1:(\d+)", help_text).group(1)
+    assert all(target.endswith(":" + default_port) for target in targets)
     for rule_file in config["rule_files"]:
         assert os.path.exists(os.path.join(DOCS, "prometheus", rule_file))
 

@@ -13,6 +13,9 @@ from process_fixtures import (GPULEAK, PYTHON, as_user, gpuleak_env, gpuleak_run
                               start_training_job, wait_until, write_nvml_state)
 
 NOBODY = 65534
+# doctor's status when the driver could not be asked about GPU memory (no
+# --no-nvml): the diagnosis is partial, and a script must not read it as clean.
+NO_DRIVER = 4
 MiB = 1 << 20
 GiB = 1 << 30
 
@@ -26,7 +29,7 @@ def kill_flags(device, args):
 def doctor_json(device, args=(), nvml_state=None, **kwargs):
     result = run_gpuleak(["doctor", "--json", *kill_flags(device, args)],
                          gpuleak_env(device, nvml_state), **kwargs)
-    assert result.returncode in (0, 1, 2), result.stderr
+    assert result.returncode in (0, 1, 2, NO_DRIVER), result.stderr
     return result, json.loads(result.stdout)
 
 
@@ -39,7 +42,8 @@ def test_doctor_classifies_orphan_zombie_and_workers(device, started):
     orphan = make_orphan(started, device)
     healthy = start_holder(started, device)
     result, report = doctor_json(device)
-    assert result.returncode == 0, result.stderr
+    assert result.returncode == NO_DRIVER, result.stderr
+    assert report["gpu_memory_examined"] is False
     processes = by_pid(report["processes"])
     findings = by_pid(report["findings"])
 
@@ -79,13 +83,15 @@ def test_doctor_text_gives_evidence_cause_and_action(device, started):
     job = start_training_job(started, device)
     orphan = make_orphan(started, device)
     result = run_gpuleak(["doctor"], gpuleak_env(device))
-    assert result.returncode == 0, result.stderr
+    assert result.returncode == NO_DRIVER, result.stderr
     text = result.stdout
     assert f"PID {orphan} is an orphan" in text
     assert f"PID {job['zombie']} is a zombie" in text
     assert f"DataLoader worker of PID {job['training']}" in text
     assert "Evidence:" in text and "Cause:" in text and "What to do:" in text
     assert "NVML is not available" in text
+    assert "GPU memory was not examined" in text
+    assert "No problems found" not in text
     assert "\x1b" not in text
 
 
@@ -111,6 +117,7 @@ def test_doctor_names_the_memory_each_holds_with_a_driver(device, started):
     result, report = doctor_json(device, nvml_state=state)
     assert result.returncode == 0, result.stderr
     assert report["nvml"]["available"] is True
+    assert report["gpu_memory_examined"] is True
     findings = by_pid(report["findings"])
     assert findings[orphan]["memory_bytes"] == 12 * GiB
     assert "12.0 GiB" in findings[orphan]["summary"]
@@ -128,11 +135,11 @@ def test_doctor_names_the_memory_each_holds_with_a_driver(device, started):
     assert device_entry["unaccounted_bytes"] == 4 * GiB
 
 
-def test_a_driver_that_does_not_start_is_a_note_not_a_failure(device, started):
+def test_a_driver_that_does_not_start_is_said_and_exits_4(device, started):
     holder = start_holder(started, device)
     state = write_nvml_state(device, ["init_error 9"])
     result, report = doctor_json(device, nvml_state=state)
-    assert result.returncode == 0
+    assert result.returncode == NO_DRIVER
     assert report["nvml"]["available"] is False
     assert "Driver Not Loaded" in report["nvml"]["message"]
     assert holder in by_pid(report["processes"])
@@ -153,7 +160,7 @@ def test_kill_orphans_asks_on_a_terminal_and_no_means_no(device, started):
     result = run_gpuleak(kill_flags(device, ["doctor", "--kill-orphans"]), gpuleak_env(device), stdin=terminal)
     os.close(terminal)
     os.close(controller)
-    assert result.returncode == 0
+    assert result.returncode == NO_DRIVER
     assert "[y/N]" in result.stderr
     assert "not confirmed" in result.stdout
     assert is_running(orphan)
@@ -164,7 +171,7 @@ def test_kill_orphans_ends_the_callers_orphan_and_nothing_else(device, started):
     orphan = make_orphan(started, device)
     healthy = start_holder(started, device)
     result, report = doctor_json(device, ["--kill-orphans", "--yes", "--grace", "5"])
-    assert result.returncode == 0, result.stderr
+    assert result.returncode == NO_DRIVER, result.stderr
     kill = report["kill_orphans"]
     assert [c["pid"] for c in kill["candidates"]] == [orphan]
     assert kill["candidates"][0]["allowed"] is True
@@ -179,7 +186,7 @@ def test_kill_orphans_ends_the_callers_orphan_and_nothing_else(device, started):
 def test_nothing_to_end_is_said_plainly(device, started):
     start_holder(started, device)
     result = run_gpuleak(kill_flags(device, ["doctor", "--kill-orphans", "--yes"]), gpuleak_env(device))
-    assert result.returncode == 0
+    assert result.returncode == NO_DRIVER
     assert "no orphaned process holds the GPU" in result.stdout
 
 
@@ -188,7 +195,7 @@ def test_root_ends_another_users_orphan_only_with_all_users(device, started):
     orphan = make_orphan(started, device, as_uid=NOBODY)
     assert proc_stat(orphan)[2] == NOBODY
     result, report = doctor_json(device, ["--kill-orphans", "--yes"])
-    assert result.returncode == 0, result.stderr
+    assert result.returncode == NO_DRIVER, result.stderr
     candidate = report["kill_orphans"]["candidates"][0]
     assert candidate["pid"] == orphan and candidate["allowed"] is False
     assert "--all-users" in candidate["reason"]
@@ -196,7 +203,7 @@ def test_root_ends_another_users_orphan_only_with_all_users(device, started):
     assert is_running(orphan)
 
     result, report = doctor_json(device, ["--kill-orphans", "--yes", "--all-users", "--grace", "5"])
-    assert result.returncode == 0, result.stderr
+    assert result.returncode == NO_DRIVER, result.stderr
     assert report["kill_orphans"]["outcomes"][0]["pid"] == orphan
     assert wait_until(lambda: not is_running(orphan))
 
@@ -234,7 +241,7 @@ def test_usage_errors_exit_2_with_one_clear_line(device):
 def test_the_environment_glob_alone_never_widens_what_kill_orphans_may_end(device, started):
     orphan = make_orphan(started, device)  # holds the stand-in files, not /dev/nvidia*
     result = run_gpuleak(["doctor", "--json", "--kill-orphans", "--yes"], gpuleak_env(device))
-    assert result.returncode == 0, result.stderr
+    assert result.returncode == NO_DRIVER, result.stderr
     report = json.loads(result.stdout)
     assert report["kill_orphans"]["outcomes"] == []
     assert orphan not in [c["pid"] for c in report["kill_orphans"]["candidates"]]
@@ -247,7 +254,7 @@ def test_a_non_default_device_glob_is_always_said(device, started):
     for args in (["doctor"], ["doctor", "--device-files", device.glob], ["top", "--count", "1"]):
         env = gpuleak_env(device) if args[-1] != device.glob else dict(gpuleak_env(device), GPULEAK_DEVICE_FILE_GLOB="")
         result = run_gpuleak(args, env)
-        assert result.returncode == 0, (args, result.stderr)
+        assert result.returncode == (NO_DRIVER if args[0] == "doctor" else 0), (args, result.stderr)
         assert f"GPU device files are those matching '{device.glob}'" in result.stderr, args
         assert "not the default /dev/nvidia*" in result.stderr
 
@@ -273,7 +280,29 @@ def test_doctor_and_top_json_carry_a_latin1_command_line(device, started):
     for args in (["doctor", "--json"], ["top", "--json", "--count", "1", "--pid", str(holder)]):
         result = subprocess.run([GPULEAK, *args], env=gpuleak_env(device), stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, timeout=120)
-        assert result.returncode == 0, (args, result.stderr)
+        assert result.returncode == (NO_DRIVER if args[0] == "doctor" else 0), (args, result.stderr)
         report = json.loads(result.stdout.decode("utf-8"))
         entry = by_pid(report["processes"])[holder]
         assert os.fsencode(entry["command"]).endswith(b"--name=J\xf6rg"), entry["command"]
+
+
+def test_without_the_driver_doctor_never_says_no_problems(device):
+    # A host without the NVIDIA driver and nothing holding a GPU file: the
+    # old output was "No problems found" and status 0.
+    result = run_gpuleak(["doctor"], gpuleak_env(device))
+    assert result.returncode == NO_DRIVER, result.stderr
+    assert "No problems found" not in result.stdout
+    assert "GPU memory was not examined" in result.stdout
+    assert "Only /proc was checked" in result.stdout
+    # Asked to skip the driver, it still says what was not examined, and exits 0.
+    result = run_gpuleak(["doctor", "--no-nvml"], gpuleak_env(device))
+    assert result.returncode == 0, result.stderr
+    assert "GPU memory was not examined" in result.stdout
+    assert "No problems found" not in result.stdout
+
+
+def test_with_a_driver_and_nothing_wrong_doctor_says_no_problems(device):
+    state = write_nvml_state(device, [f"device GPU-5555-stand-in {80 * GiB} 0 0 Stand-in H200"])
+    result = run_gpuleak(["doctor"], gpuleak_env(device, state))
+    assert result.returncode == 0, result.stderr
+    assert "No problems found" in result.stdout

@@ -65,18 +65,22 @@ def test_metrics_parse_and_carry_the_labels_ops_need(device, started):
         f"process 0 {leaker} {GiB} {64 * MiB}",
         f"process 0 {steady} {2 * GiB}",
     ])
-    with exporter(["--listen", "127.0.0.1:0", "--interval", "0.2"],
+    with exporter(["--listen", "127.0.0.1:0", "--interval", "0.2", "--hostname", "node-a"],
                   gpuleak_env(device, state)) as (process, host, port):
         families = scrape(host, port)
         assert samples_of(families, "gpuleak_nvml_up")[0].value == 1
         used = samples_of(families, "gpuleak_gpu_memory_used_bytes")
-        assert used[0].labels == {"gpu_uuid": "GPU-2222-stand-in", "gpu_index": "0",
-                                  "gpu_name": "Stand-in H200"}
+        # dcgm-exporter's names and values, so `on(UUID)` or `on(Hostname, gpu)` joins.
+        assert used[0].labels == {"gpu": "0", "UUID": "GPU-2222-stand-in", "device": "nvidia0",
+                                  "modelName": "Stand-in H200", "Hostname": "node-a"}
         assert samples_of(families, "gpuleak_gpu_memory_total_bytes")[0].value == 80 * GiB
         by_pid = {s.labels["pid"]: s for s in samples_of(families, "gpuleak_process_gpu_memory_bytes")}
         assert by_pid[str(steady)].value == 2 * GiB
-        assert set(by_pid[str(steady)].labels) == {"gpu_uuid", "pid", "process_name", "container_id"}
-        assert by_pid[str(steady)].labels["gpu_uuid"] == "GPU-2222-stand-in"
+        assert set(by_pid[str(steady)].labels) == {
+            "pid", "process_name", "container_id", "pod", "namespace", "container",
+            "gpu", "UUID", "device", "modelName", "Hostname"}
+        assert by_pid[str(steady)].labels["UUID"] == "GPU-2222-stand-in"
+        assert by_pid[str(steady)].labels["pod"] == ""  # not in a pod
         assert by_pid[str(steady)].labels["process_name"] == "python3"
         rss = {s.labels["pid"]: s for s in samples_of(families, "gpuleak_process_host_rss_bytes")}
         assert rss[str(leaker)].value > 0
@@ -172,13 +176,17 @@ def listening_sockets():
     return found
 
 
-def test_default_listen_address_is_loopback_port_9835(device):
-    if ("0.0.0.0", 9835) in listening_sockets() or ("127.0.0.1", 9835) in listening_sockets():
-        pytest.skip("port 9835 is already in use here")
+DEFAULT_PORT = 10417  # docs/monitor.md: why this port
+
+
+def test_default_listen_address_is_loopback_port_10417(device):
+    if (("0.0.0.0", DEFAULT_PORT) in listening_sockets()
+            or ("127.0.0.1", DEFAULT_PORT) in listening_sockets()):
+        pytest.skip(f"port {DEFAULT_PORT} is already in use here")
     with exporter([], gpuleak_env(device)) as (process, host, port):
-        assert (host, port) == ("127.0.0.1", 9835)
-        assert ("127.0.0.1", 9835) in listening_sockets()
-        assert ("0.0.0.0", 9835) not in listening_sockets()
+        assert (host, port) == ("127.0.0.1", DEFAULT_PORT)
+        assert ("127.0.0.1", DEFAULT_PORT) in listening_sockets()
+        assert ("0.0.0.0", DEFAULT_PORT) not in listening_sockets()
         scrape(host, port)
 
 
@@ -309,3 +317,134 @@ def test_keep_alive_serves_several_requests_on_one_connection(device):
         assert response.status == 200 and response.read() == b""
         assert int(response.headers["Content-Length"]) > 0
         connection.close()
+
+
+def test_device_label_is_the_device_file_minor_not_the_index(device, started):
+    state = write_nvml_state(device, [
+        f"device GPU-aaaa-stand-in {80 * GiB} {GiB} 0 Stand-in H200",
+        f"device GPU-bbbb-stand-in {80 * GiB} {GiB} 0 Stand-in H200",
+        "minor 0 3",  # NVML's order (PCI bus) differs from /dev/nvidiaN's
+        "minor 1 0",
+    ])
+    with exporter(["--listen", "127.0.0.1:0"], gpuleak_env(device, state)) as (_, host, port):
+        used = samples_of(scrape(host, port), "gpuleak_gpu_memory_used_bytes")
+        by_uuid = {s.labels["UUID"]: s.labels for s in used}
+        assert (by_uuid["GPU-aaaa-stand-in"]["gpu"], by_uuid["GPU-aaaa-stand-in"]["device"]) == ("0", "nvidia3")
+        assert (by_uuid["GPU-bbbb-stand-in"]["gpu"], by_uuid["GPU-bbbb-stand-in"]["device"]) == ("1", "nvidia0")
+
+
+def test_build_info_and_hostname_from_node_name(device):
+    env = gpuleak_env(device, NODE_NAME="gpu-node-7")
+    with exporter(["--listen", "127.0.0.1:0"], env) as (_, host, port):
+        families = scrape(host, port)
+        build = samples_of(families, "gpuleak_build_info")
+        assert len(build) == 1 and build[0].value == 1
+        version = run_gpuleak(["--version"], env).stdout
+        assert build[0].labels["version"] in version
+        assert re.fullmatch(r"[0-9a-f]{12}|unknown", build[0].labels["revision"])
+        assert build[0].labels["Hostname"] == "gpu-node-7"
+        assert samples_of(families, "gpuleak_nvml_up")[0].labels == {"Hostname": "gpu-node-7"}
+
+
+def test_series_of_a_process_disappear_when_it_ends(device, started):
+    holder = start_holder(started, device)
+    state = write_nvml_state(device, [
+        f"device GPU-3333-stand-in {80 * GiB} {3 * GiB} 0 Stand-in H200",
+        f"process 0 {holder} {GiB}",
+    ])
+    with exporter(["--listen", "127.0.0.1:0", "--interval", "0.2"],
+                  gpuleak_env(device, state)) as (_, host, port):
+        def pids_in(families):
+            return {s.labels.get("pid") for family in families.values() for s in family.samples
+                    if "pid" in s.labels}
+        assert str(holder) in pids_in(scrape(host, port))
+        # The driver forgets it and the process ends: no family keeps a series for it.
+        write_nvml_state(device, [f"device GPU-3333-stand-in {80 * GiB} {2 * GiB} 0 Stand-in H200"])
+        started.close()
+        assert wait_until(lambda: str(holder) not in pids_in(scrape(host, port)), step_s=0.2)
+        families = scrape(host, port)
+        assert samples_of(families, "gpuleak_gpu_memory_used_bytes")  # the GPU stays
+
+
+POD_UID = "0b6c2c8e-5f1d-4c57-9d8e-1a2b3c4d5e6f"
+POD_CONTAINER_ID = "c0ffee" + "0123456789abcdef" * 3 + "9876543210"
+
+
+def kubelet_log_root(parent, namespace, pod, uid, container, container_id):
+    """A kubelet log root as a node has it: pods/<ns>_<pod>_<uid>/<container>/0.log and
+    containers/<pod>_<ns>_<container>-<id>.log linking to it."""
+    root = os.path.join(parent, "kubelet-logs")
+    container_dir = os.path.join(root, "pods", f"{namespace}_{pod}_{uid}", container)
+    os.makedirs(container_dir)
+    open(os.path.join(container_dir, "0.log"), "w").close()
+    os.makedirs(os.path.join(root, "containers"))
+    os.symlink(os.path.join(container_dir, "0.log"),
+               os.path.join(root, "containers", f"{pod}_{namespace}_{container}-{container_id}.log"))
+    return root
+
+
+@contextlib.contextmanager
+def process_in_cgroup(started, device, *relative_path):
+    """A GPU-holding process moved into a real cgroup at `relative_path`
+    (below a test-owned parent), removed afterwards."""
+    root = writable_cgroup_root()
+    parent = os.path.join(root, f"gpuleak-test-{os.getpid()}")
+    groups = [parent]
+    for part in relative_path:
+        groups.append(os.path.join(groups[-1], part))
+    for group in groups:
+        os.mkdir(group)
+    holder = None
+    try:
+        holder = start_holder(started, device)
+        with open(os.path.join(groups[-1], "cgroup.procs"), "w") as f:
+            f.write(str(holder))
+        yield holder
+    finally:
+        started.close()
+        leaf = os.path.join(groups[-1], "cgroup.procs")
+        wait_until(lambda: open(leaf).read().strip() == "")
+        for group in reversed(groups):
+            os.rmdir(group)
+
+
+def kubelet_systemd_path(uid, container_id):
+    underscored = uid.replace("-", "_")
+    return ("kubepods.slice", "kubepods-burstable.slice",
+            f"kubepods-burstable-pod{underscored}.slice", f"cri-containerd-{container_id}.scope")
+
+
+@pytest.mark.skipif(writable_cgroup_root() is None, reason="needs root and a writable cgroup tree")
+def test_pod_namespace_and_container_labels_for_a_process_in_a_kubelet_cgroup(device, started, tmp_path):
+    logs = kubelet_log_root(str(tmp_path), "ml-team", "trainer-0", POD_UID, "pytorch",
+                            POD_CONTAINER_ID)
+    with process_in_cgroup(started, device, *kubelet_systemd_path(POD_UID, POD_CONTAINER_ID)) as holder:
+        state = write_nvml_state(device, [
+            f"device GPU-4444-stand-in {80 * GiB} {3 * GiB} 0 Stand-in H200",
+            f"process 0 {holder} {GiB}",
+        ])
+        with exporter(["--listen", "127.0.0.1:0", "--interval", "0.2", "--kubelet-log-root", logs],
+                      gpuleak_env(device, state)) as (_, host, port):
+            families = scrape(host, port)
+            for name in ("gpuleak_process_gpu_memory_bytes", "gpuleak_process_host_rss_bytes",
+                         "gpuleak_process_info"):
+                labels = {s.labels["pid"]: s.labels for s in samples_of(families, name)}[str(holder)]
+                assert (labels["pod"], labels["namespace"], labels["container"]) == \
+                    ("trainer-0", "ml-team", "pytorch"), name
+                assert labels["container_id"] == POD_CONTAINER_ID
+
+
+@pytest.mark.skipif(writable_cgroup_root() is None, reason="needs root and a writable cgroup tree")
+def test_a_cgroup_path_of_unknown_shape_gives_no_pod_label(device, started, tmp_path):
+    logs = kubelet_log_root(str(tmp_path), "ml-team", "trainer-0", POD_UID, "pytorch",
+                            POD_CONTAINER_ID)
+    # The pod's UID and the container's id are both in the path, but not in
+    # the kubelet's shape (no kubepods root): no pod may be named.
+    with process_in_cgroup(started, device, "jobs", f"pod{POD_UID}",
+                           f"cri-containerd-{POD_CONTAINER_ID}.scope") as holder:
+        with exporter(["--listen", "127.0.0.1:0", "--interval", "0.2", "--kubelet-log-root", logs],
+                      gpuleak_env(device)) as (_, host, port):
+            labels = {s.labels["pid"]: s.labels for s in
+                      samples_of(scrape(host, port), "gpuleak_process_info")}[str(holder)]
+            assert (labels["pod"], labels["namespace"], labels["container"]) == ("", "", "")
+            assert labels["container_id"] == POD_CONTAINER_ID

@@ -8,6 +8,8 @@
  *   init_error <nvml return code>                    nvmlInit_v2 fails with it
  *   device <uuid> <total> <used> <reserved> <name...> one GPU (bytes)
  *   process <device index> <pid> <bytes> [<bytes per second>]
+ *   minor <device index> <number>                    the device's /dev/nvidiaN number
+ *                                                    (default: its index)
  *   process_info_bytes 32                            write the 32-byte process entries
  *                                                    of CUDA 12.2-era drivers (default 24)
  *
@@ -52,6 +54,7 @@ struct StandInDevice {
   char uuid[96];
   char name[96];
   double total, used, reserved;
+  unsigned minor;
   int process_count;
   struct StandInProcess processes[kMaxProcesses];
 };
@@ -90,8 +93,14 @@ static void load_state(void) {
       if (sscanf(line + 7, "%95s %lf %lf %lf %n", d->uuid, &d->total, &d->used, &d->reserved,
                  &name_at) >= 4) {
         snprintf(d->name, sizeof d->name, "%s", line + 7 + name_at);
+        d->minor = (unsigned)g_device_count;
         ++g_device_count;
       }
+    } else if (strncmp(line, "minor ", 6) == 0) {
+      int index = -1;
+      unsigned minor = 0;
+      if (sscanf(line + 6, "%d %u", &index, &minor) == 2 && index >= 0 && index < g_device_count)
+        g_devices[index].minor = minor;
     } else if (strncmp(line, "process ", 8) == 0) {
       int index = -1;
       struct StandInProcess p = {0, 0, 0};
@@ -170,6 +179,13 @@ EXPORT nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t device, char* name, unsigned 
   struct StandInDevice* d = device_of(device);
   if (!d) return 2;
   snprintf(name, length, "%s", d->name);
+  return 0;
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetMinorNumber(nvmlDevice_t device, unsigned int* minor) {
+  struct StandInDevice* d = device_of(device);
+  if (!d) return 2;
+  *minor = d->minor;
   return 0;
 }
 

@@ -6,7 +6,7 @@
 # bench/baselines/gpu/two-ranks-nccl-cace3f1.json came from this) and
 # summary.json. Run as ranks:120.
 backend=${BACKEND:-nccl}
-timeout 110 python3 tests/gpu/two_ranks/check_two_ranks.py "$D/gpuleak" "$backend" "$R/two-ranks-$backend" 9835 2>&1 | tail -20
+timeout 110 python3 tests/gpu/two_ranks/check_two_ranks.py "$D/gpuleak" "$backend" "$R/two-ranks-$backend" 10417 2>&1 | tail -20
 python3 - "$R" "$backend" <<'PY'
 import json, sys
 r, backend = sys.argv[1:3]

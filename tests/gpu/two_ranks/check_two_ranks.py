@@ -104,7 +104,7 @@ def main():
         best = max(good, key=lambda s: sum('pid="%d"' % pid in s for pid in rank_pids), default="")
         seen = {pid for pid in rank_pids if any('pid="%d"' % pid in s for s in good)}
         exporter_check = {"scrapes": len(scrapes), "with_metrics": len(good),
-                          "gpu_uuids": sorted(set(re.findall(r'gpu_uuid="([^"]+)"', best))),
+                          "gpu_uuids": sorted(set(re.findall(r'UUID="([^"]+)"', best))),
                           "rank_pids_seen": sorted(seen),
                           "ranks_seen": sorted(rank_pids[pid] for pid in seen)}
         if len(exporter_check["gpu_uuids"]) < min(2, len(ranks)) and backend == "nccl":
