@@ -72,9 +72,21 @@ void ProcessAnalysis::add_boundary(Phase& phase, std::uint64_t step_number, std:
   row.time_s = time_ns > first_time_ns_ ? static_cast<double>(time_ns - first_time_ns_) / 1e9 : 0;
   row.live_tensor_bytes = live_.tensor_bytes();
   row.live_device_bytes = live_.device_bytes();
-  row.pool_reserved_bytes = pool_reserved_;
-  row.device_used_bytes = device_used_;
-  row.host_rss_bytes = host_rss_;
+  auto fresh = [](const std::optional<std::uint64_t>& value, std::uint64_t samples,
+                  std::uint64_t& seen) -> std::optional<std::uint64_t> {
+    bool taken_since = samples != seen;
+    seen = samples;
+    return taken_since ? value : std::nullopt;
+  };
+  // PyTorch's reserve is its cache's segments, which the trace holds: exact
+  // at this boundary, so never below the tensors inside them. Otherwise
+  // (a cudaMallocAsync pool, CuPy) the pool's sample, when one is new.
+  std::optional<std::uint64_t> reserved_sample =
+      fresh(pool_reserved_, pool_reserved_samples_, phase.reserved_samples_seen);
+  row.pool_reserved_bytes =
+      pool_blocks_seen_ && activity_.cache_bytes() > 0 ? activity_.cache_bytes() : reserved_sample;
+  row.device_used_bytes = fresh(device_used_, device_used_samples_, phase.device_used_samples_seen);
+  row.host_rss_bytes = fresh(host_rss_, host_rss_samples_, phase.rss_samples_seen);
   if (export_) row.site_live_bytes = export_->series_values();
   phase.timeline.add(row);
   std::uint64_t n = phase.growth.boundaries();

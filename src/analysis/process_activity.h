@@ -35,6 +35,8 @@ class ProcessActivity {
   void on_free(const LiveAllocation& allocation, std::uint64_t free_time_ns);
 
   ProcessCudaUse summary();
+  // Driver memory PyTorch's caching allocator holds now (its reserve).
+  std::uint64_t cache_bytes() const { return cache_bytes_; }
 
  private:
   bool from_caching_allocator(std::uint32_t stack_id);

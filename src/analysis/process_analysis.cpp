@@ -173,9 +173,11 @@ void ProcessAnalysis::apply(const trace::Record& record) {
           switch (r.metric) {
             case trace::Metric::kHostRssBytes:
               host_rss_ = r.value;
+              ++host_rss_samples_;
               break;
             case trace::Metric::kDeviceUsedBytes:
               device_used_ = r.value;
+              ++device_used_samples_;
               break;
             case trace::Metric::kDeviceTotalBytes:
               device_total_ = r.value;
@@ -183,6 +185,7 @@ void ProcessAnalysis::apply(const trace::Record& record) {
             case trace::Metric::kPoolReservedBytes:
             case trace::Metric::kTorchReservedBytes:
               pool_reserved_ = r.value;
+              ++pool_reserved_samples_;
               break;
             case trace::Metric::kPoolUsedBytes:
               pool_used_ = r.value;

@@ -124,6 +124,10 @@ class ProcessAnalysis {
     std::uint64_t pool_samples_seen = 0;  // pool_used_samples_ at the last boundary
     std::uint64_t pool_first_boundary = 0;
     std::optional<SiteTrend> pool_trend;  // growing now (series_trend), if so
+    // Samples of each metric counted at this phase's last boundary: a row
+    // shows a sample only when one was taken since (a fast loop's steps
+    // would otherwise repeat one stale reading as a flat line).
+    std::uint64_t rss_samples_seen = 0, device_used_samples_seen = 0, reserved_samples_seen = 0;
     std::optional<std::uint64_t> pool_detected_at;
     explicit Phase(const GrowthOptions& options)
         : growth(options),
@@ -230,6 +234,7 @@ class ProcessAnalysis {
   // Latest samples.
   std::optional<std::uint64_t> host_rss_, device_used_, device_total_, pool_reserved_, pool_used_;
   std::uint64_t pool_used_samples_ = 0;
+  std::uint64_t host_rss_samples_ = 0, device_used_samples_ = 0, pool_reserved_samples_ = 0;
   // The next sequence number expected: a jump means events were lost there.
   std::uint64_t next_seq_ = 0;
   // Events were lost so far (a gap in the sequence numbers, or a LostRecord).

@@ -19,6 +19,7 @@
 #include "analysis/trace_loader.h"
 #include "cli/command.h"
 #include "cli/progress.h"
+#include "report/html_page_data.h"
 #include "report/html_report.h"
 #include "report/json_report.h"
 #include "report/json_text.h"
@@ -228,8 +229,23 @@ std::vector<std::string> write_outputs(const TraceReports& reports, const analys
     }
   }
   if (!flags.html_file.empty()) {
+    // The page's per-site chart and peak flame graph come from a second
+    // reading of each trace (report/html_page_data.h); a trace that cannot
+    // be read again keeps its first report.
+    std::vector<analysis::ProcessReport> detailed = reports.processes;
+    analysis::AnalysisOptions options = analysis_options(flags);
+    for (analysis::ProcessReport& r : detailed) {
+      if (!analysis::did_gpu_work(r) || r.trace_path.empty()) continue;
+      analysis::AnalysisOptions again = options;
+      again.export_request = report::html_page_request(r);
+      try {
+        r = analysis::analyze_trace_file(r.trace_path, again);
+      } catch (const trace::TraceError&) {
+      } catch (const std::bad_alloc&) {
+      }
+    }
     std::ostringstream page;
-    report::write_html_report(page, reports.processes, job, reports.unusable);
+    report::write_html_report(page, detailed, job, reports.unusable);
     keep(write_file_whole(flags.html_file, page.str()));
   }
   return failed;

@@ -21,6 +21,7 @@
 #include "generated/html_report_assets.h"
 #include "quantity/units.h"
 #include "report/holder_text.h"
+#include "report/html_page_data.h"
 #include "report/json_report.h"
 #include "report/json_text.h"
 #include "report/process_finding_text.h"
@@ -174,7 +175,9 @@ class PageWriter {
     out_ << "<body>\n<header>\n<h1>" << escape(page_title(reports)) << "</h1>\n";
     out_ << "<p class=\"gl-subtitle\">gpuleak memory report: "
          << escape(plural(reports.size(), "process", "processes"))
-         << ". This page is self-contained and works offline.</p>\n</header>\n";
+         << ". This page is self-contained and works offline.</p>\n"
+         << "<p class=\"gl-filter\"><label>Filter by file or function: <input type=\"search\" "
+            "id=\"gl-filter\" placeholder=\"train.py, forward, ...\"></label></p>\n</header>\n";
     out_ << "<noscript><p class=\"gl-warning\">The memory timelines are drawn by the page's "
             "script; everything else is shown without it.</p></noscript>\n";
     for (const analysis::UnusableTrace& u : unusable_) {
@@ -192,14 +195,26 @@ class PageWriter {
          << ") is embedded in this page as the JSON block with id "
             "<code>gpuleak-data</code>.</p></footer>\n";
     out_ << "<script type=\"application/json\" id=\"gpuleak-data\">"
-         << script_safe_json(job ? to_json(reports, *job, unusable_) : to_json(reports, unusable_))
-         << "</script>\n";
+         << script_safe_json(page_data(reports, job)) << "</script>\n";
     out_ << "<script>" << assets::kUplotJs << "</script>\n";
+    out_ << "<script>" << assets::kD3Js << "</script>\n";
+    out_ << "<script>" << assets::kFlamegraphJs << "</script>\n";
     out_ << "<script>" << assets::kPageJs << "</script>\n";
     out_ << "</body>\n</html>\n";
   }
 
  private:
+  // The JSON report, and per process what the script draws beyond it
+  // (html_page_data.h) under "page".
+  nlohmann::json page_data(const std::vector<ProcessReport>& reports,
+                           const analysis::JobReport* job) const {
+    nlohmann::json data = job ? to_json(reports, *job, unusable_) : to_json(reports, unusable_);
+    for (std::size_t i = 0; i < reports.size() && i < data["processes"].size(); ++i) {
+      data["processes"][i]["page"] = html_page_data(reports[i]);
+    }
+    return data;
+  }
+
   static std::string page_title(const std::vector<ProcessReport>& reports) {
     if (reports.size() == 1) {
       return fmt::format("gpuleak report: {} (pid {})",
@@ -218,14 +233,16 @@ class PageWriter {
   void write_head(const std::vector<ProcessReport>& reports) {
     out_ << "<!doctype html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n";
     out_ << "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n";
-    // Nothing may be fetched: no network, no file; only our two scripts run.
+    // Nothing may be fetched: no network, no file; only our four scripts run.
     out_ << "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; "
-         << "script-src 'sha256-" << assets::kUplotJsSha256 << "' 'sha256-" << assets::kPageJsSha256
+         << "script-src 'sha256-" << assets::kUplotJsSha256 << "' 'sha256-" << assets::kD3JsSha256
+         << "' 'sha256-" << assets::kFlamegraphJsSha256 << "' 'sha256-" << assets::kPageJsSha256
          << "'; style-src 'unsafe-inline'; img-src data:; base-uri 'none'; "
             "form-action 'none'\">\n";
     out_ << "<title>" << escape(page_title(reports)) << "</title>\n";
     out_ << "<link rel=\"icon\" href=\"data:,\">\n";
     out_ << "<style>" << assets::kUplotCss << "</style>\n";
+    out_ << "<style>" << assets::kFlamegraphCss << "</style>\n";
     out_ << "<style>" << assets::kPageCss << "</style>\n";
     out_ << "</head>\n";
   }
@@ -360,6 +377,8 @@ class PageWriter {
 
     write_verdict(r);
     write_timeline(index, r);
+    write_site_chart(index, r);
+    write_flame_graph(index, r);
     write_growing_sites(r.growth);
     write_out_of_memory(r);
     write_leaks(r.leaks, analysis::exit_memory_counts_as_leak(r));
@@ -444,11 +463,43 @@ class PageWriter {
     out_ << "</div>\n";
   }
 
+  // The live bytes of the growing sites (or the largest, when none grows)
+  // at each step: the sites the report names, one line each.
+  void write_site_chart(std::size_t index, const ProcessReport& r) {
+    if (!r.export_detail || r.timeline.site_live_bytes.size() < 2) return;
+    out_ << "<h3>"
+         << (r.growth.sites.empty() ? "Largest sites over time" : "Growing sites over time")
+         << "</h3>\n";
+    out_ << "<div class=\"gl-site-chart\" data-process=\"" << index
+         << "\"><p class=\"gl-muted\">The plot is drawn by the page's script.</p></div>\n";
+  }
+
+  // Flame graphs of the sites: growth per step (the leak's), what was live
+  // at exit and at the peak; the views with nothing to draw are left out.
+  void write_flame_graph(std::size_t index, const ProcessReport& r) {
+    if (r.growth.sites.empty() && r.leaks.groups.empty() && !r.export_detail) return;
+    out_ << "<h3>Flame graph</h3>\n";
+    out_ << "<div class=\"gl-flame\" data-process=\"" << index
+         << "\"><p class=\"gl-muted\">The flame graph is drawn by the page's script.</p></div>\n";
+    out_ << "<p class=\"gl-plot-note gl-muted\">Each stack ends at the line the report blames; "
+            "width is bytes (per step for growth). Click a frame to zoom, type in the filter "
+            "above to highlight.</p>\n";
+  }
+
   void write_timeline(std::size_t index, const ProcessReport& r) {
     out_ << "<h3>Memory timeline</h3>\n";
     if (r.timeline.step.empty()) {
-      out_ << "<p class=\"gl-muted\">No timeline: the trace holds no steps or time "
-              "windows.</p>\n";
+      if (!r.cuda_use.memory.empty()) {
+        // A run without steps (a short CUDA program): the driver's memory as
+        // it changed, which the trace holds whatever the run's length.
+        out_ << "<div class=\"gl-driver-memory\" data-process=\"" << index
+             << "\"><p class=\"gl-muted\">The plot is drawn by the page's script.</p></div>\n";
+        out_ << "<p class=\"gl-plot-note gl-muted\">The run marks no steps: live tensors and "
+                "device memory the driver handed out, over time.</p>\n";
+      } else {
+        out_ << "<p class=\"gl-muted\">No timeline: the trace holds no steps, time windows or "
+                "allocations.</p>\n";
+      }
       return;
     }
     out_ << "<div class=\"gl-timeline\" data-process=\"" << index

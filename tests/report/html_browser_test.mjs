@@ -235,7 +235,8 @@ function checkClean(name, loaded) {
 
 function checkEscaping(name, f) {
   check(f.markupElements === 0, `${name}: markup from the trace made no <b>/<i> elements`);
-  check(f.scripts === 3, `${name}: exactly the page's 3 script elements (found ${f.scripts})`);
+  // The data block, uPlot, d3, d3-flame-graph and the page's own script.
+  check(f.scripts === 5, `${name}: exactly the page's 5 script elements (found ${f.scripts})`);
 }
 
 try {
@@ -307,6 +308,101 @@ try {
     checkEscaping("run", f);
     check(f.verdicts.length === 1 && f.verdicts[0] === "LEAK", `run: verdict LEAK (${f.verdicts})`);
     check(f.growingSites.includes(siteLabel), `run: growing site ${siteLabel} (${f.growingSites})`);
+    await loaded.page.close();
+  }
+
+  // Every shipped trace (examples/traces, recorded on the GPU): the page
+  // draws a chart for every process that did GPU work (a timeline, or for a
+  // run without steps the driver's memory over time), the allocator's
+  // reserve is never below the live tensors it holds, a reading the program
+  // took now and then is not repeated at every step, the flame graph's
+  // heaviest frame is the report's leaking site, and the filter narrows the
+  // tables.
+  {
+    const shipped = path.join(here, "..", "..", "examples", "traces");
+    const folders = [];
+    for (const group of fs.readdirSync(shipped).sort()) {
+      const dir = path.join(shipped, group);
+      if (!fs.statSync(dir).isDirectory()) continue;
+      for (const name of fs.readdirSync(dir).sort()) {
+        const folder = path.join(dir, name);
+        if (fs.statSync(folder).isDirectory() &&
+            fs.readdirSync(folder).some((f) => f.endsWith(".trace"))) folders.push([`${group}/${name}`, folder]);
+      }
+    }
+    check(folders.length >= 15, `shipped: ${folders.length} trace folders found`);
+    for (const [name, folder] of folders) {
+      const html = path.join(args.work, `shipped-${name.replace("/", "-")}.html`);
+      const made = spawnSync(args.gpuleak, ["report", "--html", html, folder], { encoding: "utf8", timeout: 120000 });
+      if (!fs.existsSync(html)) {
+        check(false, `${name}: gpuleak report --html wrote the page (${made.status}: ${made.stderr})`);
+        continue;
+      }
+      const loaded = await open(html);
+      await loaded.page.waitForFunction(() => document.documentElement.hasAttribute("data-flames"), null,
+                                        { timeout: 15000 });
+      const g = await loaded.page.evaluate(() => {
+        const sections = Array.from(document.querySelectorAll("section.gl-process"), (s) => ({
+          charts: s.querySelectorAll(".gl-timeline .uplot, .gl-driver-memory .uplot").length,
+          flame: s.querySelector(".gl-flame") !== null,
+          flameRects: s.querySelectorAll(".gl-flame svg rect").length,
+          flameText: Array.from(s.querySelectorAll(".gl-flame svg g"), (e) => e.textContent).join("\n"),
+          process: Number((s.querySelector("[data-process]") || { getAttribute: () => -1 }).getAttribute("data-process")),
+        }));
+        return { sections, data: JSON.parse(document.getElementById("gpuleak-data").textContent) };
+      });
+      checkClean(name, loaded);
+      // The page reads each trace again for its charts: its numbers are the JSON report's.
+      const json = spawnSync(args.gpuleak, ["report", "--json", folder], { encoding: "utf8", timeout: 120000 });
+      const reported = JSON.parse(json.stdout || "{\"processes\": []}");
+      const numbers = (d) => d.processes.map((p) => [p.pid, p.growth.verdict, p.growth.rate_bytes_per_step,
+                                                     p.peak_live_bytes, p.leaks.bytes, p.timeline.step.length]);
+      check(JSON.stringify(numbers(reported)) === JSON.stringify(numbers(g.data)),
+            `${name}: the page's verdict, rate, peak, leaked bytes and timeline are the JSON report's`);
+      check(g.sections.length > 0 && g.sections.every((s) => s.charts >= 1),
+            `${name}: a chart for each of its ${g.sections.length} process section(s) (${g.sections.map((s) => s.charts)})`);
+      for (const [i, p] of g.data.processes.entries()) {
+        const t = p.timeline;
+        let below = 0;
+        for (let k = 0; k < t.step.length; k++) {
+          const reserved = t.pool_reserved_bytes[k];
+          if (reserved !== null && p.torch_tracking && reserved < t.live_tensor_bytes[k]) below++;
+        }
+        check(below === 0, `${name} pid ${p.pid}: the allocator's reserve is at least the live tensors at every step (${below} below)`);
+        const samples = (t.device_used_bytes || []).filter((v) => v !== null).length;
+        const readings = Math.ceil((p.duration_s || 0) / 0.05) + 2;  // one every 50 ms at most
+        check(samples <= Math.max(readings, 2) || samples <= 2 || t.step.length <= 2,
+              `${name} pid ${p.pid}: device memory in use is drawn at the ${samples} steps with a reading (at most ${readings})`);
+        const section = g.sections.find((s) => s.process === i);
+        const tree = p.page && p.page.flame && p.page.flame["growth-per-step"];
+        if (section && tree && p.growth.sites.length > 0) {
+          // The heaviest leaf of the growth view (the frame with the most
+          // bytes of its own) is the report's fastest-growing site.
+          let leaf = { name: "", value: -1 };
+          const visit = (node) => {
+            const own = node.value - (node.children || []).reduce((sum, child) => sum + child.value, 0);
+            if (own > leaf.value) leaf = { name: node.name, value: own };
+            (node.children || []).forEach(visit);
+          };
+          visit(tree);
+          const top = p.growth.sites.reduce((a, b) => (b.rate_bytes_per_step > a.rate_bytes_per_step ? b : a)).site;
+          check(leaf.name.startsWith(top.function) && (top.line === 0 || leaf.name.includes(`:${top.line})`)),
+                `${name} pid ${p.pid}: the growth flame graph's top frame is the leaking site ${top.label} (${leaf.name})`);
+          check(section.flameRects > 0 && section.flameText.includes(top.function),
+                `${name} pid ${p.pid}: the flame graph is drawn and shows ${top.function}`);
+        }
+      }
+      await loaded.page.close();
+    }
+    // The filter narrows the tables of a leaking page to the rows that name the term.
+    const loaded = await open(pages.leak);
+    const before = await loaded.page.evaluate(() => document.querySelectorAll("section table tbody tr:not([hidden])").length);
+    await loaded.page.fill("#gl-filter", "make_trace.py");
+    const matching = await loaded.page.evaluate(() => document.querySelectorAll("section table tbody tr:not([hidden])").length);
+    await loaded.page.fill("#gl-filter", "no-such-function-anywhere");
+    const none = await loaded.page.evaluate(() => document.querySelectorAll("section table tbody tr:not([hidden])").length);
+    check(before > 0 && matching > 0 && none === 0,
+          `filter: ${before} rows, ${matching} naming make_trace.py, ${none} for a term nothing has`);
     await loaded.page.close();
   }
 

@@ -67,6 +67,15 @@ std::vector<FlameFrame> flame_frames(const std::vector<Frame>& frames, const ana
     if (it->plumbing || (!all_frames && analysis::folded_by_default(*it, user))) continue;
     out.push_back(flame_frame(*it));
   }
+  if (out.empty() && !site.function.empty()) {
+    // No frames, but the report names a place (a framework pool's growth is
+    // placed at the loop that grows it): that place is the stack.
+    Frame f;
+    f.function = site.function;
+    f.file = site.file;
+    f.line = site.line;
+    out.push_back(flame_frame(f));
+  }
   if (out.empty()) out.push_back({api.empty() ? "(no stack)" : api + " (no stack)", "", 0, false});
   return out;
 }

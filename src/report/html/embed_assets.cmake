@@ -1,9 +1,11 @@
 # Turns the HTML report's assets into one C++ header in the build tree:
-# uPlot's script and style (from node_modules, pinned by package-lock.json)
+# uPlot's, d3's and d3-flame-graph's script and style (from node_modules,
+# pinned by package-lock.json)
 # and the page's own script and style (report.js, report.css beside this
 # file). Run by the build (see html_assets.cmake), never by hand:
 #
-#   cmake -DOUTPUT=<header> -DUPLOT_JS=<file> -DUPLOT_CSS=<file>
+#   cmake -DOUTPUT=<header> -DUPLOT_JS=<file> -DUPLOT_CSS=<file> -DD3_JS=<file>
+#         -DFLAMEGRAPH_JS=<file> -DFLAMEGRAPH_CSS=<file>
 #         -DPAGE_JS=<file> -DPAGE_CSS=<file> -P embed_assets.cmake
 #
 # Each asset becomes a string literal made only of \xHH escapes, so no byte
@@ -11,7 +13,7 @@
 # Content-Security-Policy names to allow exactly them. An asset that would
 # end its own <script>/<style> element early is refused here, at build time.
 
-foreach(var OUTPUT UPLOT_JS UPLOT_CSS PAGE_JS PAGE_CSS)
+foreach(var OUTPUT UPLOT_JS UPLOT_CSS D3_JS FLAMEGRAPH_JS FLAMEGRAPH_CSS PAGE_JS PAGE_CSS)
   if(NOT DEFINED ${var})
     message(FATAL_ERROR "embed_assets.cmake: -D${var}=... is missing")
   endif()
@@ -103,6 +105,9 @@ endfunction()
 
 embed(kUplotJs "${UPLOT_JS}" "</script")
 embed(kUplotCss "${UPLOT_CSS}" "</style")
+embed(kD3Js "${D3_JS}" "</script")
+embed(kFlamegraphJs "${FLAMEGRAPH_JS}" "</script")
+embed(kFlamegraphCss "${FLAMEGRAPH_CSS}" "</style")
 embed(kPageJs "${PAGE_JS}" "</script")
 embed(kPageCss "${PAGE_CSS}" "</style")
 

@@ -1,7 +1,11 @@
-// gpuleak HTML report: draws each process's memory timeline with uPlot
-// (inlined into the page at build time) from the report's own JSON (the
-// application/json block with id "gpuleak-data", schema gpuleak-report/1). Every text on the page is written by gpuleak itself;
-// this script only adds the plots, so the page reads the same without it.
+// gpuleak HTML report: draws each process's memory timeline, the live bytes
+// of its sites and a chart for runs without steps with uPlot, and its flame
+// graphs with d3-flame-graph (all inlined into the page at build time), from
+// the report's own JSON (the application/json block with id "gpuleak-data",
+// schema gpuleak-report/1, with each process's "page" data:
+// src/report/html_page_data.h). Every text on the page is written by gpuleak
+// itself; this script only adds the plots and the filter, so the page reads
+// the same without it.
 (function () {
   "use strict";
 
@@ -58,8 +62,11 @@
         // were allocated, and a point that cannot be is not drawn.
         { key: "pool_reserved_bytes", label: "pool reserved", stroke: "#2471a3", width: 1.5,
           atLeast: "live_tensor_bytes" },
-        { key: "device_used_bytes", label: "device used", stroke: "#1e8449", width: 1.5 },
-        { key: "host_rss_bytes", label: "host RSS", stroke: "#d68910", width: 1.5 },
+        // Read by the program now and then (NVML, /proc): a value only at the
+        // steps where a reading was taken, drawn as points on a line.
+        { key: "device_used_bytes", label: "device used", stroke: "#1e8449", width: 1.5,
+          sampled: true },
+        { key: "host_rss_bytes", label: "host RSS", stroke: "#d68910", width: 1.5, sampled: true },
       ],
     },
   ];
@@ -165,7 +172,7 @@
         stroke: s.stroke,
         width: s.width,
         spanGaps: true,
-        points: { show: x.values.length <= 60 },
+        points: { show: x.values.length <= 60 || s.sampled === true },
         value: function (u, v) { return formatBytes(v); },
       });
     });
@@ -213,6 +220,162 @@
     });
   }
 
+  var PALETTE = ["#c0392b", "#2471a3", "#1e8449", "#d68910", "#8e44ad", "#17a589", "#7f8c8d", "#a04000"];
+
+  // The live bytes of the followed sites at each step, on the timeline's x
+  // axis: the growing ones rise, each by its own rate.
+  function drawSiteChart(element, process, index) {
+    var series = process.page && process.page.site_series;
+    if (!series || series.live_bytes.length !== process.timeline.step.length) return null;
+    var x = xAxisOf(process);
+    var last = series.live_bytes[series.live_bytes.length - 1];
+    var order = series.sites.map(function (_, i) { return i; });
+    order.sort(function (a, b) { return last[b] - last[a]; });
+    order = order.slice(0, PALETTE.length);
+    var data = [x.values];
+    var uSeries = [{ label: x.label }];
+    order.forEach(function (column, n) {
+      data.push(series.live_bytes.map(function (row) { return row[column]; }));
+      var site = series.sites[column];
+      uSeries.push({
+        label: site.label + (site.function ? " " + site.function : ""),
+        stroke: PALETTE[n],
+        width: 1.5,
+        value: function (u, v) { return formatBytes(v); },
+      });
+    });
+    element.textContent = "";
+    var holder = document.createElement("div");
+    holder.className = "gl-chart";
+    holder.setAttribute("data-series", order.map(function (c) { return series.sites[c].label; }).join(","));
+    element.appendChild(holder);
+    var marks = marksOf(process, x);
+    return new uPlot({
+      title: "Live bytes per site",
+      width: plotWidth(element),
+      height: 260,
+      scales: { x: { time: false } },
+      series: uSeries,
+      cursor: { sync: { key: "gpuleak-process-" + index } },
+      axes: [
+        { label: x.label },
+        { label: "bytes", size: 80, incrs: BYTE_INCREMENTS,
+          values: function (u, ticks) { return ticks.map(formatTick); } },
+      ],
+      legend: { live: true },
+      hooks: { drawAxes: [function (u) { drawMarks(u, marks); }] },
+    }, data, holder);
+  }
+
+  // A run without steps: the driver's memory over time (ProcessCudaUse).
+  function drawDriverMemory(element, process) {
+    var memory = process.page && process.page.driver_memory;
+    if (!memory || memory.time_s.length === 0) return null;
+    element.textContent = "";
+    var holder = document.createElement("div");
+    holder.className = "gl-chart";
+    holder.setAttribute("data-series", "live tensors,device memory the driver handed out");
+    element.appendChild(holder);
+    var stepped = uPlot.paths && uPlot.paths.stepped ? uPlot.paths.stepped({ align: 1 }) : undefined;
+    return new uPlot({
+      title: "Live memory",
+      width: plotWidth(element),
+      height: 260,
+      scales: { x: { time: false } },
+      series: [
+        { label: "seconds since start" },
+        { label: "live tensors", stroke: "#c0392b", width: 2, paths: stepped,
+          value: function (u, v) { return formatBytes(v); } },
+        { label: "device memory the driver handed out", stroke: "#8e44ad", width: 2, paths: stepped,
+          value: function (u, v) { return formatBytes(v); } },
+      ],
+      axes: [
+        { label: "seconds since start" },
+        { label: "bytes", size: 80, incrs: BYTE_INCREMENTS,
+          values: function (u, ticks) { return ticks.map(formatTick); } },
+      ],
+      legend: { live: true },
+    }, [memory.time_s, memory.tensor_bytes, memory.driver_bytes], holder);
+  }
+
+  var FLAME_VIEWS = [
+    { key: "growth-per-step", label: "growth per step" },
+    { key: "live-at-exit", label: "live at exit" },
+    { key: "live-at-peak", label: "live at the peak" },
+  ];
+
+  // The flame graphs of one process (d3-flame-graph), one view at a time.
+  function drawFlame(element, process) {
+    var trees = (process.page && process.page.flame) || {};
+    var views = FLAME_VIEWS.filter(function (v) { return trees[v.key]; });
+    element.textContent = "";
+    if (views.length === 0) {
+      element.textContent = "Nothing to draw: no site grows and nothing was live.";
+      return null;
+    }
+    if (typeof d3 === "undefined" || typeof flamegraph === "undefined") {
+      throw new Error("d3-flame-graph is missing from the page");
+    }
+    var buttons = document.createElement("div");
+    buttons.className = "gl-flame-views";
+    var canvas = document.createElement("div");
+    canvas.className = "gl-flame-canvas";
+    element.appendChild(buttons);
+    element.appendChild(canvas);
+    var state = { chart: null, view: null };
+    function show(view) {
+      canvas.textContent = "";
+      state.view = view.key;
+      element.setAttribute("data-view", view.key);
+      state.chart = flamegraph.default()
+        .width(plotWidth(element))
+        .cellHeight(18)
+        .transitionDuration(0)
+        .minFrameSize(2)
+        .selfValue(false)
+        .label(function (d) { return d.data.name + ": " + formatBytes(d.value) +
+          (view.key === "growth-per-step" ? " per step" : ""); });
+      d3.select(canvas).datum(trees[view.key]).call(state.chart);
+      var term = document.getElementById("gl-filter");
+      if (term && term.value) state.chart.search(term.value);
+      Array.prototype.forEach.call(buttons.children, function (b) {
+        b.setAttribute("aria-pressed", String(b.getAttribute("data-view") === view.key));
+      });
+    }
+    views.forEach(function (view) {
+      var b = document.createElement("button");
+      b.type = "button";
+      b.textContent = view.label;
+      b.setAttribute("data-view", view.key);
+      b.addEventListener("click", function () { show(view); });
+      buttons.appendChild(b);
+    });
+    show(views[0]);
+    return state;
+  }
+
+  // The filter: rows of the site tables whose text holds the term stay, the
+  // others are hidden; frames that match are highlighted in the flame graphs.
+  function wireFilter(flames) {
+    var input = document.getElementById("gl-filter");
+    if (!input) return;
+    input.addEventListener("input", function () {
+      var term = input.value.trim().toLowerCase();
+      var rows = document.querySelectorAll("section table tbody tr");
+      var shown = 0;
+      Array.prototype.forEach.call(rows, function (row) {
+        var keep = term === "" || row.textContent.toLowerCase().indexOf(term) >= 0;
+        row.hidden = !keep;
+        if (keep) shown++;
+      });
+      document.documentElement.setAttribute("data-filter-rows", String(shown));
+      flames.forEach(function (f) {
+        if (!f.chart) return;
+        if (term === "") f.chart.clear(); else f.chart.search(input.value.trim());
+      });
+    });
+  }
+
   function main() {
     var block = document.getElementById("gpuleak-data");
     if (!block) return;
@@ -236,6 +399,41 @@
       }
     }
 
+    var timelinePlots = plots.length;
+    var extra = [
+      { selector: ".gl-site-chart[data-process]", draw: drawSiteChart },
+      { selector: ".gl-driver-memory[data-process]", draw: drawDriverMemory },
+    ];
+    extra.forEach(function (kind) {
+      var found = document.querySelectorAll(kind.selector);
+      for (var k = 0; k < found.length; k++) {
+        var el = found[k];
+        var process = processes[Number(el.getAttribute("data-process"))];
+        if (!process) continue;
+        try {
+          var plot = kind.draw(el, process, Number(el.getAttribute("data-process")));
+          if (plot) plots.push({ element: el, plot: plot });
+        } catch (error) {
+          el.textContent = "The plot could not be drawn: " + error.message;
+          console.error(error);
+        }
+      }
+    });
+    var flames = [];
+    var flameElements = document.querySelectorAll(".gl-flame[data-process]");
+    for (var f = 0; f < flameElements.length; f++) {
+      var flameElement = flameElements[f];
+      try {
+        var drawn = drawFlame(flameElement, processes[Number(flameElement.getAttribute("data-process"))] || {});
+        if (drawn) flames.push(drawn);
+      } catch (error) {
+        flameElement.textContent = "The flame graph could not be drawn: " + error.message;
+        console.error(error);
+      }
+    }
+    wireFilter(flames);
+    document.documentElement.setAttribute("data-flames", String(flames.length));
+
     var pending = false;
     window.addEventListener("resize", function () {
       if (pending) return;
@@ -247,7 +445,8 @@
         });
       });
     });
-    document.documentElement.setAttribute("data-plots", String(plots.length));
+    document.documentElement.setAttribute("data-extra-plots", String(plots.length - timelinePlots));
+    document.documentElement.setAttribute("data-plots", String(timelinePlots));
   }
 
   main();
