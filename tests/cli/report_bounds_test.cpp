@@ -126,6 +126,73 @@ void write_undeclared_gap_trace(const std::string& path, std::uint64_t pairs) {
   if (!writer->write_block(block, records, &error)) throw std::runtime_error(error);
 }
 
+// `allocations` allocations from one stack, all live at the end.
+void write_many_live_trace(const std::string& path, std::uint32_t allocations) {
+  std::string error;
+  auto writer = trace::TraceWriter::create(path, &error);
+  if (!writer) throw std::runtime_error(error);
+  std::string block;
+  std::uint32_t records = 0;
+  auto add = [&](const trace::Record& r) {
+    trace::encode_record(r, block);
+    if (++records >= 65536) {
+      if (!writer->write_block(block, records, &error)) throw std::runtime_error(error);
+      block.clear();
+      records = 0;
+    }
+  };
+  std::uint64_t time_ns = 1000 * kSecondNs;
+  add(trace::ProcessRecord{4242, 1, 1700000000000000000ull, time_ns, "/usr/bin/app", "app --fill",
+                           "node-1", "0.1.0"});
+  add(trace::ApiNameRecord{243, "cuMemAlloc_v2"});
+  add(trace::StackRecord{1, {0x401010ull, 0x402000ull}, {}});
+  for (std::uint32_t i = 0; i < allocations; ++i) {
+    trace::AllocRecord a;
+    a.seq = i;
+    a.time_ns = time_ns + i;
+    a.address = 0x7f0000000000ull + std::uint64_t{i} * 4096;
+    a.size = 4096;
+    a.kind = trace::MemoryKind::kDevice;
+    a.api = 243;
+    a.device = 0;
+    a.stack_id = 1;
+    add(a);
+  }
+  if (!writer->write_block(block, records, &error)) throw std::runtime_error(error);
+}
+
+TEST(ReportBounds, exports_of_a_trace_past_their_bounds_are_bounded_and_say_what_they_left_out) {
+  ScratchDir dir;
+  std::string trace = dir.file("gpuleak-4242.trace");
+  write_many_live_trace(trace, 250000);
+  auto viz = run_process(
+      {kGpuleak, "report", trace, "--format", "memory_viz", "-o", dir.file("s.pickle")});
+  ASSERT_EQ(viz.exit_code, 0) << viz.describe();
+  EXPECT_LT(viz.max_rss_kib, 1L << 20) << "peak resident KiB";
+  // The pickle's own note: 200,000 of the 250,000 live allocations, the last 100,000 events.
+  auto read = run_process(
+      {"/usr/bin/python3", "-c",
+       "import pickle,sys; g=pickle.load(open(sys.argv[1],'rb'))['gpuleak']; "
+       "print(g['live_allocations'], g['live_allocations_written'], g['events_written']); "
+       "print(g['left_out'])",
+       dir.file("s.pickle")});
+  ASSERT_EQ(read.exit_code, 0) << read.describe();
+  EXPECT_NE(read.out.find("250000 200000 100000"), std::string::npos) << read.out;
+  EXPECT_NE(read.out.find("50000 of 250000 live allocations past the bound"), std::string::npos)
+      << read.out;
+  auto perfetto =
+      run_process({kGpuleak, "report", trace, "--format", "perfetto", "-o", dir.file("t.json")});
+  ASSERT_EQ(perfetto.exit_code, 0) << perfetto.describe();
+  std::ifstream in(dir.file("t.json"));
+  json doc = json::parse(in);
+  std::size_t instants = 0;
+  for (const json& e : doc.at("traceEvents")) instants += e.at("ph") == "i" ? 1 : 0;
+  EXPECT_EQ(instants, 20000u);
+  EXPECT_NE(doc.at("metadata").at("left_out").dump().find("the first 230000 of 250000"),
+            std::string::npos)
+      << doc.at("metadata").dump();
+}
+
 TEST(ReportBounds, an_undeclared_gap_before_millions_of_events_reports_within_a_gib) {
   // Events behind a gap nothing declared are held until the sequencer gives
   // up on it (2^22 of them): that bound must keep the report under 1 GiB.

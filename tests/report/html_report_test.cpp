@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "analysis/process_verdict.h"
+#include "report/html_page_data.h"
 #include "report/json_report.h"
 #include "report/text_report.h"
 
@@ -175,9 +176,10 @@ ProcessReport clean_report(std::uint32_t pid) {
 
 TEST(HtmlReport, markup_in_trace_texts_cannot_close_a_script_or_add_elements) {
   std::string page = page_of({hostile_report()});
-  // Only the page's own three scripts open and close.
-  EXPECT_EQ(count(page, "<script"), 3u);
-  EXPECT_EQ(count(page, "</script>"), 3u);
+  // Only the page's own five scripts open and close (the data block, uPlot,
+  // d3, d3-flame-graph and the page's script).
+  EXPECT_EQ(count(page, "<script"), 5u);
+  EXPECT_EQ(count(page, "</script>"), 5u);
   EXPECT_EQ(count(page, "<b>"), 0u);
   // ...and the markup is shown as text.
   EXPECT_NE(page.find("keep&lt;/script&gt;&lt;script&gt;alert(1)&lt;/script&gt;&lt;b&gt;bold"
@@ -206,7 +208,12 @@ TEST(HtmlReport, embedded_data_is_the_json_report_and_escapes_angle_brackets) {
   EXPECT_EQ(block.find('>'), std::string::npos);
   EXPECT_EQ(block.find('&'), std::string::npos);
   EXPECT_NE(block.find("\\u003c/script\\u003e"), std::string::npos);
+  // The JSON report, each process with what the page draws beyond it
+  // (html_page_data.h) under "page".
   nlohmann::json parsed = nlohmann::json::parse(block);
+  ASSERT_EQ(parsed["processes"].size(), 1u);
+  EXPECT_EQ(parsed["processes"][0]["page"], html_page_data(reports[0]));
+  parsed["processes"][0].erase("page");
   EXPECT_EQ(parsed, to_json(reports));
 }
 
@@ -288,8 +295,8 @@ TEST(HtmlReport, several_processes_get_a_summary_row_and_a_section_each) {
 
 TEST(HtmlReport, ranks_of_a_distributed_job_show_in_the_summary_and_the_section) {
   ProcessReport rank0 = clean_report(10), rank1 = clean_report(11);
-  rank0.distributed = analysis::DistributedRank{0, 0, 2};
-  rank1.distributed = analysis::DistributedRank{1, 1, 2};
+  rank0.distributed = analysis::DistributedRank{0, 0, 2, std::nullopt};
+  rank1.distributed = analysis::DistributedRank{1, 1, 2, std::nullopt};
   std::string page = page_of({rank0, rank1});
   EXPECT_NE(page.find("<th>Rank</th>"), std::string::npos);
   EXPECT_NE(page.find("<td>rank 1 of 2 (local rank 1)</td>"), std::string::npos);
