@@ -54,6 +54,7 @@ std::optional<DistributedRank> read_distributed_rank(const std::string& value) {
   d.rank = optional_integer_field(*object, "rank");
   d.local_rank = optional_integer_field(*object, "local_rank");
   d.world_size = optional_integer_field(*object, "world_size");
+  d.launcher = optional_text_field(*object, "launcher");
   return d;
 }
 

@@ -272,11 +272,14 @@ struct EventClock {
 };
 
 // The process as one rank of a distributed job: the `distributed` annotation
-// (RANK, LOCAL_RANK and WORLD_SIZE of its environment).
+// (RANK, LOCAL_RANK and WORLD_SIZE of its environment, or Slurm's or Open
+// MPI's names for them).
 struct DistributedRank {
   std::optional<std::int64_t> rank;
   std::optional<std::int64_t> local_rank;
   std::optional<std::int64_t> world_size;
+  std::optional<std::string>
+      launcher;  // "torchrun", "slurm", "open-mpi": whose variables gave them
 };
 
 // Which capture backend recorded driver calls, and why: the collector's

@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 #include <string_view>
 
+#include "analysis/job_ranks.h"
 #include "analysis/process_verdict.h"
 #include "generated/html_report_assets.h"
 #include "quantity/units.h"
@@ -185,6 +186,9 @@ class PageWriter {
     }
     if (reports.empty() && unusable_.empty())
       out_ << "<p>No trace was given, so there is nothing to report.</p>\n";
+    if (std::optional<analysis::JobRanks> ranks = analysis::job_ranks(reports)) {
+      ranks_ = analysis::job_ranks_text(*ranks);
+    }
     if (job) write_job(*job);
     if (reports.size() > 1) write_summary(reports);
     for (std::size_t i = 0; i < reports.size(); ++i) {
@@ -286,6 +290,9 @@ class PageWriter {
   // Every process of the job in one row, then the process findings.
   void write_job(const analysis::JobReport& job) {
     out_ << "<section class=\"gl-job\" id=\"job\">\n<h2>Processes of the job</h2>\n";
+    if (ranks_)
+      out_ << "<p class=\"gl-ranks\"><span class=\"gl-label\">Ranks:</span> " << escape(*ranks_)
+           << "</p>\n";
     out_ << "<table class=\"gl-processes\">\n<thead><tr><th>Process</th><th>Role</th>"
             "<th>Device memory (as the driver counts it)</th><th>CUDA first used at</th>"
             "</tr></thead>\n<tbody>\n";
@@ -701,6 +708,7 @@ class PageWriter {
 
   std::ostream& out_;
   const std::vector<analysis::UnusableTrace>& unusable_;
+  std::optional<std::string> ranks_;  // the job's ranks in words (analysis/job_ranks.h)
 };
 
 }  // namespace

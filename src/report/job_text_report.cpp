@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "analysis/job_ranks.h"
 #include "quantity/units.h"
 #include "report/process_finding_text.h"
 #include "report/text_report.h"
@@ -65,6 +66,10 @@ void write_job_text_report(std::ostream& out, const analysis::JobReport& job,
     out << "\n  PROCESSES: " << finding_summary(f, job) << '\n';
     for (const auto& line : finding_details(f, job)) out << "    " << line << '\n';
     if (!f.fix.empty()) out << "    Fix: " << f.fix << '\n';
+  }
+
+  if (std::optional<analysis::JobRanks> ranks = analysis::job_ranks(reports)) {
+    out << "\n  RANKS: " << analysis::job_ranks_text(*ranks) << '\n';
   }
 
   bool any_section = false;

@@ -1,5 +1,6 @@
 #include "report/json_report.h"
 
+#include "analysis/job_ranks.h"
 #include "analysis/process_verdict.h"
 #include "report/process_finding_text.h"
 
@@ -98,6 +99,7 @@ json distributed_json(const std::optional<analysis::DistributedRank>& d) {
   put_if_known(j, "rank", d->rank);
   put_if_known(j, "local_rank", d->local_rank);
   put_if_known(j, "world_size", d->world_size);
+  put_if_known(j, "launcher", d->launcher);
   return j;
 }
 
@@ -394,6 +396,26 @@ json finding_json(const analysis::ProcessFinding& f, const analysis::JobReport& 
           {"fix", f.fix}};
 }
 
+// The job's ranks across hosts (analysis/job_ranks.h), or null.
+json ranks_json(const std::vector<analysis::ProcessReport>& reports) {
+  std::optional<analysis::JobRanks> ranks = analysis::job_ranks(reports);
+  if (!ranks) return nullptr;
+  json entries = json::array();
+  for (const analysis::RankEntry& e : ranks->ranks) {
+    entries.push_back({{"rank", e.rank},
+                       {"host", e.host},
+                       {"pid", e.pid},
+                       {"launcher", e.launcher.empty() ? json(nullptr) : json(e.launcher)},
+                       {"leak", e.leak},
+                       {"rate_bytes_per_step", e.rate_bytes_per_step},
+                       {"site", e.site.empty() ? json(nullptr) : json(e.site)}});
+  }
+  return {{"hosts", ranks->hosts},
+          {"ranks", entries},
+          {"repeated", ranks->repeated},
+          {"text", analysis::job_ranks_text(*ranks)}};
+}
+
 }  // namespace
 
 json to_json(const std::vector<analysis::ProcessReport>& reports, const analysis::JobReport& job,
@@ -419,7 +441,8 @@ json to_json(const std::vector<analysis::ProcessReport>& reports, const analysis
       {"nvml_note", job.nvml_note.empty() ? json(nullptr) : json(job.nvml_note)},
       {"notes", job.notes},
       {"processes", processes},
-      {"findings", findings}};
+      {"findings", findings},
+      {"ranks", ranks_json(reports)}};
   return out;
 }
 
