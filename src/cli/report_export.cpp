@@ -79,6 +79,13 @@ std::vector<std::string> write_export_file(const TraceReports& reports,
   } catch (const std::exception& e) {
     return {fmt::format("cannot write the {} export: {}", flags.format, e.what())};
   }
+  if (format == report::ExportFormat::kFolded && content.str().empty()) {
+    err << fmt::format(
+        "gpuleak: the {} view has nothing to draw in these traces{}\n", flags.view,
+        export_options.view == report::FlameView::kGrowthPerStep
+            ? " (no site grows; --view live-at-exit or live-at-peak draws what was live)"
+            : "");
+  }
   if (flags.output == "-") {
     std::cout << content.str();
     std::cout.flush();

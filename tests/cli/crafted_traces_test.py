@@ -150,3 +150,37 @@ def test_crafted_trace_gets_its_documented_answer(case_path, tmp_path):
             for written in tmp_path.iterdir():
                 if written.is_file() and written.suffix in (".html", ".json"):
                     assert blob not in written.read_bytes(), f"{needle!r} is in {written.name}"
+
+
+EXPORT_FORMATS = ("memory_viz", "perfetto", "speedscope", "folded", "pprof", "csv")
+
+
+@pytest.mark.parametrize("case_path", CASES, ids=[p.stem for p in CASES])
+def test_every_export_of_a_crafted_trace_is_written_or_refused_in_one_line(case_path, tmp_path):
+    """The exports (docs/exports.md) read the same crafted traces: each format
+    is written whole (exit 0, or 3 when the trace is damaged and reported up to
+    the damage) or refused with one `gpuleak:` line, within the time and memory
+    bounds, and shows nothing a case lists as never shown."""
+    case = json.loads(case_path.read_text())
+    prepare(case, tmp_path)
+    env = dict(os.environ, GPULEAK_CANARY=CANARY)
+    never = never_shown_strings(case)
+    traces = sorted(str(p) for p in tmp_path.iterdir() if p.name.endswith(".trace") and p.is_file())
+    for trace in traces:
+        for fmt in EXPORT_FORMATS:
+            output = tmp_path / f"export.{fmt}"
+            if output.exists():
+                output.unlink()
+            status, out, err, seconds, peak = run_limited(
+                ["report", trace, "--format", fmt, "-o", str(output)], env)
+            where = f"gpuleak report {trace} --format {fmt}\n--- stderr\n{err[-2000:]!r}"
+            assert status in (0, 3), where
+            assert peak < MAX_RSS_BYTES, f"{peak >> 20} MiB peak RSS: {where}"
+            if status == 0:
+                assert output.exists(), where
+                # Only a flame graph with nothing to draw may be empty, and it says so.
+                assert output.stat().st_size > 0 or b"nothing to draw" in err, where
+            assert not (tmp_path / f"export.{fmt}.partial").exists(), "a partial export was left behind"
+            written = output.read_bytes().decode("utf-8", "surrogateescape") if output.exists() else ""
+            for secret in never:
+                assert secret not in written, f"the {fmt} export shows {secret!r}: {where}"
