@@ -38,10 +38,13 @@ grep -q "LEAKED" report.txt || { cat report.txt; fail "the report does not say L
 rc=0; run gpuleak lint eval.py > lint.txt || rc=$?
 [ "$rc" = 1 ] && grep -q "GL102" lint.txt || { cat lint.txt; fail "lint found no GL102 (exit $rc)"; }
 run python -c "import gpuleak" || fail "import gpuleak failed in the venv"
-# `run`: the traced program imports the wheel's copy of the package (the
-# folder holding only it); without a driver nothing is recorded (exit 3).
+# `run`: the traced program starts the wheel's boot and imports the wheel's
+# copy of the package (the folder holding only it); without a driver
+# nothing is recorded (exit 3).
 rc=0
-run gpuleak run -o traces -- python -c "import gpuleak; print('traced', gpuleak.__file__)" > run.txt 2>&1 || rc=$?
+run gpuleak run -o traces -- python -c "import gpuleak, sys; print('traced', gpuleak.__file__); print('boot', sys.modules['sitecustomize'].__file__)" > run.txt 2>&1 || rc=$?
 grep -q "traced $native/python/gpuleak/__init__.py" run.txt || { cat run.txt; fail "the traced program did not import the wheel's package"; }
+# The boot (sitecustomize) that starts gpuleak's Python side came with the wheel.
+grep -q "boot $native/python/boot/sitecustomize.py" run.txt || { cat run.txt; fail "the traced program did not start the wheel's boot"; }
 [ "$rc" = 0 ] || [ "$rc" = 3 ] || { cat run.txt; fail "gpuleak run exited $rc"; }
 echo "1 passed, 0 failed"

@@ -12,13 +12,13 @@ timeout 80 "$G" run -o "$R/leak-traces" -- python3 examples/torch/leak_eval_tota
 echo "exit $?" >> "$R/leak.txt"
 timeout 80 "$G" run -o "$R/clean-traces" -- python3 examples/torch/control_replay_buffer.py > "$R/clean.txt" 2>&1
 echo "exit $?" >> "$R/clean.txt"
-tail -4 "$R/leak.txt" "$R/clean.txt"
+tail -n 4 "$R/leak.txt" "$R/clean.txt"
 python3 - "$R" <<'PY'
 import json, os, re, sys
 R = sys.argv[1]
 def verdict(name):
     text = open(os.path.join(R, name)).read()
-    m = re.search(r"Verdict: (LEAK|NO LEAK|NOT YET|LEAKED|INCOMPLETE)", text)
+    m = re.search(r"Verdict: (LEAKED|LEAK|NO LEAK|NOT YET|INCOMPLETE)", text)
     return m.group(1) if m else None
 summary = {"suite": "wheel", "leak_verdict": verdict("leak.txt"), "clean_verdict": verdict("clean.txt")}
 summary["pass"] = summary["leak_verdict"] == "LEAK" and summary["clean_verdict"] == "NO LEAK"
