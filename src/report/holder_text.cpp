@@ -2,14 +2,11 @@
 
 #include <fmt/format.h>
 
+#include "report/file_names.h"
+
 namespace gpuleak::report {
 
 namespace {
-
-std::string base_name(const std::string& path) {
-  auto slash = path.rfind('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
-}
 
 // "local of evaluate (eval.py:60)" -> "local of evaluate"
 std::string short_owner(std::string owner) {

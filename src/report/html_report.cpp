@@ -21,6 +21,7 @@
 #include "analysis/process_verdict.h"
 #include "generated/html_report_assets.h"
 #include "quantity/units.h"
+#include "report/file_names.h"
 #include "report/holder_text.h"
 #include "report/html_page_data.h"
 #include "report/json_report.h"
@@ -120,11 +121,6 @@ std::string shortened(std::string text, std::size_t max_chars) {
 
 std::string plural(std::uint64_t n, const char* one, const char* many) {
   return fmt::format("{} {}", n, n == 1 ? one : many);
-}
-
-std::string base_name(const std::string& path) {
-  auto slash = path.rfind('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
 std::string command_of(const ProcessReport& r) {

@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "quantity/units.h"
+#include "report/file_names.h"
 #include "report/json_report.h"
 
 namespace gpuleak::report {
@@ -18,11 +19,6 @@ namespace {
 // A rate counts as changed when it moved by half or more (the trend's own
 // spread between runs of one program is well below that).
 constexpr double kRateChangeFactor = 1.5;
-
-std::string base_name(const std::string& path) {
-  std::size_t slash = path.find_last_of('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
-}
 
 template <class T>
 T field(const json& j, const char* key, T fallback) {

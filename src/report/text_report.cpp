@@ -6,6 +6,7 @@
 
 #include "analysis/process_verdict.h"
 #include "quantity/units.h"
+#include "report/file_names.h"
 #include "report/holder_text.h"
 
 namespace gpuleak::report {
@@ -19,11 +20,6 @@ using analysis::LeakGroup;
 using analysis::ProcessReport;
 
 namespace {
-
-std::string base_name(const std::string& path) {
-  auto slash = path.rfind('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
-}
 
 std::string plural(std::uint64_t n, const std::string& one, const std::string& many) {
   return fmt::format("{} {}", n, n == 1 ? one : many);

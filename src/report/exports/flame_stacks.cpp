@@ -5,16 +5,13 @@
 #include <algorithm>
 #include <cmath>
 
+#include "report/file_names.h"
+
 namespace gpuleak::report {
 
 using analysis::Frame;
 
 namespace {
-
-std::string base_name(const std::string& path) {
-  std::size_t slash = path.find_last_of('/');
-  return slash == std::string::npos ? path : path.substr(slash + 1);
-}
 
 FlameFrame flame_frame(const Frame& f) {
   FlameFrame out;
