@@ -198,8 +198,7 @@ ProcessReport ProcessAnalysis::build_report(const std::string& trace_path) {
 ExportDetail ProcessAnalysis::export_detail() {
   const ExportRequest& request = export_->request();
   ExportDetail d;
-  d.series_site_ids = request.series_site_ids;
-  if (d.series_site_ids.size() > kMaxSeriesSites) d.series_site_ids.resize(kMaxSeriesSites);
+  d.series_site_ids = request.series_site_ids;  // the recorder kept at most kMaxSeriesSites
   d.peak_time_s = export_->peak_time_s();
   d.peak_bytes = export_->peak_bytes();
   // Every group at the peak: a flame graph of the peak needs them all (the

@@ -29,7 +29,7 @@ int run_report(const ReportArguments& args) {
   // with an export to a file it is still printed, so the reader sees the verdict.
   bool stdout_taken = args.flags.json_file == "-" || args.export_flags.output == "-";
   std::vector<std::string> not_written =
-      write_outputs(reports, job, args.flags, stdout_taken ? nullptr : &std::cout);
+      write_outputs(reports, job, args.flags, options, stdout_taken ? nullptr : &std::cout);
   if (exporting) {
     std::vector<std::string> failed =
         write_export_file(reports, options, args.export_flags, args.flags.all_frames, std::cerr);

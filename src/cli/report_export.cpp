@@ -86,16 +86,13 @@ std::vector<std::string> write_export_file(const TraceReports& reports,
             ? " (no site grows; --view live-at-exit or live-at-peak draws what was live)"
             : "");
   }
-  if (flags.output == "-") {
-    std::cout << content.str();
-    std::cout.flush();
-    if (!std::cout) return {"cannot write the export to stdout"};
-    return {};
-  }
-  std::string problem = write_file_whole(flags.output, content.str());
+  std::string problem = flags.output == "-" ? write_stream(std::cout, content.str(), "stdout")
+                                            : write_file_whole(flags.output, content.str());
   if (!problem.empty()) return {problem};
-  err << fmt::format("gpuleak: wrote {} ({} of {} process{})\n", flags.output, flags.format,
-                     processes.size(), processes.size() == 1 ? "" : "es");
+  if (flags.output != "-") {
+    err << fmt::format("gpuleak: wrote {} ({} of {} process{})\n", flags.output, flags.format,
+                       processes.size(), processes.size() == 1 ? "" : "es");
+  }
   return {};
 }
 

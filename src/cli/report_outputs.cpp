@@ -191,8 +191,6 @@ std::string write_file_whole(const std::string& path, const std::string& content
   return {};
 }
 
-namespace {
-
 // Writes to an already open stream and flushes it, so a full device is
 // seen now (the final flush at exit would fail without a word).
 std::string write_stream(std::ostream& out, const std::string& content, const char* name) {
@@ -203,10 +201,10 @@ std::string write_stream(std::ostream& out, const std::string& content, const ch
   return {};
 }
 
-}  // namespace
-
 std::vector<std::string> write_outputs(const TraceReports& reports, const analysis::JobReport& job,
-                                       const ReportFlags& flags, std::ostream* text_stream) {
+                                       const ReportFlags& flags,
+                                       const analysis::AnalysisOptions& options,
+                                       std::ostream* text_stream) {
   std::vector<std::string> failed;
   auto keep = [&failed](std::string problem) {
     if (!problem.empty()) failed.push_back(std::move(problem));
@@ -233,7 +231,6 @@ std::vector<std::string> write_outputs(const TraceReports& reports, const analys
     // reading of each trace (report/html_page_data.h); a trace that cannot
     // be read again keeps its first report.
     std::vector<analysis::ProcessReport> detailed = reports.processes;
-    analysis::AnalysisOptions options = analysis_options(flags);
     for (analysis::ProcessReport& r : detailed) {
       if (!analysis::did_gpu_work(r) || r.trace_path.empty()) continue;
       analysis::AnalysisOptions again = options;

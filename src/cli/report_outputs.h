@@ -65,15 +65,23 @@ analysis::JobReport analyze_job_of(const std::vector<std::string>& files,
 
 // Writes the text report to `text_stream` (unless null) and the JSON/HTML
 // outputs the flags ask for, with the job: processes, roles, device memory,
-// process findings. Returns what could not be written, one sentence each
-// (empty: all written). Files are written whole or not at all.
+// process findings. `options` are those the reports were read with (the
+// HTML page reads each trace again with them). Returns what could not be
+// written, one sentence each (empty: all written). Files are written whole
+// or not at all.
 std::vector<std::string> write_outputs(const TraceReports& reports, const analysis::JobReport& job,
-                                       const ReportFlags& flags, std::ostream* text_stream);
+                                       const ReportFlags& flags,
+                                       const analysis::AnalysisOptions& options,
+                                       std::ostream* text_stream);
 
 // Writes `content` to `path` whole (PATH.partial, then renamed), or in
 // place when the path is not a regular file (/dev/stdout). Returns why it
 // could not, or "".
 std::string write_file_whole(const std::string& path, const std::string& content);
+
+// Writes `content` to an open stream and flushes it, so a full device is
+// seen now; returns why it could not ("... to NAME: ..."), or "".
+std::string write_stream(std::ostream& out, const std::string& content, const char* name);
 
 // Prints one "gpuleak: ..." line on `err` for every unusable trace, trace
 // error and damage; returns how many.

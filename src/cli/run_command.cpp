@@ -387,7 +387,7 @@ int run_program(const RunArguments& args) {
   TraceReports reports = analyze_traces(files, options);
   analysis::JobReport job = analyze_job_of(files, reports.processes);
   for (std::string& problem :
-       write_outputs(reports, job, args.flags, args.quiet ? nullptr : &std::cerr))
+       write_outputs(reports, job, args.flags, options, args.quiet ? nullptr : &std::cerr))
     problems.push_back(std::move(problem));
   // The program's own process exited, so its collector wrote an exit record
   // at exit; a trace without one stopped being written (a full disk, the
