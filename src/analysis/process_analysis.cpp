@@ -16,6 +16,7 @@ ProcessAnalysis::ProcessAnalysis(AnalysisOptions options)
     : options_(std::move(options)), finder_(options_.iterations) {
   catalog_.set_source_lookup(options_.source_lookup);
   if (options_.export_request) export_.emplace(*options_.export_request);
+  if (options_.tracked_block) block_window_.emplace(*options_.tracked_block);
 }
 
 void ProcessAnalysis::set_trace_error(const std::string& message, std::uint64_t offset) {
@@ -68,6 +69,8 @@ void ProcessAnalysis::drain_finder() {
   FinderItem item;
   while (finder_.pop(item)) {
     if (item.is_boundary) {
+      // A loop found in the allocation stream ticks inside the block only.
+      if (block_window_ && !(block_window_->began() && !block_window_->ended())) continue;
       on_tick({trace::StepSource::kAllocationPeriod, item.loop_id}, item.iteration, item.time_ns);
     } else {
       apply(item.record);
@@ -94,6 +97,8 @@ void ProcessAnalysis::apply(const trace::Record& record) {
     }
     if (seq >= next_seq_) next_seq_ = seq + 1;
   }
+  // Outside the tracked block, events count for nothing but the sequence.
+  if (block_window_ && !block_window_->admits(record)) return;
   if (!std::holds_alternative<trace::StepRecord>(record)) advance_time_windows(time_ns);
 
   std::visit(

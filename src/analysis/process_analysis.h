@@ -41,6 +41,7 @@
 #include "analysis/stack_catalog.h"
 #include "analysis/suppressions.h"
 #include "analysis/timeline_sampler.h"
+#include "analysis/tracked_block_window.h"
 #include "analysis/vmm_site_pairs.h"
 #include "trace/records.h"
 
@@ -61,6 +62,8 @@ struct AnalysisOptions {
   // What an export needs beyond the report (analysis/export_detail.h);
   // ProcessReport::export_detail holds it.
   std::optional<ExportRequest> export_request;
+  // Only the events of this `gpuleak.track()` block (tracked_block_window.h).
+  std::optional<std::uint64_t> tracked_block;
 };
 
 class ProcessAnalysis {
@@ -146,6 +149,8 @@ class ProcessAnalysis {
   void on_annotation(const trace::AnnotationRecord& record);
   LeakGroup make_group(std::uint32_t stack_id);
   std::vector<LeakGroup> group_live(std::size_t limit);
+  // Sample blocks and holders of the groups a tracked block left behind.
+  void describe_left_behind(std::vector<LeakGroup>& groups) const;
   // Live bytes and allocations per (stack, kind), as group_live counts them.
   using LiveTotals = std::map<std::pair<std::uint32_t, trace::MemoryKind>,
                               std::pair<std::uint64_t, std::uint64_t>>;
@@ -242,6 +247,7 @@ class ProcessAnalysis {
 
   HolderFindings holders_;
   std::optional<ExportRecorder> export_;  // when options_.export_request asks
+  std::optional<TrackedBlockWindow> block_window_;  // when options_.tracked_block asks
   LiveTotals peak_totals_;                // what was live at the peak, for export_
   VmmSitePairs vmm_site_pairs_;
   // The holder found for a site; for a virtual-memory site without one, the

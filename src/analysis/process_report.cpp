@@ -89,6 +89,26 @@ std::vector<LeakGroup> ProcessAnalysis::group_totals(const LiveTotals& totals, s
   return out;
 }
 
+// What a tracked block left allocated is what a test or a notebook cell
+// asks about: a few addresses of each group let the package walk for its
+// holder (python/gpuleak/tracking.py), whose answer then shows here.
+void ProcessAnalysis::describe_left_behind(std::vector<LeakGroup>& groups) const {
+  constexpr std::size_t kSampleBlocks = 16;
+  std::map<std::uint32_t, LeakGroup*> group_of_stack;
+  for (LeakGroup& g : groups) {
+    for (std::uint32_t id : g.stack_ids) group_of_stack[id] = &g;
+    if (!g.stack_ids.empty()) {
+      if (const HolderFinding* h = find_holder(g.stack_ids.front())) g.holder = h->answer;
+    }
+  }
+  live_.for_each([&](const LiveAllocation& a) {
+    auto it = group_of_stack.find(a.stack_id);
+    if (it == group_of_stack.end() || it->second->kind != a.kind) return;
+    auto& sample = it->second->sample_blocks;
+    if (sample.size() < kSampleBlocks) sample.emplace_back(a.address, a.size);
+  });
+}
+
 ProcessReport ProcessAnalysis::build_report(const std::string& trace_path) {
   finish();
   ProcessReport r;
@@ -105,6 +125,10 @@ ProcessReport ProcessAnalysis::build_report(const std::string& trace_path) {
   r.framework_tracking = framework_tracking_;
   r.python_loop = python_loop_;
   r.collector_disabled = collector_disabled_;
+  if (block_window_) {
+    r.tracked_block = TrackedBlockReport{block_window_->block(), block_window_->began(),
+                                         block_window_->ended()};
+  }
   std::map<std::string, OriginShare> origins;
   const Phase* primary = nullptr;
   r.growth = growth_report_of_phases(&primary);
@@ -143,7 +167,9 @@ ProcessReport ProcessAnalysis::build_report(const std::string& trace_path) {
                      ? static_cast<double>(last_time_ns_ - first_time_ns_) / 1e9
                      : 0;
 
-  for (LeakGroup& g : group_live(0)) {
+  std::vector<LeakGroup> live_groups = group_live(0);
+  if (block_window_) describe_left_behind(live_groups);
+  for (LeakGroup& g : live_groups) {
     std::string origin = g.stack_ids.empty() ? "" : catalog_.origin(g.stack_ids.front());
     if (!is_tensor_kind(g.kind) && origin == kCachingAllocatorOrigin) {
       g.suppressed = true;

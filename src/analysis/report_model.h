@@ -62,6 +62,50 @@ struct Site {
   std::string label() const;  // "train.py:42" or "function" or "?"
 };
 
+// What the Python package found holding one growing site's memory: its
+// answer to a holder request (docs/python-protocol.md; fields in
+// docs/python.md, "Answer fields per site"). Read from the trace's `holder`
+// annotation; a field missing or of the wrong type there is empty here.
+struct KeepingStatement {  // holder.kept_at: the statement that stores into the holder
+  std::string file;
+  std::optional<std::uint64_t> line;
+  std::optional<std::string> statement;  // its text; empty when the source could not be read
+  std::string kind;                      // "append", "augmented-assignment", ...
+  std::string function;
+  bool in_loop = false;
+};
+
+struct Holder {
+  std::string type;   // "list", "dict", "deque", "Tensor", ...
+  std::string name;   // "losses", "history['loss']"
+  std::string owner;  // "module __main__", "local of train (t.py:40)", ...
+  std::string path;   // "__main__.losses"
+  std::optional<std::int64_t> length;
+  bool bounded = false;  // a container that cannot grow without limit
+  std::optional<std::int64_t> maxlen;
+  std::optional<std::string> filled_by;  // "hook on ReLU"
+  std::optional<std::string> element;    // what each held element is, when worth saying
+  std::optional<std::string> held_in;    // where the container lives, for `exception traceback`
+  std::optional<KeepingStatement> kept_at;
+};
+
+struct HolderAnswer {
+  std::uint32_t site_id = 0;
+  std::uint64_t matched_addresses = 0;
+  std::string kind;  // "tensor", "graph", "unknown"
+  std::optional<Holder> holder;
+  std::optional<std::int64_t> graph_tensors_per_element;
+  bool element_has_grad_fn = false;
+  // The package's finer word for how the holder keeps the memory; written
+  // with the holder (null there when it has none).
+  std::optional<std::string> cause;
+  std::optional<std::string> fix;
+  std::optional<std::string> note;  // why there is no holder
+  // The walk ran out of its time budget (the answer's `timed_out`): a holder
+  // it names may be an object below the one that keeps the memory.
+  bool walk_timed_out = false;
+};
+
 // Allocations that are still live, grouped by where they were made.
 struct LeakGroup {
   std::uint64_t bytes = 0;
@@ -77,6 +121,11 @@ struct LeakGroup {
   // A segment of PyTorch's or CuPy's cache whose tensors are tracked one by
   // one: those tensors are groups of their own, inside these bytes.
   bool pool_segment = false;
+  // In the report of a tracked block only: a few of the group's live blocks
+  // (address, bytes), which the package's holder walk looks for, and the
+  // holder it found for the group's first stack.
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> sample_blocks;
+  std::optional<HolderAnswer> holder;
 };
 
 struct LeakSummary {
@@ -144,50 +193,6 @@ struct PhaseSummary {
   double rate_bytes_per_step = 0;
   std::optional<std::uint64_t> verdict_step;
   bool primary = false;  // the phase the rest of the growth report is about
-};
-
-// What the Python package found holding one growing site's memory: its
-// answer to a holder request (docs/python-protocol.md; fields in
-// docs/python.md, "Answer fields per site"). Read from the trace's `holder`
-// annotation; a field missing or of the wrong type there is empty here.
-struct KeepingStatement {  // holder.kept_at: the statement that stores into the holder
-  std::string file;
-  std::optional<std::uint64_t> line;
-  std::optional<std::string> statement;  // its text; empty when the source could not be read
-  std::string kind;                      // "append", "augmented-assignment", ...
-  std::string function;
-  bool in_loop = false;
-};
-
-struct Holder {
-  std::string type;   // "list", "dict", "deque", "Tensor", ...
-  std::string name;   // "losses", "history['loss']"
-  std::string owner;  // "module __main__", "local of train (t.py:40)", ...
-  std::string path;   // "__main__.losses"
-  std::optional<std::int64_t> length;
-  bool bounded = false;  // a container that cannot grow without limit
-  std::optional<std::int64_t> maxlen;
-  std::optional<std::string> filled_by;  // "hook on ReLU"
-  std::optional<std::string> element;    // what each held element is, when worth saying
-  std::optional<std::string> held_in;    // where the container lives, for `exception traceback`
-  std::optional<KeepingStatement> kept_at;
-};
-
-struct HolderAnswer {
-  std::uint32_t site_id = 0;
-  std::uint64_t matched_addresses = 0;
-  std::string kind;  // "tensor", "graph", "unknown"
-  std::optional<Holder> holder;
-  std::optional<std::int64_t> graph_tensors_per_element;
-  bool element_has_grad_fn = false;
-  // The package's finer word for how the holder keeps the memory; written
-  // with the holder (null there when it has none).
-  std::optional<std::string> cause;
-  std::optional<std::string> fix;
-  std::optional<std::string> note;  // why there is no holder
-  // The walk ran out of its time budget (the answer's `timed_out`): a holder
-  // it names may be an object below the one that keeps the memory.
-  bool walk_timed_out = false;
 };
 
 struct GrowthReport {
@@ -413,6 +418,15 @@ struct ExportDetail {
   std::map<std::uint32_t, std::string> thread_names;
 };
 
+// The `gpuleak.track()` block a report is restricted to: whether the trace
+// marks its beginning and its end (a block whose end is missing was cut short:
+// the process ended, or is still inside it).
+struct TrackedBlockReport {
+  std::uint64_t block = 0;
+  bool found = false;
+  bool ended = false;
+};
+
 struct ProcessReport {
   std::string trace_path;
   trace::ProcessRecord process;
@@ -444,6 +458,8 @@ struct ProcessReport {
   Timeline timeline;
   ProcessCudaUse cuda_use;
   std::optional<ExportDetail> export_detail;  // only when an export asked (ExportRequest)
+  // When the report is of one `gpuleak.track()` block (AnalysisOptions::tracked_block).
+  std::optional<TrackedBlockReport> tracked_block;
 };
 
 // A trace that gave no report at all (it could not be opened, is not a

@@ -1,5 +1,7 @@
 // gpuleak report TRACE...: the leak report from saved traces.
 #include <CLI/CLI.hpp>
+#include <algorithm>
+#include <optional>
 #include <iostream>
 
 #include "cli/command.h"
@@ -15,14 +17,23 @@ struct ReportArguments {
   ReportFlags flags;
   ExportFlags export_flags;
   bool fail_on_leak = false;
+  std::optional<std::uint64_t> tracked_block;  // --block
 };
 
 int run_report(const ReportArguments& args) {
   check_export_flags(args.export_flags);
   analysis::AnalysisOptions options = analysis_options(args.flags);
+  options.tracked_block = args.tracked_block;
   std::vector<analysis::UnusableTrace> unusable;
   std::vector<std::string> files = trace_files(args.traces, unusable);
   TraceReports reports = analyze_traces(files, options, std::move(unusable));
+  if (args.tracked_block && !reports.processes.empty() &&
+      std::none_of(reports.processes.begin(), reports.processes.end(), [](const auto& r) {
+        return r.tracked_block && r.tracked_block->found;
+      })) {
+    throw InputError("no gpuleak.track() block " + std::to_string(*args.tracked_block) +
+                     " in these traces");
+  }
   analysis::JobReport job = analyze_job_of(files, reports.processes);
   bool exporting = !args.export_flags.format.empty();
   // The text report goes to stdout unless stdout is taken (--json, -o -);
@@ -66,6 +77,9 @@ void add_report_command(CLI::App& app, CommandAction& action) {
       ->capture_default_str();
   command->add_option("--pid", args->export_flags.pid,
                       "Export only this process (memory_viz holds one process)");
+  command->add_option("--block", args->tracked_block,
+                      "Report only block N of gpuleak.track() (its events; what it left "
+                      "allocated at its end)");
   command->add_flag("--fail-on-leak", args->fail_on_leak,
                     "Exit with status 1 when anything leaked, 3 when data is missing (a CI gate)");
   command->callback([&action, args] { action = [args] { return run_report(*args); }; });

@@ -40,18 +40,6 @@ json site_json(const analysis::Site& s) {
           {"label", s.label()}};
 }
 
-json group_json(const analysis::LeakGroup& g) {
-  json j = {{"bytes", g.bytes},
-            {"allocations", g.allocations},
-            {"kind", trace::memory_kind_name(g.kind)},
-            {"api", g.api},
-            {"device", g.device},
-            {"stack_ids", g.stack_ids},
-            {"site", site_json(g.site)},
-            {"frames", frames_json(g.frames)}};
-  if (g.suppressed) j["suppressed_by"] = g.suppressed_by;
-  return j;
-}
 
 template <class T>
 json optional_json(const std::optional<T>& value) {
@@ -177,6 +165,21 @@ json holder_json(const std::optional<analysis::HolderAnswer>& answer) {
   if (answer->note) out["note"] = *answer->note;
   if (answer->walk_timed_out) out["timed_out"] = true;
   return out;
+}
+
+json group_json(const analysis::LeakGroup& g) {
+  json j = {{"bytes", g.bytes},
+            {"allocations", g.allocations},
+            {"kind", trace::memory_kind_name(g.kind)},
+            {"api", g.api},
+            {"device", g.device},
+            {"stack_ids", g.stack_ids},
+            {"site", site_json(g.site)},
+            {"frames", frames_json(g.frames)}};
+  if (g.suppressed) j["suppressed_by"] = g.suppressed_by;
+  if (!g.sample_blocks.empty()) j["sample_blocks"] = g.sample_blocks;
+  if (g.holder) j["holder"] = holder_json(g.holder);
+  return j;
 }
 
 }  // namespace
@@ -321,7 +324,11 @@ json to_json(const analysis::ProcessReport& r) {
           {"leaks", leaks},
           {"out_of_memory", oom},
           {"growth", growth},
-          {"timeline", timeline}};
+          {"timeline", timeline},
+          {"tracked_block", r.tracked_block ? json{{"block", r.tracked_block->block},
+                                                   {"found", r.tracked_block->found},
+                                                   {"ended", r.tracked_block->ended}}
+                                            : json(nullptr)}};
 }
 
 json to_json(const std::vector<analysis::ProcessReport>& reports,

@@ -90,6 +90,14 @@ class Site:
                 continue
             if start > 0 and size > 0:
                 self.ranges.append((start, start + size))
+        # Optional: (file, line) of the frames that allocated the site, which
+        # choose among several statements storing into one holder.
+        self.lines = []
+        for pair in raw.get("lines") or []:
+            try:
+                self.lines.append((str(pair[0]), int(pair[1])))
+            except (TypeError, ValueError, IndexError):
+                continue
         self.direct_matches = set()   # indices of ranges covered by a live tensor's storage
         self.graph_matches = set()    # indices covered by a tensor saved in a held graph
         self.cycle_matches = set()    # indices covered by a leaf in a create_graph cycle

@@ -90,9 +90,29 @@ class SourceIndex:
                     data = handle.read()
                 tree = ast.parse(data, filename=path)
                 self.lines[path] = data.decode("utf-8", "replace").splitlines()
-        except (OSError, SyntaxError, ValueError):
+        except OSError:
+            tree = self.tree_of_cell(path)
+        except (SyntaxError, ValueError):
             tree = None
         self.trees[path] = tree
+        return tree
+
+    def tree_of_cell(self, path):
+        """Code that has no file: a notebook cell or IPython input, which IPython keeps in
+        linecache's cache under the name its code objects carry."""
+        import linecache
+
+        entry = linecache.cache.get(path)
+        if not entry or len(entry) < 3:
+            return None
+        text = "".join(entry[2])
+        if len(text) > _MAX_SOURCE_BYTES:
+            return None
+        try:
+            tree = ast.parse(text, filename=path)
+        except (SyntaxError, ValueError):
+            return None
+        self.lines[path] = text.splitlines()
         return tree
 
     def line_text(self, path, line):
@@ -232,10 +252,13 @@ def _class_node(tree, qualname):
     return candidates[0] if candidates else None
 
 
-def best(stores):
+def best(stores, allocation_lines=()):
+    """The store to name: one on the allocation's own stack first (the request's `lines`: of
+    two appends to one list, the one the leaking code ran), then Store.rank."""
     if not stores:
         return None
-    return max(stores, key=Store.rank)
+    on_stack = set(allocation_lines)
+    return max(stores, key=lambda store: ((store.path, store.line) in on_stack,) + store.rank())
 
 
 class KeepingStatements:
@@ -244,6 +267,8 @@ class KeepingStatements:
     def __init__(self, user_files):
         self.sources = SourceIndex()
         self.user_files = [f for f in dict.fromkeys(user_files) if f and not is_library_file(f)]
+        # (file, line) of the stack that allocated the site being named (Site.lines)
+        self.allocation_lines = ()
 
     def answer(self, store):
         return store.as_answer(self.sources) if store is not None else None
@@ -264,16 +289,27 @@ class KeepingStatements:
             return None
         qualname = getattr(code, "co_qualname", code.co_name)
         prefix = qualname.rsplit(".", 1)[0] if "." in qualname else ""
-        return self.answer(best(self.search(path, node, _name_matcher(name), prefix)))
+        return self.answer(best(self.search(path, node, _name_matcher(name), prefix),
+                                self.allocation_lines))
 
     def in_module(self, module_name, name):
         """Stores into global `name` anywhere in the module's file."""
         module = sys.modules.get(module_name)
         path = getattr(module, "__file__", None) if module is not None else None
         tree = self.sources.tree(path) if path and not is_library_file(path) else None
-        if tree is None:
+        if tree is not None:
+            return self.answer(best(self.search(path, tree, _name_matcher(name)),
+                                    self.allocation_lines))
+        if module_name != "__main__":
             return None
-        return self.answer(best(self.search(path, tree, _name_matcher(name))))
+        # An interactive __main__ (a notebook's kernel, IPython) has no file: its globals
+        # are stored by cells, and the allocation's own cells are where to look.
+        stores = []
+        for cell in dict.fromkeys(file for file, _ in self.allocation_lines):
+            tree = self.sources.tree(cell) if not is_library_file(cell) else None
+            if tree is not None:
+                stores.extend(self.search(cell, tree, _name_matcher(name)))
+        return self.answer(best(stores, self.allocation_lines))
 
     def for_attribute(self, cls, attribute):
         """Stores into `<anything>.attribute` in the class's own source, else in the program's files."""
@@ -290,7 +326,7 @@ class KeepingStatements:
                 tree = self.sources.tree(path)
                 if tree is not None:
                     stores.extend(self.search(path, tree, _attribute_matcher(attribute)))
-        return self.answer(best(stores))
+        return self.answer(best(stores, self.allocation_lines))
 
     def in_closure(self, function, name):
         """Stores into the free variable `name` of a closure: in the closure, then in its maker."""
@@ -308,7 +344,7 @@ class KeepingStatements:
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == maker_name:
                 stores = self.search(path, node, _name_matcher(name))
                 if stores:
-                    return self.answer(best(stores))
+                    return self.answer(best(stores, self.allocation_lines))
         return found
 
     def calls(self, method_names, keyword=None):
@@ -321,7 +357,7 @@ class KeepingStatements:
             finder = _CallFinder(path, method_names, keyword)
             finder.visit(tree)
             stores.extend(finder.found)
-        return self.answer(best(stores))
+        return self.answer(best(stores, self.allocation_lines))
 
     def hook_registration(self, attribute):
         return self.calls(_HOOK_REGISTRATIONS.get(attribute, ("register_forward_hook",)))

@@ -309,6 +309,7 @@ class Walk(HeapScan, GraphWalk, ReferrerClimb, Naming):
             if element_text:
                 holder["element"] = element_text
                 break
+        self.statements.allocation_lines = site.lines
         kept_at = self.keeping_statement(chain, holder_obj, holder)
         if kept_at is not None:
             holder["kept_at"] = kept_at
