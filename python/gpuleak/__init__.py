@@ -2,11 +2,17 @@
 
 `gpuleak run python train.py` loads it without any change to the program
 (see python/boot/sitecustomize.py and docs/python.md). Programs may also use
-this small public API; every function is a cheap no-op when the program does
-not run under `gpuleak run`, and none ever raises.
+this small public API; step(), phase() and annotate() are cheap no-ops when
+nothing records, and none of them ever raises.
+
+`gpuleak.track()` records a block of code from inside the program, with or
+without `gpuleak run` (gpuleak/tracking.py); the pytest plugin
+(gpuleak/pytest_plugin.py) and the IPython extension (`%load_ext gpuleak`,
+gpuleak/notebook_magics.py) are built on it.
 """
 
-__all__ = ["step", "phase", "begin_phase", "end_phase", "annotate", "is_recording"]
+__all__ = ["step", "phase", "begin_phase", "end_phase", "annotate", "is_recording",
+           "track", "start", "stop"]
 
 
 _explicit_step = None  # the clock's bound method, looked up once
@@ -116,3 +122,32 @@ def is_recording():
         return bool(collector is not None and collector.is_recording())
     except Exception:
         return False
+
+
+def track(name=None, **options):
+    """A block of code to track: `with gpuleak.track() as block: ...`, then `block.verdict`,
+    `block.left_behind`, `block.holder`, `block.keeping_line` (gpuleak/tracking.py)."""
+    from gpuleak import tracking
+
+    return tracking.track(name, **options)
+
+
+def start(name=None, **options):
+    """Starts tracking a block without `with`; stop() ends it and returns its result."""
+    from gpuleak import tracking
+
+    return tracking.start(name, **options)
+
+
+def stop():
+    """Ends the innermost block start() began; returns its result."""
+    from gpuleak import tracking
+
+    return tracking.stop()
+
+
+def load_ipython_extension(ipython):
+    """`%load_ext gpuleak`: the %%gpuleak and %gpuleak_top magics (gpuleak/notebook_magics.py)."""
+    from gpuleak import notebook_magics
+
+    notebook_magics.register(ipython)
