@@ -26,6 +26,13 @@ for lib in $(ldd "${binaries[@]}" | awk '/=> \//{print $3}' | sort -u); do
     *) cp -L "$lib" dist/lib/ ;;
   esac
 done
+# IPython for the %%gpuleak magic's GPU check (tests/gpu/suites/in_process.sh): the GPU
+# machine has no IPython and no registry; Debian's pure-Python packages load there.
+mkdir -p dist/ipython
+for module in IPython traitlets prompt_toolkit decorator.py parso pexpect stack_data \
+    executing asttokens pure_eval matplotlib_inline wcwidth backcall pickleshare.py ptyprocess; do  # (jedi: optional, 12 MiB)
+  [ -e "/usr/lib/python3/dist-packages/$module" ] && cp -r "/usr/lib/python3/dist-packages/$module" dist/ipython/
+done
 git rev-parse --short HEAD > dist/COMMIT 2>/dev/null || true
 # Uncommitted changes in the bundle are said, so results name what ran.
 [ -n "$(git status --porcelain --untracked-files=no 2>/dev/null)" ] && sed -i "s/$/+changes/" dist/COMMIT

@@ -24,12 +24,23 @@ def register(ipython):
     ipython.register_magic_function(_gpuleak_top, magic_kind="line", magic_name="gpuleak_top")
 
 
+class _ArgumentError(ValueError):
+    pass
+
+
 def _cell_arguments(line):
     parser = argparse.ArgumentParser(prog="%%gpuleak", add_help=False)
-    parser.add_argument("name", nargs="?", default=None)
+    parser.add_argument("name", nargs="*")
     parser.add_argument("--no-html", action="store_true")
     parser.add_argument("--height", type=int, default=480)
-    return parser.parse_args(shlex.split(line or ""))
+
+    def refuse(message):
+        raise _ArgumentError(message)
+
+    parser.error = refuse  # one line of ours, not argparse's usage and exit
+    options = parser.parse_args(shlex.split(line or ""))
+    options.name = " ".join(options.name) or None
+    return options
 
 
 def _gpuleak_cell(line, cell):
@@ -40,8 +51,8 @@ def _gpuleak_cell(line, cell):
 
     try:
         options = _cell_arguments(line)
-    except SystemExit:
-        print("usage: %%gpuleak [NAME] [--no-html] [--height PIXELS]")
+    except (_ArgumentError, ValueError) as error:
+        print("%%%%gpuleak: %s; usage: %%%%gpuleak [NAME] [--no-html] [--height PIXELS]" % error)
         return
     shell = get_ipython()
     block = tracking.track(options.name or "notebook cell")

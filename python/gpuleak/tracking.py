@@ -292,10 +292,12 @@ def _holder_request_for_left_behind(block, process):
     """A holder request for the largest groups the block left behind that have none yet."""
     sites = []
     for group in (process.get("leaks") or {}).get("groups", []):
-        if group.get("holder") or not group.get("sample_blocks") or not group.get("stack_ids"):
+        if not group.get("sample_blocks") or not group.get("stack_ids"):
             continue
         lines = [[frame.get("file"), frame.get("line")] for frame in group.get("frames") or []
                  if frame.get("language") == "python" and frame.get("line")]
+        if _named_on_its_stack(group.get("holder"), lines):
+            continue
         sites.append({"site_id": group["stack_ids"][0], "addresses": group["sample_blocks"],
                       "lines": lines})
         if len(sites) == _HOLDER_GROUPS:
@@ -303,6 +305,16 @@ def _holder_request_for_left_behind(block, process):
     if not sites:
         return None
     return {"request_id": "tracked-block-%d" % block, "sites": sites}
+
+
+def _named_on_its_stack(answer, lines):
+    """Whether a holder answer (from a walk at a step, which knew no stack) names a holder and a
+    keeping statement on the allocation's own stack; if not, the walk is asked again with it."""
+    holder = (answer or {}).get("holder")
+    if not holder:
+        return False
+    kept = holder.get("kept_at") or {}
+    return not kept or [kept.get("file"), kept.get("line")] in lines
 
 
 class Site:

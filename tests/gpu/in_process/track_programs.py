@@ -1,0 +1,43 @@
+"""gpuleak.track() on the GPU (tests/gpu/suites/in_process.sh): a training loop that keeps
+every step's loss with its graph, and the same loop keeping loss.item(). Prints one JSON line
+per block."""
+import json
+import sys
+
+import torch
+
+import gpuleak
+
+
+def train(steps, keep_tensor):
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Linear(512, 512), torch.nn.ReLU(),
+                              torch.nn.Linear(512, 10)).cuda()
+    optimizer = torch.optim.SGD(net.parameters(), lr=0.01)
+    total_loss = 0
+    for _ in range(steps):
+        loss = net(torch.randn(256, 512, device="cuda")).square().mean()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        total_loss += loss if keep_tensor else loss.item()
+    return total_loss
+
+
+def show(name, block):
+    r = block.result
+    print(json.dumps({"block": name, "verdict": r.verdict, "steps": r.steps,
+                      "growth_bytes_per_step": r.growth_bytes_per_step,
+                      "left_behind_bytes": r.left_behind_bytes, "holder": r.holder,
+                      "keeping_line": r.keeping_line, "fix": r.fix, "complete": r.complete,
+                      "summary": r.summary()}), flush=True)
+
+
+if __name__ == "__main__":
+    with gpuleak.track("keeps the loss tensor") as leaking:
+        kept = train(40, keep_tensor=True)
+    show("leak", leaking)
+    with gpuleak.track("keeps loss.item()") as clean:
+        train(40, keep_tensor=False)
+    show("clean", clean)
+    sys.stdout.flush()
