@@ -246,9 +246,9 @@ class ProcessAnalysis {
   bool events_missing_ = false;
 
   HolderFindings holders_;
-  std::optional<ExportRecorder> export_;  // when options_.export_request asks
+  std::optional<ExportRecorder> export_;            // when options_.export_request asks
   std::optional<TrackedBlockWindow> block_window_;  // when options_.tracked_block asks
-  LiveTotals peak_totals_;                // what was live at the peak, for export_
+  LiveTotals peak_totals_;                          // what was live at the peak, for export_
   VmmSitePairs vmm_site_pairs_;
   // The holder found for a site; for a virtual-memory site without one, the
   // holder found for its mapping site (vmm_site_pairs.h).

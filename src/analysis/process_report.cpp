@@ -126,8 +126,8 @@ ProcessReport ProcessAnalysis::build_report(const std::string& trace_path) {
   r.python_loop = python_loop_;
   r.collector_disabled = collector_disabled_;
   if (block_window_) {
-    r.tracked_block = TrackedBlockReport{block_window_->block(), block_window_->began(),
-                                         block_window_->ended()};
+    r.tracked_block =
+        TrackedBlockReport{block_window_->block(), block_window_->began(), block_window_->ended()};
   }
   std::map<std::string, OriginShare> origins;
   const Phase* primary = nullptr;

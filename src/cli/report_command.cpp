@@ -1,8 +1,8 @@
 // gpuleak report TRACE...: the leak report from saved traces.
 #include <CLI/CLI.hpp>
 #include <algorithm>
-#include <optional>
 #include <iostream>
+#include <optional>
 
 #include "cli/command.h"
 #include "cli/report_export.h"
@@ -28,9 +28,8 @@ int run_report(const ReportArguments& args) {
   std::vector<std::string> files = trace_files(args.traces, unusable);
   TraceReports reports = analyze_traces(files, options, std::move(unusable));
   if (args.tracked_block && !reports.processes.empty() &&
-      std::none_of(reports.processes.begin(), reports.processes.end(), [](const auto& r) {
-        return r.tracked_block && r.tracked_block->found;
-      })) {
+      std::none_of(reports.processes.begin(), reports.processes.end(),
+                   [](const auto& r) { return r.tracked_block && r.tracked_block->found; })) {
     throw InputError("no gpuleak.track() block " + std::to_string(*args.tracked_block) +
                      " in these traces");
   }

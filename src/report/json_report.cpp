@@ -40,7 +40,6 @@ json site_json(const analysis::Site& s) {
           {"label", s.label()}};
 }
 
-
 template <class T>
 json optional_json(const std::optional<T>& value) {
   return value ? json(*value) : json(nullptr);

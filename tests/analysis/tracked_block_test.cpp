@@ -55,7 +55,8 @@ TEST(TrackedBlock, counts_only_what_the_block_left_allocated) {
 
   ProcessReport whole = t.analyze().build_report("x");
   EXPECT_FALSE(whole.tracked_block.has_value());
-  EXPECT_TRUE(whole.leaks.groups.at(0).sample_blocks.empty()) << "only a block's report lists blocks";
+  EXPECT_TRUE(whole.leaks.groups.at(0).sample_blocks.empty())
+      << "only a block's report lists blocks";
 }
 
 TEST(TrackedBlock, another_blocks_marks_and_a_missing_block_leave_it_empty) {
@@ -115,11 +116,12 @@ TEST(TrackedBlock, a_holder_answer_after_the_end_names_the_left_behind_group) {
   t.annotate("tracked_block", mark("begin", 1));
   t.alloc(site, 4096);
   t.annotate("tracked_block", mark("end", 1));
-  t.annotate("holder", "{\"request_id\":\"tracked-block-1\",\"seconds\":0.1,\"sites\":[{\"site_id\":" +
-                           std::to_string(site) +
-                           ",\"matched_addresses\":1,\"kind\":\"tensor\",\"holder\":{\"type\":"
-                           "\"list\",\"name\":\"cache\",\"owner\":\"module tests\",\"path\":"
-                           "\"cache\",\"bounded\":false}}]}");
+  t.annotate("holder",
+             "{\"request_id\":\"tracked-block-1\",\"seconds\":0.1,\"sites\":[{\"site_id\":" +
+                 std::to_string(site) +
+                 ",\"matched_addresses\":1,\"kind\":\"tensor\",\"holder\":{\"type\":"
+                 "\"list\",\"name\":\"cache\",\"owner\":\"module tests\",\"path\":"
+                 "\"cache\",\"bounded\":false}}]}");
   ProcessReport r = t.analyze(block_options(1)).build_report("x");
   ASSERT_EQ(r.leaks.groups.size(), 1u);
   ASSERT_TRUE(r.leaks.groups[0].holder.has_value());
