@@ -62,6 +62,9 @@
   X(ContextsLeftBehind, "contexts-left-behind", "CUDA contexts left behind")                   \
   X(NonTensorDriverAllocations, "non-tensor-driver-allocations",                               \
     "driver allocations outside the tensor allocator")                                         \
+  X(LibraryHandlesNeverDestroyed, "library-handles-never-destroyed",                           \
+    "library handles never destroyed")                                                         \
+  X(DeviceBuffersNeverFreed, "device-buffers-never-freed", "device buffers never freed")       \
   X(BoundedGrowth, "bounded-growth", "growth that stops at a bound")                           \
   X(IneffectiveFix, "ineffective-fix", "ineffective fix, frees nothing leaked")                \
   X(RaisesAtRuntime, "raises-at-runtime", "raises at run time")                                \

@@ -139,7 +139,7 @@ GrowthReport ProcessAnalysis::phase_report(const Phase& phase) {
     }
 
     const HolderFinding* top_holder = find_holder(leaking.front().site_id);
-    LeakCause cause = leak_cause(leaking, top_holder);
+    LeakCause cause = leak_cause(leaking, top_holder, runs_python());
     g.cause = std::move(cause.cause);
     g.cause_text = std::move(cause.text);
     g.fix = std::move(cause.fix);

@@ -1,8 +1,12 @@
 #include "analysis/leak_cause.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 
+#include "analysis/creating_calls.h"
 #include "gpuleak/vocabulary.h"
+#include "quantity/units.h"
 
 namespace gpuleak::analysis {
 
@@ -26,10 +30,61 @@ bool many_sites_grow_together(const std::vector<SiteGrowth>& leaking) {
   return low >= 0.5 && high <= 3 * low;
 }
 
+// "solver.cu:42 (in step)", or "" when the frame has no file.
+std::string where_called(const Frame& f) {
+  if (f.file.empty()) return f.function.empty() ? std::string() : "in " + f.function;
+  std::string at = f.file.substr(f.file.rfind('/') + 1);
+  if (f.line) at += fmt::format(":{}", f.line);
+  if (!f.function.empty()) at += " (in " + f.function + ")";
+  return at;
+}
+
+LeakCause library_handle_cause(const SiteGrowth& top, const CreatingCallOnStack& found) {
+  const CreatingCall& call = *found.call;
+  std::string at;
+  if (found.caller_frame) at = where_called(top.frames[*found.caller_frame]);
+  LeakCause c;
+  c.cause = cause_slug(Cause::kLibraryHandlesNeverDestroyed);
+  c.text = fmt::format(
+      "a {} {} is made by {}{} and never destroyed with {}: the device memory it holds stays "
+      "allocated, and {} more stay with every step",
+      call.library, call.object, call.create, at.empty() ? "" : " at " + at, call.destroy,
+      quantity::format_bytes(static_cast<std::uint64_t>(std::max(0.0, top.rate_bytes_per_step))));
+  c.fix = fmt::format(
+      "make one {} {} and reuse it (they are meant to live as long as the program), or call {} "
+      "on each one when done with it",
+      call.library, call.object, call.destroy);
+  return c;
+}
+
+LeakCause device_buffer_cause(const SiteGrowth& top) {
+  AllocationCalls calls = allocation_calls(top.kind);
+  std::string at;
+  if (auto i = calling_frame(top.frames)) at = where_called(top.frames[*i]);
+  LeakCause c;
+  c.cause = cause_slug(Cause::kDeviceBuffersNeverFreed);
+  c.text = fmt::format(
+      "memory allocated with {}{} is not freed: every step leaves about {:.0f} more buffer(s) "
+      "({}) allocated",
+      calls.allocate, at.empty() ? "" : " at " + at, std::max(1.0, top.allocations_per_step),
+      quantity::format_bytes(static_cast<std::uint64_t>(std::max(0.0, top.rate_bytes_per_step))));
+  c.fix = fmt::format(
+      "call {} on each buffer once the step is done with it, or allocate it once before the "
+      "loop and reuse it",
+      calls.release);
+  return c;
+}
+
 }  // namespace
 
-LeakCause leak_cause(const std::vector<SiteGrowth>& leaking, const HolderFinding* top_holder) {
+LeakCause leak_cause(const std::vector<SiteGrowth>& leaking, const HolderFinding* top_holder,
+                     bool runs_python) {
   const SiteGrowth& top = leaking.front();
+  bool holder_decides = top_holder && (top_holder->kind == "graph" || top_holder->kind == "tensor");
+  if (!holder_decides) {
+    if (auto found = find_creating_call(top.frames)) return library_handle_cause(top, *found);
+    if (!runs_python && top.site_id != kPoolSiteId) return device_buffer_cause(top);
+  }
   LeakCause c;
   if (top_holder && top_holder->kind == "graph") {
     c.cause = cause_slug(Cause::kAutogradGraphKeptAlive);

@@ -89,6 +89,11 @@ class ProcessAnalysis {
   // detection (for live messages).
   std::vector<std::uint32_t> detected_sites() const;
   bool python_active() const { return torch_tracking_.has_value(); }
+  // The process ran Python code: the package announced itself, or a stack
+  // holds a Python frame. A process that did not gets no Python advice.
+  bool runs_python() const {
+    return python_active() || python_loop_.has_value() || catalog_.has_python_code();
+  }
   std::optional<HolderFinding> holder(std::uint32_t site_id) const;
   // [address, size] of live allocations of a site made after warm-up.
   std::vector<std::pair<std::uint64_t, std::uint64_t>> recent_allocations(std::uint32_t site_id,

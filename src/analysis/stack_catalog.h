@@ -58,6 +58,7 @@ class StackCatalog {
   // Every native address of every stack (to embed symbols after a run).
   std::vector<std::uint64_t> native_addresses() const;
   std::vector<std::uint32_t> stack_ids() const;
+  bool has_python_code() const { return !codes_.empty(); }
   symbolize::Symbolizer& symbolizer() { return symbolizer_; }
   const std::vector<trace::ModuleRecord>& modules() const { return modules_; }
 

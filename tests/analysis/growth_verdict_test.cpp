@@ -327,6 +327,8 @@ TEST(GrowthVerdict, holder_answer_sets_cause_and_fix) {
 TEST(GrowthVerdict, driver_memory_outside_pytorch_is_a_non_tensor_leak) {
   SyntheticTrace t;
   auto extension = t.native_site("/opt/ext/libmyop.so");
+  // A Python process: a tensor made and freed once.
+  t.free(t.alloc(t.python_site("/work/train.py", 12, "train"), 4096));
   for (int step = 0; step < 100; ++step) {
     t.alloc(extension, 2 << 20, MemoryKind::kDevice);
     t.step(step);
@@ -335,6 +337,20 @@ TEST(GrowthVerdict, driver_memory_outside_pytorch_is_a_non_tensor_leak) {
   ASSERT_EQ(run.growth.verdict, Verdict::kLeak);
   EXPECT_EQ(run.growth.cause, "non-tensor-driver-allocations");
   EXPECT_FALSE(run.growth.sites[0].tensor_level);
+}
+
+TEST(GrowthVerdict, the_same_driver_memory_in_a_process_without_python_gets_cuda_words) {
+  SyntheticTrace t;
+  auto buffer = t.native_site("/work/render");
+  for (int step = 0; step < 100; ++step) {
+    t.alloc(buffer, 2 << 20, MemoryKind::kDevice);
+    t.step(step);
+  }
+  Outcome run = analyze(t);
+  ASSERT_EQ(run.growth.verdict, Verdict::kLeak);
+  EXPECT_EQ(run.growth.cause, "device-buffers-never-freed");
+  EXPECT_NE(run.growth.fix.find("cudaFree"), std::string::npos) << run.growth.fix;
+  EXPECT_EQ(run.growth.cause_text.find("Python"), std::string::npos) << run.growth.cause_text;
 }
 
 TEST(GrowthVerdict, caching_allocator_segments_are_not_reported_as_their_own_leak) {

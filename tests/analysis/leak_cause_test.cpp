@@ -17,6 +17,19 @@ namespace {
 using vocabulary::Cause;
 using vocabulary::cause_slug;
 
+constexpr bool kPython = true;
+constexpr bool kNoPython = false;
+
+Frame native(std::string function, std::string module, std::string file = "",
+             std::uint32_t line = 0) {
+  Frame f;
+  f.function = std::move(function);
+  f.module = std::move(module);
+  f.file = std::move(file);
+  f.line = line;
+  return f;
+}
+
 SiteGrowth tensor_site(std::uint32_t id, double allocations_per_step) {
   SiteGrowth s;
   s.site_id = id;
@@ -26,25 +39,27 @@ SiteGrowth tensor_site(std::uint32_t id, double allocations_per_step) {
 }
 
 TEST(LeakCause, one_tensor_site_without_a_holder_is_tensors_kept_alive) {
-  LeakCause c = leak_cause({tensor_site(1, 1)}, nullptr);
+  LeakCause c = leak_cause({tensor_site(1, 1)}, nullptr, kPython);
   EXPECT_EQ(c.cause, cause_slug(Cause::kTensorsKeptAlive));
   EXPECT_NE(c.fix.find(".item()"), std::string::npos);
 }
 
 TEST(LeakCause, three_tensor_sites_growing_by_alike_counts_are_one_kept_graph) {
-  LeakCause c = leak_cause({tensor_site(1, 1), tensor_site(2, 2), tensor_site(3, 3)}, nullptr);
+  LeakCause c =
+      leak_cause({tensor_site(1, 1), tensor_site(2, 2), tensor_site(3, 3)}, nullptr, kPython);
   EXPECT_EQ(c.cause, cause_slug(Cause::kAutogradGraphKeptAlive));
 }
 
 TEST(LeakCause, three_tensor_sites_growing_by_unlike_counts_are_not_a_graph) {
-  LeakCause c = leak_cause({tensor_site(1, 1), tensor_site(2, 1), tensor_site(3, 4)}, nullptr);
+  LeakCause c =
+      leak_cause({tensor_site(1, 1), tensor_site(2, 1), tensor_site(3, 4)}, nullptr, kPython);
   EXPECT_EQ(c.cause, cause_slug(Cause::kTensorsKeptAlive));
 }
 
 TEST(LeakCause, a_driver_allocation_at_the_top_is_outside_the_tensor_allocator) {
   SiteGrowth driver = tensor_site(1, 1);
   driver.tensor_level = false;
-  LeakCause c = leak_cause({driver}, nullptr);
+  LeakCause c = leak_cause({driver}, nullptr, kPython);
   EXPECT_EQ(c.cause, cause_slug(Cause::kNonTensorDriverAllocations));
   EXPECT_EQ(c.fix, "free the buffers allocated at the frames shown, or reuse one buffer");
 }
@@ -53,15 +68,86 @@ TEST(LeakCause, the_holder_decides_the_cause_and_its_fix_wins) {
   HolderFinding graph;
   graph.kind = "graph";
   graph.fix = "call .detach() on `hidden`";
-  LeakCause c = leak_cause({tensor_site(1, 1)}, &graph);
+  LeakCause c = leak_cause({tensor_site(1, 1)}, &graph, kPython);
   EXPECT_EQ(c.cause, cause_slug(Cause::kAutogradGraphKeptAlive));
   EXPECT_EQ(c.fix, "call .detach() on `hidden`");
 
   HolderFinding tensor;
   tensor.kind = "tensor";
-  c = leak_cause({tensor_site(1, 1), tensor_site(2, 1), tensor_site(3, 1)}, &tensor);
+  c = leak_cause({tensor_site(1, 1), tensor_site(2, 1), tensor_site(3, 1)}, &tensor, kPython);
   EXPECT_EQ(c.cause, cause_slug(Cause::kTensorsKeptAlive));
   EXPECT_NE(c.fix.find("stop keeping the tensors"), std::string::npos);
+}
+
+// A program that makes a cuBLAS handle per call: cuMemAlloc inside
+// cublasCreate_v2, called from the program's own function.
+SiteGrowth cublas_handle_site() {
+  SiteGrowth s;
+  s.site_id = 9;
+  s.tensor_level = false;
+  s.kind = trace::MemoryKind::kDevice;
+  s.allocations_per_step = 1;
+  s.rate_bytes_per_step = 4 << 20;
+  s.frames = {native("cuMemAlloc_v2", "/usr/lib/libcuda.so.1"),
+              native("cublasCreate_v2", "/usr/local/cuda/lib64/libcublas.so.13"),
+              native("solve_one", "/work/solver", "solver.cu", 42),
+              native("main", "/work/solver", "solver.cu", 80)};
+  return s;
+}
+
+TEST(LeakCause, a_library_handle_made_per_step_is_named_by_its_create_and_destroy_calls) {
+  for (bool python : {kPython, kNoPython}) {
+    LeakCause c = leak_cause({cublas_handle_site()}, nullptr, python);
+    EXPECT_EQ(c.cause, cause_slug(Cause::kLibraryHandlesNeverDestroyed));
+    EXPECT_NE(c.text.find("cuBLAS handle is made by cublasCreate at solver.cu:42 (in solve_one)"),
+              std::string::npos)
+        << c.text;
+    EXPECT_NE(c.text.find("cublasDestroy"), std::string::npos) << c.text;
+    EXPECT_NE(c.text.find("4.00 MiB more stay with every step"), std::string::npos) << c.text;
+    EXPECT_NE(c.fix.find("reuse it"), std::string::npos) << c.fix;
+    EXPECT_EQ(c.fix.find(".item()"), std::string::npos) << c.fix;
+  }
+}
+
+TEST(LeakCause, a_plan_made_inside_another_library_call_names_the_outer_call) {
+  SiteGrowth s = cublas_handle_site();
+  s.frames = {native("cuMemAlloc_v2", "/usr/lib/libcuda.so.1"),
+              native("cufftMakePlan2d", "/usr/local/cuda/lib64/libcufft.so.12"),
+              native("cufftPlan2d", "/usr/local/cuda/lib64/libcufft.so.12"),
+              native("process_frame", "/work/fft", "fft.cu", 17)};
+  LeakCause c = leak_cause({s}, nullptr, kNoPython);
+  EXPECT_NE(c.text.find("cuFFT plan is made by cufftPlan at fft.cu:17"), std::string::npos)
+      << c.text;
+  EXPECT_NE(c.fix.find("cufftDestroy"), std::string::npos);
+}
+
+TEST(LeakCause, a_process_without_python_gets_cuda_words_for_its_own_buffers) {
+  SiteGrowth s = tensor_site(3, 2);
+  s.kind = trace::MemoryKind::kDeviceAsync;  // tensor-level by kind, but no Python ran
+  s.rate_bytes_per_step = 2 << 20;
+  s.frames = {native("cuMemAllocAsync", "/usr/lib/libcuda.so.1"),
+              native("cudaMallocAsync", "/work/loop", "", 0),
+              native("run_step", "/work/loop", "loop.cu", 31)};
+  LeakCause c = leak_cause({s}, nullptr, kNoPython);
+  EXPECT_EQ(c.cause, cause_slug(Cause::kDeviceBuffersNeverFreed));
+  EXPECT_NE(c.text.find("cudaMallocAsync at loop.cu:31 (in run_step)"), std::string::npos)
+      << c.text;
+  EXPECT_NE(c.text.find("2 more buffer(s)"), std::string::npos) << c.text;
+  EXPECT_NE(c.fix.find("cudaFreeAsync"), std::string::npos) << c.fix;
+  for (const std::string& text : {c.text, c.fix}) {
+    for (const char* python_word : {"Python", "tensor", ".item()", "detach", "autograd"}) {
+      EXPECT_EQ(text.find(python_word), std::string::npos) << python_word << " in: " << text;
+    }
+  }
+  // The same site in a Python process keeps the tensor wording.
+  EXPECT_EQ(leak_cause({s}, nullptr, kPython).cause, cause_slug(Cause::kTensorsKeptAlive));
+}
+
+TEST(LeakCause, a_holder_that_names_a_tensor_wins_over_a_creating_call) {
+  HolderFinding tensor;
+  tensor.kind = "tensor";
+  EXPECT_EQ(leak_cause({cublas_handle_site()}, &tensor, kPython).cause,
+            cause_slug(Cause::kTensorsKeptAlive));
 }
 
 TEST(HolderFindings, reads_the_holder_in_words_and_keeps_a_named_one_over_a_later_empty_one) {

@@ -490,3 +490,30 @@ def test_gradients_of_replaced_parameters_lead_to_the_optimizer_state():
     assert site["kind"] == "tensor" and site["matched_addresses"] == 5, site
     holder = site["holder"]
     assert holder["name"] == "state" and holder["owner"] == "attribute of Adam", holder
+
+
+last_token_logits = []
+
+
+def test_kept_slices_of_large_tensors_are_named_views_with_the_clone_fix():
+    # The shape of a planted line in a GPT training script: the last token's
+    # logits of each step, already detached, kept in a list; every slice
+    # keeps its step's whole logits tensor.
+    storages = []
+    for _ in range(4):
+        logits = torch.randn(64, 8192)  # 2 MiB
+        storages.append([logits.data_ptr(), logits.numel() * logits.element_size()])
+        last_token_logits.append(logits[:, -1].detach())
+    del logits
+    site = ask_one(storages)
+    assert site["holder"]["name"] == "last_token_logits"
+    assert site["cause"] == "view-keeps-base", site
+    assert site["view"] == {"bytes": 64 * 4, "base_bytes": 64 * 8192 * 4}
+    assert ".clone()" in site["fix"] and "2.0 MiB" in site["fix"], site["fix"]
+
+
+def test_a_kept_tensor_that_owns_its_storage_is_not_called_a_view():
+    kept = [torch.randn(64, 8192)[:, -1].clone() for _ in range(3)]
+    site = ask_one(addresses(kept))
+    assert site["cause"] != "view-keeps-base"
+    assert "view" not in site

@@ -1,6 +1,13 @@
 """Diagnosis: a short cause token and the fix a person should apply, from
 what the holder is and how it keeps the memory."""
 
+from gpuleak._quantities import format_bytes
+
+# A kept view is worth naming when its base holds at least this much more
+# than the view's own elements (and at least twice as much): the slice of a
+# logits tensor, not a transpose.
+VIEW_EXCESS_BYTES = 1 << 20
+
 
 # What to keep instead of device arrays, per framework of the elements
 # (the walk's facts "jax-arrays", "cupy-arrays"); torch's tensors otherwise.
@@ -22,11 +29,29 @@ def array_framework_fact(elements):
     return None
 
 
-def cause_and_fix(holder, through_traceback, has_grad_fn, scalar, integer_keys, facts=()):
+def view_of_larger_base(tensors):
+    """(own bytes, base bytes) of the first tensor that is a view keeping a much larger
+    storage alive (a slice such as logits[:, -1], detached or not), or None."""
+    for t in tensors:
+        try:
+            own = t.numel() * t.element_size()
+            # untyped_storage() from torch 2.0; storage() before (deprecated since).
+            storage = t.untyped_storage() if hasattr(t, "untyped_storage") else t.storage()
+            base = storage.nbytes()
+        except Exception:  # not a tensor, or a tensor subclass without storage
+            continue
+        if base >= 2 * own and base - own >= VIEW_EXCESS_BYTES:
+            return own, base
+    return None
+
+
+def cause_and_fix(holder, through_traceback, has_grad_fn, scalar, integer_keys, facts=(),
+                  view=None):
     """(cause, fix). `facts` is a set of words the walk found: "autograd-cycle",
     "hook-dict", "lru-cache", "buffer", "optimizer-state", "cuda-graph",
     "grows-by-concatenation", and "jax-arrays" or "cupy-arrays" (the elements'
-    framework, when not torch's)."""
+    framework, when not torch's). `view`: (own bytes, base bytes) when the held
+    elements are views of much larger tensors (view_of_larger_base)."""
     kind, name = holder["type"], holder["name"] or "it"
     filled_by = holder.get("filled_by")
     container = holder["length"] is not None
@@ -98,6 +123,12 @@ def cause_and_fix(holder, through_traceback, has_grad_fn, scalar, integer_keys, 
                 "%s chains every step's autograd graph: detach() it where it is carried into "
                 "the next step (%s = %s.detach(), as truncated backpropagation does), or, if "
                 "it is a running sum, accumulate .item() instead" % (name, name, name))
+    if view is not None:
+        own, base = view
+        return ("view-keeps-base",
+                "each tensor kept in %s is a view (%s of its own) that keeps its whole base "
+                "tensor (%s) alive: store a copy of the slice, .clone() (or .cpu()), not the "
+                "slice itself" % (name, format_bytes(own), format_bytes(base)))
     if container:
         copies = next((HOST_COPIES[f] for f in facts if f in HOST_COPIES), TORCH_HOST_COPIES)
         return ("tensor-container",

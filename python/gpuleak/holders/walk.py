@@ -17,7 +17,7 @@ import sys
 import time
 import types
 
-from gpuleak.holders.diagnosis import array_framework_fact, cause_and_fix
+from gpuleak.holders.diagnosis import array_framework_fact, cause_and_fix, view_of_larger_base
 from gpuleak.holders.graph_walk import (GraphWalk, grad_fn, is_scalar, median,
                                         plain_tensor_methods)
 from gpuleak.holders.array_scan import array_range, array_types, live_arrays
@@ -330,8 +330,14 @@ class Walk(HeapScan, GraphWalk, ReferrerClimb, Naming):
             scalar = is_scalar(holder_obj)
         else:
             scalar = all(is_scalar(t) for t in elements[:CLIMB_SAMPLE_PER_SITE])
+        view = view_of_larger_base(
+            [holder_obj] if self.torch is not None and is_a(holder_obj, self.torch.Tensor)
+            else elements[:CLIMB_SAMPLE_PER_SITE])
+        if view is not None:
+            answer["view"] = {"bytes": view[0], "base_bytes": view[1]}
         answer["cause"], answer["fix"] = cause_and_fix(
-            holder, through_traceback, answer["element_has_grad_fn"], scalar, integer_keys, facts)
+            holder, through_traceback, answer["element_has_grad_fn"], scalar, integer_keys, facts,
+            view)
 
     def holds_cuda_graphs(self, holder_obj):
         cuda = getattr(self.torch, "cuda", None)
