@@ -72,7 +72,7 @@ static int steps_from(int argc, char** argv, int fallback) {
 }
 
 int main(int argc, char** argv) {
-  const int steps = steps_from(argc, argv, 120);
+  const int steps = steps_from(argc, argv, 80);
   const int count = 1 << 20;
   float *model = nullptr, *data = nullptr, *residual = nullptr;
   CHECK(cudaMalloc(&model, count * sizeof(float)));
@@ -87,6 +87,9 @@ int main(int argc, char** argv) {
   CHECK(cudaFree(model));
   CHECK(cudaFree(data));
   CHECK(cudaFree(residual));
+  size_t free_bytes = 0, total_bytes = 0;
+  CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+  std::printf("device_used_mib=%.1f\n", (total_bytes - free_bytes) / 1048576.0);
   std::printf("steps=%d chi2_total=%.1f\n", steps, total);
   return 0;
 }

@@ -81,6 +81,9 @@ int main(int argc, char** argv) {
   }
   CHECK(cudaDeviceSynchronize());
   CHECK(cudaFree(activations));
+  size_t free_bytes = 0, total_bytes = 0;
+  CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+  std::printf("device_used_mib=%.1f\n", (total_bytes - free_bytes) / 1048576.0);
   std::printf("steps=%d\n", steps);
   return 0;
 }

@@ -65,7 +65,8 @@ def main():
         smoothed = extension.smooth(signal)
         checksum += float(smoothed[step])
     torch.cuda.synchronize()
-    print("steps=%d checksum=%.3f" % (args.steps, checksum))
+    free, total = torch.cuda.mem_get_info()
+    print("steps=%d checksum=%.3f device_used_mib=%.1f" % (args.steps, checksum, (total - free) / 2**20))
 
 
 if __name__ == "__main__":

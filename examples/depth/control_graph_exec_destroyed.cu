@@ -70,6 +70,9 @@ int main(int argc, char** argv) {
   }
   CHECK(cudaStreamDestroy(stream));
   CHECK(cudaFree(state));
+  size_t free_bytes = 0, total_bytes = 0;
+  CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+  std::printf("device_used_mib=%.1f\n", (total_bytes - free_bytes) / 1048576.0);
   std::printf("steps=%d last_exec=%p\n", steps, static_cast<void*>(exec));
   return 0;
 }

@@ -34,7 +34,7 @@ import torch.distributed as dist
 
 def parse_args():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=30, help="calls (default 30)")
+    parser.add_argument("--steps", type=int, default=24, help="calls (default 24)")
     args = parser.parse_args()
     if not torch.cuda.is_available():
         sys.exit("CUDA is not available here")

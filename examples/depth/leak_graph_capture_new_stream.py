@@ -20,8 +20,9 @@ drops the graph. The graph object and its pool are released; the per-stream
 cuBLAS workspace is not.
 
 Step: one request (one capture and replay).
-Leak: one cuBLAS workspace per step (on Hopper PyTorch sizes it at 32 MiB, CUBLAS_WORKSPACE_CONFIG
-  unset; measured on the GPU by the first run).
+Leak: one cuBLAS workspace per step, with what the capture keeps for its stream: about 24.8 MiB a step,
+  measured in a plain run on an H100 with PyTorch 2.11 (reserved memory 1,030 MiB after 40 steps; the
+  control stays at 38 MiB).
 Fix: capture on one side stream made once (torch.cuda.graph's default capture stream), or capture once
   and replay.
 """

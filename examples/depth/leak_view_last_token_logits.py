@@ -40,7 +40,7 @@ SEQ_LEN = 128
 
 def parse_args():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=60, help="optimizer steps (default 60)")
+    parser.add_argument("--steps", type=int, default=50, help="optimizer steps (default 50)")
     args = parser.parse_args()
     if not torch.cuda.is_available():
         sys.exit("CUDA is not available here")

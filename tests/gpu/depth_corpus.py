@@ -589,7 +589,8 @@ def main(argv=None):
     argv = sys.argv[1:] if argv is None else list(argv)
     args = parse_args(argv)
     corpus = labels.load_corpus(args.corpus)
-    cases = corpus["cases"]
+    cases = list(corpus["cases"])
+    order = {case["id"]: index for index, case in enumerate(corpus["cases"])}
     problems = labels.problems(corpus)
     if problems:
         sys.stderr.write("corpus.json disagrees with the programs:\n  %s\n" % "\n  ".join(problems))
@@ -644,7 +645,7 @@ def main(argv=None):
             records[case["id"]] = future.result()
             sys.stderr.write("%-42s %s\n" % (case["id"], "pass" if records[case["id"]]["pass"] else "FAIL"))
             write_results(complete=False)
-    cases.sort(key=lambda c: [x["id"] for x in corpus["cases"]].index(c["id"]))
+    cases.sort(key=lambda c: order[c["id"]])
     ordered, summary = write_results(complete=True)
     print_table(ordered, summary, args.plain)
     return 0 if summary["passed"] == summary["gated_cases"] and not skipped else 1
