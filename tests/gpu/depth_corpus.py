@@ -51,6 +51,7 @@ Standard library only (Python 3.8+); run from anywhere, paths resolve from this 
 import argparse
 import concurrent.futures
 import glob
+import importlib.util
 import json
 import os
 import shlex
@@ -62,8 +63,10 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 EXAMPLES = os.path.join(REPO, "examples", "depth")
-sys.path.insert(0, EXAMPLES)
-import labels  # noqa: E402  (examples/depth/labels.py)
+# examples/depth/labels.py, loaded under its own name: examples/loops/labels.py is also "labels".
+_spec = importlib.util.spec_from_file_location("depth_labels", os.path.join(EXAMPLES, "labels.py"))
+labels = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(labels)
 sys.path.insert(0, HERE)
 import corpus_runs  # noqa: E402  (tests/gpu/corpus_runs.py: running one case)
 from corpus_reports import growth_of, holder_of, load_report, pick_process  # noqa: E402
