@@ -1,0 +1,30 @@
+// The C++/CUDA half of leak_extension_cudamalloc_per_call.py: a PyTorch extension op whose scratch
+// buffer is cudaMalloc'd on every call and never cudaFree'd (see the Python file's header for the
+// public reports). Built on the GPU machine by torch.utils.cpp_extension.load (nvcc, ninja).
+#include <torch/extension.h>
+
+#include <cuda_runtime.h>
+
+__global__ void smooth_kernel(const float* input, float* scratch, float* output, int64_t count) {
+  int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x;
+  if (i >= count) return;
+  scratch[i] = 0.5f * input[i];
+  float left = i > 0 ? input[i - 1] : input[i];
+  output[i] = scratch[i] + 0.5f * left;
+}
+
+torch::Tensor smooth(torch::Tensor input) {
+  TORCH_CHECK(input.is_cuda() && input.is_contiguous() && input.scalar_type() == torch::kFloat,
+              "smooth: a contiguous float32 CUDA tensor");
+  const int64_t count = input.numel();
+  auto output = torch::empty_like(input);
+  float* scratch = nullptr;
+  cudaError_t status = cudaMalloc(&scratch, count * sizeof(float));  // KEEP: never cudaFree'd
+  TORCH_CHECK(status == cudaSuccess, "cudaMalloc: ", cudaGetErrorString(status));
+  smooth_kernel<<<(count + 255) / 256, 256>>>(input.data_ptr<float>(), scratch,
+                                              output.data_ptr<float>(), count);
+  TORCH_CHECK(cudaGetLastError() == cudaSuccess, "smooth_kernel launch failed");
+  return output;
+}
+
+PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("smooth", &smooth, "smooth (CUDA)"); }
