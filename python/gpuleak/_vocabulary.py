@@ -53,6 +53,8 @@ HOLDING_CAUSE = {
     "autograd-cycle": "autograd-graph-kept-alive",
     "tensor-container": "tensors-kept-alive",
     "view-keeps-base": "tensors-kept-alive",
+    "library-keeps-prepared": "tensors-kept-alive",
+    "metric-state-not-reset": "tensors-kept-alive",
     "cache-by-step": "tensors-kept-alive",
     "bounded-container": "bounded-growth",
     "forward-hook": "tensors-kept-alive",

@@ -517,3 +517,28 @@ def test_a_kept_tensor_that_owns_its_storage_is_not_called_a_view():
     site = ask_one(addresses(kept))
     assert site["cause"] != "view-keeps-base"
     assert "view" not in site
+
+
+class CatMetric:
+    """Stands in for a torchmetrics metric with a list state (the walk reads the
+    type's module, so this class claims torchmetrics' as its own)."""
+
+    def __init__(self):
+        self.value = []
+
+    def update(self, tensor):
+        self.value.append(tensor)
+
+
+CatMetric.__module__ = "torchmetrics.aggregation"
+epoch_metric = CatMetric()
+
+
+def test_a_library_that_keeps_the_tensors_gets_the_fix_that_library_documents():
+    for _ in range(4):
+        epoch_metric.update(torch.randn(256))
+    site = ask_one(addresses(epoch_metric.value))
+    assert site["holder"]["name"] == "value", site["holder"]
+    assert site["cause"] == "metric-state-not-reset", site
+    assert ".reset()" in site["fix"] and "compute_on_cpu=True" in site["fix"]
+    assert ".cpu() copies" not in site["fix"]

@@ -45,13 +45,41 @@ def view_of_larger_base(tensors):
     return None
 
 
+# Libraries that keep what a program hands them, and the fix each documents:
+# never "store .cpu() copies in _optimizers" (a library's private list).
+# Keyed by the top package of the type that owns the holder.
+LIBRARY_HOLDERS = {
+    "accelerate": (
+        "library-keeps-prepared",
+        "%(owner)s keeps every object passed to accelerator.prepare() in %(name)s: prepare the "
+        "model and optimizer once and reuse them, or call accelerator.free_memory() before "
+        "preparing new ones (as between hyper-parameter trials)"),
+    "torchmetrics": (
+        "metric-state-not-reset",
+        "the metric %(owner_type)s keeps every update() in its state %(name)s: call "
+        ".reset() after .compute() at the end of each epoch, or create the metric with "
+        "compute_on_cpu=True so its list states live on the CPU"),
+}
+
+
+def owning_library(objects):
+    """(package, type name) of the first of `objects` (the holder's owners, nearest first)
+    whose type comes from a library in LIBRARY_HOLDERS, or None."""
+    for owner in objects:
+        package = (getattr(type(owner), "__module__", "") or "").split(".")[0]
+        if package in LIBRARY_HOLDERS:
+            return package, type(owner).__name__
+    return None
+
+
 def cause_and_fix(holder, through_traceback, has_grad_fn, scalar, integer_keys, facts=(),
-                  view=None):
+                  view=None, library=None):
     """(cause, fix). `facts` is a set of words the walk found: "autograd-cycle",
     "hook-dict", "lru-cache", "buffer", "optimizer-state", "cuda-graph",
     "grows-by-concatenation", and "jax-arrays" or "cupy-arrays" (the elements'
     framework, when not torch's). `view`: (own bytes, base bytes) when the held
-    elements are views of much larger tensors (view_of_larger_base)."""
+    elements are views of much larger tensors (view_of_larger_base). `library`:
+    (package, type name) when a library's object owns the holder (owning_library)."""
     kind, name = holder["type"], holder["name"] or "it"
     filled_by = holder.get("filled_by")
     container = holder["length"] is not None
@@ -85,6 +113,9 @@ def cause_and_fix(holder, through_traceback, has_grad_fn, scalar, integer_keys, 
                 "one CUDA graph (with its private memory pool and static tensors) is kept per "
                 "new input shape in %s: pad inputs to a few fixed shapes so graphs are reused, "
                 "or bound %s" % (name, name))
+    if library is not None:
+        cause, text = LIBRARY_HOLDERS[library[0]]
+        return cause, text % {"owner": holder["owner"], "owner_type": library[1], "name": name}
     if "buffer" in facts and has_grad_fn:
         return ("graph-accumulated",
                 "the buffer %s is updated with autograd on, so it chains every step's graph: "

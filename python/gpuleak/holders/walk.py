@@ -17,7 +17,8 @@ import sys
 import time
 import types
 
-from gpuleak.holders.diagnosis import array_framework_fact, cause_and_fix, view_of_larger_base
+from gpuleak.holders.diagnosis import (array_framework_fact, cause_and_fix, owning_library,
+                                       view_of_larger_base)
 from gpuleak.holders.graph_walk import (GraphWalk, grad_fn, is_scalar, median,
                                         plain_tensor_methods)
 from gpuleak.holders.array_scan import array_range, array_types, live_arrays
@@ -335,9 +336,12 @@ class Walk(HeapScan, GraphWalk, ReferrerClimb, Naming):
             else elements[:CLIMB_SAMPLE_PER_SITE])
         if view is not None:
             answer["view"] = {"bytes": view[0], "base_bytes": view[1]}
+        owners = [self.keep[key] for key in chain[1:-1]]
+        if not isinstance(chain[-1], tuple):
+            owners.append(self.keep[chain[-1]])
         answer["cause"], answer["fix"] = cause_and_fix(
             holder, through_traceback, answer["element_has_grad_fn"], scalar, integer_keys, facts,
-            view)
+            view, owning_library(owners[:6]))
 
     def holds_cuda_graphs(self, holder_obj):
         cuda = getattr(self.torch, "cuda", None)
