@@ -3,7 +3,13 @@
 # Run as in_process:240. Writes $R/{track,pytest,ipython}.txt and summary.json.
 wheel=$(ls "$D"/wheel/gpuleak-*-py3-none-linux_x86_64.whl 2>/dev/null | head -1)
 [ -n "$wheel" ] || { echo '{"pass": false, "error": "no wheel in dist/wheel"}' > "$R/summary.json"; exit 1; }
-python3 -m venv --system-site-packages "$R/venv" && "$R/venv/bin/pip" install --no-index -q "$wheel" > "$R/pip.txt" 2>&1
+# The machine's python3 is itself a venv (/opt/torch/.venv): --system-site-packages
+# would reach its base interpreter, not torch and pytest, so a .pth file puts the
+# machine's site-packages behind the new venv's own (the wheel comes first).
+python3 -m venv "$R/venv" && "$R/venv/bin/pip" install --no-index -q "$wheel" > "$R/pip.txt" 2>&1
+machine_site=$(python3 -c 'import site, sysconfig; print("\n".join(dict.fromkeys([sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]] + site.getsitepackages())))')
+venv_site=$("$R/venv/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+echo "$machine_site" > "$venv_site/zz_machine_site.pth"
 log "wheel installed: $(tail -1 "$R/pip.txt")"
 PY=$R/venv/bin/python
 cd tests/gpu/in_process
