@@ -19,6 +19,7 @@ void GraphFlow::run() {
   std::size_t n = file_.scopes_.size();
   parameter_sinks_.assign(n, 0);
   parameter_sums_.assign(n, 0);
+  argument_containers_.assign(n, {});
   learnt_.returns.assign(n, 0);
   learnt_.return_elements.assign(n, {});
   learnt_.arguments.assign(n, {});
@@ -205,8 +206,63 @@ void GraphFlow::collect_differentiated_names(std::size_t index) {
       if (a >= id) break;
       if (file_.scope_index_of(a) == index) last = a;
     }
-    if (last != kNoNode) differentiated_.push_back(last);
+    if (last == kNoNode) continue;
+    differentiated_.push_back(last);
+    // `loss = sum(losses) if isinstance(losses, tuple) else losses`,
+    // `loss = functools.reduce(operator.add, losses)`: what is summed into
+    // the differentiated value holds the graph too.
+    for (const std::string& source : summed_sources(tree_.child_by_field(last, Field::kRight))) {
+      NodeId bound = file_.last_assignment_before(source, last, index);
+      if (bound != kNoNode) differentiated_.push_back(bound);
+    }
   }
+}
+
+std::vector<std::string> GraphFlow::summed_sources(NodeId value) const {
+  // Names whose whole value is folded into `value`: the value itself, the
+  // branches of a conditional, `sum(x)`, `functools.reduce(f, x)`,
+  // `torch.stack(x).sum()`. Not the operands of arithmetic (`a + 0.1 * b`:
+  // `b` may be a float).
+  std::vector<std::string> out;
+  std::vector<NodeId> pending{value};
+  for (int guard = 0; !pending.empty() && guard < 8; ++guard) {
+    NodeId e = pending.back();
+    pending.pop_back();
+    if (e == kNoNode) continue;
+    switch (tree_.kind(e)) {
+      case NodeKind::kIdentifier:
+        out.emplace_back(tree_.text(e));
+        break;
+      case NodeKind::kParenthesizedExpression:
+        pending.push_back(tree_.first_named_child(e));
+        break;
+      case NodeKind::kConditionalExpression: {
+        std::vector<NodeId> parts = tree_.named_children(e);
+        if (parts.size() == 3) {
+          pending.push_back(parts[0]);
+          pending.push_back(parts[2]);
+        }
+        break;
+      }
+      case NodeKind::kCall: {
+        std::string q = file_.qualified_name(file_.callee(e));
+        std::string_view last = vocabulary::last_component(q);
+        std::vector<NodeId> args = file_.positional_arguments(e);
+        NodeId receiver = file_.method_receiver(e);
+        if ((q == "sum" || q == "torch.stack" || q == "torch.cat") && !args.empty()) {
+          pending.push_back(args.front());
+        } else if (last == "reduce" && args.size() >= 2) {
+          pending.push_back(args[1]);
+        } else if (receiver != kNoNode && (last == "sum" || last == "mean")) {
+          pending.push_back(receiver);
+        }
+        break;
+      }
+      default:
+        break;
+    }
+  }
+  return out;
 }
 
 std::string GraphFlow::class_attribute_key(const std::string& dotted) const {

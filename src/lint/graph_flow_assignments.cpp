@@ -151,6 +151,15 @@ void GraphFlow::assign_target(NodeId target, NodeId value, std::uint8_t bits, En
       std::vector<std::uint8_t> from_summary;
       if (!pairwise && value != kNoNode && tree_.kind(value) == NodeKind::kCall) {
         from_summary = same_file_return_elements(value, elements.size());
+      } else if (!pairwise && value != kNoNode && tree_.kind(value) == NodeKind::kIdentifier) {
+        // `result = step(...)` then `loss, report, n, state = result`: the
+        // tuple's elements keep the facts the function's summary gives each,
+        // so the batch size `n` is no graph because the loss is one.
+        NodeId bound = file_.last_assignment_before(tree_.text(value), site, scope_);
+        NodeId call = bound != kNoNode ? tree_.child_by_field(bound, Field::kRight) : kNoNode;
+        if (call != kNoNode && tree_.kind(call) == NodeKind::kCall) {
+          from_summary = same_file_return_elements(call, elements.size());
+        }
       }
       for (std::size_t i = 0; i < elements.size(); ++i) {
         if (pairwise) {
