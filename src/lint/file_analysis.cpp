@@ -188,6 +188,10 @@ void FileAnalysis::collect_structure() {
         if (kind == NodeKind::kAssignment) {
           NodeId left = tree_.child_by_field(id, Field::kLeft);
           NodeId right = tree_.child_by_field(id, Field::kRight);
+          if (left != kNoNode && tree_.kind(left) == NodeKind::kSubscript) {
+            std::string holder = dotted_text(tree_, tree_.child_by_field(left, Field::kValue));
+            if (!holder.empty()) slot_assignments_[holder].push_back(id);
+          }
           if (left != kNoNode) {
             std::string target = dotted_text(tree_, left);
             if (!target.empty()) {
@@ -483,6 +487,12 @@ NodeId FileAnalysis::first_assigned_value(const std::string& dotted) const {
   if (dotted.empty()) return kNoNode;
   const std::vector<NodeId>& all = assignments_to(dotted);
   return all.empty() ? kNoNode : tree_.child_by_field(all.front(), Field::kRight);
+}
+
+const std::vector<NodeId>& FileAnalysis::slot_assignments_to(const std::string& dotted) const {
+  static const std::vector<NodeId> kNone;
+  auto it = slot_assignments_.find(dotted);
+  return it == slot_assignments_.end() ? kNone : it->second;
 }
 
 const std::vector<NodeId>& FileAnalysis::assignments_to(const std::string& dotted) const {

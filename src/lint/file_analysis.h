@@ -117,6 +117,8 @@ class FileAnalysis {
   // order) whose target is exactly `dotted`; the calls whose callee's last
   // name is `name`; the `del` statements.
   const std::vector<NodeId>& assignments_to(const std::string& dotted) const;
+  // The assignments `dotted[key] = ...` (one slot of the container `dotted`).
+  const std::vector<NodeId>& slot_assignments_to(const std::string& dotted) const;
   // The last `dotted = ...` of `scope` that starts before `at`; kNoNode if none.
   NodeId last_assignment_before(std::string_view dotted, NodeId at, std::size_t scope) const;
   // Every `dotted = ...` of `scope`, in source order.
@@ -227,6 +229,7 @@ class FileAnalysis {
   std::vector<std::uint8_t> hook_scope_;
   std::vector<std::uint8_t> per_step_;
   std::unordered_map<std::string, std::vector<NodeId>> assignments_by_target_;
+  std::unordered_map<std::string, std::vector<NodeId>> slot_assignments_;
   // The same per scope, keyed by scoped_key(scope, target).
   std::unordered_map<std::string, std::vector<NodeId>> scoped_assignments_;
   static std::string scoped_key(std::size_t scope, std::string_view dotted);

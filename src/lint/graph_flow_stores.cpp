@@ -18,8 +18,10 @@ void GraphFlow::record_store(StoreKind kind, NodeId site, NodeId container, Node
     std::string path = container_path(file_, container);
     // `self.sum += val * n` adds into a sum; `self.outputs += [val]` keeps val.
     NodeKind added = value != kNoNode ? tree_.kind(value) : NodeKind::kOther;
-    bool sums = kind == StoreKind::kAugmented && added != NodeKind::kList &&
-                added != NodeKind::kTuple && added != NodeKind::kListComprehension;
+    // `self.losses[key] += value` sums into a slot just the same.
+    bool sums = (kind == StoreKind::kAugmented || kind == StoreKind::kSubscriptAugmented) &&
+                added != NodeKind::kList && added != NodeKind::kTuple &&
+                added != NodeKind::kListComprehension;
     // A sum is handed graphs only: what bounds it is a restart every step
     // (a meter's reset() per epoch does not).
     std::string memo_key = sums ? "+" + path : path;

@@ -380,6 +380,16 @@ bool container_bounded_elsewhere(const FileAnalysis& file, const std::string& pa
       }
     }
   }
+  // `self.outputs[key] = []` in a method that runs again (not only from
+  // __init__): each slot is emptied, so what was appended to it goes.
+  for (NodeId id : file.slot_assignments_to(path)) {
+    NodeId right = tree.child_by_field(id, Field::kRight);
+    const Scope& scope = file.scope_of(id);
+    if (right != kNoNode && is_empty_value(file, right) && scope.name != "__init__" &&
+        !called_only_from_init(file, scope.name)) {
+      return true;
+    }
+  }
   int rebindings = 0;
   for (NodeId id : file.assignments_to(path)) {
     NodeId right = tree.child_by_field(id, Field::kRight);
