@@ -77,6 +77,9 @@ class GraphFlow {
   void assign_target(NodeId target, NodeId value, std::uint8_t bits, Env& env, NodeId site);
   void bind_pattern(NodeId target, std::uint8_t bits, Env& env);
   void bind_loop_targets(NodeId target, NodeId iterable, std::uint8_t bits, Env& env);
+  // A later element of a tuple unpacked from an opaque call, stored into a
+  // container slot or attribute that nothing in the function uses as a tensor.
+  bool opaque_element_without_evidence(NodeId element);
   // `nn.Linear(...)`, or a class of this file that is an nn.Module.
   bool constructs_module(NodeId call);
 
@@ -136,6 +139,7 @@ class GraphFlow {
   std::unordered_set<std::string> passed_as_value_;  // private defs used as values
   // Memos: each answer costs a scan of the whole file.
   std::unordered_map<std::string, bool> bounded_containers_;
+  std::unordered_map<std::string, bool> used_as_tensor_;  // "scope:path"
   const SyntaxTree& tree_;
   Summaries learnt_;  // from the previous round: what this round reads
   Summaries next_;    // being filled by this round

@@ -166,6 +166,13 @@ void GraphFlow::assign_target(NodeId target, NodeId value, std::uint8_t bits, En
           assign_target(elements[i], values[i], file_.bits_[values[i]], env, site);
         } else if (!from_summary.empty()) {
           assign_target(elements[i], value, strip_if_no_grad(from_summary[i]), env, site);
+        } else if (i > 0 && opaque_element_without_evidence(elements[i])) {
+          // `loss, costs[i], ... = self.total_loss(...)`: all that is known
+          // of a tuple from elsewhere is that something in it is a tensor
+          // (by convention the loss, first). A later element stored into a
+          // container is taken for one only on evidence from its uses.
+          assign_target(elements[i], value, static_cast<std::uint8_t>(bits & ~kTensorFacts), env,
+                        site);
         } else {
           assign_target(elements[i], value, bits, env, site);
         }
@@ -235,6 +242,46 @@ NodeId GraphFlow::self_update_operand(NodeId target, NodeId value, std::uint8_t&
     }
   }
   return has_self ? other : kNoNode;
+}
+
+bool GraphFlow::opaque_element_without_evidence(NodeId element) {
+  NodeKind k = tree_.kind(element);
+  if (k != NodeKind::kSubscript && k != NodeKind::kAttribute) return false;
+  NodeId holder = k == NodeKind::kSubscript ? tree_.child_by_field(element, Field::kValue)
+                                            : element;
+  std::string path = dotted_text(tree_, holder);
+  if (path.empty() || path == "self") return false;
+  auto key = std::to_string(scope_) + ":" + path;
+  auto memo = used_as_tensor_.find(key);
+  if (memo != used_as_tensor_.end()) return !memo->second;
+  // Evidence: a tensor-only method called on the container's elements (or
+  // the attribute) anywhere in the function: `losses[i - 1].backward()`,
+  // `costs[i].item()`.
+  bool evidence = false;
+  // A closure's containers belong to the function around it: search there.
+  NodeId region = file_.scopes_[scope_].node;
+  for (int hops = 0; hops < 4 && region != tree_.root(); ++hops) {
+    NodeId parent = tree_.parent(file_.scopes_[file_.scope_index_of(region)].definition);
+    std::size_t outer = parent != kNoNode ? file_.scope_index_of(parent) : 0;
+    if (outer == 0) break;
+    region = file_.scopes_[outer].node;
+  }
+  NodeId end = tree_.node(region).subtree_end;
+  for (NodeId id = region; id < end && !evidence; ++id) {
+    if (tree_.kind(id) != NodeKind::kCall) continue;
+    NodeId receiver = file_.method_receiver(id);
+    if (receiver == kNoNode) continue;
+    std::string_view m = file_.callee_last_name(id);
+    if (!one_of(m, {"backward", "item", "detach", "cpu", "cuda", "numpy", "tolist", "size", "dim",
+                    "requires_grad_"})) {
+      continue;
+    }
+    NodeId r = receiver;
+    if (tree_.kind(r) == NodeKind::kSubscript) r = tree_.child_by_field(r, Field::kValue);
+    evidence = dotted_text(tree_, r) == path;
+  }
+  used_as_tensor_.emplace(key, evidence);
+  return !evidence;
 }
 
 }  // namespace gpuleak::lint
