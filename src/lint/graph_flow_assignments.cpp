@@ -30,9 +30,18 @@ void GraphFlow::walk_assignment(NodeId assignment, Env& env) {
     if (targets.size() == 1) {
       std::uint8_t other_bits = 0;
       NodeId other = self_update_operand(target, value, other_bits);
-      if (other != kNoNode) {
+      // A slot concatenated with tensors without a graph is bounded by the
+      // object that holds it, which the analysis does not follow; one with
+      // a graph chains every update's graph whatever the object's life.
+      bool slot = tree_.kind(target) == NodeKind::kSubscript;
+      if (other != kNoNode && (!slot || (other_bits & kCarriesGraph))) {
         record_store(StoreKind::kSelfUpdate, assignment, target, kNoNode, other, other_bits);
-        set(env, dotted_text(tree_, target), bits);
+        if (tree_.kind(target) == NodeKind::kSubscript) {
+          std::string holder = dotted_text(tree_, tree_.child_by_field(target, Field::kValue));
+          if (!holder.empty()) env.add(holder, bits);
+        } else {
+          set(env, dotted_text(tree_, target), bits);
+        }
         continue;
       }
     }
@@ -192,6 +201,9 @@ void GraphFlow::assign_target(NodeId target, NodeId value, std::uint8_t bits, En
 
 NodeId GraphFlow::self_update_operand(NodeId target, NodeId value, std::uint8_t& other_bits) const {
   std::string self = dotted_text(tree_, target);
+  // `self[key] = torch.cat((self[key], report[key]))`: a slot updated from
+  // itself, compared by its text.
+  if (self.empty() && tree_.kind(target) == NodeKind::kSubscript) self = tree_.text(target);
   if (self.empty()) return kNoNode;
   while (tree_.kind(value) == NodeKind::kParenthesizedExpression) {
     value = tree_.first_named_child(value);
@@ -234,7 +246,7 @@ NodeId GraphFlow::self_update_operand(NodeId target, NodeId value, std::uint8_t&
   bool has_self = false;
   NodeId other = kNoNode;
   for (NodeId o : operands) {
-    if (dotted_text(tree_, o) == self) {
+    if (dotted_text(tree_, o) == self || tree_.text(o) == self) {
       has_self = true;
     } else {
       other_bits |= file_.bits_[o];
