@@ -302,6 +302,11 @@ std::uint8_t GraphFlow::eval_call(NodeId call, Env& env) {
     return strip_if_no_grad(arg_bits & (kTensorFacts | kParameterBits));
   }
   if (file_.is_model_call(call)) return strip_if_no_grad(kTensorBits | kNonScalar);
+  // `model.generate(...)` decodes token tensors on the model's device; the
+  // generation loop runs without gradients.
+  if (name == "generate" && receiver != kNoNode && file_.is_model_expression(receiver, call)) {
+    return static_cast<std::uint8_t>(kDeviceTensor | kNonScalar);
+  }
   if (receiver != kNoNode && (receiver_bits & kTensorBits)) {
     // A tensor method: sum(), mean(), view(), softmax() ... passes it on;
     // a full reduction leaves one element.

@@ -1,6 +1,8 @@
 // GL204: a LightningModule that implements training_epoch_end (or the
 // validation/test ones) and returns GPU tensors from the matching *_step:
 // Lightning before 2.0 keeps every step's return value until the epoch ends.
+// Likewise a predict_step returning GPU tensors: trainer.predict keeps every
+// batch's result for the pass (return_predictions=True by default).
 #include <fmt/format.h>
 
 #include "lint/rules/rule_factories.h"
@@ -19,11 +21,22 @@ constexpr RuleInfo kInfo{
     "`training_step` call of the epoch to pass them all to it. Whatever the step returns besides "
     "the loss (model outputs, batches, features) therefore stays on the GPU for the whole epoch, "
     "and memory grows with the number of batches. Lightning 2.0 removed these hooks for this "
-    "reason.",
+    "reason. `trainer.predict` does the same with every `predict_step` result unless called "
+    "with `return_predictions=False`.",
     "Return only the loss (and Python numbers) from the step; keep what the epoch end needs "
     "yourself, detached and on the host (`self.outputs.append(out.detach().cpu())`), and move the "
     "code to `on_train_epoch_end`, which receives nothing.",
 };
+
+// `trainer.predict(..., return_predictions=False)` in the file: Lightning
+// keeps nothing (a writer callback gets each batch's results).
+bool predictions_not_returned(const FileAnalysis& file) {
+  for (NodeId call : file.calls_named("predict")) {
+    NodeId flag = file.keyword_argument(call, "return_predictions");
+    if (flag != kNoNode && file.tree().kind(flag) == NodeKind::kFalse) return true;
+  }
+  return false;
+}
 
 class EpochEndKeepsStepOutputs final : public Rule {
  public:
@@ -41,14 +54,18 @@ class EpochEndKeepsStepOutputs final : public Rule {
       std::string_view phase = name == "training_step"     ? "training"
                                : name == "validation_step" ? "validation"
                                : name == "test_step"       ? "test"
+                               : name == "predict_step"    ? "predict"
                                                            : "";
       if (phase.empty()) continue;
+      bool predict = phase == "predict";
       std::string hook = std::string(phase) + "_epoch_end";
       bool implemented = false;
       for (std::size_t other : file.scopes_named(hook)) {
         if (scopes[other].class_node == step.class_node) implemented = true;
       }
-      if (!implemented) continue;
+      // trainer.predict keeps every predict_step result for the whole pass
+      // (return_predictions defaults to True), with or without a hook.
+      if (predict ? predictions_not_returned(file) : !implemented) continue;
       for (NodeId id = step.node; id < tree.node(step.node).subtree_end; ++id) {
         if (tree.kind(id) != NodeKind::kReturnStatement || file.scope_index_of(id) != s) continue;
         NodeId value = tree.first_named_child(id);
@@ -57,10 +74,21 @@ class EpochEndKeepsStepOutputs final : public Rule {
         if (!(bits & kDeviceTensor) || !(bits & kNonScalar)) continue;
         RuleReport r;
         r.node = id;
-        r.message = fmt::format(
-            "`{}` returns GPU tensors besides a loss, and `{}` is implemented: Lightning keeps "
-            "this return value of every batch until the epoch ends",
-            quote(file, id), hook);
+        if (predict) {
+          r.message = fmt::format(
+              "`{}` returns GPU tensors from `predict_step`: `trainer.predict` keeps the return "
+              "value of every batch (return_predictions=True by default) until the pass ends",
+              quote(file, id));
+          r.fix =
+              "return host copies (`{k: v.detach().cpu() for k, v in out.items()}`), or call "
+              "`trainer.predict(..., return_predictions=False)` when a prediction writer "
+              "callback saves them";
+        } else {
+          r.message = fmt::format(
+              "`{}` returns GPU tensors besides a loss, and `{}` is implemented: Lightning keeps "
+              "this return value of every batch until the epoch ends",
+              quote(file, id), hook);
+        }
         sink.report(kInfo, std::move(r));
       }
     }
