@@ -145,11 +145,12 @@ bool trims_itself(const FileAnalysis& file, NodeId id, const std::string& path) 
 }
 
 // An `path = ...` (not a self-update), `path.clear()` or `del path` inside the
-// loop body that runs on every iteration, on every iteration that reaches
-// the store, or every few iterations under an `if` (a periodic flush); or a
-// trim of the container to a size bound.
+// loop body that runs on every iteration, or on every iteration that reaches
+// the store. With `periodic`, also every few iterations under an `if` (a
+// flush after N steps) or a trim to a size bound: that bounds tensors, but
+// not graphs, of which N steps' worth is already the leak.
 bool reset_in_loop(const FileAnalysis& file, const std::string& path, NodeId loop,
-                   std::size_t scope, NodeId store) {
+                   std::size_t scope, NodeId store, bool periodic) {
   const SyntaxTree& tree = file.tree();
   NodeId body = file.loop_body(loop);
   if (body == kNoNode) return false;
@@ -172,10 +173,12 @@ bool reset_in_loop(const FileAnalysis& file, const std::string& path, NodeId loo
     }
     if (resets &&
         (!file.runs_conditionally_in(id, loop) || precedes_in_a_block_around(tree, id, store) ||
-         (empties && runs_under_ifs_only(tree, id, body)))) {
+         (periodic && empties && runs_under_ifs_only(tree, id, body)))) {
       return true;
     }
-    if (trims_itself(file, id, path) && runs_under_ifs_only(tree, id, body)) return true;
+    if (periodic && trims_itself(file, id, path) && runs_under_ifs_only(tree, id, body)) {
+      return true;
+    }
   }
   return false;
 }
@@ -541,7 +544,10 @@ GrowthVerdict store_growth(const FileAnalysis& file, const StoreEvent& store) {
   if (loop != kNoNode) {
     int outlived = 0;
     for (NodeId l = loop; l != kNoNode; l = file.outer_loop(l)) {
-      if (reset_in_loop(file, v.container, l, store.scope, store.site)) break;
+      if (reset_in_loop(file, v.container, l, store.scope, store.site,
+                        !(store.value_bits & kCarriesGraph))) {
+        break;
+      }
       ++outlived;
     }
     if (outlived == 0) return v;
