@@ -259,8 +259,8 @@ NodeId GraphFlow::self_update_operand(NodeId target, NodeId value, std::uint8_t&
 bool GraphFlow::opaque_element_without_evidence(NodeId element) {
   NodeKind k = tree_.kind(element);
   if (k != NodeKind::kSubscript && k != NodeKind::kAttribute) return false;
-  NodeId holder = k == NodeKind::kSubscript ? tree_.child_by_field(element, Field::kValue)
-                                            : element;
+  NodeId holder =
+      k == NodeKind::kSubscript ? tree_.child_by_field(element, Field::kValue) : element;
   std::string path = dotted_text(tree_, holder);
   if (path.empty() || path == "self") return false;
   auto key = std::to_string(scope_) + ":" + path;

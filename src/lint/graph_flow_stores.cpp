@@ -27,8 +27,8 @@ void GraphFlow::record_store(StoreKind kind, NodeId site, NodeId container, Node
     std::string memo_key = sums ? "+" + path : path;
     auto memo = bounded_containers_.find(memo_key);
     if (memo == bounded_containers_.end()) {
-      bool bounded = sums ? sum_restarted_every_step(file_, path)
-                          : container_bounded_elsewhere(file_, path);
+      bool bounded =
+          sums ? sum_restarted_every_step(file_, path) : container_bounded_elsewhere(file_, path);
       memo = bounded_containers_.emplace(memo_key, bounded).first;
     }
     if (!memo->second) {
@@ -185,8 +185,8 @@ void GraphFlow::record_stores_into_arguments(NodeId call, const std::vector<Node
         stored |= passed;
       }
       if (!(stored & kTensorBits)) continue;
-      record_store(StoreKind::kAppend, call, container, kNoNode,
-                   source != kNoNode ? source : call, strip_if_no_grad(stored), s);
+      record_store(StoreKind::kAppend, call, container, kNoNode, source != kNoNode ? source : call,
+                   strip_if_no_grad(stored), s);
     }
   }
 }

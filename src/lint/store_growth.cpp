@@ -443,9 +443,9 @@ bool sum_restarted_every_step(const FileAnalysis& file, const std::string& path)
   for (NodeId id : file.assignments_to(path)) {
     NodeId right = tree.child_by_field(id, Field::kRight);
     if (right == kNoNode) continue;
-    bool detaches = tree.kind(right) == NodeKind::kCall &&
-                    (file.callee_last_name(right) == "detach" ||
-                     file.callee_last_name(right) == "item");
+    bool detaches =
+        tree.kind(right) == NodeKind::kCall &&
+        (file.callee_last_name(right) == "detach" || file.callee_last_name(right) == "item");
     if (mentions(file, right, path) && !detaches) continue;
     std::size_t scope = file.scope_index_of(id);
     const Scope& s = file.scopes()[scope];

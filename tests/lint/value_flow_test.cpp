@@ -190,8 +190,7 @@ TEST(lint_value_flow, a_helper_that_appends_to_a_container_it_is_handed_stores_a
       "            _log_metrics(logs, model, z, loss)\n"
       "    return logs\n";
   EXPECT_EQ(findings(source), (std::vector<std::pair<std::string, int>>{{"GL201", 15}}));
-  EXPECT_NE(message_of(source, "GL201").find("hands `logs` to `_log_metrics`"),
-            std::string::npos)
+  EXPECT_NE(message_of(source, "GL201").find("hands `logs` to `_log_metrics`"), std::string::npos)
       << message_of(source, "GL201");
   std::string numbers = source;
   numbers.replace(numbers.find("z.detach()[::10]"), 16, "z.mean().item()");
@@ -276,8 +275,9 @@ TEST(lint_value_flow, predict_step_returning_gpu_tensors_is_kept_by_trainer_pred
   host.replace(host.find("return results"), 14, "return results.detach().cpu()");
   EXPECT_TRUE(findings(host).empty());
   std::string not_returned =
-      source + "def run(trainer, model, dm):\n"
-               "    trainer.predict(model, datamodule=dm, return_predictions=False)\n";
+      source +
+      "def run(trainer, model, dm):\n"
+      "    trainer.predict(model, datamodule=dm, return_predictions=False)\n";
   EXPECT_TRUE(findings(not_returned).empty());
 }
 
