@@ -133,8 +133,11 @@ void GraphFlow::record_stores_through_parameters(NodeId call,
 void GraphFlow::note_store_into_parameter(StoreKind kind, NodeId container, NodeId key,
                                           NodeId value, std::uint8_t bits) {
   if (container == kNoNode || scope_ == 0) return;
+  // `b[:n] = data` copies into a buffer the caller handed over; only a key
+  // that is new every step (`cache[step] = x`) adds an entry.
+  bool slice = key != kNoNode && tree_.kind(key) == NodeKind::kSlice;
   bool grows = kind == StoreKind::kAppend || kind == StoreKind::kExtend ||
-               (kind == StoreKind::kSubscript && key_varies_per_step(file_, key));
+               (kind == StoreKind::kSubscript && !slice && key_varies_per_step(file_, key));
   if (kind == StoreKind::kAugmented && value != kNoNode) {
     NodeKind k = tree_.kind(value);
     grows = k == NodeKind::kList || k == NodeKind::kTuple || k == NodeKind::kListComprehension;
