@@ -84,6 +84,9 @@ struct StoreEvent {
   // it (`meter.update(loss)`): that function's scope; SIZE_MAX otherwise.
   std::size_t keeping_function = static_cast<std::size_t>(-1);
   bool closure = false;  // the value is a lambda or nested def capturing tensors
+  // What shows the value carries a graph when nothing that made it does:
+  // `losses[i - 1].backward()` for a store into `losses`; kNoNode otherwise.
+  NodeId evidence = kNoNode;
 };
 
 class FileAnalysis {

@@ -162,6 +162,7 @@ void GraphFlow::collect_differentiated_names(std::size_t index) {
   // `accelerator.backward(loss)`, `scaler.scale(loss).backward()`: the root
   // name of what is differentiated holds a tensor with a graph.
   differentiated_.clear();
+  differentiated_elements_.clear();
   const Scope& scope = file_.scopes_[index];
   NodeId root = scope.node;
   NodeId end = tree_.node(root).subtree_end;
@@ -197,6 +198,16 @@ void GraphFlow::collect_differentiated_names(std::size_t index) {
     } else {
       std::vector<NodeId> args = file_.positional_arguments(id);
       if (!args.empty()) target = args.front();
+    }
+    // `losses[i - 1].backward()`: the container's elements carry graphs,
+    // so a value stored into it is one (the evidence goes into the message).
+    NodeId element = target;
+    while (element != kNoNode && tree_.kind(element) == NodeKind::kParenthesizedExpression) {
+      element = tree_.first_named_child(element);
+    }
+    if (element != kNoNode && tree_.kind(element) == NodeKind::kSubscript) {
+      std::string holder = dotted_text(tree_, tree_.child_by_field(element, Field::kValue));
+      if (!holder.empty() && holder != "self") differentiated_elements_.emplace(holder, id);
     }
     std::string name = root_name(target);
     if (name.empty() || name == "self") continue;

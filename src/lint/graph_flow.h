@@ -145,6 +145,9 @@ class GraphFlow {
   Summaries next_;    // being filled by this round
   // Assignments (in the current scope) whose value is later differentiated.
   std::vector<NodeId> differentiated_;
+  // Containers (in the current scope) whose elements are differentiated:
+  // path -> the backward() call that shows it.
+  std::unordered_map<std::string, NodeId> differentiated_elements_;
   std::vector<std::uint8_t> returned_elements_;
   bool returns_only_tuples_ = true;
   std::unordered_map<NodeId, std::size_t> store_index_;

@@ -38,6 +38,17 @@ void GraphFlow::record_store(StoreKind kind, NodeId site, NodeId container, Node
     }
   }
   note_store_into_parameter(kind, container, key, value, bits);
+  NodeId evidence = kNoNode;
+  if (grad_enabled_ && !(bits & kCarriesGraph) && container != kNoNode &&
+      !differentiated_elements_.empty() &&
+      (kind == StoreKind::kSubscript || kind == StoreKind::kAppend || kind == StoreKind::kExtend ||
+       kind == StoreKind::kSubscriptAugmented)) {
+    auto it = differentiated_elements_.find(dotted_text(tree_, container));
+    if (it != differentiated_elements_.end()) {
+      bits |= kTensorBits;
+      evidence = it->second;
+    }
+  }
   bits &= kValueBits;
   if (bits == 0 && kind != StoreKind::kAppend && kind != StoreKind::kExtend &&
       kind != StoreKind::kAugmented && kind != StoreKind::kSubscript &&
@@ -54,6 +65,7 @@ void GraphFlow::record_store(StoreKind kind, NodeId site, NodeId container, Node
   event.grad_enabled = grad_enabled_;
   event.scope = scope_;
   event.keeping_function = keeper;
+  event.evidence = evidence;
   {
     NodeId v = value;
     while (v != kNoNode && tree_.kind(v) == NodeKind::kParenthesizedExpression) {

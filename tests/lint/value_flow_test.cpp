@@ -127,6 +127,42 @@ TEST(lint_value_flow, a_later_element_of_an_opaque_tuple_needs_evidence_to_be_a_
   EXPECT_NE(bits_of(evidenced, "costs[iter_count]") & kCarriesGraph, 0);
 }
 
+TEST(lint_value_flow, an_element_differentiated_later_shows_the_container_holds_graphs) {
+  // neural-network-lyapunov (before its fix): nothing says what
+  // `optimizer.step(closure)` returns, but `losses[i - 1].backward()` on
+  // the next iteration does; the message names that evidence.
+  std::string source =
+      "import torch\n"
+      "def train(closure, optimizer, max_iterations):\n"
+      "    losses = [None] * max_iterations\n"
+      "    losses[0] = closure()\n"
+      "    iter_count = 1\n"
+      "    while iter_count < max_iterations:\n"
+      "        optimizer.zero_grad()\n"
+      "        losses[iter_count - 1].backward()\n"
+      "        losses[iter_count] = optimizer.step(closure)\n"
+      "        iter_count += 1\n";
+  EXPECT_EQ(findings(source), (std::vector<std::pair<std::string, int>>{{"GL101", 9}}));
+  EXPECT_NE(
+      message_of(source, "GL101")
+          .find("`losses[iter_count - 1].backward()` at line 8 shows the elements have a graph"),
+      std::string::npos)
+      << message_of(source, "GL101");
+  // Numbers in the list: `.item()` before storing, backward on the loss.
+  std::string numbers =
+      "import torch\n"
+      "def train(closure, optimizer, max_iterations):\n"
+      "    losses = [None] * max_iterations\n"
+      "    iter_count = 1\n"
+      "    while iter_count < max_iterations:\n"
+      "        optimizer.zero_grad()\n"
+      "        loss = optimizer.step(closure)\n"
+      "        loss.backward()\n"
+      "        losses[iter_count] = loss.item()\n"
+      "        iter_count += 1\n";
+  EXPECT_TRUE(findings(numbers).empty());
+}
+
 TEST(lint_value_flow, counters_an_object_keeps_beside_its_tensors_are_ints) {
   std::string source =
       "import torch\n"

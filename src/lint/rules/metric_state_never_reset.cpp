@@ -30,8 +30,9 @@ constexpr RuleInfo kInfo{
 bool keeps_list_states(std::string_view qualified) {
   if (qualified.rfind("torchmetrics.", 0) != 0) return false;
   std::string_view last = vocabulary::last_component(qualified);
-  for (std::string_view part : {"AUROC", "ROC", "AveragePrecision", "PrecisionRecallCurve",
-                                "Retrieval", "CatMetric", "SpearmanCorrCoef", "KendallRankCorrCoef"}) {
+  for (std::string_view part :
+       {"AUROC", "ROC", "AveragePrecision", "PrecisionRecallCurve", "Retrieval", "CatMetric",
+        "SpearmanCorrCoef", "KendallRankCorrCoef"}) {
     if (last.find(part) != std::string_view::npos) return true;
   }
   return false;
