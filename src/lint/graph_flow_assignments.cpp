@@ -209,6 +209,21 @@ NodeId GraphFlow::self_update_operand(NodeId target, NodeId value, std::uint8_t&
     value = tree_.first_named_child(value);
     if (value == kNoNode) return kNoNode;
   }
+  if (tree_.kind(value) == NodeKind::kConditionalExpression) {
+    // `hist = out if hist is None else torch.cat([hist, out])`: a branch
+    // that updates the value from itself makes the statement a self-update.
+    std::vector<NodeId> parts = tree_.named_children(value);
+    if (parts.size() != 3) return kNoNode;
+    for (NodeId branch : {parts[0], parts[2]}) {
+      std::uint8_t bits = 0;
+      NodeId other = self_update_operand(target, branch, bits);
+      if (other != kNoNode) {
+        other_bits |= bits;
+        return other;
+      }
+    }
+    return kNoNode;
+  }
   std::vector<NodeId> operands;
   if (tree_.kind(value) == NodeKind::kBinaryOperator) {
     // Flatten `total + a + b` into its operands.

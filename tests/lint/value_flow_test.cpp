@@ -400,6 +400,26 @@ TEST(lint_value_flow, a_conditional_rebinding_to_a_value_starts_it_and_bounds_no
   EXPECT_EQ(findings(source), (std::vector<std::pair<std::string, int>>{{"GL101", 10}}));
 }
 
+TEST(lint_value_flow, a_history_grown_with_cat_in_one_branch_chains_every_graph) {
+  std::string source =
+      "import torch\n"
+      "def train(model, loader, optimizer):\n"
+      "    hist = None\n"
+      "    for x in loader:\n"
+      "        optimizer.zero_grad()\n"
+      "        out = model(x)\n"
+      "        out.mean().backward()\n"
+      "        optimizer.step()\n"
+      "        hist = out if hist is None else torch.cat([hist, out])\n";
+  EXPECT_EQ(findings(source), (std::vector<std::pair<std::string, int>>{{"GL101", 9}}));
+  std::string detached = source;
+  detached.replace(detached.find("torch.cat([hist, out])"), 22, "torch.cat([hist, out.detach()])");
+  detached.replace(detached.find("hist = out if"), 13, "hist = out.detach() if");
+  auto got = findings(detached);
+  EXPECT_TRUE(
+      std::none_of(got.begin(), got.end(), [](const auto& f) { return f.first == "GL101"; }));
+}
+
 TEST(lint_value_flow, a_list_trimmed_to_a_size_bound_is_bounded) {
   std::string source =
       "import torch\n"
