@@ -69,6 +69,18 @@ void FileAnalysis::collect_structure() {
         if (fn != kNoNode && tree_.kind(fn) == NodeKind::kAttribute) {
           NodeId attr = tree_.child_by_field(fn, Field::kAttributeName);
           if (attr != kNoNode && tree_.text(attr) == "backward") saw_backward = true;
+          // `trainer.fit(...)`, `trainer.predict(...)`: Lightning (or a
+          // Trainer on top of torch) driven from a file that imports only
+          // its own project's modules.
+          if (attr != kNoNode && (tree_.text(attr) == "fit" || tree_.text(attr) == "predict")) {
+            NodeId object = tree_.child_by_field(fn, Field::kObject);
+            std::string_view holder = object != kNoNode ? tree_.text(object) : std::string_view();
+            std::size_t dot = holder.rfind('.');
+            if (dot != std::string_view::npos) holder = holder.substr(dot + 1);
+            if (holder == "trainer" || holder == "pl_trainer" || holder == "lightning_trainer") {
+              saw_backward = true;
+            }
+          }
         }
         break;
       }

@@ -317,6 +317,22 @@ TEST(lint_value_flow, predict_step_returning_gpu_tensors_is_kept_by_trainer_pred
   EXPECT_TRUE(findings(not_returned).empty());
 }
 
+TEST(lint_value_flow, trainer_predict_whose_result_is_thrown_away_should_not_keep_it) {
+  // eva: predictions written by a callback, yet trainer.predict keeps them all.
+  std::string source =
+      "from eva import trainers\n"
+      "class Interface:\n"
+      "    def predict(self, model, data, trainer):\n"
+      "        trainer.predict(model=model, datamodule=data)\n";
+  EXPECT_EQ(findings(source), (std::vector<std::pair<std::string, int>>{{"GL204", 4}}));
+  std::string off = source;
+  off.replace(off.find("datamodule=data)"), 16, "datamodule=data, return_predictions=False)");
+  EXPECT_TRUE(findings(off).empty());
+  std::string used = source;
+  used.replace(used.find("        trainer.predict("), 24, "        return trainer.predict(");
+  EXPECT_TRUE(findings(used).empty()) << "the caller wants the predictions";
+}
+
 TEST(lint_value_flow, hook_handles_appended_on_every_call_to_a_list_never_emptied) {
   // Splice's extractor: `_clear_hooks` removes the hooks but keeps their
   // handles; the fix empties the list.

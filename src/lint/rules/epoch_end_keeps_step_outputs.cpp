@@ -5,7 +5,10 @@
 // batch's result for the pass (return_predictions=True by default).
 #include <fmt/format.h>
 
+#include <cctype>
+
 #include "lint/rules/rule_factories.h"
+#include "lint/vocabulary.h"
 
 namespace gpuleak::lint {
 namespace {
@@ -91,6 +94,37 @@ class EpochEndKeepsStepOutputs final : public Rule {
         }
         sink.report(kInfo, std::move(r));
       }
+    }
+    check_discarded_predictions(file, sink);
+  }
+
+ private:
+  // `trainer.predict(model, datamodule=dm)` as a statement: the result is
+  // thrown away (a writer callback saves the predictions, or nothing does),
+  // yet Lightning keeps every batch's predictions until the pass ends.
+  static void check_discarded_predictions(const FileAnalysis& file, FindingSink& sink) {
+    const SyntaxTree& tree = file.tree();
+    // A predict_step in this file says what is kept: GPU tensors are
+    // reported at its return, host copies are small.
+    if (!file.scopes_named("predict_step").empty()) return;
+    for (NodeId call : file.calls_named("predict")) {
+      NodeId statement = tree.parent(call);
+      if (statement == kNoNode || tree.kind(statement) != NodeKind::kExpressionStatement) continue;
+      NodeId receiver = file.method_receiver(call);
+      if (receiver == kNoNode) continue;
+      std::string holder = dotted_text(tree, receiver);
+      std::string last(vocabulary::last_component(holder));
+      for (char& c : last) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      if (last.find("trainer") == std::string::npos) continue;
+      if (file.keyword_argument(call, "return_predictions") != kNoNode) continue;
+      RuleReport r;
+      r.node = call;
+      r.message = fmt::format(
+          "`{}` throws its result away, but `return_predictions` defaults to True: Lightning "
+          "keeps every batch's `predict_step` output until the pass ends",
+          quote(file, call));
+      r.fix = fmt::format("pass `return_predictions=False` to `{}.predict`", holder);
+      sink.report(kInfo, std::move(r));
     }
   }
 };
