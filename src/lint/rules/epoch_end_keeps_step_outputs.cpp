@@ -5,8 +5,6 @@
 // batch's result for the pass (return_predictions=True by default).
 #include <fmt/format.h>
 
-#include <cctype>
-
 #include "lint/rules/rule_factories.h"
 #include "lint/vocabulary.h"
 
@@ -32,11 +30,20 @@ constexpr RuleInfo kInfo{
 };
 
 // `trainer.predict(..., return_predictions=False)` in the file: Lightning
-// keeps nothing (a writer callback gets each batch's results).
+// keeps nothing (a writer callback gets each batch's results). Or
+// `predictions = trainer.predict(...)`: the caller asked for the list, and
+// keeping it is the point.
 bool predictions_not_returned(const FileAnalysis& file) {
+  const SyntaxTree& tree = file.tree();
   for (NodeId call : file.calls_named("predict")) {
     NodeId flag = file.keyword_argument(call, "return_predictions");
-    if (flag != kNoNode && file.tree().kind(flag) == NodeKind::kFalse) return true;
+    if (flag != kNoNode && tree.kind(flag) == NodeKind::kFalse) return true;
+    NodeId parent = tree.parent(call);
+    if (parent != kNoNode && file.method_receiver(call) != kNoNode &&
+        (tree.kind(parent) == NodeKind::kAssignment ||
+         tree.kind(parent) == NodeKind::kReturnStatement)) {
+      return true;
+    }
   }
   return false;
 }
@@ -112,11 +119,12 @@ class EpochEndKeepsStepOutputs final : public Rule {
       if (statement == kNoNode || tree.kind(statement) != NodeKind::kExpressionStatement) continue;
       NodeId receiver = file.method_receiver(call);
       if (receiver == kNoNode) continue;
+      // The user's own Trainer, not a framework's `self._trainer` inside
+      // its tuner; not a test that runs a few batches through predict.
       std::string holder = dotted_text(tree, receiver);
-      std::string last(vocabulary::last_component(holder));
-      for (char& c : last) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-      if (last.find("trainer") == std::string::npos) continue;
+      if (holder != "trainer" && holder != "self.trainer") continue;
       if (file.keyword_argument(call, "return_predictions") != kNoNode) continue;
+      if (file.scope_of(call).name.rfind("test", 0) == 0) continue;
       RuleReport r;
       r.node = call;
       r.message = fmt::format(
