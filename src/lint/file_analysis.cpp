@@ -147,9 +147,14 @@ void FileAnalysis::collect_structure() {
             NodeId name_node = p;
             switch (tree_.kind(p)) {
               case NodeKind::kDefaultParameter:
-              case NodeKind::kTypedDefaultParameter:
+              case NodeKind::kTypedDefaultParameter: {
                 name_node = tree_.child_by_field(p, Field::kName);
+                NodeId value = tree_.child_by_field(p, Field::kValue);
+                if (name_node != kNoNode && value != kNoNode && is_mutable_container(value)) {
+                  s.mutable_defaults.emplace(tree_.text(name_node));
+                }
                 break;
+              }
               case NodeKind::kTypedParameter:
               case NodeKind::kListSplatPattern:
               case NodeKind::kDictionarySplatPattern:
@@ -337,6 +342,23 @@ void FileAnalysis::collect_hooks() {
     if (fn == kNoNode) continue;
     hook_registrations_.push_back(call);
     for (std::size_t s : functions_passed_as(fn)) hook_scope_[s] = 1;
+  }
+}
+
+bool FileAnalysis::is_mutable_container(NodeId value) const {
+  switch (tree_.kind(value)) {
+    case NodeKind::kList:
+    case NodeKind::kDictionary:
+    case NodeKind::kSet:
+      return true;
+    case NodeKind::kCall: {
+      std::string_view last = vocabulary::last_component(qualified_name(callee(value)));
+      if (last == "deque") return keyword_argument(value, "maxlen") == kNoNode;
+      return last == "list" || last == "dict" || last == "set" || last == "defaultdict" ||
+             last == "OrderedDict";
+    }
+    default:
+      return false;
   }
 }
 

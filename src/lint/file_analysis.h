@@ -46,7 +46,10 @@ struct Scope {
   std::vector<std::string> parameters;
   std::unordered_set<std::string> declared_global;  // `global` / `nonlocal` names
   std::unordered_set<std::string> assigned;         // names bound in this scope
-  bool grad_disabled = false;                       // @torch.no_grad(), or a Lightning eval hook
+  // Parameters whose default is a mutable container (`history=[]`): one
+  // object for every call, living as long as the function.
+  std::unordered_set<std::string> mutable_defaults;
+  bool grad_disabled = false;  // @torch.no_grad(), or a Lightning eval hook
 };
 
 struct ClassFacts {
@@ -204,6 +207,9 @@ class FileAnalysis {
  private:
   friend class GraphFlow;
   void collect_structure();
+  // `[]`, `{}`, `set()`, `list()`, `dict()`, `defaultdict(...)`, `deque()`
+  // without maxlen: a container that grows when appended to.
+  bool is_mutable_container(NodeId value) const;
   void collect_model_names();
   void collect_hooks();
   std::vector<std::size_t> functions_passed_as(NodeId argument, int depth) const;

@@ -110,7 +110,7 @@ bool GraphFlow::is_long_lived_container(NodeId container) const {
   std::string root(tree_.text(n));
   const Scope& scope = file_.scopes_[scope_];
   if (root == "self" || root == "cls") return scope.class_node != kNoNode;
-  if (scope.declared_global.count(root)) return true;
+  if (scope.declared_global.count(root) || scope.mutable_defaults.count(root)) return true;
   if (scope_ == 0 || scope.assigned.count(root)) return false;
   for (const auto& p : scope.parameters) {
     if (p == root) return false;

@@ -538,7 +538,9 @@ GrowthVerdict store_growth(const FileAnalysis& file, const StoreEvent& store) {
   bool declared_global = scope.declared_global.count(root) != 0;
   bool closure_or_global =
       store.scope != 0 && !scope.assigned.count(root) && !is_parameter(scope, root);
-  v.local = !(through_self || declared_global || closure_or_global);
+  // `def log(out, history=[])`: the default list is shared by every call.
+  bool mutable_default = scope.mutable_defaults.count(root) != 0;
+  v.local = !(through_self || declared_global || closure_or_global || mutable_default);
 
   NodeId loop = file.innermost_loop(store.site);
   if (loop != kNoNode) {
@@ -569,7 +571,7 @@ GrowthVerdict store_growth(const FileAnalysis& file, const StoreEvent& store) {
   // Outside loops: only a container that outlives the call, in a function
   // that runs once per step, or a cache that gains an entry per new size.
   if (store.scope == 0 || scope.name == "__init__" || v.local ||
-      (!through_self && is_parameter(scope, root))) {
+      (!through_self && !mutable_default && is_parameter(scope, root))) {
     return v;
   }
   if (bounded_elsewhere(file, store, v.container)) return v;

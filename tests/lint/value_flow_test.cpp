@@ -233,6 +233,26 @@ TEST(lint_value_flow, a_helper_that_appends_to_a_container_it_is_handed_stores_a
   EXPECT_TRUE(findings(numbers).empty());
 }
 
+TEST(lint_value_flow, a_mutable_default_argument_is_a_store_that_outlives_every_call) {
+  std::string source =
+      "import torch\n"
+      "def log_step(out, history=[]):\n"
+      "    history.append(out.detach())\n"
+      "    return len(history)\n"
+      "def train(model, loader, optimizer):\n"
+      "    for x in loader:\n"
+      "        optimizer.zero_grad()\n"
+      "        out = model(x)\n"
+      "        out.mean().backward()\n"
+      "        optimizer.step()\n"
+      "        log_step(out)\n";
+  EXPECT_EQ(findings(source), (std::vector<std::pair<std::string, int>>{{"GL201", 3}}));
+  std::string fresh = source;
+  fresh.replace(fresh.find("history=[]"), 10, "history=None");
+  fresh.replace(fresh.find("    history.append"), 18, "    history = []\n    history.append");
+  EXPECT_TRUE(findings(fresh).empty());
+}
+
 TEST(lint_value_flow, a_meter_reset_per_epoch_does_not_bound_a_sum_of_graphs) {
   // SLIP: AverageMeter.synchronize() rebinds self.sum once per epoch; every
   // step's loss graph stays chained in the sum until then.
