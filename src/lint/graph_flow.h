@@ -37,7 +37,7 @@
 namespace gpuleak::lint {
 
 // graph_flow::kTrackedParameters, for the header (graph_flow_shared.h checks they agree).
-inline constexpr std::size_t graph_flow_tracked_parameters = 4;
+inline constexpr std::size_t kGraphFlowTrackedParameters = 4;
 
 class GraphFlow {
  public:
@@ -130,7 +130,7 @@ class GraphFlow {
   std::vector<std::uint8_t> parameter_sums_;   // per scope: added into a sum only
   // Per scope, per tracked parameter used as a container: what is stored
   // into it (kTensorFacts and the kParameterBits of its sources); 0 if none.
-  std::vector<std::array<std::uint8_t, graph_flow_tracked_parameters>> argument_containers_;
+  std::vector<std::array<std::uint8_t, kGraphFlowTrackedParameters>> argument_containers_;
   bool any_parameter_sinks_ = false;
   bool any_argument_containers_ = false;
   bool private_values_scanned_ = false;
