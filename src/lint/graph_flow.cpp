@@ -217,16 +217,34 @@ void GraphFlow::collect_differentiated_names(std::size_t index) {
       if (a >= id) break;
       if (file_.scope_index_of(a) == index) last = a;
     }
+    // `losses, rewards = self.flowmatch_loss(...)`; `losses[0].backward()`:
+    // bound by unpacking, which marks `losses` and not `rewards`.
+    if (last == kNoNode) last = last_unpacking_of(name, id, index);
     if (last == kNoNode) continue;
-    differentiated_.push_back(last);
+    differentiated_.emplace_back(last, name);
     // `loss = sum(losses) if isinstance(losses, tuple) else losses`,
     // `loss = functools.reduce(operator.add, losses)`: what is summed into
     // the differentiated value holds the graph too.
     for (const std::string& source : summed_sources(tree_.child_by_field(last, Field::kRight))) {
       NodeId bound = file_.last_assignment_before(source, last, index);
-      if (bound != kNoNode) differentiated_.push_back(bound);
+      if (bound != kNoNode) differentiated_.emplace_back(bound, source);
     }
   }
+}
+
+NodeId GraphFlow::last_unpacking_of(const std::string& name, NodeId before,
+                                    std::size_t index) const {
+  NodeId root = file_.scopes_[index].node;
+  for (NodeId a = before; a > root;) {
+    --a;
+    if (tree_.kind(a) != NodeKind::kAssignment || file_.scope_index_of(a) != index) continue;
+    NodeId left = tree_.child_by_field(a, Field::kLeft);
+    if (left == kNoNode || tree_.kind(left) == NodeKind::kIdentifier) continue;
+    for (NodeId bound : bound_targets(tree_, left)) {
+      if (tree_.kind(bound) == NodeKind::kIdentifier && tree_.text(bound) == name) return a;
+    }
+  }
+  return kNoNode;
 }
 
 std::vector<std::string> GraphFlow::summed_sources(NodeId value) const {

@@ -97,6 +97,9 @@ class GraphFlow {
   std::string class_attribute_key(const std::string& dotted) const;
   void collect_differentiated_names(std::size_t scope);
   std::vector<std::string> summed_sources(NodeId value) const;
+  // The last assignment of scope `index` before `before` that binds `name`
+  // by unpacking (`name, other = ...`); kNoNode if none.
+  NodeId last_unpacking_of(const std::string& name, NodeId before, std::size_t index) const;
   // For `c = c + v` / `c = torch.cat([c, v])`: the operand that is not `c`.
   // `other_bits` receives what all the other operands carry.
   NodeId self_update_operand(NodeId target, NodeId value, std::uint8_t& other_bits) const;
@@ -144,7 +147,8 @@ class GraphFlow {
   Summaries learnt_;  // from the previous round: what this round reads
   Summaries next_;    // being filled by this round
   // Assignments (in the current scope) whose value is later differentiated.
-  std::vector<NodeId> differentiated_;
+  // (assignment, name) pairs: the name that assignment binds is differentiated.
+  std::vector<std::pair<NodeId, std::string>> differentiated_;
   // Containers (in the current scope) whose elements are differentiated:
   // path -> the backward() call that shows it.
   std::unordered_map<std::string, NodeId> differentiated_elements_;

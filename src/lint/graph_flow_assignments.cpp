@@ -103,7 +103,7 @@ void GraphFlow::assign_target(NodeId target, NodeId value, std::uint8_t bits, En
       // Whatever produced it, a name this function differentiates holds a
       // tensor with a graph (`total = sum(losses); total.backward()`).
       if (grad_enabled_ && !(bits & kCarriesGraph) && !(bits & kException) &&
-          std::find(differentiated_.begin(), differentiated_.end(), site) !=
+          std::find(differentiated_.begin(), differentiated_.end(), std::make_pair(site, name)) !=
               differentiated_.end()) {
         bits |= kTensorBits;
       }

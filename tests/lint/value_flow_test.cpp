@@ -97,6 +97,29 @@ TEST(lint_value_flow, a_list_summed_into_the_differentiated_loss_carries_the_gra
   EXPECT_EQ(findings(reduced), (std::vector<std::pair<std::string, int>>{{"GL101", 12}}));
 }
 
+TEST(lint_value_flow, a_name_bound_by_unpacking_and_differentiated_carries_the_graph_alone) {
+  // gflownet: `losses, rewards = self.flowmatch_loss(...)`, `losses[0].backward()`,
+  // then moving averages of `losses[1]` chained over the run.
+  std::string source =
+      "import torch\n"
+      "class Agent:\n"
+      "    def train(self, batches, alpha):\n"
+      "        ema = None\n"
+      "        kept = []\n"
+      "        for batch in batches:\n"
+      "            self.opt.zero_grad()\n"
+      "            losses, rewards = self.flowmatch_loss(batch)\n"
+      "            losses[0].backward()\n"
+      "            self.opt.step()\n"
+      "            kept.append(rewards)\n"
+      "            if ema is not None:\n"
+      "                ema = alpha * losses[1] + (1 - alpha) * ema\n"
+      "            else:\n"
+      "                ema = losses[1]\n";
+  EXPECT_EQ(findings(source), (std::vector<std::pair<std::string, int>>{{"GL101", 13}}));
+  EXPECT_EQ(bits_of(source, "rewards") & kCarriesGraph, 0);
+}
+
 TEST(lint_value_flow, a_later_element_of_an_opaque_tuple_needs_evidence_to_be_a_tensor) {
   // neural-network-lyapunov: `total_loss` returns the loss and Gurobi costs;
   // nothing says the costs stored in the lists are tensors.
