@@ -545,5 +545,29 @@ TEST(lint_value_flow, detached_numbers_a_function_collects_for_its_result_are_no
   EXPECT_EQ(findings(outputs), (std::vector<std::pair<std::string, int>>{{"GL201", 7}}));
 }
 
+TEST(lint_value_flow, one_number_per_epoch_is_not_a_growing_store) {
+  // ImVisible: epoch averages under no_grad appended to history lists.
+  std::string source =
+      "import torch\n"
+      "def run(model, train_loader, val_loader, optimizer, epochs):\n"
+      "    valid_losses = []\n"
+      "    for epoch in range(epochs):\n"
+      "        for x in train_loader:\n"
+      "            optimizer.zero_grad()\n"
+      "            model(x).mean().backward()\n"
+      "            optimizer.step()\n"
+      "        total = 0\n"
+      "        with torch.no_grad():\n"
+      "            for x in val_loader:\n"
+      "                total += model(x).mean()\n"
+      "        valid_losses.append(total / len(val_loader))\n";
+  EXPECT_TRUE(findings(source).empty());
+  // Whole outputs per epoch are another matter.
+  std::string outputs = source;
+  outputs.replace(outputs.find("valid_losses.append(total / len(val_loader))"), 45,
+                  "valid_losses.append(model(x).detach())");
+  EXPECT_EQ(findings(outputs), (std::vector<std::pair<std::string, int>>{{"GL201", 13}}));
+}
+
 }  // namespace
 }  // namespace gpuleak::lint

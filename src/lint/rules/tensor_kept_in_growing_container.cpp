@@ -122,6 +122,13 @@ class TensorKeptInGrowingContainer final : public Rule {
           !local_container_grows_for_the_whole_run(file, store, growth)) {
         continue;
       }
+      // One number per epoch (`valid_losses.append(total / n)` after the
+      // batch loop): a few bytes a run, not a growing store.
+      if (growth.growth == Growth::kPerIteration && !(store.value_bits & kNonScalar) &&
+          !iterates_over_batches(file, growth.loop) && !loop_runs_a_step(file, growth.loop) &&
+          !file.is_unbounded_loop(growth.loop)) {
+        continue;
+      }
       RuleReport r;
       r.node = store.site;
       const std::string& c = growth.container;
