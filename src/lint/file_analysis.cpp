@@ -362,6 +362,31 @@ bool FileAnalysis::is_mutable_container(NodeId value) const {
   }
 }
 
+std::size_t FileAnalysis::project_module_function(NodeId call) const {
+  constexpr std::size_t kNone = static_cast<std::size_t>(-1);
+  NodeId fn = callee(call);
+  if (fn == kNoNode || tree_.kind(fn) != NodeKind::kAttribute) return kNone;
+  NodeId object = tree_.child_by_field(fn, Field::kObject);
+  if (object == kNoNode || tree_.kind(object) != NodeKind::kIdentifier ||
+      !imports_.is_imported(tree_.text(object))) {
+    return kNone;
+  }
+  std::string module = qualified_name(object);
+  std::string_view root = std::string_view(module).substr(0, module.find('.'));
+  if (root.empty() || vocabulary::is_known_library_module(root)) return kNone;
+  std::size_t found = kNone;
+  for (std::size_t s : scopes_named_ref(callee_last_name(call))) {
+    const Scope& scope = scopes_[s];
+    if (scope.class_node != kNoNode || tree_.kind(scope.node) != NodeKind::kFunctionDefinition ||
+        scope_index_of(tree_.parent(scope.definition)) != 0) {
+      continue;  // a method, a lambda or a nested def
+    }
+    if (found != kNone) return kNone;  // two defs of that name: which one is unknown
+    found = s;
+  }
+  return found;
+}
+
 std::vector<std::size_t> FileAnalysis::callees_of(NodeId call) const {
   std::vector<std::size_t> out;
   NodeId fn = callee(call);
@@ -372,6 +397,8 @@ std::vector<std::size_t> FileAnalysis::callees_of(NodeId call) const {
     NodeId object = tree_.child_by_field(fn, Field::kObject);
     if (object != kNoNode && tree_.kind(object) == NodeKind::kIdentifier &&
         imports_.is_imported(tree_.text(object))) {
+      std::size_t own = project_module_function(call);
+      if (own != static_cast<std::size_t>(-1)) out.push_back(own);
       return out;
     }
   }

@@ -198,6 +198,11 @@ class FileAnalysis {
   // Same-file functions a call may reach, by name: methods for `x.f()`,
   // functions for `f()` (and the def a factory `f = make()` returns).
   std::vector<std::size_t> callees_of(NodeId call) const;
+  // `util.split(out)` where `util` is a module of the project (imported, not
+  // a known library) and this file defines `split` at module level: the file
+  // holds that module's code (an excerpt of several files, or a module that
+  // re-exports its helpers). That def's scope, or SIZE_MAX.
+  std::size_t project_module_function(NodeId call) const;
 
   // --- data flow (see graph_flow.h) --------------------------------------
   std::uint8_t value_bits(NodeId expression) const { return bits_[expression] & kValueBits; }

@@ -336,7 +336,8 @@ std::uint8_t GraphFlow::eval_call(NodeId call, Env& env) {
     return strip_if_no_grad(bits);
   }
   std::string dotted = dotted_text(tree_, fn);
-  if (!dotted.empty() && (receiver == kNoNode || dotted.rfind("self.", 0) == 0)) {
+  if (!dotted.empty() && (receiver == kNoNode || dotted.rfind("self.", 0) == 0 ||
+                          file_.project_module_function(call) != static_cast<std::size_t>(-1))) {
     std::uint8_t summary = same_file_function_bits(call);
     if (summary != 0) return strip_if_no_grad(summary);
   }

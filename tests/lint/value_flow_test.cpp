@@ -199,6 +199,28 @@ TEST(lint_value_flow, counters_an_object_keeps_beside_its_tensors_are_ints) {
   EXPECT_NE(bits_of(source, "report.logits") & kCarriesGraph, 0);
 }
 
+TEST(lint_value_flow, a_project_module_function_defined_in_the_file_has_its_summary) {
+  // SevenNet (util.py and inference.py in one excerpt): `util.to_atom_graph_list(output)`
+  // splits GPU outputs that still carry their graph.
+  std::string source =
+      "import torch\n"
+      "import sevenn.util as util\n"
+      "def to_atom_graph_list(batch):\n"
+      "    return torch.split(batch['force'], 4)\n"
+      "def infer(model, loader):\n"
+      "    model.eval()\n"
+      "    output_list = []\n"
+      "    for batch in loader:\n"
+      "        output = model(batch)\n"
+      "        output_list.extend(util.to_atom_graph_list(output))\n"
+      "    return output_list\n";
+  EXPECT_EQ(findings(source), (std::vector<std::pair<std::string, int>>{{"GL102", 10}}));
+  // A library's function of the same name is not this one.
+  std::string library = source;
+  library.replace(library.find("import sevenn.util as util"), 26, "import numpy as util");
+  EXPECT_TRUE(findings(library).empty());
+}
+
 TEST(lint_value_flow, cpu_of_a_parameter_still_hands_the_callers_graph_to_a_sum) {
   // Horovod's Metric: `self.sum += hvd.allreduce(val.cpu())` keeps the graph
   // of every loss it is given; `.detach().cpu()` keeps none.
