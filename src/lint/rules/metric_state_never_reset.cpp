@@ -4,6 +4,8 @@
 // file: its lists keep every batch's predictions and targets for the run.
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "lint/rules/rule_factories.h"
 #include "lint/vocabulary.h"
 
@@ -57,9 +59,28 @@ bool reset_somewhere(const FileAnalysis& file, const std::string& path) {
   }
   for (std::string_view log : {"log", "log_dict"}) {
     for (NodeId call : file.calls_named(log)) {
-      for (NodeId a : file.positional_arguments(call)) {
-        if (dotted_text(tree, a) == path) return true;
+      NodeId args = tree.child_by_field(call, Field::kArguments);
+      if (args == kNoNode) continue;
+      for (NodeId a : tree.named_children(args)) {
+        NodeId value =
+            tree.kind(a) == NodeKind::kKeywordArgument ? tree.child_by_field(a, Field::kValue) : a;
+        if (value != kNoNode && dotted_text(tree, value) == path) return true;
       }
+    }
+  }
+  // `for metric in (self.auroc, self.ap): metric.reset()`: reset through a
+  // loop over a collection that names it.
+  for (NodeId call : file.calls_named("reset")) {
+    NodeId receiver = file.method_receiver(call);
+    if (receiver == kNoNode || tree.kind(receiver) != NodeKind::kIdentifier) continue;
+    NodeId loop = file.innermost_loop(call);
+    if (loop == kNoNode || tree.kind(loop) != NodeKind::kForStatement) continue;
+    NodeId iterable = file.loop_iterable(loop);
+    std::vector<std::string> names = file.loop_variables(loop);
+    bool over_it = std::find(names.begin(), names.end(), tree.text(receiver)) != names.end();
+    if (over_it && iterable != kNoNode &&
+        tree.text(iterable).find(path) != std::string_view::npos) {
+      return true;
     }
   }
   return false;
