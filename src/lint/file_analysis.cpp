@@ -352,7 +352,8 @@ bool FileAnalysis::is_mutable_container(NodeId value) const {
     case NodeKind::kSet:
       return true;
     case NodeKind::kCall: {
-      std::string_view last = vocabulary::last_component(qualified_name(callee(value)));
+      std::string qualified = qualified_name(callee(value));
+      std::string_view last = vocabulary::last_component(qualified);
       if (last == "deque") return keyword_argument(value, "maxlen") == kNoNode;
       return last == "list" || last == "dict" || last == "set" || last == "defaultdict" ||
              last == "OrderedDict";

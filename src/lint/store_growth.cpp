@@ -73,7 +73,8 @@ bool is_empty_value(const FileAnalysis& file, NodeId value) {
     case NodeKind::kFloat:
       return tree.text(value) == "0" || tree.text(value) == "0.0" || tree.text(value) == "0.";
     case NodeKind::kCall: {
-      std::string_view last = vocabulary::last_component(file.qualified_name(file.callee(value)));
+      std::string qualified = file.qualified_name(file.callee(value));
+      std::string_view last = vocabulary::last_component(qualified);
       if (last == "defaultdict" || last == "OrderedDict") return true;
       return (last == "list" || last == "dict" || last == "set" || last == "deque") &&
              file.positional_arguments(value).empty();
