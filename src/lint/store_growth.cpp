@@ -75,8 +75,9 @@ bool is_empty_value(const FileAnalysis& file, NodeId value) {
     case NodeKind::kCall: {
       std::string qualified = file.qualified_name(file.callee(value));
       std::string_view last = vocabulary::last_component(qualified);
-      if (last == "defaultdict" || last == "OrderedDict") return true;
-      return (last == "list" || last == "dict" || last == "set" || last == "deque") &&
+      if (last == "defaultdict") return file.positional_arguments(value).size() <= 1;
+      return (last == "list" || last == "dict" || last == "set" || last == "deque" ||
+              last == "OrderedDict") &&
              file.positional_arguments(value).empty();
     }
     default:
@@ -367,6 +368,25 @@ bool key_varies_with_sizes(const FileAnalysis& file, NodeId key) {
   return key_change(file, key, 1) == KeyChange::kPerSize;
 }
 
+namespace {
+
+// Under an `if` whose condition tests the container itself (`is None`,
+// `not in`): the branch fills a missing slot, it does not empty one.
+bool initialises_on_first_use(const FileAnalysis& file, NodeId assignment,
+                              const std::string& path) {
+  const SyntaxTree& tree = file.tree();
+  for (NodeId p = tree.parent(assignment); p != kNoNode; p = tree.parent(p)) {
+    NodeKind k = tree.kind(p);
+    if (k == NodeKind::kFunctionDefinition || k == NodeKind::kLambda) break;
+    if (k != NodeKind::kIfStatement && k != NodeKind::kElifClause) continue;
+    NodeId condition = tree.child_by_field(p, Field::kCondition);
+    if (condition != kNoNode && mentions(file, condition, path)) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 bool container_bounded_elsewhere(const FileAnalysis& file, const std::string& path) {
   const SyntaxTree& tree = file.tree();
   for (std::string_view m : {"clear", "pop", "popleft", "popitem", "remove"}) {
@@ -386,11 +406,13 @@ bool container_bounded_elsewhere(const FileAnalysis& file, const std::string& pa
   }
   // `self.outputs[key] = []` in a method that runs again (not only from
   // __init__): each slot is emptied, so what was appended to it goes.
+  // Not a lazy initialisation (`if self.stats[k] is None: self.stats[k] = {}`),
+  // which fills a slot once.
   for (NodeId id : file.slot_assignments_to(path)) {
     NodeId right = tree.child_by_field(id, Field::kRight);
     const Scope& scope = file.scope_of(id);
     if (right != kNoNode && is_empty_value(file, right) && scope.name != "__init__" &&
-        !called_only_from_init(file, scope.name)) {
+        !called_only_from_init(file, scope.name) && !initialises_on_first_use(file, id, path)) {
       return true;
     }
   }

@@ -501,6 +501,38 @@ TEST(lint_value_flow, a_history_grown_with_cat_in_one_branch_chains_every_graph)
       std::none_of(got.begin(), got.end(), [](const auto& f) { return f.first == "GL101"; }));
 }
 
+TEST(lint_value_flow, a_slot_filled_on_first_use_is_no_reset) {
+  // pytracking: `if self.stats[name] is None: self.stats[name] = OrderedDict(...)`
+  // creates the meters once; they keep summing graphs.
+  std::string source =
+      "import torch\n"
+      "from collections import OrderedDict\n"
+      "class AverageMeter:\n"
+      "    def __init__(self):\n"
+      "        self.sum = 0\n"
+      "    def update(self, val, n=1):\n"
+      "        self.sum += val * n\n"
+      "class Trainer:\n"
+      "    def __init__(self, actor, optimizer):\n"
+      "        self.actor = actor\n"
+      "        self.optimizer = optimizer\n"
+      "        self.stats = {}\n"
+      "    def cycle(self, loader):\n"
+      "        for data in loader:\n"
+      "            loss, stats = self.actor(data)\n"
+      "            self.optimizer.zero_grad()\n"
+      "            loss.backward()\n"
+      "            self.optimizer.step()\n"
+      "            self._update_stats(stats, loader)\n"
+      "    def _update_stats(self, new_stats, loader):\n"
+      "        if self.stats.get(loader.name) is None:\n"
+      "            self.stats[loader.name] = OrderedDict({k: AverageMeter() for k in new_stats})\n"
+      "        for name, val in new_stats.items():\n"
+      "            self.stats[loader.name][name].update(val, 1)\n";
+  auto got = findings(source);
+  EXPECT_NE(std::find(got.begin(), got.end(), std::make_pair(std::string("GL101"), 24)), got.end());
+}
+
 TEST(lint_value_flow, a_list_trimmed_to_a_size_bound_is_bounded) {
   std::string source =
       "import torch\n"
