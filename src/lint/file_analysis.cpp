@@ -69,6 +69,18 @@ void FileAnalysis::collect_structure() {
         if (fn != kNoNode && tree_.kind(fn) == NodeKind::kAttribute) {
           NodeId attr = tree_.child_by_field(fn, Field::kAttributeName);
           if (attr != kNoNode && tree_.text(attr) == "backward") saw_backward = true;
+          // `trainer.fit(...)`, `trainer.predict(...)`: Lightning (or a
+          // Trainer on top of torch) driven from a file that imports only
+          // its own project's modules.
+          if (attr != kNoNode && (tree_.text(attr) == "fit" || tree_.text(attr) == "predict")) {
+            NodeId object = tree_.child_by_field(fn, Field::kObject);
+            std::string_view holder = object != kNoNode ? tree_.text(object) : std::string_view();
+            std::size_t dot = holder.rfind('.');
+            if (dot != std::string_view::npos) holder = holder.substr(dot + 1);
+            if (holder == "trainer" || holder == "pl_trainer" || holder == "lightning_trainer") {
+              saw_backward = true;
+            }
+          }
         }
         break;
       }
@@ -135,9 +147,14 @@ void FileAnalysis::collect_structure() {
             NodeId name_node = p;
             switch (tree_.kind(p)) {
               case NodeKind::kDefaultParameter:
-              case NodeKind::kTypedDefaultParameter:
+              case NodeKind::kTypedDefaultParameter: {
                 name_node = tree_.child_by_field(p, Field::kName);
+                NodeId value = tree_.child_by_field(p, Field::kValue);
+                if (name_node != kNoNode && value != kNoNode && is_mutable_container(value)) {
+                  s.mutable_defaults.emplace(tree_.text(name_node));
+                }
                 break;
+              }
               case NodeKind::kTypedParameter:
               case NodeKind::kListSplatPattern:
               case NodeKind::kDictionarySplatPattern:
@@ -188,6 +205,10 @@ void FileAnalysis::collect_structure() {
         if (kind == NodeKind::kAssignment) {
           NodeId left = tree_.child_by_field(id, Field::kLeft);
           NodeId right = tree_.child_by_field(id, Field::kRight);
+          if (left != kNoNode && tree_.kind(left) == NodeKind::kSubscript) {
+            std::string holder = dotted_text(tree_, tree_.child_by_field(left, Field::kValue));
+            if (!holder.empty()) slot_assignments_[holder].push_back(id);
+          }
           if (left != kNoNode) {
             std::string target = dotted_text(tree_, left);
             if (!target.empty()) {
@@ -324,6 +345,49 @@ void FileAnalysis::collect_hooks() {
   }
 }
 
+bool FileAnalysis::is_mutable_container(NodeId value) const {
+  switch (tree_.kind(value)) {
+    case NodeKind::kList:
+    case NodeKind::kDictionary:
+    case NodeKind::kSet:
+      return true;
+    case NodeKind::kCall: {
+      std::string qualified = qualified_name(callee(value));
+      std::string_view last = vocabulary::last_component(qualified);
+      if (last == "deque") return keyword_argument(value, "maxlen") == kNoNode;
+      return last == "list" || last == "dict" || last == "set" || last == "defaultdict" ||
+             last == "OrderedDict";
+    }
+    default:
+      return false;
+  }
+}
+
+std::size_t FileAnalysis::project_module_function(NodeId call) const {
+  constexpr std::size_t kNone = static_cast<std::size_t>(-1);
+  NodeId fn = callee(call);
+  if (fn == kNoNode || tree_.kind(fn) != NodeKind::kAttribute) return kNone;
+  NodeId object = tree_.child_by_field(fn, Field::kObject);
+  if (object == kNoNode || tree_.kind(object) != NodeKind::kIdentifier ||
+      !imports_.is_imported(tree_.text(object))) {
+    return kNone;
+  }
+  std::string module = qualified_name(object);
+  std::string_view root = std::string_view(module).substr(0, module.find('.'));
+  if (root.empty() || vocabulary::is_known_library_module(root)) return kNone;
+  std::size_t found = kNone;
+  for (std::size_t s : scopes_named_ref(callee_last_name(call))) {
+    const Scope& scope = scopes_[s];
+    if (scope.class_node != kNoNode || tree_.kind(scope.node) != NodeKind::kFunctionDefinition ||
+        scope_index_of(tree_.parent(scope.definition)) != 0) {
+      continue;  // a method, a lambda or a nested def
+    }
+    if (found != kNone) return kNone;  // two defs of that name: which one is unknown
+    found = s;
+  }
+  return found;
+}
+
 std::vector<std::size_t> FileAnalysis::callees_of(NodeId call) const {
   std::vector<std::size_t> out;
   NodeId fn = callee(call);
@@ -334,6 +398,8 @@ std::vector<std::size_t> FileAnalysis::callees_of(NodeId call) const {
     NodeId object = tree_.child_by_field(fn, Field::kObject);
     if (object != kNoNode && tree_.kind(object) == NodeKind::kIdentifier &&
         imports_.is_imported(tree_.text(object))) {
+      std::size_t own = project_module_function(call);
+      if (own != static_cast<std::size_t>(-1)) out.push_back(own);
       return out;
     }
   }
@@ -483,6 +549,12 @@ NodeId FileAnalysis::first_assigned_value(const std::string& dotted) const {
   if (dotted.empty()) return kNoNode;
   const std::vector<NodeId>& all = assignments_to(dotted);
   return all.empty() ? kNoNode : tree_.child_by_field(all.front(), Field::kRight);
+}
+
+const std::vector<NodeId>& FileAnalysis::slot_assignments_to(const std::string& dotted) const {
+  static const std::vector<NodeId> kNone;
+  auto it = slot_assignments_.find(dotted);
+  return it == slot_assignments_.end() ? kNone : it->second;
 }
 
 const std::vector<NodeId>& FileAnalysis::assignments_to(const std::string& dotted) const {

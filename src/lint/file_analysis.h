@@ -46,7 +46,10 @@ struct Scope {
   std::vector<std::string> parameters;
   std::unordered_set<std::string> declared_global;  // `global` / `nonlocal` names
   std::unordered_set<std::string> assigned;         // names bound in this scope
-  bool grad_disabled = false;                       // @torch.no_grad(), or a Lightning eval hook
+  // Parameters whose default is a mutable container (`history=[]`): one
+  // object for every call, living as long as the function.
+  std::unordered_set<std::string> mutable_defaults;
+  bool grad_disabled = false;  // @torch.no_grad(), or a Lightning eval hook
 };
 
 struct ClassFacts {
@@ -84,6 +87,9 @@ struct StoreEvent {
   // it (`meter.update(loss)`): that function's scope; SIZE_MAX otherwise.
   std::size_t keeping_function = static_cast<std::size_t>(-1);
   bool closure = false;  // the value is a lambda or nested def capturing tensors
+  // What shows the value carries a graph when nothing that made it does:
+  // `losses[i - 1].backward()` for a store into `losses`; kNoNode otherwise.
+  NodeId evidence = kNoNode;
 };
 
 class FileAnalysis {
@@ -117,6 +123,8 @@ class FileAnalysis {
   // order) whose target is exactly `dotted`; the calls whose callee's last
   // name is `name`; the `del` statements.
   const std::vector<NodeId>& assignments_to(const std::string& dotted) const;
+  // The assignments `dotted[key] = ...` (one slot of the container `dotted`).
+  const std::vector<NodeId>& slot_assignments_to(const std::string& dotted) const;
   // The last `dotted = ...` of `scope` that starts before `at`; kNoNode if none.
   NodeId last_assignment_before(std::string_view dotted, NodeId at, std::size_t scope) const;
   // Every `dotted = ...` of `scope`, in source order.
@@ -190,6 +198,11 @@ class FileAnalysis {
   // Same-file functions a call may reach, by name: methods for `x.f()`,
   // functions for `f()` (and the def a factory `f = make()` returns).
   std::vector<std::size_t> callees_of(NodeId call) const;
+  // `util.split(out)` where `util` is a module of the project (imported, not
+  // a known library) and this file defines `split` at module level: the file
+  // holds that module's code (an excerpt of several files, or a module that
+  // re-exports its helpers). That def's scope, or SIZE_MAX.
+  std::size_t project_module_function(NodeId call) const;
 
   // --- data flow (see graph_flow.h) --------------------------------------
   std::uint8_t value_bits(NodeId expression) const { return bits_[expression] & kValueBits; }
@@ -199,6 +212,9 @@ class FileAnalysis {
  private:
   friend class GraphFlow;
   void collect_structure();
+  // `[]`, `{}`, `set()`, `list()`, `dict()`, `defaultdict(...)`, `deque()`
+  // without maxlen: a container that grows when appended to.
+  bool is_mutable_container(NodeId value) const;
   void collect_model_names();
   void collect_hooks();
   std::vector<std::size_t> functions_passed_as(NodeId argument, int depth) const;
@@ -227,6 +243,7 @@ class FileAnalysis {
   std::vector<std::uint8_t> hook_scope_;
   std::vector<std::uint8_t> per_step_;
   std::unordered_map<std::string, std::vector<NodeId>> assignments_by_target_;
+  std::unordered_map<std::string, std::vector<NodeId>> slot_assignments_;
   // The same per scope, keyed by scoped_key(scope, target).
   std::unordered_map<std::string, std::vector<NodeId>> scoped_assignments_;
   static std::string scoped_key(std::size_t scope, std::string_view dotted);

@@ -19,6 +19,7 @@ void GraphFlow::run() {
   std::size_t n = file_.scopes_.size();
   parameter_sinks_.assign(n, 0);
   parameter_sums_.assign(n, 0);
+  argument_containers_.assign(n, {});
   learnt_.returns.assign(n, 0);
   learnt_.return_elements.assign(n, {});
   learnt_.arguments.assign(n, {});
@@ -161,6 +162,7 @@ void GraphFlow::collect_differentiated_names(std::size_t index) {
   // `accelerator.backward(loss)`, `scaler.scale(loss).backward()`: the root
   // name of what is differentiated holds a tensor with a graph.
   differentiated_.clear();
+  differentiated_elements_.clear();
   const Scope& scope = file_.scopes_[index];
   NodeId root = scope.node;
   NodeId end = tree_.node(root).subtree_end;
@@ -197,6 +199,16 @@ void GraphFlow::collect_differentiated_names(std::size_t index) {
       std::vector<NodeId> args = file_.positional_arguments(id);
       if (!args.empty()) target = args.front();
     }
+    // `losses[i - 1].backward()`: the container's elements carry graphs,
+    // so a value stored into it is one (the evidence goes into the message).
+    NodeId element = target;
+    while (element != kNoNode && tree_.kind(element) == NodeKind::kParenthesizedExpression) {
+      element = tree_.first_named_child(element);
+    }
+    if (element != kNoNode && tree_.kind(element) == NodeKind::kSubscript) {
+      std::string holder = dotted_text(tree_, tree_.child_by_field(element, Field::kValue));
+      if (!holder.empty() && holder != "self") differentiated_elements_.emplace(holder, id);
+    }
     std::string name = root_name(target);
     if (name.empty() || name == "self") continue;
     // The value differentiated is the one bound last before the call.
@@ -205,8 +217,81 @@ void GraphFlow::collect_differentiated_names(std::size_t index) {
       if (a >= id) break;
       if (file_.scope_index_of(a) == index) last = a;
     }
-    if (last != kNoNode) differentiated_.push_back(last);
+    // `losses, rewards = self.flowmatch_loss(...)`; `losses[0].backward()`:
+    // bound by unpacking, which marks `losses` and not `rewards`.
+    if (last == kNoNode) last = last_unpacking_of(name, id, index);
+    if (last == kNoNode) continue;
+    differentiated_.emplace_back(last, name);
+    // `loss = sum(losses) if isinstance(losses, tuple) else losses`,
+    // `loss = functools.reduce(operator.add, losses)`: what is summed into
+    // the differentiated value holds the graph too.
+    for (const std::string& source : summed_sources(tree_.child_by_field(last, Field::kRight))) {
+      NodeId bound = file_.last_assignment_before(source, last, index);
+      if (bound != kNoNode) differentiated_.emplace_back(bound, source);
+    }
   }
+}
+
+NodeId GraphFlow::last_unpacking_of(const std::string& name, NodeId before,
+                                    std::size_t index) const {
+  NodeId root = file_.scopes_[index].node;
+  for (NodeId a = before; a > root;) {
+    --a;
+    if (tree_.kind(a) != NodeKind::kAssignment || file_.scope_index_of(a) != index) continue;
+    NodeId left = tree_.child_by_field(a, Field::kLeft);
+    if (left == kNoNode || tree_.kind(left) == NodeKind::kIdentifier) continue;
+    for (NodeId bound : bound_targets(tree_, left)) {
+      if (tree_.kind(bound) == NodeKind::kIdentifier && tree_.text(bound) == name) return a;
+    }
+  }
+  return kNoNode;
+}
+
+std::vector<std::string> GraphFlow::summed_sources(NodeId value) const {
+  // Names whose whole value is folded into `value`: the value itself, the
+  // branches of a conditional, `sum(x)`, `functools.reduce(f, x)`,
+  // `torch.stack(x).sum()`. Not the operands of arithmetic (`a + 0.1 * b`:
+  // `b` may be a float).
+  std::vector<std::string> out;
+  std::vector<NodeId> pending{value};
+  for (int guard = 0; !pending.empty() && guard < 8; ++guard) {
+    NodeId e = pending.back();
+    pending.pop_back();
+    if (e == kNoNode) continue;
+    switch (tree_.kind(e)) {
+      case NodeKind::kIdentifier:
+        out.emplace_back(tree_.text(e));
+        break;
+      case NodeKind::kParenthesizedExpression:
+        pending.push_back(tree_.first_named_child(e));
+        break;
+      case NodeKind::kConditionalExpression: {
+        std::vector<NodeId> parts = tree_.named_children(e);
+        if (parts.size() == 3) {
+          pending.push_back(parts[0]);
+          pending.push_back(parts[2]);
+        }
+        break;
+      }
+      case NodeKind::kCall: {
+        std::string q = file_.qualified_name(file_.callee(e));
+        std::string_view last = vocabulary::last_component(q);
+        std::vector<NodeId> args = file_.positional_arguments(e);
+        NodeId receiver = file_.method_receiver(e);
+        if ((q == "sum" || q == "torch.stack" || q == "torch.cat") && !args.empty()) {
+          pending.push_back(args.front());
+        } else if (last == "reduce" && args.size() >= 2) {
+          pending.push_back(args[1]);
+        } else if (receiver != kNoNode && (last == "sum" || last == "mean")) {
+          pending.push_back(receiver);
+        }
+        break;
+      }
+      default:
+        break;
+    }
+  }
+  return out;
 }
 
 std::string GraphFlow::class_attribute_key(const std::string& dotted) const {

@@ -23,6 +23,7 @@
 // attribute or global (StoreEvent).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -34,6 +35,9 @@
 #include "flow_environment.h"
 
 namespace gpuleak::lint {
+
+// graph_flow::kTrackedParameters, for the header (graph_flow_shared.h checks they agree).
+inline constexpr std::size_t kGraphFlowTrackedParameters = 4;
 
 class GraphFlow {
  public:
@@ -73,6 +77,9 @@ class GraphFlow {
   void assign_target(NodeId target, NodeId value, std::uint8_t bits, Env& env, NodeId site);
   void bind_pattern(NodeId target, std::uint8_t bits, Env& env);
   void bind_loop_targets(NodeId target, NodeId iterable, std::uint8_t bits, Env& env);
+  // A later element of a tuple unpacked from an opaque call, stored into a
+  // container slot or attribute that nothing in the function uses as a tensor.
+  bool opaque_element_without_evidence(NodeId element);
   // `nn.Linear(...)`, or a class of this file that is an nn.Module.
   bool constructs_module(NodeId call);
 
@@ -89,6 +96,10 @@ class GraphFlow {
   std::uint8_t captured_bits(NodeId function_or_lambda, const Env& env) const;
   std::string class_attribute_key(const std::string& dotted) const;
   void collect_differentiated_names(std::size_t scope);
+  std::vector<std::string> summed_sources(NodeId value) const;
+  // The last assignment of scope `index` before `before` that binds `name`
+  // by unpacking (`name, other = ...`); kNoNode if none.
+  NodeId last_unpacking_of(const std::string& name, NodeId before, std::size_t index) const;
   // For `c = c + v` / `c = torch.cat([c, v])`: the operand that is not `c`.
   // `other_bits` receives what all the other operands carry.
   NodeId self_update_operand(NodeId target, NodeId value, std::uint8_t& other_bits) const;
@@ -109,22 +120,38 @@ class GraphFlow {
   // only the graph of one that has one: such calls store graphs only.
   bool is_long_lived_container(NodeId container) const;
   void record_stores_through_parameters(NodeId call, const std::vector<NodeId>& positional);
+  // Stores into a container the function was handed (`logs[k].append(z.detach())`
+  // in `_log_metrics(logs, z)`): the summary "stores into argument M" with what
+  // it stores (tensor facts, and which parameters they come from), so that the
+  // call `_log_metrics(logs, z)` in a loop is a store into the caller's `logs`.
+  void note_store_into_parameter(StoreKind kind, NodeId container, NodeId key, NodeId value,
+                                 std::uint8_t bits);
+  void record_stores_into_arguments(NodeId call, const std::vector<NodeId>& positional);
 
   FileAnalysis& file_;
   std::vector<std::uint8_t> parameter_sinks_;  // per scope: bit i = positional parameter i
   std::vector<std::uint8_t> parameter_sums_;   // per scope: added into a sum only
+  // Per scope, per tracked parameter used as a container: what is stored
+  // into it (kTensorFacts and the kParameterBits of its sources); 0 if none.
+  std::vector<std::array<std::uint8_t, kGraphFlowTrackedParameters>> argument_containers_;
   bool any_parameter_sinks_ = false;
+  bool any_argument_containers_ = false;
   bool private_values_scanned_ = false;
   bool module_classes_ready_ = false;
   std::unordered_set<std::string> module_classes_;   // nn.Module subclasses of the file
   std::unordered_set<std::string> passed_as_value_;  // private defs used as values
   // Memos: each answer costs a scan of the whole file.
   std::unordered_map<std::string, bool> bounded_containers_;
+  std::unordered_map<std::string, bool> used_as_tensor_;  // "scope:path"
   const SyntaxTree& tree_;
   Summaries learnt_;  // from the previous round: what this round reads
   Summaries next_;    // being filled by this round
   // Assignments (in the current scope) whose value is later differentiated.
-  std::vector<NodeId> differentiated_;
+  // (assignment, name) pairs: the name that assignment binds is differentiated.
+  std::vector<std::pair<NodeId, std::string>> differentiated_;
+  // Containers (in the current scope) whose elements are differentiated:
+  // path -> the backward() call that shows it.
+  std::unordered_map<std::string, NodeId> differentiated_elements_;
   std::vector<std::uint8_t> returned_elements_;
   bool returns_only_tuples_ = true;
   std::unordered_map<NodeId, std::size_t> store_index_;

@@ -30,9 +30,18 @@ void GraphFlow::walk_assignment(NodeId assignment, Env& env) {
     if (targets.size() == 1) {
       std::uint8_t other_bits = 0;
       NodeId other = self_update_operand(target, value, other_bits);
-      if (other != kNoNode) {
+      // A slot concatenated with tensors without a graph is bounded by the
+      // object that holds it, which the analysis does not follow; one with
+      // a graph chains every update's graph whatever the object's life.
+      bool slot = tree_.kind(target) == NodeKind::kSubscript;
+      if (other != kNoNode && (!slot || (other_bits & kCarriesGraph))) {
         record_store(StoreKind::kSelfUpdate, assignment, target, kNoNode, other, other_bits);
-        set(env, dotted_text(tree_, target), bits);
+        if (tree_.kind(target) == NodeKind::kSubscript) {
+          std::string holder = dotted_text(tree_, tree_.child_by_field(target, Field::kValue));
+          if (!holder.empty()) env.add(holder, bits);
+        } else {
+          set(env, dotted_text(tree_, target), bits);
+        }
         continue;
       }
     }
@@ -94,7 +103,7 @@ void GraphFlow::assign_target(NodeId target, NodeId value, std::uint8_t bits, En
       // Whatever produced it, a name this function differentiates holds a
       // tensor with a graph (`total = sum(losses); total.backward()`).
       if (grad_enabled_ && !(bits & kCarriesGraph) && !(bits & kException) &&
-          std::find(differentiated_.begin(), differentiated_.end(), site) !=
+          std::find(differentiated_.begin(), differentiated_.end(), std::make_pair(site, name)) !=
               differentiated_.end()) {
         bits |= kTensorBits;
       }
@@ -151,12 +160,28 @@ void GraphFlow::assign_target(NodeId target, NodeId value, std::uint8_t bits, En
       std::vector<std::uint8_t> from_summary;
       if (!pairwise && value != kNoNode && tree_.kind(value) == NodeKind::kCall) {
         from_summary = same_file_return_elements(value, elements.size());
+      } else if (!pairwise && value != kNoNode && tree_.kind(value) == NodeKind::kIdentifier) {
+        // `result = step(...)` then `loss, report, n, state = result`: the
+        // tuple's elements keep the facts the function's summary gives each,
+        // so the batch size `n` is no graph because the loss is one.
+        NodeId bound = file_.last_assignment_before(tree_.text(value), site, scope_);
+        NodeId call = bound != kNoNode ? tree_.child_by_field(bound, Field::kRight) : kNoNode;
+        if (call != kNoNode && tree_.kind(call) == NodeKind::kCall) {
+          from_summary = same_file_return_elements(call, elements.size());
+        }
       }
       for (std::size_t i = 0; i < elements.size(); ++i) {
         if (pairwise) {
           assign_target(elements[i], values[i], file_.bits_[values[i]], env, site);
         } else if (!from_summary.empty()) {
           assign_target(elements[i], value, strip_if_no_grad(from_summary[i]), env, site);
+        } else if (i > 0 && opaque_element_without_evidence(elements[i])) {
+          // `loss, costs[i], ... = self.total_loss(...)`: all that is known
+          // of a tuple from elsewhere is that something in it is a tensor
+          // (by convention the loss, first). A later element stored into a
+          // container is taken for one only on evidence from its uses.
+          assign_target(elements[i], value, static_cast<std::uint8_t>(bits & ~kTensorFacts), env,
+                        site);
         } else {
           assign_target(elements[i], value, bits, env, site);
         }
@@ -176,10 +201,28 @@ void GraphFlow::assign_target(NodeId target, NodeId value, std::uint8_t bits, En
 
 NodeId GraphFlow::self_update_operand(NodeId target, NodeId value, std::uint8_t& other_bits) const {
   std::string self = dotted_text(tree_, target);
+  // `self[key] = torch.cat((self[key], report[key]))`: a slot updated from
+  // itself, compared by its text.
+  if (self.empty() && tree_.kind(target) == NodeKind::kSubscript) self = tree_.text(target);
   if (self.empty()) return kNoNode;
   while (tree_.kind(value) == NodeKind::kParenthesizedExpression) {
     value = tree_.first_named_child(value);
     if (value == kNoNode) return kNoNode;
+  }
+  if (tree_.kind(value) == NodeKind::kConditionalExpression) {
+    // `hist = out if hist is None else torch.cat([hist, out])`: a branch
+    // that updates the value from itself makes the statement a self-update.
+    std::vector<NodeId> parts = tree_.named_children(value);
+    if (parts.size() != 3) return kNoNode;
+    for (NodeId branch : {parts[0], parts[2]}) {
+      std::uint8_t bits = 0;
+      NodeId other = self_update_operand(target, branch, bits);
+      if (other != kNoNode) {
+        other_bits |= bits;
+        return other;
+      }
+    }
+    return kNoNode;
   }
   std::vector<NodeId> operands;
   if (tree_.kind(value) == NodeKind::kBinaryOperator) {
@@ -218,7 +261,7 @@ NodeId GraphFlow::self_update_operand(NodeId target, NodeId value, std::uint8_t&
   bool has_self = false;
   NodeId other = kNoNode;
   for (NodeId o : operands) {
-    if (dotted_text(tree_, o) == self) {
+    if (dotted_text(tree_, o) == self || tree_.text(o) == self) {
       has_self = true;
     } else {
       other_bits |= file_.bits_[o];
@@ -226,6 +269,46 @@ NodeId GraphFlow::self_update_operand(NodeId target, NodeId value, std::uint8_t&
     }
   }
   return has_self ? other : kNoNode;
+}
+
+bool GraphFlow::opaque_element_without_evidence(NodeId element) {
+  NodeKind k = tree_.kind(element);
+  if (k != NodeKind::kSubscript && k != NodeKind::kAttribute) return false;
+  NodeId holder =
+      k == NodeKind::kSubscript ? tree_.child_by_field(element, Field::kValue) : element;
+  std::string path = dotted_text(tree_, holder);
+  if (path.empty() || path == "self") return false;
+  auto key = std::to_string(scope_) + ":" + path;
+  auto memo = used_as_tensor_.find(key);
+  if (memo != used_as_tensor_.end()) return !memo->second;
+  // Evidence: a tensor-only method called on the container's elements (or
+  // the attribute) anywhere in the function: `losses[i - 1].backward()`,
+  // `costs[i].item()`.
+  bool evidence = false;
+  // A closure's containers belong to the function around it: search there.
+  NodeId region = file_.scopes_[scope_].node;
+  for (int hops = 0; hops < 4 && region != tree_.root(); ++hops) {
+    NodeId parent = tree_.parent(file_.scopes_[file_.scope_index_of(region)].definition);
+    std::size_t outer = parent != kNoNode ? file_.scope_index_of(parent) : 0;
+    if (outer == 0) break;
+    region = file_.scopes_[outer].node;
+  }
+  NodeId end = tree_.node(region).subtree_end;
+  for (NodeId id = region; id < end && !evidence; ++id) {
+    if (tree_.kind(id) != NodeKind::kCall) continue;
+    NodeId receiver = file_.method_receiver(id);
+    if (receiver == kNoNode) continue;
+    std::string_view m = file_.callee_last_name(id);
+    if (!one_of(m, {"backward", "item", "detach", "cpu", "cuda", "numpy", "tolist", "size", "dim",
+                    "requires_grad_"})) {
+      continue;
+    }
+    NodeId r = receiver;
+    if (tree_.kind(r) == NodeKind::kSubscript) r = tree_.child_by_field(r, Field::kValue);
+    evidence = dotted_text(tree_, r) == path;
+  }
+  used_as_tensor_.emplace(key, evidence);
+  return !evidence;
 }
 
 }  // namespace gpuleak::lint

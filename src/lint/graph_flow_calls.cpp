@@ -53,6 +53,12 @@ bool returns_tensor_without_graph(std::string_view method) {
                          "unique"});
 }
 
+// Collectives that return the reduced or gathered tensor.
+bool returns_collective_result(std::string_view method) {
+  return one_of(method, {"allreduce", "allgather", "grouped_allreduce", "all_gather", "reduce_mean",
+                         "mesh_reduce"});
+}
+
 // Container methods that put their argument into the receiver.
 bool is_append_method(std::string_view method) {
   // Not add(): on tensors and quantized functionals it is arithmetic. Not
@@ -206,6 +212,7 @@ std::uint8_t GraphFlow::eval_call(NodeId call, Env& env) {
   std::string_view name = file_.callee_last_name(call);
   std::string q = file_.qualified_name(fn);
   record_stores_through_parameters(call, positional);
+  record_stores_into_arguments(call, positional);
   record_call_arguments(call, positional, args);
 
   if (receiver != kNoNode) {
@@ -251,13 +258,15 @@ std::uint8_t GraphFlow::eval_call(NodeId call, Env& env) {
       return static_cast<std::uint8_t>(kDeviceTensor | (receiver_bits & kNonScalar));
     }
     // The copy is on the host; its graph (and the graph's activations) is not.
-    if (name == "cpu") return receiver_bits & (kCarriesGraph | kNonScalar);
+    // A parameter moved to the host is still that parameter: a function
+    // that sums `val.cpu()` into an attribute keeps its callers' graphs.
+    if (name == "cpu") return receiver_bits & (kCarriesGraph | kNonScalar | kParameterBits);
     if (name == "to" || name == "cuda") {
       if (file_.is_model_expression(receiver, call)) return 0;  // a module, not a tensor
       if (name == "to") {
         NodeId a = args;
         bool to_cpu = a != kNoNode && tree_.text(a).find("cpu") != std::string_view::npos;
-        if (to_cpu) return receiver_bits & (kCarriesGraph | kNonScalar);
+        if (to_cpu) return receiver_bits & (kCarriesGraph | kNonScalar | kParameterBits);
         return static_cast<std::uint8_t>(
             receiver_bits | (call_targets_cuda_device(file_, call) ? kDeviceTensor : 0));
       }
@@ -285,7 +294,19 @@ std::uint8_t GraphFlow::eval_call(NodeId call, Env& env) {
     }
   }
 
+  // `hvd.allreduce(val)`, `xm.all_gather(t)`: a collective that returns its
+  // result hands back the tensor it reduced, graph included (Horovod's
+  // allreduce is differentiable). torch.distributed's work in place.
+  if (receiver != kNoNode && returns_collective_result(name) &&
+      !starts_with(q, "torch.distributed.")) {
+    return strip_if_no_grad(arg_bits & (kTensorFacts | kParameterBits));
+  }
   if (file_.is_model_call(call)) return strip_if_no_grad(kTensorBits | kNonScalar);
+  // `model.generate(...)` decodes token tensors on the model's device; the
+  // generation loop runs without gradients.
+  if (name == "generate" && receiver != kNoNode && file_.is_model_expression(receiver, call)) {
+    return static_cast<std::uint8_t>(kDeviceTensor | kNonScalar);
+  }
   if (receiver != kNoNode && (receiver_bits & kTensorBits)) {
     // A tensor method: sum(), mean(), view(), softmax() ... passes it on;
     // a full reduction leaves one element.
@@ -315,7 +336,8 @@ std::uint8_t GraphFlow::eval_call(NodeId call, Env& env) {
     return strip_if_no_grad(bits);
   }
   std::string dotted = dotted_text(tree_, fn);
-  if (!dotted.empty() && (receiver == kNoNode || dotted.rfind("self.", 0) == 0)) {
+  if (!dotted.empty() && (receiver == kNoNode || dotted.rfind("self.", 0) == 0 ||
+                          file_.project_module_function(call) != static_cast<std::size_t>(-1))) {
     std::uint8_t summary = same_file_function_bits(call);
     if (summary != 0) return strip_if_no_grad(summary);
   }

@@ -176,6 +176,19 @@ std::uint8_t GraphFlow::eval_comprehension(NodeId e, Env& env) {
   return v;
 }
 
+namespace {
+
+bool names_a_count(std::string_view name) {
+  auto ends_with = [&](std::string_view suffix) {
+    return name.size() > suffix.size() && name.substr(name.size() - suffix.size()) == suffix;
+  };
+  return ends_with("_size") || ends_with("_count") || starts_with(name, "num_") ||
+         starts_with(name, "n_") ||
+         one_of(name, {"count", "epoch", "global_step", "current_epoch", "iteration"});
+}
+
+}  // namespace
+
 std::uint8_t GraphFlow::eval_attribute(NodeId e, Env& env) {
   std::uint8_t object = eval(tree_.child_by_field(e, Field::kObject), env);
   std::string key = dotted_text(tree_, e);
@@ -188,6 +201,9 @@ std::uint8_t GraphFlow::eval_attribute(NodeId e, Env& env) {
                     "layout", "names", "is_sparse", "itemsize", "nbytes"})) {
     return 0;
   }
+  // `report.batch_size`, `meter.count`, `state.num_samples`: counters an
+  // object keeps beside its tensors are Python ints by convention.
+  if (names_a_count(name)) return 0;
   if (name == "data") return object & kDeviceTensor;
   if (name == "grad") return kDeviceTensor;  // gradients live where their parameters do
   if (one_of(name, {"__traceback__", "tb_frame", "tb_next", "__context__", "__cause__"})) {

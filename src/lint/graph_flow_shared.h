@@ -9,6 +9,7 @@
 #include <string_view>
 
 #include "file_analysis.h"
+#include "graph_flow.h"
 
 namespace gpuleak::lint::graph_flow {
 
@@ -17,6 +18,7 @@ inline constexpr std::uint8_t kTensorBits = kCarriesGraph | kDeviceTensor;
 inline constexpr std::uint8_t kFirstParameterBit = 0x10;
 inline constexpr std::uint8_t kParameterBits = 0xF0;
 inline constexpr std::size_t kTrackedParameters = 4;
+static_assert(kTrackedParameters == kGraphFlowTrackedParameters);
 inline constexpr int kMaxRounds = 4;
 // Nested loops are walked twice each; beyond this depth once, which bounds
 // the work on pathological nesting at the price of missing facts carried

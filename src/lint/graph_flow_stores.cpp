@@ -16,18 +16,37 @@ void GraphFlow::record_store(StoreKind kind, NodeId site, NodeId container, Node
       kind != StoreKind::kGlobalName && is_long_lived_container(container) &&
       (kind != StoreKind::kSubscript || key_varies_per_step(file_, key))) {
     std::string path = container_path(file_, container);
-    auto memo = bounded_containers_.find(path);
+    // `self.sum += val * n` adds into a sum; `self.outputs += [val]` keeps val.
+    NodeKind added = value != kNoNode ? tree_.kind(value) : NodeKind::kOther;
+    // `self.losses[key] += value` sums into a slot just the same.
+    bool sums = (kind == StoreKind::kAugmented || kind == StoreKind::kSubscriptAugmented) &&
+                added != NodeKind::kList && added != NodeKind::kTuple &&
+                added != NodeKind::kListComprehension;
+    // A sum is handed graphs only: what bounds it is a restart every step
+    // (a meter's reset() per epoch does not).
+    std::string memo_key = sums ? "+" + path : path;
+    auto memo = bounded_containers_.find(memo_key);
     if (memo == bounded_containers_.end()) {
-      memo = bounded_containers_.emplace(path, container_bounded_elsewhere(file_, path)).first;
+      bool bounded =
+          sums ? sum_restarted_every_step(file_, path) : container_bounded_elsewhere(file_, path);
+      memo = bounded_containers_.emplace(memo_key, bounded).first;
     }
     if (!memo->second) {
-      // `self.sum += val * n` adds into a sum; `self.outputs += [val]` keeps val.
-      NodeKind added = value != kNoNode ? tree_.kind(value) : NodeKind::kOther;
-      bool sums = kind == StoreKind::kAugmented && added != NodeKind::kList &&
-                  added != NodeKind::kTuple && added != NodeKind::kListComprehension;
       (sums ? parameter_sums_ : parameter_sinks_)[scope_] |=
           static_cast<std::uint8_t>((bits & kParameterBits) >> 4);
       any_parameter_sinks_ = true;
+    }
+  }
+  note_store_into_parameter(kind, container, key, value, bits);
+  NodeId evidence = kNoNode;
+  if (grad_enabled_ && !(bits & kCarriesGraph) && container != kNoNode &&
+      !differentiated_elements_.empty() &&
+      (kind == StoreKind::kSubscript || kind == StoreKind::kAppend || kind == StoreKind::kExtend ||
+       kind == StoreKind::kSubscriptAugmented)) {
+    auto it = differentiated_elements_.find(dotted_text(tree_, container));
+    if (it != differentiated_elements_.end()) {
+      bits |= kTensorBits;
+      evidence = it->second;
     }
   }
   bits &= kValueBits;
@@ -46,6 +65,7 @@ void GraphFlow::record_store(StoreKind kind, NodeId site, NodeId container, Node
   event.grad_enabled = grad_enabled_;
   event.scope = scope_;
   event.keeping_function = keeper;
+  event.evidence = evidence;
   {
     NodeId v = value;
     while (v != kNoNode && tree_.kind(v) == NodeKind::kParenthesizedExpression) {
@@ -90,7 +110,7 @@ bool GraphFlow::is_long_lived_container(NodeId container) const {
   std::string root(tree_.text(n));
   const Scope& scope = file_.scopes_[scope_];
   if (root == "self" || root == "cls") return scope.class_node != kNoNode;
-  if (scope.declared_global.count(root)) return true;
+  if (scope.declared_global.count(root) || scope.mutable_defaults.count(root)) return true;
   if (scope_ == 0 || scope.assigned.count(root)) return false;
   for (const auto& p : scope.parameters) {
     if (p == root) return false;
@@ -119,6 +139,70 @@ void GraphFlow::record_stores_through_parameters(NodeId call,
     NodeId receiver = file_.method_receiver(call);
     record_store(StoreKind::kAppend, call, receiver != kNoNode ? receiver : file_.callee(call),
                  kNoNode, positional[i], bits, keeper);
+  }
+}
+
+void GraphFlow::note_store_into_parameter(StoreKind kind, NodeId container, NodeId key,
+                                          NodeId value, std::uint8_t bits) {
+  if (container == kNoNode || scope_ == 0) return;
+  // `b[:n] = data` copies into a buffer the caller handed over; only a key
+  // that is new every step (`cache[step] = x`) adds an entry.
+  bool slice = key != kNoNode && tree_.kind(key) == NodeKind::kSlice;
+  bool grows = kind == StoreKind::kAppend || kind == StoreKind::kExtend ||
+               (kind == StoreKind::kSubscript && !slice && key_varies_per_step(file_, key));
+  if (kind == StoreKind::kAugmented && value != kNoNode) {
+    NodeKind k = tree_.kind(value);
+    grows = k == NodeKind::kList || k == NodeKind::kTuple || k == NodeKind::kListComprehension;
+  }
+  if (!grows || !(bits & (kTensorBits | kParameterBits))) return;
+  // `logs["z"].append(...)`, `logs.append(...)`: the root name of the container.
+  NodeId n = container;
+  while (n != kNoNode &&
+         (tree_.kind(n) == NodeKind::kSubscript || tree_.kind(n) == NodeKind::kAttribute)) {
+    n = tree_.kind(n) == NodeKind::kSubscript ? tree_.child_by_field(n, Field::kValue)
+                                              : tree_.child_by_field(n, Field::kObject);
+  }
+  if (n == kNoNode || tree_.kind(n) != NodeKind::kIdentifier) return;
+  const Scope& scope = file_.scopes_[scope_];
+  std::string_view root = tree_.text(n);
+  if (root == "self" || root == "cls") return;
+  std::size_t first = scope.class_node != kNoNode ? 1 : 0;
+  for (std::size_t p = first; p < scope.parameters.size(); ++p) {
+    if (scope.parameters[p] != root) continue;
+    std::size_t m = p - first;
+    if (m >= kTrackedParameters) return;
+    std::uint8_t what = bits & (kTensorFacts | kParameterBits);
+    // The container's own bit says nothing of what is stored in it.
+    what = static_cast<std::uint8_t>(what & ~(kFirstParameterBit << m));
+    if (what == 0) return;
+    argument_containers_[scope_][m] |= what;
+    any_argument_containers_ = true;
+    return;
+  }
+}
+
+void GraphFlow::record_stores_into_arguments(NodeId call, const std::vector<NodeId>& positional) {
+  if (!any_argument_containers_ || positional.empty()) return;
+  for (std::size_t s : file_.callees_of(call)) {
+    for (std::size_t m = 0; m < kTrackedParameters && m < positional.size(); ++m) {
+      std::uint8_t summary = argument_containers_[s][m];
+      if (summary == 0) continue;
+      NodeId container = positional[m];
+      if (dotted_text(tree_, container).empty()) continue;  // a fresh list dies with the call
+      // What goes in: tensors the function makes itself, and the arguments
+      // it takes them from.
+      std::uint8_t stored = summary & kTensorFacts;
+      NodeId source = kNoNode;
+      for (std::size_t p = 0; p < kTrackedParameters && p < positional.size(); ++p) {
+        if (!(summary & (kFirstParameterBit << p))) continue;
+        std::uint8_t passed = file_.bits_[positional[p]] & kTensorFacts;
+        if (passed != 0 && source == kNoNode) source = positional[p];
+        stored |= passed;
+      }
+      if (!(stored & kTensorBits)) continue;
+      record_store(StoreKind::kAppend, call, container, kNoNode, source != kNoNode ? source : call,
+                   strip_if_no_grad(stored), s);
+    }
   }
 }
 

@@ -5,7 +5,7 @@ namespace {
 
 bool is_gpu_framework(std::string_view module) {
   for (std::string_view root : {"torch", "lightning", "pytorch_lightning", "transformers",
-                                "accelerate", "torchvision", "timm", "deepspeed"}) {
+                                "accelerate", "torchvision", "timm", "deepspeed", "torchmetrics"}) {
     if (module == root || (module.size() > root.size() && module.substr(0, root.size()) == root &&
                            module[root.size()] == '.')) {
       return true;

@@ -37,11 +37,122 @@ bool precedes_in_a_block_around(const SyntaxTree& tree, NodeId reset, NodeId sto
   return block != kNoNode && tree.contains(block, store);
 }
 
+// Whether `id` reaches the loop body through if/elif/else branches only: a
+// flush that runs every N steps (`if step % N == 0: ...; buf = []`), not one
+// in an exception handler or an inner loop.
+bool runs_under_ifs_only(const SyntaxTree& tree, NodeId id, NodeId body) {
+  for (NodeId p = tree.parent(id); p != kNoNode && p != body; p = tree.parent(p)) {
+    switch (tree.kind(p)) {
+      case NodeKind::kExceptClause:
+      case NodeKind::kExceptGroupClause:
+      case NodeKind::kForStatement:
+      case NodeKind::kWhileStatement:
+      case NodeKind::kConditionalExpression:
+      case NodeKind::kBooleanOperator:
+        return false;
+      default:
+        break;
+    }
+  }
+  return true;
+}
+
+// `[]`, `{}`, `()`, `0`, `0.0`, `None`, `list()`, `defaultdict(list)`: a
+// container or sum started afresh.
+bool is_empty_value(const FileAnalysis& file, NodeId value) {
+  const SyntaxTree& tree = file.tree();
+  switch (tree.kind(value)) {
+    case NodeKind::kList:
+    case NodeKind::kDictionary:
+    case NodeKind::kTuple:
+    case NodeKind::kSet:
+      return tree.named_children(value).empty();
+    case NodeKind::kNone:
+      return true;
+    case NodeKind::kInteger:
+    case NodeKind::kFloat:
+      return tree.text(value) == "0" || tree.text(value) == "0.0" || tree.text(value) == "0.";
+    case NodeKind::kCall: {
+      std::string qualified = file.qualified_name(file.callee(value));
+      std::string_view last = vocabulary::last_component(qualified);
+      if (last == "defaultdict") return file.positional_arguments(value).size() <= 1;
+      return (last == "list" || last == "dict" || last == "set" || last == "deque" ||
+              last == "OrderedDict") &&
+             file.positional_arguments(value).empty();
+    }
+    default:
+      return false;
+  }
+}
+
+// `path = ...` afresh, or one element of a tuple assignment that empties
+// several at once (`preds, targets, stats = [], [], {}`). With `only_empty`,
+// only a rebinding to an empty value counts: under an `if`, that is a
+// periodic flush, while `else: ema = losses[1]` starts a value, not a bound.
+bool assignment_rebinds(const FileAnalysis& file, NodeId assignment, const std::string& path,
+                        bool only_empty) {
+  const SyntaxTree& tree = file.tree();
+  NodeId left = tree.child_by_field(assignment, Field::kLeft);
+  NodeId right = tree.child_by_field(assignment, Field::kRight);
+  if (left == kNoNode || right == kNoNode) return false;
+  if (dotted_text(tree, left) == path) {
+    return !mentions(file, right, path) && (!only_empty || is_empty_value(file, right));
+  }
+  NodeKind lk = tree.kind(left);
+  NodeKind rk = tree.kind(right);
+  bool tuple_left = lk == NodeKind::kPatternList || lk == NodeKind::kTuplePattern ||
+                    lk == NodeKind::kTuple || lk == NodeKind::kExpressionList ||
+                    lk == NodeKind::kListPattern;
+  bool tuple_right = rk == NodeKind::kTuple || rk == NodeKind::kExpressionList ||
+                     rk == NodeKind::kList || rk == NodeKind::kPatternList;
+  if (!tuple_left || !tuple_right) return false;
+  std::vector<NodeId> targets = tree.named_children(left);
+  std::vector<NodeId> values = tree.named_children(right);
+  if (targets.size() != values.size()) return false;
+  for (std::size_t i = 0; i < targets.size(); ++i) {
+    if (dotted_text(tree, targets[i]) == path) {
+      return !mentions(file, values[i], path) && (!only_empty || is_empty_value(file, values[i]));
+    }
+  }
+  return false;
+}
+
+// `path = path[-N:]`, `del path[0]`, `path.pop(0)`: the loop trims the
+// container to a size bound (usually under `if len(path) > N`).
+bool trims_itself(const FileAnalysis& file, NodeId id, const std::string& path) {
+  const SyntaxTree& tree = file.tree();
+  NodeKind k = tree.kind(id);
+  if (k == NodeKind::kAssignment) {
+    NodeId left = tree.child_by_field(id, Field::kLeft);
+    NodeId right = tree.child_by_field(id, Field::kRight);
+    return left != kNoNode && right != kNoNode && dotted_text(tree, left) == path &&
+           tree.kind(right) == NodeKind::kSubscript &&
+           dotted_text(tree, tree.child_by_field(right, Field::kValue)) == path;
+  }
+  if (k == NodeKind::kCall) {
+    NodeId receiver = file.method_receiver(id);
+    std::string_view m = file.callee_last_name(id);
+    return receiver != kNoNode && (m == "pop" || m == "popleft") &&
+           dotted_text(tree, receiver) == path;
+  }
+  if (k == NodeKind::kDeleteStatement) {
+    for (NodeId t = id; t < tree.node(id).subtree_end; ++t) {
+      if (tree.kind(t) == NodeKind::kSubscript &&
+          dotted_text(tree, tree.child_by_field(t, Field::kValue)) == path) {
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
 // An `path = ...` (not a self-update), `path.clear()` or `del path` inside the
-// loop body that runs on every iteration, or at least on every iteration that
-// reaches the store.
+// loop body that runs on every iteration, or on every iteration that reaches
+// the store. With `periodic`, also every few iterations under an `if` (a
+// flush after N steps) or a trim to a size bound: that bounds tensors, but
+// not graphs, of which N steps' worth is already the leak.
 bool reset_in_loop(const FileAnalysis& file, const std::string& path, NodeId loop,
-                   std::size_t scope, NodeId store) {
+                   std::size_t scope, NodeId store, bool periodic) {
   const SyntaxTree& tree = file.tree();
   NodeId body = file.loop_body(loop);
   if (body == kNoNode) return false;
@@ -49,21 +160,25 @@ bool reset_in_loop(const FileAnalysis& file, const std::string& path, NodeId loo
     if (file.scope_index_of(id) != scope) continue;
     NodeKind k = tree.kind(id);
     bool resets = false;
+    bool empties = false;  // to an empty value: a flush, even when conditional
     if (k == NodeKind::kAssignment) {
-      NodeId left = tree.child_by_field(id, Field::kLeft);
-      NodeId right = tree.child_by_field(id, Field::kRight);
-      resets = left != kNoNode && right != kNoNode && dotted_text(tree, left) == path &&
-               !mentions(file, right, path);
+      resets = assignment_rebinds(file, id, path, false);
+      empties = resets && assignment_rebinds(file, id, path, true);
     } else if (k == NodeKind::kCall) {
       NodeId receiver = file.method_receiver(id);
       resets = receiver != kNoNode && file.callee_last_name(id) == "clear" &&
                dotted_text(tree, receiver) == path;
+      empties = resets;
     } else if (k == NodeKind::kDeleteStatement) {
       std::string_view text = tree.text(id);
       resets = text.find(path) != std::string_view::npos;
     }
     if (resets &&
-        (!file.runs_conditionally_in(id, loop) || precedes_in_a_block_around(tree, id, store))) {
+        (!file.runs_conditionally_in(id, loop) || precedes_in_a_block_around(tree, id, store) ||
+         (periodic && empties && runs_under_ifs_only(tree, id, body)))) {
+      return true;
+    }
+    if (periodic && trims_itself(file, id, path) && runs_under_ifs_only(tree, id, body)) {
       return true;
     }
   }
@@ -253,6 +368,25 @@ bool key_varies_with_sizes(const FileAnalysis& file, NodeId key) {
   return key_change(file, key, 1) == KeyChange::kPerSize;
 }
 
+namespace {
+
+// Under an `if` whose condition tests the container itself (`is None`,
+// `not in`): the branch fills a missing slot, it does not empty one.
+bool initialises_on_first_use(const FileAnalysis& file, NodeId assignment,
+                              const std::string& path) {
+  const SyntaxTree& tree = file.tree();
+  for (NodeId p = tree.parent(assignment); p != kNoNode; p = tree.parent(p)) {
+    NodeKind k = tree.kind(p);
+    if (k == NodeKind::kFunctionDefinition || k == NodeKind::kLambda) break;
+    if (k != NodeKind::kIfStatement && k != NodeKind::kElifClause) continue;
+    NodeId condition = tree.child_by_field(p, Field::kCondition);
+    if (condition != kNoNode && mentions(file, condition, path)) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 bool container_bounded_elsewhere(const FileAnalysis& file, const std::string& path) {
   const SyntaxTree& tree = file.tree();
   for (std::string_view m : {"clear", "pop", "popleft", "popitem", "remove"}) {
@@ -268,6 +402,18 @@ bool container_bounded_elsewhere(const FileAnalysis& file, const std::string& pa
           dotted_text(tree, tree.child_by_field(t, Field::kValue)) == path) {
         return true;
       }
+    }
+  }
+  // `self.outputs[key] = []` in a method that runs again (not only from
+  // __init__): each slot is emptied, so what was appended to it goes.
+  // Not a lazy initialisation (`if self.stats[k] is None: self.stats[k] = {}`),
+  // which fills a slot once.
+  for (NodeId id : file.slot_assignments_to(path)) {
+    NodeId right = tree.child_by_field(id, Field::kRight);
+    const Scope& scope = file.scope_of(id);
+    if (right != kNoNode && is_empty_value(file, right) && scope.name != "__init__" &&
+        !called_only_from_init(file, scope.name) && !initialises_on_first_use(file, id, path)) {
+      return true;
     }
   }
   int rebindings = 0;
@@ -303,6 +449,35 @@ bool container_bounded_elsewhere(const FileAnalysis& file, const std::string& pa
   return false;
 }
 
+bool is_graph_sum(const FileAnalysis& file, const StoreEvent& store) {
+  if (!(store.value_bits & kCarriesGraph)) return false;
+  if (store.kind == StoreKind::kSelfUpdate) return true;
+  if (store.kind != StoreKind::kAugmented || store.value == kNoNode) return false;
+  NodeKind k = file.tree().kind(store.value);
+  return k != NodeKind::kList && k != NodeKind::kTuple && k != NodeKind::kListComprehension;
+}
+
+bool sum_restarted_every_step(const FileAnalysis& file, const std::string& path) {
+  // A meter's `reset()` (`self.sum = 0`) runs once per epoch or never: the
+  // sum keeps every step's graph until then. Only a restart inside a loop or
+  // in a function that runs per step (or `self.sum = self.sum.detach()`
+  // there) bounds it to a step or two.
+  const SyntaxTree& tree = file.tree();
+  for (NodeId id : file.assignments_to(path)) {
+    NodeId right = tree.child_by_field(id, Field::kRight);
+    if (right == kNoNode) continue;
+    bool detaches =
+        tree.kind(right) == NodeKind::kCall &&
+        (file.callee_last_name(right) == "detach" || file.callee_last_name(right) == "item");
+    if (mentions(file, right, path) && !detaches) continue;
+    std::size_t scope = file.scope_index_of(id);
+    const Scope& s = file.scopes()[scope];
+    if (s.name == "__init__" || called_only_from_init(file, s.name)) continue;
+    if (file.runs_per_step(scope) || file.innermost_loop(id) != kNoNode) return true;
+  }
+  return false;
+}
+
 bool guarded_by_flag_turned_off(const FileAnalysis& file, NodeId site) {
   const SyntaxTree& tree = file.tree();
   std::size_t scope = file.scope_index_of(site);
@@ -332,6 +507,18 @@ bool guarded_by_flag_turned_off(const FileAnalysis& file, NodeId site) {
   }
   return false;
 }
+
+namespace {
+
+// A running sum of graphs is bounded only by a restart every step; other
+// containers by any bound or reset the file applies to them.
+bool bounded_elsewhere(const FileAnalysis& file, const StoreEvent& store,
+                       const std::string& container) {
+  if (is_graph_sum(file, store)) return sum_restarted_every_step(file, container);
+  return container_bounded_elsewhere(file, container);
+}
+
+}  // namespace
 
 GrowthVerdict store_growth(const FileAnalysis& file, const StoreEvent& store) {
   GrowthVerdict v;
@@ -374,17 +561,22 @@ GrowthVerdict store_growth(const FileAnalysis& file, const StoreEvent& store) {
   bool declared_global = scope.declared_global.count(root) != 0;
   bool closure_or_global =
       store.scope != 0 && !scope.assigned.count(root) && !is_parameter(scope, root);
-  v.local = !(through_self || declared_global || closure_or_global);
+  // `def log(out, history=[])`: the default list is shared by every call.
+  bool mutable_default = scope.mutable_defaults.count(root) != 0;
+  v.local = !(through_self || declared_global || closure_or_global || mutable_default);
 
   NodeId loop = file.innermost_loop(store.site);
   if (loop != kNoNode) {
     int outlived = 0;
     for (NodeId l = loop; l != kNoNode; l = file.outer_loop(l)) {
-      if (reset_in_loop(file, v.container, l, store.scope, store.site)) break;
+      if (reset_in_loop(file, v.container, l, store.scope, store.site,
+                        !(store.value_bits & kCarriesGraph))) {
+        break;
+      }
       ++outlived;
     }
     if (outlived == 0) return v;
-    if (!v.local && container_bounded_elsewhere(file, v.container)) return v;
+    if (!v.local && bounded_elsewhere(file, store, v.container)) return v;
     // A loop over a collection (parameters, layers, outputs) in a function
     // that runs once, at setup, fills the container once: it grows across
     // steps only when a loop around it is a step loop or the function runs
@@ -402,10 +594,10 @@ GrowthVerdict store_growth(const FileAnalysis& file, const StoreEvent& store) {
   // Outside loops: only a container that outlives the call, in a function
   // that runs once per step, or a cache that gains an entry per new size.
   if (store.scope == 0 || scope.name == "__init__" || v.local ||
-      (!through_self && is_parameter(scope, root))) {
+      (!through_self && !mutable_default && is_parameter(scope, root))) {
     return v;
   }
-  if (container_bounded_elsewhere(file, v.container)) return v;
+  if (bounded_elsewhere(file, store, v.container)) return v;
   if (sized_key) {
     v.growth = Growth::kPerSize;
     return v;

@@ -50,4 +50,14 @@ bool key_varies_with_sizes(const FileAnalysis& file, NodeId key);
 // `__init__`.
 bool container_bounded_elsewhere(const FileAnalysis& file, const std::string& path);
 
+// `total += loss` / `c = c + v` of a value with an autograd graph: each
+// addition links the new graph to the previous ones.
+bool is_graph_sum(const FileAnalysis& file, const StoreEvent& store);
+
+// True when the running sum `path` is restarted (rebound afresh, or
+// detached) inside a loop or in a function that runs once per step. A reset
+// method called per epoch (an AverageMeter's `reset()`) does not bound a sum
+// of graphs: every step's graph stays until the epoch ends.
+bool sum_restarted_every_step(const FileAnalysis& file, const std::string& path);
+
 }  // namespace gpuleak::lint

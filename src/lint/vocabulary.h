@@ -37,4 +37,9 @@ bool is_size_name(std::string_view name);
 // "self.encoder.layer" -> "layer"; "model" -> "model".
 std::string_view last_component(std::string_view dotted);
 
+// The standard library and the third-party packages training code imports
+// (torch, numpy, transformers ...), by the first component of a module's
+// name: a module that is not one of them is taken for the project's own.
+bool is_known_library_module(std::string_view root);
+
 }  // namespace gpuleak::lint::vocabulary

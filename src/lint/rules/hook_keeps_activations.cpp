@@ -160,6 +160,56 @@ class HookKeepsActivations final : public Rule {
           "layer.register_forward_hook(...)` ... `handle.remove()`), or register it once";
       sink.report(kInfo, std::move(r));
     }
+    check_handles_piling_up(file, sink);
+  }
+
+  // `self.hook_handlers.append(block.register_forward_hook(...))` in a method
+  // that runs again and again, while nothing ever empties the list (removing
+  // the hooks leaves their handles in it): the object keeps one handle, and
+  // the hook closure with what it references, per registration made.
+  static void check_handles_piling_up(const FileAnalysis& file, FindingSink& sink) {
+    const SyntaxTree& tree = file.tree();
+    for (NodeId call : file.hook_registrations()) {
+      NodeId list = tree.parent(call);
+      NodeId append = list != kNoNode ? tree.parent(list) : kNoNode;
+      if (append == kNoNode || tree.kind(append) != NodeKind::kCall ||
+          file.callee_last_name(append) != "append") {
+        continue;
+      }
+      NodeId receiver = file.method_receiver(append);
+      std::string handles = receiver != kNoNode ? dotted_text(tree, receiver) : std::string();
+      if (handles.rfind("self.", 0) != 0) continue;
+      std::size_t scope = file.scope_index_of(call);
+      const Scope& where = file.scopes()[scope];
+      if (scope == 0 || where.name == "__init__" || where.class_node == kNoNode) continue;
+      if (container_bounded_elsewhere(file, handles)) continue;
+      // Run again: per step, or called by another method than __init__.
+      std::string caller;
+      if (!file.runs_per_step(scope)) {
+        for (NodeId other : file.calls_named(where.name)) {
+          const Scope& from = file.scope_of(other);
+          if (file.scope_index_of(other) != 0 && from.name != "__init__" &&
+              from.class_node == where.class_node) {
+            caller = from.name;
+            break;
+          }
+        }
+        if (caller.empty()) continue;
+      }
+      RuleReport r;
+      r.node = append;
+      r.message = fmt::format(
+          "`{}` keeps the handle of a hook registered on every call of `{}`{}, and nothing empties "
+          "`{}`: removing the hooks leaves their handles (and the hook closures) in it, one set "
+          "more per call",
+          quote(file, append), where.name,
+          caller.empty() ? std::string() : fmt::format(" (called from `{}`)", caller), handles);
+      r.fix = fmt::format(
+          "empty the list once the hooks are removed (`{} = []` after `handle.remove()`), or "
+          "register the hooks once",
+          handles);
+      sink.report(kInfo, std::move(r));
+    }
   }
 };
 

@@ -38,8 +38,20 @@ class LossAccumulatedWithGraph final : public Rule {
       const GrowthVerdict& growth = *kept;
       if (is_evaluation_context(file, store.site, growth.loop)) continue;  // GL102
       // Summing a step's losses before its backward() is how a loss is built.
-      if (differentiated_in_scope(file, growth.container, store.scope)) continue;
-      sink.report(kInfo, describe(file, store, growth));
+      // Not when one element at a time is differentiated (`losses[i].backward()`):
+      // the container keeps every step's graph.
+      if (store.evidence == kNoNode &&
+          differentiated_in_scope(file, growth.container, store.scope)) {
+        continue;
+      }
+      RuleReport r = describe(file, store, growth);
+      if (store.evidence != kNoNode) {
+        // The chain of evidence: why this value is taken for a graph.
+        r.message += fmt::format(" (`{}` at line {} shows the elements have a graph)",
+                                 quote(file, store.evidence, 50),
+                                 file.tree().start_point(store.evidence).row + 1);
+      }
+      sink.report(kInfo, std::move(r));
     }
   }
 

@@ -84,8 +84,27 @@ bool local_container_grows_for_the_whole_run(const FileAnalysis& file, const Sto
   // A decoding loop (`while True` ... `break`, over no batches) whose
   // collection the function uses once it ends: the list is the call's result.
   if (!steps && used_after_loop(file, growth.container, outermost, store.scope)) return false;
+  // One detached number per step, collected by a function for its result
+  // (`return sum(losses) / len(losses)`): a few bytes a step, freed when
+  // the function returns, not a growing store.
+  if (store.scope != 0 && !(store.value_bits & kNonScalar) &&
+      (store.kind == StoreKind::kAppend || store.kind == StoreKind::kExtend) &&
+      used_after_loop(file, growth.container, outermost, store.scope)) {
+    return false;
+  }
   if (training) return true;
   return growth.loops_outlived >= 2 && any_step_loop(file, growth.loop, growth.loops_outlived);
+}
+
+// `_log_metrics(logs, z)`: the container is an argument of the call to a
+// function of the file that stores into it (not the receiver of a method
+// that keeps its argument).
+bool container_handed_to_keeper(const FileAnalysis& file, const StoreEvent& store) {
+  if (store.keeping_function == static_cast<std::size_t>(-1)) return false;
+  const SyntaxTree& tree = file.tree();
+  NodeId list = tree.parent(store.container);
+  return list != kNoNode && tree.kind(list) == NodeKind::kArgumentList &&
+         tree.parent(list) == store.site;
 }
 
 class TensorKeptInGrowingContainer final : public Rule {
@@ -101,6 +120,13 @@ class TensorKeptInGrowingContainer final : public Rule {
       if (growth.growth == Growth::kBounded) continue;
       if (growth.growth == Growth::kPerIteration && growth.local &&
           !local_container_grows_for_the_whole_run(file, store, growth)) {
+        continue;
+      }
+      // One number per epoch (`valid_losses.append(total / n)` after the
+      // batch loop): a few bytes a run, not a growing store.
+      if (growth.growth == Growth::kPerIteration && !(store.value_bits & kNonScalar) &&
+          !iterates_over_batches(file, growth.loop) && !loop_runs_a_step(file, growth.loop) &&
+          !file.is_unbounded_loop(growth.loop)) {
         continue;
       }
       RuleReport r;
@@ -131,6 +157,17 @@ class TensorKeptInGrowingContainer final : public Rule {
             "capture host copies or numbers in the closure (`.cpu()`, `.item()`), or empty `{}` "
             "once its callables have run (`{}.clear()`)",
             c, c);
+      } else if (container_handed_to_keeper(file, store)) {
+        // The store is in a helper handed the container: name the chain.
+        const Scope& keeper = file.scopes()[store.keeping_function];
+        r.message = fmt::format(
+            "`{}` hands `{}` to `{}`, which stores a GPU tensor in it; the call runs on {}, and "
+            "`{}` is never emptied: one tensor more per step",
+            quote(file, store.site), c, keeper.name, when, c);
+        r.fix = fmt::format(
+            "store Python numbers (`.item()`) or host copies (`.detach().cpu()`) in `{}`, or empty "
+            "`{}` when its contents have been used",
+            keeper.name, c);
       } else {
         r.message = fmt::format(
             "`{}` stores a GPU tensor in `{}` on {}, and `{}` is never emptied: one tensor more "

@@ -1,0 +1,146 @@
+// GL206: a torchmetrics metric whose states are lists (AUROC, average
+// precision, mean average precision, retrieval metrics, CatMetric) is kept
+// in an attribute, updated on every call, and never reset anywhere in the
+// file: its lists keep every batch's predictions and targets for the run.
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "lint/rules/rule_factories.h"
+#include "lint/vocabulary.h"
+
+namespace gpuleak::lint {
+namespace {
+
+constexpr RuleInfo kInfo{
+    "GL206",
+    "metric-state-never-reset",
+    Severity::kWarning,
+    Cause::kTensorsKeptAlive,
+    "A torchmetrics metric with list states is updated every step and never reset.",
+    "Metrics such as AUROC, AveragePrecision, MeanAveragePrecision, the Retrieval* metrics and "
+    "CatMetric cannot summarise a batch into a running sum: `update()` appends the batch's "
+    "predictions and targets to lists, on the device they came from, until `reset()` empties "
+    "them. Lightning resets a metric it logs as an object (`self.log(name, metric)`); a metric "
+    "only computed by hand, or kept inside another object whose own `reset()` forgets it, grows "
+    "with every batch of every epoch.",
+    "Call `metric.reset()` after `compute()` (at each epoch end), forward a wrapper's `reset()` to "
+    "the metric it holds, or log the metric object so Lightning resets it.",
+};
+
+// torchmetrics classes whose states are lists of every update's inputs.
+bool keeps_list_states(std::string_view qualified) {
+  if (qualified.rfind("torchmetrics.", 0) != 0) return false;
+  std::string_view last = vocabulary::last_component(qualified);
+  for (std::string_view part :
+       {"AUROC", "ROC", "AveragePrecision", "PrecisionRecallCurve", "Retrieval", "CatMetric",
+        "SpearmanCorrCoef", "KendallRankCorrCoef"}) {
+    if (last.find(part) != std::string_view::npos) return true;
+  }
+  return false;
+}
+
+// `x.reset()` on the attribute anywhere in the file, a rebinding outside
+// __init__, or the metric object handed to Lightning's log / log_dict.
+bool reset_somewhere(const FileAnalysis& file, const std::string& path) {
+  const SyntaxTree& tree = file.tree();
+  std::string_view attribute = vocabulary::last_component(path);
+  // `self.metric.reset()`, `wrapper.metric.reset()`; not `metric.reset()` on
+  // a local of that name (a loop over the wrappers resets the wrappers).
+  for (NodeId call : file.calls_named("reset")) {
+    NodeId receiver = file.method_receiver(call);
+    std::string reset = receiver != kNoNode ? dotted_text(tree, receiver) : std::string();
+    if (reset.find('.') != std::string::npos && vocabulary::last_component(reset) == attribute) {
+      return true;
+    }
+  }
+  for (NodeId id : file.assignments_to(path)) {
+    if (file.scope_of(id).name != "__init__") return true;
+  }
+  for (std::string_view log : {"log", "log_dict"}) {
+    for (NodeId call : file.calls_named(log)) {
+      NodeId args = tree.child_by_field(call, Field::kArguments);
+      if (args == kNoNode) continue;
+      for (NodeId a : tree.named_children(args)) {
+        NodeId value =
+            tree.kind(a) == NodeKind::kKeywordArgument ? tree.child_by_field(a, Field::kValue) : a;
+        if (value != kNoNode && dotted_text(tree, value) == path) return true;
+      }
+    }
+  }
+  // `for metric in (self.auroc, self.ap): metric.reset()`: reset through a
+  // loop over a collection that names it.
+  for (NodeId call : file.calls_named("reset")) {
+    NodeId receiver = file.method_receiver(call);
+    if (receiver == kNoNode || tree.kind(receiver) != NodeKind::kIdentifier) continue;
+    NodeId loop = file.innermost_loop(call);
+    if (loop == kNoNode || tree.kind(loop) != NodeKind::kForStatement) continue;
+    NodeId iterable = file.loop_iterable(loop);
+    std::vector<std::string> names = file.loop_variables(loop);
+    bool over_it = std::find(names.begin(), names.end(), tree.text(receiver)) != names.end();
+    if (over_it && iterable != kNoNode &&
+        tree.text(iterable).find(path) != std::string_view::npos) {
+      return true;
+    }
+  }
+  return false;
+}
+
+class MetricStateNeverReset final : public Rule {
+ public:
+  const RuleInfo& info() const override { return kInfo; }
+
+  void check(const FileAnalysis& file, FindingSink& sink) const override {
+    const SyntaxTree& tree = file.tree();
+    for (NodeId call : file.calls()) {
+      // `self.metric.update(...)` or `self.metric(...)` in a method.
+      NodeId fn = file.callee(call);
+      std::string_view method = file.callee_last_name(call);
+      NodeId holder = kNoNode;
+      if (method == "update" || method == "forward") {
+        holder = file.method_receiver(call);
+      } else if (fn != kNoNode && tree.kind(fn) == NodeKind::kAttribute) {
+        holder = fn;
+      }
+      if (holder == kNoNode) continue;
+      std::string path = dotted_text(tree, holder);
+      if (path.rfind("self.", 0) != 0) continue;
+      const Scope& scope = file.scope_of(call);
+      if (scope.class_node == kNoNode || scope.name == "__init__") continue;
+      std::string metric = constructed_metric(file, path, scope.class_node);
+      if (metric.empty() || reset_somewhere(file, path)) continue;
+      RuleReport r;
+      r.node = call;
+      r.message = fmt::format(
+          "`{}` adds to the list states of `{}` kept in `{}`, and nothing in this file resets "
+          "`{}`: every batch's predictions and targets stay in it for the whole run",
+          quote(file, call, 60), metric, path, path);
+      r.fix = fmt::format("call `{}.reset()` once its value is computed (each epoch end)", path);
+      sink.report(kInfo, std::move(r));
+    }
+  }
+
+ private:
+  // The list-state torchmetrics class assigned to `path` in a method of
+  // `owner`, or "".
+  static std::string constructed_metric(const FileAnalysis& file, const std::string& path,
+                                        NodeId owner) {
+    const SyntaxTree& tree = file.tree();
+    for (NodeId id : file.assignments_to(path)) {
+      if (file.scope_of(id).class_node != owner) continue;
+      NodeId right = tree.child_by_field(id, Field::kRight);
+      if (right == kNoNode || tree.kind(right) != NodeKind::kCall) continue;
+      std::string q = file.qualified_name(file.callee(right));
+      if (keeps_list_states(q)) return q;
+    }
+    return {};
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Rule> make_metric_state_never_reset_rule() {
+  return std::make_unique<MetricStateNeverReset>();
+}
+
+}  // namespace gpuleak::lint

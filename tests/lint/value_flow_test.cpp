@@ -1,0 +1,627 @@
+// The value-flow inferences of issue 36, each on the shape the issue names:
+// what makes a value a tensor or a graph (evidence from its uses, sums of
+// lists, tuples through a variable), which stores escape the iteration
+// (helpers handed a container, meters whose reset runs per epoch, slots
+// updated from themselves, predict_step results, hook handles), and what
+// bounds a store (tuple resets, periodic flushes, size trims, weak keys).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "lint/file_analysis.h"
+#include "lint/syntax_tree.h"
+#include "lint_test_support.h"
+
+namespace gpuleak::lint {
+namespace {
+
+using Ids = std::vector<std::string>;
+
+// The (rule, line) pairs gpuleak reports on `source`.
+std::vector<std::pair<std::string, int>> findings(std::string_view source) {
+  std::vector<std::pair<std::string, int>> out;
+  for (const Finding& f : testing::lint_snippet(source).findings) {
+    out.emplace_back(std::string(f.rule->id), static_cast<int>(f.start.line));
+  }
+  return out;
+}
+
+std::string message_of(std::string_view source, std::string_view rule) {
+  for (const Finding& f : testing::lint_snippet(source).findings) {
+    if (f.rule->id == rule) return f.message;
+  }
+  return {};
+}
+
+std::uint8_t bits_of(std::string_view source, std::string_view expression) {
+  PythonParser parser;
+  ParseResult r = parser.parse(source);
+  FileAnalysis analysis(*r.tree);
+  NodeId found = kNoNode;
+  for (NodeId id = 0; id < r.tree->size(); ++id) {
+    if (r.tree->node(id).named && r.tree->text(id) == expression) found = id;
+  }
+  EXPECT_NE(found, kNoNode) << "no node `" << expression << "`";
+  return found == kNoNode ? 0 : analysis.value_bits(found);
+}
+
+// --- what a value is -------------------------------------------------------
+
+TEST(lint_value_flow, unpacking_through_a_variable_keeps_each_elements_facts) {
+  // `result = step(...)` then `loss, report, n, state = result`: `n` is the
+  // batch size the function returns, not the loss beside it.
+  std::string source =
+      "import torch\n"
+      "def step(model, batch):\n"
+      "    out = model(batch)\n"
+      "    loss = out.mean()\n"
+      "    return loss, {'loss': loss.item()}, out.shape[0], None\n"
+      "def train(model, loader, optimizer):\n"
+      "    seen = []\n"
+      "    total = 0\n"
+      "    for batch in loader:\n"
+      "        optimizer.zero_grad()\n"
+      "        result = step(model, batch)\n"
+      "        loss, report, n, state = result\n"
+      "        loss.backward()\n"
+      "        optimizer.step()\n"
+      "        seen.append(n)\n"
+      "        total += n\n";
+  EXPECT_TRUE(findings(source).empty());
+  EXPECT_EQ(bits_of(source, "n"), 0);
+  // Unpacking the same tuple from a plain call still marks the loss.
+  std::string kept = source;
+  kept.replace(kept.find("seen.append(n)"), 14, "seen.append(loss)");
+  EXPECT_EQ(findings(kept), (std::vector<std::pair<std::string, int>>{{"GL101", 15}}));
+}
+
+TEST(lint_value_flow, a_list_summed_into_the_differentiated_loss_carries_the_graph) {
+  // RecBole: `loss = sum(losses) if isinstance(losses, tuple) else losses`;
+  // `loss.backward()` shows that `losses` holds the graph too.
+  std::string source =
+      "import torch\n"
+      "def train_epoch(model, data, optimizer):\n"
+      "    losses_list = []\n"
+      "    for interaction in data:\n"
+      "        optimizer.zero_grad()\n"
+      "        losses = model.calculate_loss(interaction)\n"
+      "        loss = sum(losses) if isinstance(losses, tuple) else losses\n"
+      "        loss.backward()\n"
+      "        optimizer.step()\n"
+      "        losses_list.append(losses)\n"
+      "    return sum(losses_list).item()\n";
+  EXPECT_EQ(findings(source), (std::vector<std::pair<std::string, int>>{{"GL101", 10}}));
+  std::string reduced = source;
+  reduced.replace(reduced.find("sum(losses) if"), 14, "functools.reduce(operator.add, losses) if");
+  reduced.insert(0, "import functools\nimport operator\n");
+  EXPECT_EQ(findings(reduced), (std::vector<std::pair<std::string, int>>{{"GL101", 12}}));
+}
+
+TEST(lint_value_flow, a_name_bound_by_unpacking_and_differentiated_carries_the_graph_alone) {
+  // gflownet: `losses, rewards = self.flowmatch_loss(...)`, `losses[0].backward()`,
+  // then moving averages of `losses[1]` chained over the run.
+  std::string source =
+      "import torch\n"
+      "class Agent:\n"
+      "    def train(self, batches, alpha):\n"
+      "        ema = None\n"
+      "        kept = []\n"
+      "        for batch in batches:\n"
+      "            self.opt.zero_grad()\n"
+      "            losses, rewards = self.flowmatch_loss(batch)\n"
+      "            losses[0].backward()\n"
+      "            self.opt.step()\n"
+      "            kept.append(rewards)\n"
+      "            if ema is not None:\n"
+      "                ema = alpha * losses[1] + (1 - alpha) * ema\n"
+      "            else:\n"
+      "                ema = losses[1]\n";
+  EXPECT_EQ(findings(source), (std::vector<std::pair<std::string, int>>{{"GL101", 13}}));
+  EXPECT_EQ(bits_of(source, "rewards") & kCarriesGraph, 0);
+}
+
+TEST(lint_value_flow, a_later_element_of_an_opaque_tuple_needs_evidence_to_be_a_tensor) {
+  // neural-network-lyapunov: `total_loss` returns the loss and Gurobi costs;
+  // nothing says the costs stored in the lists are tensors.
+  std::string source =
+      "import torch\n"
+      "class Trainer:\n"
+      "    def train(self, relu, samples):\n"
+      "        costs = [None] * self.max_iterations\n"
+      "        losses = [None] * self.max_iterations\n"
+      "        iter_count = 0\n"
+      "        def closure():\n"
+      "            loss, costs[iter_count], _ = self.total_loss(relu, samples)\n"
+      "            return loss\n"
+      "        while iter_count < self.max_iterations:\n"
+      "            self.optimizer.zero_grad()\n"
+      "            loss = self.optimizer.step(closure)\n"
+      "            loss.backward()\n"
+      "            losses[iter_count] = loss.item()\n"
+      "            if costs[iter_count] < self.tolerance:\n"
+      "                return True\n"
+      "            iter_count += 1\n";
+  EXPECT_EQ(bits_of(source, "costs[iter_count]") & kCarriesGraph, 0);
+  EXPECT_TRUE(findings(source).empty());
+  // `costs[i].backward()` elsewhere in the function is the evidence.
+  std::string evidenced = source;
+  evidenced.replace(evidenced.find("            loss.backward()"), 27,
+                    "            costs[iter_count].backward()");
+  EXPECT_NE(bits_of(evidenced, "costs[iter_count]") & kCarriesGraph, 0);
+}
+
+TEST(lint_value_flow, an_element_differentiated_later_shows_the_container_holds_graphs) {
+  // neural-network-lyapunov (before its fix): nothing says what
+  // `optimizer.step(closure)` returns, but `losses[i - 1].backward()` on
+  // the next iteration does; the message names that evidence.
+  std::string source =
+      "import torch\n"
+      "def train(closure, optimizer, max_iterations):\n"
+      "    losses = [None] * max_iterations\n"
+      "    losses[0] = closure()\n"
+      "    iter_count = 1\n"
+      "    while iter_count < max_iterations:\n"
+      "        optimizer.zero_grad()\n"
+      "        losses[iter_count - 1].backward()\n"
+      "        losses[iter_count] = optimizer.step(closure)\n"
+      "        iter_count += 1\n";
+  EXPECT_EQ(findings(source), (std::vector<std::pair<std::string, int>>{{"GL101", 9}}));
+  EXPECT_NE(
+      message_of(source, "GL101")
+          .find("`losses[iter_count - 1].backward()` at line 8 shows the elements have a graph"),
+      std::string::npos)
+      << message_of(source, "GL101");
+  // Numbers in the list: `.item()` before storing, backward on the loss.
+  std::string numbers =
+      "import torch\n"
+      "def train(closure, optimizer, max_iterations):\n"
+      "    losses = [None] * max_iterations\n"
+      "    iter_count = 1\n"
+      "    while iter_count < max_iterations:\n"
+      "        optimizer.zero_grad()\n"
+      "        loss = optimizer.step(closure)\n"
+      "        loss.backward()\n"
+      "        losses[iter_count] = loss.item()\n"
+      "        iter_count += 1\n";
+  EXPECT_TRUE(findings(numbers).empty());
+}
+
+TEST(lint_value_flow, counters_an_object_keeps_beside_its_tensors_are_ints) {
+  std::string source =
+      "import torch\n"
+      "def run(model, batch):\n"
+      "    report = model(batch)\n"
+      "    a = report.batch_size\n"
+      "    b = report.num_samples\n"
+      "    c = report.logits\n";
+  EXPECT_EQ(bits_of(source, "report.batch_size"), 0);
+  EXPECT_EQ(bits_of(source, "report.num_samples"), 0);
+  EXPECT_NE(bits_of(source, "report.logits") & kCarriesGraph, 0);
+}
+
+TEST(lint_value_flow, a_project_module_function_defined_in_the_file_has_its_summary) {
+  // SevenNet (util.py and inference.py in one excerpt): `util.to_atom_graph_list(output)`
+  // splits GPU outputs that still carry their graph.
+  std::string source =
+      "import torch\n"
+      "import sevenn.util as util\n"
+      "def to_atom_graph_list(batch):\n"
+      "    return torch.split(batch['force'], 4)\n"
+      "def infer(model, loader):\n"
+      "    model.eval()\n"
+      "    output_list = []\n"
+      "    for batch in loader:\n"
+      "        output = model(batch)\n"
+      "        output_list.extend(util.to_atom_graph_list(output))\n"
+      "    return output_list\n";
+  EXPECT_EQ(findings(source), (std::vector<std::pair<std::string, int>>{{"GL102", 10}}));
+  // A library's function of the same name is not this one.
+  std::string library = source;
+  library.replace(library.find("import sevenn.util as util"), 26, "import numpy as util");
+  EXPECT_TRUE(findings(library).empty());
+}
+
+TEST(lint_value_flow, cpu_of_a_parameter_still_hands_the_callers_graph_to_a_sum) {
+  // Horovod's Metric: `self.sum += hvd.allreduce(val.cpu())` keeps the graph
+  // of every loss it is given; `.detach().cpu()` keeps none.
+  std::string source =
+      "import torch\n"
+      "import torch.nn.functional as F\n"
+      "import horovod.torch as hvd\n"
+      "class Metric:\n"
+      "    def __init__(self, name):\n"
+      "        self.sum = torch.tensor(0.)\n"
+      "    def update(self, val):\n"
+      "        self.sum += hvd.allreduce(val.cpu(), name=self.name)\n"
+      "def train(model, loader, optimizer):\n"
+      "    train_loss = Metric('train_loss')\n"
+      "    for data, target in loader:\n"
+      "        optimizer.zero_grad()\n"
+      "        loss = F.cross_entropy(model(data), target)\n"
+      "        loss.backward()\n"
+      "        optimizer.step()\n"
+      "        train_loss.update(loss)\n";
+  EXPECT_EQ(findings(source),
+            (std::vector<std::pair<std::string, int>>{{"GL101", 8}, {"GL101", 16}}));
+  std::string fixed = source;
+  fixed.replace(fixed.find("val.cpu()"), 9, "val.detach().cpu()");
+  EXPECT_TRUE(findings(fixed).empty());
+}
+
+// --- where a value escapes -------------------------------------------------
+
+TEST(lint_value_flow, a_helper_that_appends_to_a_container_it_is_handed_stores_at_the_call) {
+  // overcomplete's `_log_metrics(logs, ...)`: `logs` lives for the whole
+  // run, the helper appends a detached GPU tensor to it every step.
+  std::string source =
+      "import torch\n"
+      "from collections import defaultdict\n"
+      "def _log_metrics(logs, model, z, loss):\n"
+      "    logs['step_loss'].append(loss.item())\n"
+      "    logs['z'].append(z.detach()[::10])\n"
+      "def train(model, dataloader, optimizer, criterion, nb_epochs):\n"
+      "    logs = defaultdict(list)\n"
+      "    for epoch in range(nb_epochs):\n"
+      "        for x in dataloader:\n"
+      "            optimizer.zero_grad()\n"
+      "            z = model(x)\n"
+      "            loss = criterion(x, z)\n"
+      "            loss.backward()\n"
+      "            optimizer.step()\n"
+      "            _log_metrics(logs, model, z, loss)\n"
+      "    return logs\n";
+  EXPECT_EQ(findings(source), (std::vector<std::pair<std::string, int>>{{"GL201", 15}}));
+  EXPECT_NE(message_of(source, "GL201").find("hands `logs` to `_log_metrics`"), std::string::npos)
+      << message_of(source, "GL201");
+  std::string numbers = source;
+  numbers.replace(numbers.find("z.detach()[::10]"), 16, "z.mean().item()");
+  EXPECT_TRUE(findings(numbers).empty());
+}
+
+TEST(lint_value_flow, a_mutable_default_argument_is_a_store_that_outlives_every_call) {
+  std::string source =
+      "import torch\n"
+      "def log_step(out, history=[]):\n"
+      "    history.append(out.detach())\n"
+      "    return len(history)\n"
+      "def train(model, loader, optimizer):\n"
+      "    for x in loader:\n"
+      "        optimizer.zero_grad()\n"
+      "        out = model(x)\n"
+      "        out.mean().backward()\n"
+      "        optimizer.step()\n"
+      "        log_step(out)\n";
+  EXPECT_EQ(findings(source), (std::vector<std::pair<std::string, int>>{{"GL201", 3}}));
+  std::string fresh = source;
+  fresh.replace(fresh.find("history=[]"), 10, "history=None");
+  fresh.replace(fresh.find("    history.append"), 18, "    history = []\n    history.append");
+  EXPECT_TRUE(findings(fresh).empty());
+}
+
+TEST(lint_value_flow, a_meter_reset_per_epoch_does_not_bound_a_sum_of_graphs) {
+  // SLIP: AverageMeter.synchronize() rebinds self.sum once per epoch; every
+  // step's loss graph stays chained in the sum until then.
+  std::string source =
+      "import torch\n"
+      "class AverageMeter:\n"
+      "    def __init__(self):\n"
+      "        self.reset()\n"
+      "    def reset(self):\n"
+      "        self.sum = 0\n"
+      "    def update(self, val, n=1):\n"
+      "        self.sum += val * n\n"
+      "    def synchronize(self):\n"
+      "        t = torch.tensor([self.sum])\n"
+      "        self.sum = int(t[0])\n"
+      "def train(loader, model, criterion, optimizer):\n"
+      "    meter = AverageMeter()\n"
+      "    for x, y in loader:\n"
+      "        optimizer.zero_grad()\n"
+      "        loss = criterion(model(x), y)\n"
+      "        loss.backward()\n"
+      "        optimizer.step()\n"
+      "        meter.update(loss, x.size(0))\n"
+      "    meter.synchronize()\n";
+  EXPECT_EQ(findings(source),
+            (std::vector<std::pair<std::string, int>>{{"GL101", 8}, {"GL101", 19}}));
+  // Restarted every step, the sum holds one step's graph at most.
+  std::string per_step = source;
+  per_step.replace(per_step.find("        meter.update(loss, x.size(0))\n"), 38,
+                   "        meter.update(loss, x.size(0))\n        meter.reset()\n");
+  EXPECT_TRUE(findings(per_step).empty());
+}
+
+TEST(lint_value_flow, a_slot_concatenated_with_graphs_from_itself_chains_them) {
+  // MMF's Report: `self[key] = torch.cat((self[key], report[key]))` with
+  // reports that still carry their graph.
+  std::string source =
+      "import torch\n"
+      "class Report(dict):\n"
+      "    def accumulate(self, report, fields):\n"
+      "        for key in fields:\n"
+      "            self[key] = torch.cat((self[key], report[key]), dim=0)\n"
+      "def train(model, loader, optimizer):\n"
+      "    combined = None\n"
+      "    for batch in loader:\n"
+      "        optimizer.zero_grad()\n"
+      "        report = model(batch)\n"
+      "        report['loss'].backward()\n"
+      "        optimizer.step()\n"
+      "        if combined is None:\n"
+      "            combined = report\n"
+      "        else:\n"
+      "            combined.accumulate(report, ['logits'])\n";
+  auto got = findings(source);
+  EXPECT_NE(std::find(got.begin(), got.end(), std::make_pair(std::string("GL101"), 5)), got.end())
+      << testing::lint_snippet(source).findings.size();
+  std::string detached = source;
+  detached.replace(detached.find("combined.accumulate(report,"), 27,
+                   "combined.accumulate(report.detach(),");
+  detached.replace(detached.find("combined = report\n"), 18, "combined = report.detach()\n");
+  EXPECT_TRUE(findings(detached).empty());
+}
+
+TEST(lint_value_flow, predict_step_returning_gpu_tensors_is_kept_by_trainer_predict) {
+  std::string source =
+      "import torch\n"
+      "from lightning import LightningModule\n"
+      "class Wrapper(LightningModule):\n"
+      "    def forward(self, x):\n"
+      "        return self.model(x)\n"
+      "    def predict_step(self, batch, batch_idx):\n"
+      "        results = self(batch)\n"
+      "        return results\n";
+  EXPECT_EQ(findings(source), (std::vector<std::pair<std::string, int>>{{"GL204", 8}}));
+  std::string host = source;
+  host.replace(host.find("return results"), 14, "return results.detach().cpu()");
+  EXPECT_TRUE(findings(host).empty());
+  std::string not_returned =
+      source +
+      "def run(trainer, model, dm):\n"
+      "    trainer.predict(model, datamodule=dm, return_predictions=False)\n";
+  EXPECT_TRUE(findings(not_returned).empty());
+}
+
+TEST(lint_value_flow, trainer_predict_whose_result_is_thrown_away_should_not_keep_it) {
+  // eva: predictions written by a callback, yet trainer.predict keeps them all.
+  std::string source =
+      "from eva import trainers\n"
+      "class Interface:\n"
+      "    def predict(self, model, data, trainer):\n"
+      "        trainer.predict(model=model, datamodule=data)\n";
+  EXPECT_EQ(findings(source), (std::vector<std::pair<std::string, int>>{{"GL204", 4}}));
+  std::string off = source;
+  off.replace(off.find("datamodule=data)"), 16, "datamodule=data, return_predictions=False)");
+  EXPECT_TRUE(findings(off).empty());
+  std::string used = source;
+  used.replace(used.find("        trainer.predict("), 24, "        return trainer.predict(");
+  EXPECT_TRUE(findings(used).empty()) << "the caller wants the predictions";
+}
+
+TEST(lint_value_flow, hook_handles_appended_on_every_call_to_a_list_never_emptied) {
+  // Splice's extractor: `_clear_hooks` removes the hooks but keeps their
+  // handles; the fix empties the list.
+  std::string source =
+      "import torch\n"
+      "class Extractor:\n"
+      "    def __init__(self, model):\n"
+      "        self.model = model\n"
+      "        self.hook_handlers = []\n"
+      "        self.outputs = {'block': []}\n"
+      "    def _init_hooks_data(self):\n"
+      "        for key in ['block']:\n"
+      "            self.outputs[key] = []\n"
+      "    def _register_hooks(self):\n"
+      "        for block in self.model.blocks:\n"
+      "            self.hook_handlers.append(block.register_forward_hook(self._get_hook()))\n"
+      "    def _clear_hooks(self):\n"
+      "        for handler in self.hook_handlers:\n"
+      "            handler.remove()\n"
+      "    def _get_hook(self):\n"
+      "        def _hook(model, input, output):\n"
+      "            self.outputs['block'].append(output)\n"
+      "        return _hook\n"
+      "    def features(self, image):\n"
+      "        self._register_hooks()\n"
+      "        self.model(image)\n"
+      "        feature = self.outputs['block']\n"
+      "        self._clear_hooks()\n"
+      "        self._init_hooks_data()\n"
+      "        return feature\n";
+  // The hook's appends go to a slot emptied after every call: only the
+  // handles pile up.
+  EXPECT_EQ(findings(source), (std::vector<std::pair<std::string, int>>{{"GL202", 12}}));
+  std::string emptied = source;
+  emptied.replace(emptied.find("            handler.remove()\n"), 29,
+                  "            handler.remove()\n        self.hook_handlers = []\n");
+  EXPECT_TRUE(findings(emptied).empty());
+}
+
+// --- what bounds a store ---------------------------------------------------
+
+TEST(lint_value_flow, one_tuple_assignment_empties_every_list_it_names) {
+  // Lists emptied every optimizer step by `a, b, c = [], [], {}`.
+  std::string source =
+      "import torch\n"
+      "def train(model, loader, optimizer, report):\n"
+      "    preds, targets, stats = [], [], {}\n"
+      "    for step, (x, y) in enumerate(loader):\n"
+      "        out = model(x)\n"
+      "        loss = out.mean()\n"
+      "        loss.backward()\n"
+      "        preds.append(out.detach())\n"
+      "        targets.append(y)\n"
+      "        if step % 8 == 0:\n"
+      "            optimizer.step()\n"
+      "            optimizer.zero_grad()\n"
+      "            report(preds, targets)\n"
+      "            preds, targets, stats = [], [], {}\n";
+  EXPECT_TRUE(findings(source).empty());
+  std::string never = source;
+  never.replace(never.find("            preds, targets, stats = [], [], {}\n"), 45, "");
+  EXPECT_EQ(findings(never), (std::vector<std::pair<std::string, int>>{{"GL201", 8}}));
+}
+
+TEST(lint_value_flow, a_conditional_rebinding_to_a_value_starts_it_and_bounds_nothing) {
+  // gflownet: `else: ema = losses[1]` starts the moving average; the chain
+  // `ema = a * losses[1] + (1 - a) * ema` still spans the run.
+  std::string source =
+      "import torch\n"
+      "def train(model, loader, optimizer, alpha):\n"
+      "    ema = None\n"
+      "    for x in loader:\n"
+      "        optimizer.zero_grad()\n"
+      "        loss = model(x).mean()\n"
+      "        loss.backward()\n"
+      "        optimizer.step()\n"
+      "        if ema is not None:\n"
+      "            ema = alpha * loss + (1 - alpha) * ema\n"
+      "        else:\n"
+      "            ema = loss\n";
+  EXPECT_EQ(findings(source), (std::vector<std::pair<std::string, int>>{{"GL101", 10}}));
+}
+
+TEST(lint_value_flow, a_history_grown_with_cat_in_one_branch_chains_every_graph) {
+  std::string source =
+      "import torch\n"
+      "def train(model, loader, optimizer):\n"
+      "    hist = None\n"
+      "    for x in loader:\n"
+      "        optimizer.zero_grad()\n"
+      "        out = model(x)\n"
+      "        out.mean().backward()\n"
+      "        optimizer.step()\n"
+      "        hist = out if hist is None else torch.cat([hist, out])\n";
+  EXPECT_EQ(findings(source), (std::vector<std::pair<std::string, int>>{{"GL101", 9}}));
+  std::string detached = source;
+  detached.replace(detached.find("torch.cat([hist, out])"), 22, "torch.cat([hist, out.detach()])");
+  detached.replace(detached.find("hist = out if"), 13, "hist = out.detach() if");
+  auto got = findings(detached);
+  EXPECT_TRUE(
+      std::none_of(got.begin(), got.end(), [](const auto& f) { return f.first == "GL101"; }));
+}
+
+TEST(lint_value_flow, a_slot_filled_on_first_use_is_no_reset) {
+  // pytracking: `if self.stats[name] is None: self.stats[name] = OrderedDict(...)`
+  // creates the meters once; they keep summing graphs.
+  std::string source =
+      "import torch\n"
+      "from collections import OrderedDict\n"
+      "class AverageMeter:\n"
+      "    def __init__(self):\n"
+      "        self.sum = 0\n"
+      "    def update(self, val, n=1):\n"
+      "        self.sum += val * n\n"
+      "class Trainer:\n"
+      "    def __init__(self, actor, optimizer):\n"
+      "        self.actor = actor\n"
+      "        self.optimizer = optimizer\n"
+      "        self.stats = {}\n"
+      "    def cycle(self, loader):\n"
+      "        for data in loader:\n"
+      "            loss, stats = self.actor(data)\n"
+      "            self.optimizer.zero_grad()\n"
+      "            loss.backward()\n"
+      "            self.optimizer.step()\n"
+      "            self._update_stats(stats, loader)\n"
+      "    def _update_stats(self, new_stats, loader):\n"
+      "        if self.stats.get(loader.name) is None:\n"
+      "            self.stats[loader.name] = OrderedDict({k: AverageMeter() for k in new_stats})\n"
+      "        for name, val in new_stats.items():\n"
+      "            self.stats[loader.name][name].update(val, 1)\n";
+  auto got = findings(source);
+  EXPECT_NE(std::find(got.begin(), got.end(), std::make_pair(std::string("GL101"), 24)), got.end());
+}
+
+TEST(lint_value_flow, a_list_trimmed_to_a_size_bound_is_bounded) {
+  std::string source =
+      "import torch\n"
+      "def train(model, loader, optimizer, max_keep=100):\n"
+      "    recent = []\n"
+      "    for x in loader:\n"
+      "        optimizer.zero_grad()\n"
+      "        out = model(x)\n"
+      "        out.mean().backward()\n"
+      "        optimizer.step()\n"
+      "        recent.append(out.detach())\n"
+      "        if len(recent) > max_keep:\n"
+      "            TRIM\n";
+  for (std::string trim : {"recent = recent[1:]", "recent.pop(0)", "del recent[0]"}) {
+    std::string s = source;
+    s.replace(s.find("TRIM"), 4, trim);
+    EXPECT_TRUE(findings(s).empty()) << trim;
+  }
+  std::string untrimmed = source;
+  untrimmed.replace(untrimmed.find("        if len(recent) > max_keep:\n            TRIM\n"), 52,
+                    "");
+  EXPECT_EQ(findings(untrimmed), (std::vector<std::pair<std::string, int>>{{"GL201", 9}}));
+}
+
+TEST(lint_value_flow, a_weak_key_cache_keeps_nothing_alive) {
+  std::string source =
+      "import weakref\n"
+      "import torch\n"
+      "class Cache:\n"
+      "    def __init__(self):\n"
+      "        self._cache = weakref.WeakKeyDictionary()\n"
+      "    def get(self, module, x):\n"
+      "        out = module(x)\n"
+      "        self._cache[module] = out\n"
+      "        return out\n"
+      "def train(model, loader, optimizer):\n"
+      "    cache = Cache()\n"
+      "    for step, x in enumerate(loader):\n"
+      "        optimizer.zero_grad()\n"
+      "        out = cache.get(model, x)\n"
+      "        out.mean().backward()\n"
+      "        optimizer.step()\n";
+  EXPECT_TRUE(findings(source).empty());
+}
+
+TEST(lint_value_flow, detached_numbers_a_function_collects_for_its_result_are_not_a_leak) {
+  // dair_pll: one detached loss per step, averaged for the epoch's result.
+  std::string source =
+      "import torch\n"
+      "def train_epoch(data, model, optimizer):\n"
+      "    losses = []\n"
+      "    for x, y in data:\n"
+      "        optimizer.zero_grad()\n"
+      "        loss = (model(x) - y).pow(2).mean()\n"
+      "        losses.append(loss.clone().detach())\n"
+      "        loss.backward()\n"
+      "        optimizer.step()\n"
+      "    return sum(losses) / len(losses)\n";
+  EXPECT_TRUE(findings(source).empty());
+  // Whole outputs (not one number each) are a different matter.
+  std::string outputs = source;
+  outputs.replace(outputs.find("losses.append(loss.clone().detach())"), 36,
+                  "losses.append(model(x).detach())");
+  EXPECT_EQ(findings(outputs), (std::vector<std::pair<std::string, int>>{{"GL201", 7}}));
+}
+
+TEST(lint_value_flow, one_number_per_epoch_is_not_a_growing_store) {
+  // ImVisible: epoch averages under no_grad appended to history lists.
+  std::string source =
+      "import torch\n"
+      "def run(model, train_loader, val_loader, optimizer, epochs):\n"
+      "    valid_losses = []\n"
+      "    for epoch in range(epochs):\n"
+      "        for x in train_loader:\n"
+      "            optimizer.zero_grad()\n"
+      "            model(x).mean().backward()\n"
+      "            optimizer.step()\n"
+      "        total = 0\n"
+      "        with torch.no_grad():\n"
+      "            for x in val_loader:\n"
+      "                total += model(x).mean()\n"
+      "        valid_losses.append(total / len(val_loader))\n";
+  EXPECT_TRUE(findings(source).empty());
+  // Whole outputs per epoch are another matter.
+  std::string outputs = source;
+  outputs.replace(outputs.find("valid_losses.append(total / len(val_loader))"), 45,
+                  "valid_losses.append(model(x).detach())");
+  EXPECT_EQ(findings(outputs), (std::vector<std::pair<std::string, int>>{{"GL201", 13}}));
+}
+
+}  // namespace
+}  // namespace gpuleak::lint
