@@ -48,26 +48,15 @@ def view_of_larger_base(tensors):
 # Libraries that keep what a program hands them, and the fix each documents:
 # never "store .cpu() copies in _optimizers" (a library's private list).
 # Keyed by the top package of the type that owns the holder.
-LIBRARY_HOLDERS = {
-    "accelerate": (
-        "library-keeps-prepared",
-        "%(owner)s keeps every object passed to accelerator.prepare() in %(name)s: prepare the "
-        "model and optimizer once and reuse them, or call accelerator.free_memory() before "
-        "preparing new ones (as between hyper-parameter trials)"),
-    "torchmetrics": (
-        "metric-state-not-reset",
-        "the metric %(owner_type)s keeps every update() in its state %(name)s: call "
-        ".reset() after .compute() at the end of each epoch, or create the metric with "
-        "compute_on_cpu=True so its list states live on the CPU"),
-}
+LIBRARY_PACKAGES = ("accelerate", "torchmetrics")
 
 
 def owning_library(objects):
     """(package, type name) of the first of `objects` (the holder's owners, nearest first)
-    whose type comes from a library in LIBRARY_HOLDERS, or None."""
+    whose type comes from a library in LIBRARY_PACKAGES, or None."""
     for owner in objects:
         package = (getattr(type(owner), "__module__", "") or "").split(".")[0]
-        if package in LIBRARY_HOLDERS:
+        if package in LIBRARY_PACKAGES:
             return package, type(owner).__name__
     return None
 
@@ -113,9 +102,16 @@ def cause_and_fix(holder, through_traceback, has_grad_fn, scalar, integer_keys, 
                 "one CUDA graph (with its private memory pool and static tensors) is kept per "
                 "new input shape in %s: pad inputs to a few fixed shapes so graphs are reused, "
                 "or bound %s" % (name, name))
-    if library is not None:
-        cause, text = LIBRARY_HOLDERS[library[0]]
-        return cause, text % {"owner": holder["owner"], "owner_type": library[1], "name": name}
+    if library is not None and library[0] == "accelerate":
+        return ("library-keeps-prepared",
+                "%s keeps every object passed to accelerator.prepare() in %s: prepare the model "
+                "and optimizer once and reuse them, or call accelerator.free_memory() before "
+                "preparing new ones (as between hyper-parameter trials)" % (holder["owner"], name))
+    if library is not None and library[0] == "torchmetrics":
+        return ("metric-state-not-reset",
+                "the metric %s keeps every update() in its state %s: call .reset() after "
+                ".compute() at the end of each epoch, or create the metric with "
+                "compute_on_cpu=True so its list states live on the CPU" % (library[1], name))
     if "buffer" in facts and has_grad_fn:
         return ("graph-accumulated",
                 "the buffer %s is updated with autograd on, so it chains every step's graph: "
