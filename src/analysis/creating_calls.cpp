@@ -37,7 +37,8 @@ constexpr std::array kPatterns{
     Pattern{"cuStreamCreate", {"CUDA", "cuStreamCreate", "cuStreamDestroy", "stream"}},
     Pattern{"cudaEventCreate", {"CUDA", "cudaEventCreate", "cudaEventDestroy", "event"}},
     Pattern{"cuEventCreate", {"CUDA", "cuEventCreate", "cuEventDestroy", "event"}},
-    Pattern{"cudaMemPoolCreate", {"CUDA", "cudaMemPoolCreate", "cudaMemPoolDestroy", "memory pool"}},
+    Pattern{"cudaMemPoolCreate",
+            {"CUDA", "cudaMemPoolCreate", "cudaMemPoolDestroy", "memory pool"}},
     Pattern{"cuMemPoolCreate", {"CUDA", "cuMemPoolCreate", "cuMemPoolDestroy", "memory pool"}},
 };
 
@@ -53,9 +54,9 @@ bool in_cuda_library(const Frame& f) {
   std::string_view module = f.module;
   std::size_t slash = module.rfind('/');
   if (slash != std::string_view::npos) module.remove_prefix(slash + 1);
-  for (std::string_view lib : {"libcublas", "libcufft", "libcudnn", "libcusparse", "libcusolver",
-                               "libcurand", "libcutensor", "libnccl", "libcudart", "libcuda.",
-                               "libnvrtc", "libnvJitLink"}) {
+  for (std::string_view lib :
+       {"libcublas", "libcufft", "libcudnn", "libcusparse", "libcusolver", "libcurand",
+        "libcutensor", "libnccl", "libcudart", "libcuda.", "libnvrtc", "libnvJitLink"}) {
     if (module.substr(0, lib.size()) == lib) return true;
   }
   return false;
