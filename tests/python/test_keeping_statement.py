@@ -109,6 +109,37 @@ MODULE_SOURCE = textwrap.dedent('''
         pairs = addresses([t for t in gc.get_objects() if isinstance(t, torch.Tensor) and t.is_leaf
                            and t.requires_grad and t.grad is not None and t.grad.grad_fn is not None])
         return ask(pairs)
+
+    class AverageMeter:
+        def __init__(self):
+            self.sum = 0
+            self.count = 0
+
+        def update(self, val, n=1):
+            self.sum += val * n  # KEPT meter
+            self.count += n
+
+    def meter_updated_with_the_loss_tensor():
+        meter = AverageMeter()
+        layer = torch.nn.Linear(32, 32)
+        for _ in range(4):
+            loss = layer(torch.randn(8, 32)).tanh().mean()
+            meter.update(loss, 8)
+        return ask(addresses([meter.sum]))
+
+    def load_batch(step):
+        batch = torch.randn(64)
+        raise RuntimeError("bad batch %d" % step)
+
+    def exceptions_kept_through_exc_info():
+        import sys
+        failures = []
+        for step in range(3):
+            try:
+                load_batch(step)
+            except RuntimeError:
+                failures.append(sys.exc_info())  # KEPT exc-info
+        return ask(addresses([tb.tb_next.tb_frame.f_locals["batch"] for _, _, tb in failures]))
 ''')
 
 CASES = {
@@ -121,6 +152,8 @@ CASES = {
     "lru_cache_decorator": ("lru", "table", "lru-cache"),
     "hook_registered_per_call": ("hook", "_forward_hooks", "hook-registration"),
     "create_graph_cycle": ("create-graph", "x", "backward-create-graph"),
+    "meter_updated_with_the_loss_tensor": ("meter", "sum", "augmented-assignment"),
+    "exceptions_kept_through_exc_info": ("exc-info", "failures", "append"),
 }
 
 
