@@ -97,6 +97,13 @@ GrowthReport ProcessAnalysis::phase_report(const Phase& phase) {
   } else if (growth.past_minimum()) {
     g.verdict = Verdict::kNoLeak;
   }
+  if (growth.past_minimum()) {
+    const GrowthOptions& o = growth.options();
+    std::uint64_t judged = g.steps > o.warmup_steps ? g.steps - o.warmup_steps : 0;
+    judged = std::clamp(judged, o.min_steps, std::max(o.min_steps, o.window_steps));
+    g.detection_floor_bytes_per_step =
+        static_cast<double>(o.min_growth_bytes) / static_cast<double>(judged);
+  }
 
   // Iteration duration in the recent window, for rates in time.
   double seconds_per_step = growth.seconds_per_step();

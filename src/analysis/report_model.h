@@ -210,6 +210,12 @@ struct GrowthReport {
   double rate_bytes_per_second = 0;
   std::optional<std::uint64_t> first_growing_step;
   std::optional<std::uint64_t> verdict_step;  // first step at which the verdict was LEAK
+  // The slowest growth of one allocation site this run could show: the
+  // window's minimum rise (GrowthOptions::min_growth_bytes) over the steps
+  // judged so far, up to the window. Set once past the minimum steps. It is
+  // per site, whatever the job's live size: a leak at its own site is found
+  // at this rate even under tens of GiB of steady memory.
+  std::optional<double> detection_floor_bytes_per_step;
   std::optional<double> seconds_to_full;
   std::optional<std::uint64_t> device_total_bytes;
   std::string cause;  // cause id, empty if none

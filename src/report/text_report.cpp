@@ -114,9 +114,17 @@ void write_verdict(std::ostream& out, const ProcessReport& r, const analysis::Pr
                          plural(r.leaks.allocations, "allocation", "allocations"));
       break;
     case analysis::ProcessVerdictKind::kNoLeak:
-      out << (g.pool_judged ? " (the pool's bytes in use do not keep growing)"
-              : g.steps > 0 ? " (no allocation site keeps growing)"
+      if (g.pool_judged) {
+        out << " (the pool's bytes in use do not keep growing)";
+      } else if (g.steps > 0 && g.detection_floor_bytes_per_step) {
+        std::string noun = iteration_noun(g.step_source);
+        out << fmt::format(
+            " (no allocation site keeps growing; this run would show one growing by {})",
+            format_rate(*g.detection_floor_bytes_per_step, noun.c_str()));
+      } else {
+        out << (g.steps > 0 ? " (no allocation site keeps growing)"
                             : " (everything allocated was freed before the process exited)");
+      }
       break;
     case analysis::ProcessVerdictKind::kNotYet:
       out << " ("

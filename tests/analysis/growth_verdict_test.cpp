@@ -353,6 +353,39 @@ TEST(GrowthVerdict, the_same_driver_memory_in_a_process_without_python_gets_cuda
   EXPECT_EQ(run.growth.cause_text.find("Python"), std::string::npos) << run.growth.cause_text;
 }
 
+// Issue 37's slow leak: 4 KiB a step at its own site under 20 GiB of
+// steady tensors is found, and a clean run states the slowest growth it
+// could have shown.
+TEST(GrowthVerdict,
+     a_slow_leak_under_a_large_steady_job_is_found_and_a_clean_run_states_its_floor) {
+  SyntheticTrace t;
+  auto weights = t.python_site("/work/train.py", 10, "build");
+  auto slow = t.python_site("/work/train.py", 50, "train");
+  for (int i = 0; i < 20; ++i) t.alloc(weights, 1ull << 30);
+  for (int step = 0; step < 300; ++step) {
+    t.alloc(slow, 4096);
+    t.step(step);
+  }
+  Outcome run = analyze(t);
+  ASSERT_EQ(run.growth.verdict, Verdict::kLeak);
+  EXPECT_NEAR(run.growth.rate_bytes_per_step, 4096, 64);
+  ASSERT_TRUE(run.growth.verdict_step.has_value());
+  EXPECT_LE(*run.growth.verdict_step, 60u);
+
+  SyntheticTrace flat;
+  auto model = flat.python_site("/work/train.py", 10, "build");
+  auto activations_site = flat.python_site("/work/train.py", 30, "forward");
+  for (int i = 0; i < 20; ++i) flat.alloc(model, 1ull << 30);
+  for (int step = 0; step < 300; ++step) {
+    flat.free(flat.alloc(activations_site, 1 << 20));
+    flat.step(step);
+  }
+  Outcome clean = analyze(flat);
+  ASSERT_EQ(clean.growth.verdict, Verdict::kNoLeak);
+  ASSERT_TRUE(clean.growth.detection_floor_bytes_per_step.has_value());
+  EXPECT_DOUBLE_EQ(*clean.growth.detection_floor_bytes_per_step, 32.0 * 1024 / 200);
+}
+
 TEST(GrowthVerdict, caching_allocator_segments_are_not_reported_as_their_own_leak) {
   SyntheticTrace t;
   auto segments = t.native_site("/venv/lib/python3.12/site-packages/torch/lib/libc10_cuda.so");
