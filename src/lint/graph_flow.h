@@ -80,6 +80,12 @@ class GraphFlow {
   // A later element of a tuple unpacked from an opaque call, stored into a
   // container slot or attribute that nothing in the function uses as a tensor.
   bool opaque_element_without_evidence(NodeId element);
+  // A name bound by a later element of a tuple unpacked from an opaque call
+  // that nothing in the function differentiates, hands to a loss or torch
+  // function, or calls a tensor method on.
+  bool opaque_name_without_graph_evidence(NodeId element);
+  // `criterion(model, sample)`: a loss callee handed the model runs it itself.
+  bool criterion_running_the_model(NodeId call) const;
   // `nn.Linear(...)`, or a class of this file that is an nn.Module.
   bool constructs_module(NodeId call);
 

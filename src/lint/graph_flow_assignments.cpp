@@ -182,6 +182,17 @@ void GraphFlow::assign_target(NodeId target, NodeId value, std::uint8_t bits, En
           // container is taken for one only on evidence from its uses.
           assign_target(elements[i], value, static_cast<std::uint8_t>(bits & ~kTensorFacts), env,
                         site);
+        } else if (i > 0 && criterion_running_the_model(value) &&
+                   opaque_name_without_graph_evidence(elements[i])) {
+          // `loss, sample_size, logging_output = criterion(model, sample)`
+          // (fairseq's criterion interface): the graph is the loss's, first;
+          // the sample size is a count and the logging output holds
+          // `loss.data` and numbers. A later name carries one only on
+          // evidence of its own. (A loss of predictions, `loss, parts =
+          // loss_fn(preds, y)`, or a model's `loss, stats = actor(data)`, may
+          // well return graphs in its parts, and keeps them.)
+          assign_target(elements[i], value, static_cast<std::uint8_t>(bits & ~kCarriesGraph), env,
+                        site);
         } else {
           assign_target(elements[i], value, bits, env, site);
         }
@@ -306,6 +317,67 @@ bool GraphFlow::opaque_element_without_evidence(NodeId element) {
     NodeId r = receiver;
     if (tree_.kind(r) == NodeKind::kSubscript) r = tree_.child_by_field(r, Field::kValue);
     evidence = dotted_text(tree_, r) == path;
+  }
+  used_as_tensor_.emplace(key, evidence);
+  return !evidence;
+}
+
+bool GraphFlow::criterion_running_the_model(NodeId call) const {
+  if (tree_.kind(call) != NodeKind::kCall || !file_.is_loss_callee(call)) return false;
+  for (NodeId a : file_.positional_arguments(call)) {
+    std::string d = dotted_text(tree_, a);
+    if (!d.empty() && vocabulary::is_model_name(vocabulary::last_component(d))) return true;
+  }
+  return false;
+}
+
+bool GraphFlow::opaque_name_without_graph_evidence(NodeId element) {
+  if (tree_.kind(element) != NodeKind::kIdentifier) return false;
+  std::string name(tree_.text(element));
+  auto key = std::to_string(scope_) + ":name:" + name;
+  auto memo = used_as_tensor_.find(key);
+  if (memo != used_as_tensor_.end()) return !memo->second;
+  auto mentions_name = [&](NodeId expression) {
+    if (expression == kNoNode) return false;
+    for (NodeId id = expression; id < tree_.node(expression).subtree_end; ++id) {
+      if (tree_.kind(id) == NodeKind::kIdentifier && tree_.text(id) == name) {
+        // `name` itself, not the attribute `x.name` of something else.
+        NodeId parent = tree_.parent(id);
+        if (parent != kNoNode && tree_.kind(parent) == NodeKind::kAttribute &&
+            tree_.node(id).field != Field::kObject) {
+          continue;
+        }
+        return true;
+      }
+    }
+    return false;
+  };
+  // Evidence, anywhere in the function: a tensor method called on it
+  // (`aux.backward()`, `logits.argmax()`, `(loss + aux).backward()`), or
+  // it handed to a backward, loss, model or torch call.
+  bool evidence = false;
+  NodeId region = file_.scopes_[scope_].node;
+  NodeId end = tree_.node(region).subtree_end;
+  for (NodeId id = region; id < end && !evidence; ++id) {
+    if (tree_.kind(id) != NodeKind::kCall || file_.scope_index_of(id) != scope_) continue;
+    NodeId receiver = file_.method_receiver(id);
+    std::string_view m = file_.callee_last_name(id);
+    if (receiver != kNoNode &&
+        one_of(m, {"backward", "item",    "detach",      "cpu",     "cuda",
+                   "numpy",    "tolist",  "size",        "dim",     "requires_grad_",
+                   "argmax",   "softmax", "log_softmax", "sigmoid", "view",
+                   "reshape",  "squeeze", "unsqueeze",   "mean",    "sum",
+                   "float"}) &&
+        mentions_name(receiver)) {
+      evidence = true;
+      break;
+    }
+    std::string qualified = file_.qualified_name(file_.callee(id));
+    bool tensor_call = file_.is_backward_call(id) || file_.is_loss_callee(id) ||
+                       file_.is_model_call(id) || starts_with(qualified, "torch.");
+    if (!tensor_call) continue;
+    NodeId args = tree_.child_by_field(id, Field::kArguments);
+    evidence = mentions_name(args);
   }
   used_as_tensor_.emplace(key, evidence);
   return !evidence;

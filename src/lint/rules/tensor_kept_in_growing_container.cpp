@@ -26,13 +26,48 @@ constexpr RuleInfo kInfo{
     "of each epoch).",
 };
 
+// `hist = torch.cat([hist, out])` and `seen = seen + [x]` grow; arithmetic
+// (`model_pred = model_pred * (-sigmas) + noisy_model_input`, diffusers'
+// EDM preconditioning) makes a new tensor of the same size and frees the
+// old one: without a graph (GL101's case) nothing is kept.
+bool self_update_grows(const FileAnalysis& file, const StoreEvent& store) {
+  const SyntaxTree& tree = file.tree();
+  NodeId right = tree.child_by_field(store.site, Field::kRight);
+  while (right != kNoNode && tree.kind(right) == NodeKind::kParenthesizedExpression) {
+    right = tree.first_named_child(right);
+  }
+  if (right == kNoNode || tree.kind(right) != NodeKind::kBinaryOperator) return true;
+  std::vector<NodeId> stack{right};
+  while (!stack.empty()) {
+    NodeId n = stack.back();
+    stack.pop_back();
+    if (n == kNoNode) continue;
+    switch (tree.kind(n)) {
+      case NodeKind::kBinaryOperator:
+        stack.push_back(tree.child_by_field(n, Field::kLeft));
+        stack.push_back(tree.child_by_field(n, Field::kRight));
+        break;
+      case NodeKind::kParenthesizedExpression:
+        stack.push_back(tree.first_named_child(n));
+        break;
+      case NodeKind::kList:
+      case NodeKind::kTuple:
+      case NodeKind::kListComprehension:
+        return true;  // `seen = seen + [x]`
+      default:
+        break;
+    }
+  }
+  return false;
+}
+
 bool is_growing_kind(const FileAnalysis& file, const StoreEvent& store) {
   switch (store.kind) {
     case StoreKind::kAppend:
     case StoreKind::kExtend:
     case StoreKind::kSubscript:
     case StoreKind::kSelfUpdate:
-      return true;
+      return self_update_grows(file, store);
     case StoreKind::kAugmented: {
       // `outputs += [out]` grows a list; `total += x` replaces a number.
       NodeKind k = file.tree().kind(store.value);
