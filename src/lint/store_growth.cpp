@@ -202,8 +202,22 @@ bool called_only_from_init(const FileAnalysis& file, const std::string& method) 
 // moved/cloned from one: assignments into it write in place.
 bool container_is_tensor(const FileAnalysis& file, const std::string& path) {
   const SyntaxTree& tree = file.tree();
+  // `p.grad` is a tensor, and so is `t.data` of one: `grads.data[mask, :] =
+  // ...fill_(0)` (diffusers' textual inversion) writes in place.
+  std::string_view tail = vocabulary::last_component(path);
+  if (tail == "grad" && path != "grad") return true;
+  if (tail == "data" && path.size() > 5 &&
+      container_is_tensor(file, path.substr(0, path.size() - 5))) {
+    return true;
+  }
   for (NodeId id : file.assignments_to(path)) {
     NodeId right = tree.child_by_field(id, Field::kRight);
+    NodeId attribute = right != kNoNode && tree.kind(right) == NodeKind::kAttribute
+                           ? tree.child_by_field(right, Field::kAttributeName)
+                           : kNoNode;
+    if (attribute != kNoNode && tree.text(attribute) == "grad") {
+      return true;  // `grads = embeddings.weight.grad`
+    }
     // `-torch.ones(...)`, `(torch.zeros(...))`, `torch.ones(...) * -1`: still a tensor.
     for (int hops = 0; hops < 4 && right != kNoNode; ++hops) {
       NodeKind k = tree.kind(right);

@@ -105,5 +105,32 @@ TEST(lint_real_code, arithmetic_rebinding_of_a_tensor_from_itself_grows_nothing)
   EXPECT_EQ(findings(history), (Lines{{"GL201", 21}}));
 }
 
+// --- writes into a tensor --------------------------------------------------
+
+TEST(lint_real_code, a_masked_write_into_a_grad_tensor_keeps_nothing) {
+  // diffusers examples/custom_diffusion/train_custom_diffusion.py:1194-1205
+  // (and research_projects/intel_opts/textual_inversion/textual_inversion_bf16.py:589):
+  // rows of the embedding's gradient zeroed in place.
+  std::string source =
+      "import torch\n"
+      "def train(args, text_encoder, unet, loader, optimizer, tokenizer, token_id):\n"
+      "    for epoch in range(args.epochs):\n"
+      "        for batch in loader:\n"
+      "            latents = batch['x'].to('cuda')\n"
+      "            loss = unet(latents).mean()\n"
+      "            loss.backward()\n"
+      "            grads = text_encoder.get_input_embeddings().weight.grad\n"
+      "            index_grads_to_zero = torch.arange(len(tokenizer)) != token_id\n"
+      "            grads.data[index_grads_to_zero, :] = grads.data[index_grads_to_zero, "
+      ":].fill_(0)\n"
+      "            optimizer.step()\n"
+      "            optimizer.zero_grad()\n";
+  EXPECT_EQ(findings(source), Lines{});
+  // Writing a value with a graph into it records one more CopySlices node a step.
+  EXPECT_EQ(
+      findings(replaced(source, "grads.data[index_grads_to_zero, :].fill_(0)", "unet(latents)")),
+      (Lines{{"GL101", 10}}));
+}
+
 }  // namespace
 }  // namespace gpuleak::lint
