@@ -132,5 +132,34 @@ TEST(lint_real_code, a_masked_write_into_a_grad_tensor_keeps_nothing) {
       (Lines{{"GL101", 10}}));
 }
 
+// --- calls in exception handlers ----------------------------------------------
+
+TEST(lint_real_code, a_fallback_in_a_broad_handler_is_no_out_of_memory_retry) {
+  // diffusers examples/dreambooth/train_dreambooth_sd3.py:1216-1232 (and
+  // train_dreambooth_flux.py:1258): a checkpoint-load hook that tries another
+  // text-encoder class when the first from_pretrained fails.
+  std::string source =
+      "import torch\n"
+      "def load_model_hook(models, input_dir):\n"
+      "    for model in models:\n"
+      "        try:\n"
+      "            load_model = CLIPTextModelWithProjection.from_pretrained(input_dir, "
+      "subfolder='a')\n"
+      "            model(**load_model.config)\n"
+      "            model.load_state_dict(load_model.state_dict())\n"
+      "        except Exception:\n"
+      "            load_model = T5EncoderModel.from_pretrained(input_dir, subfolder='b')\n"
+      "            model(**load_model.config)\n"
+      "            model.load_state_dict(load_model.state_dict())\n";
+  EXPECT_EQ(findings(source), Lines{});
+  // fairseq fairseq/trainer.py:1155-1167: the same broad handler that checks
+  // for out of memory before retrying is the retry the rule is about.
+  EXPECT_EQ(findings(replaced(source, "        except Exception:\n",
+                              "        except Exception as e:\n"
+                              "            if 'out of memory' not in str(e):\n"
+                              "                raise e\n")),
+            (Lines{{"GL203", 12}}));
+}
+
 }  // namespace
 }  // namespace gpuleak::lint

@@ -237,12 +237,23 @@ bool is_memory_error_handler(const FileAnalysis& file, NodeId handler) {
       break;
     }
   }
-  if (type == kNoNode || tree.kind(type) == NodeKind::kBlock) return true;  // bare except
-  std::string_view text = tree.text(type);
-  return text.find("RuntimeError") != std::string_view::npos ||
-         text.find("OutOfMemoryError") != std::string_view::npos ||
-         text.find("MemoryError") != std::string_view::npos ||
-         text.find("Exception") != std::string_view::npos;
+  std::string_view text =
+      type == kNoNode || tree.kind(type) == NodeKind::kBlock ? std::string_view() : tree.text(type);
+  if (text.find("RuntimeError") != std::string_view::npos ||
+      text.find("MemoryError") != std::string_view::npos) {
+    return true;  // torch's out-of-memory error is a RuntimeError (the FAQ's handler)
+  }
+  // A bare `except:` or `except Exception:` catches everything: it is an
+  // out-of-memory handler only when it says so (`'out of memory' in
+  // str(e)`, fairseq's trainer, or `torch.cuda.empty_cache()`). Otherwise a
+  // call in it is a fallback to other work (diffusers' checkpoint hooks
+  // trying another text-encoder class), not a retry of the failed step.
+  if (!text.empty() && text.find("Exception") == std::string_view::npos) return false;
+  std::string_view body = tree.text(handler);
+  for (std::string_view word : {"memory", "oom", "OOM", "empty_cache"}) {
+    if (body.find(word) != std::string_view::npos) return true;
+  }
+  return false;
 }
 
 std::string text_instead(const FileAnalysis& file, NodeId value) {
