@@ -43,7 +43,7 @@ def test_like_for_like_is_not_fooled_by_different_proportions_of_states():
 
 
 def test_rejudge_recomputes_the_verdict_of_a_saved_result_and_keeps_its_samples(tmp_path):
-    saved = os.path.join(BENCH, "baselines", "gpu", "collector-overhead-0d80813.json")
+    saved = os.path.join(os.path.dirname(__file__), "data", "collector-overhead-0d80813.json")
     copy = tmp_path / "result.json"
     shutil.copy(saved, copy)
     before = json.loads(copy.read_text())

@@ -3,7 +3,7 @@
 walk's choice of holder written down, for the in-process candidate walks that
 gpuleak's own package starts (the GPU corpus names `Tensor ? (attribute of
 Parameter)` there, while the same walk outside gpuleak run names Adam's state:
-replaced-param-grad-walk-d45fc22.json).
+bench/baselines/gpu/replaced-param-grad-walk.json).
 
     dist/gpuleak run -o $OUT/trace -- python3 tests/gpu/probes/replaced_param_candidate_walk.py $OUT/climb.jsonl
 

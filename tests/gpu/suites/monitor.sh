@@ -1,7 +1,7 @@
 # The monitor on the GPU (tests/gpu/monitor/run.sh): doctor names DataLoader
 # workers with their own CUDA context and an orphaned child holding one, top
 # --json flags a leaking process, top at 1 Hz costs little CPU. Writes
-# $R/monitor-gpu.json (the baseline bench/baselines/gpu/monitor-gpu-7bfd19b.json
+# $R/monitor-gpu.json (the baseline bench/baselines/gpu/monitor-gpu.json
 # came from this) and summary.json. Needs about 100 s: run as monitor:120.
 timeout 110 bash tests/gpu/monitor/run.sh "$R" "$D/gpuleak" 2>&1 | tail -12
 python3 - "$R" <<'PY'

@@ -3,7 +3,8 @@
 # buffers shown as non-tensor memory, both ranks in the exporter's /metrics.
 # BACKEND=nccl (the default) needs two GPUs (kind nvidia-h200-x2); BACKEND=gloo
 # runs both ranks on one GPU. Writes $R/two-ranks.json (the baseline
-# bench/baselines/gpu/two-ranks-nccl-cace3f1.json came from this) and
+# bench/baselines/gpu/two-ranks-nccl.json came from this,
+# two-ranks-gloo.json from BACKEND=gloo) and
 # summary.json. Run as ranks:120.
 backend=${BACKEND:-nccl}
 timeout 110 python3 tests/gpu/two_ranks/check_two_ranks.py "$D/gpuleak" "$backend" "$R/two-ranks-$backend" 10417 2>&1 | tail -20

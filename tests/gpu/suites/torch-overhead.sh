@@ -1,7 +1,7 @@
 # PyTorch step time under gpuleak run against native and PyTorch's own memory
 # history (bench/torch/run_overhead.py), a GPU-bound transformer and a
 # launch-bound MLP, ROUNDS interleaved rounds (default 4). Writes
-# $R/torch-overhead.json (the baseline bench/baselines/gpu/torch-overhead-0e7badc.json
+# $R/torch-overhead.json (the baseline bench/baselines/gpu/torch-overhead.json
 # came from this command). A round takes about 87 s on the H200, 4 rounds 350 s (OVERHEAD_SECONDS, default
 # 360, cuts the benchmark; it keeps the rounds it finished): run as torch-overhead:380.
 timeout 60 env PYTHONPATH="$D/python" python3 -m gpuleak.torch_hook --build 2>&1 | tail -3
