@@ -45,13 +45,20 @@ bool GraphFlow::disable_grad_in_private_functions() {
   // a private function (leading underscore: not called from outside the file
   // by convention) runs with gradients off when every call of it in the file
   // does, and it is never passed as a value (`executor.submit(_work)`).
+  // A def nested in a function is private the same way: only that function
+  // can call it unless it hands it out as a value (fairseq pgslm's
+  // `autoregressive_step_` inside `@torch.no_grad() def do_sampling`).
   std::unordered_map<std::string_view, bool> candidates;  // name -> may run with grad
   for (std::size_t i = 1; i < file_.scopes_.size(); ++i) {
     const Scope& scope = file_.scopes_[i];
-    if (scope.grad_disabled || scope.name.size() < 2 || scope.name[0] != '_' ||
-        scope.name[1] == '_' || tree_.kind(scope.node) != NodeKind::kFunctionDefinition) {
+    if (scope.grad_disabled || tree_.kind(scope.node) != NodeKind::kFunctionDefinition ||
+        scope.name.size() < 2 || (scope.name[0] == '_' && scope.name[1] == '_')) {
       continue;
     }
+    NodeId around = tree_.parent(scope.definition);
+    bool nested =
+        scope.class_node == kNoNode && around != kNoNode && file_.scope_index_of(around) != 0;
+    if (scope.name[0] != '_' && !nested) continue;
     candidates.emplace(scope.name, false);
   }
   if (candidates.empty()) return false;
@@ -88,6 +95,18 @@ bool GraphFlow::disable_grad_in_private_functions() {
       scope.grad_disabled = true;
       changed = true;
     }
+  }
+  if (changed) {
+    // What the earlier rounds recorded in those functions was walked with
+    // gradients on; the next round records them again as they are.
+    std::vector<StoreEvent> kept;
+    store_index_.clear();
+    for (StoreEvent& e : file_.stores_) {
+      if (file_.scopes_[e.scope].grad_disabled && e.grad_enabled) continue;
+      store_index_.emplace(e.container != kNoNode ? e.container : e.site, kept.size());
+      kept.push_back(std::move(e));
+    }
+    file_.stores_ = std::move(kept);
   }
   return changed;
 }

@@ -161,5 +161,37 @@ TEST(lint_real_code, a_fallback_in_a_broad_handler_is_no_out_of_memory_retry) {
             (Lines{{"GL203", 12}}));
 }
 
+// --- gradients off around a nested def -------------------------------------
+
+TEST(lint_real_code, a_nested_def_called_only_under_its_no_grad_function_has_no_graph) {
+  // fairseq examples/textless_nlp/pgslm/sample/sample.py:114-166: the
+  // closure that appends each decoded step to the batch is defined and
+  // called inside `@torch.no_grad() def do_sampling`.
+  std::string source =
+      "import torch\n"
+      "@torch.no_grad()\n"
+      "def do_sampling(model, batch, decoder, autoregressive_steps=100):\n"
+      "    def autoregressive_step_(output):\n"
+      "        new_tokens, new_f0 = decoder(output)\n"
+      "        batch['net_input']['src_tokens'] = torch.cat(\n"
+      "            [batch['net_input']['src_tokens'], new_tokens], dim=1)\n"
+      "    outputs = []\n"
+      "    for _ in range(autoregressive_steps):\n"
+      "        output = model(**batch['net_input'])\n"
+      "        outputs.append(output['token'][:, -1, ...].cpu())\n"
+      "        autoregressive_step_(output)\n"
+      "    return outputs\n"
+      "def main(model, dataloader, decoder):\n"
+      "    for batch in dataloader:\n"
+      "        produced = do_sampling(model, batch, decoder)\n"
+      "        print(produced)\n";
+  EXPECT_EQ(findings(source), Lines{});
+  // Without the decorator the closure chains every step's graph into the batch.
+  EXPECT_EQ(findings(replaced(source, "@torch.no_grad()\n", "")), (Lines{{"GL101", 5}}));
+  // Handed out of the function, the closure may run anywhere.
+  EXPECT_EQ(findings(replaced(source, "    return outputs\n", "    return autoregressive_step_\n")),
+            (Lines{{"GL101", 6}}));
+}
+
 }  // namespace
 }  // namespace gpuleak::lint
