@@ -221,7 +221,11 @@ std::uint8_t GraphFlow::eval_call(NodeId call, Env& env) {
     NodeId stored = kNoNode;
     if (is_append_method(name) && !positional.empty()) {
       stored = positional.back();
-    } else if (name == "insert" && positional.size() >= 2) {
+    } else if (name == "insert" && positional.size() == 2 &&
+               !(file_.bits_[positional[0]] & kTensorFacts)) {
+      // list.insert(index, value); `neighbor_loader.insert(batch.src,
+      // batch.dst)` (pytorch_geometric's LastNeighborLoader) hands tensors
+      // to an object's own method.
       stored = positional[1];
     } else if ((name == "extend" || name == "extendleft") && !positional.empty()) {
       store_kind = StoreKind::kExtend;

@@ -193,5 +193,34 @@ TEST(lint_real_code, a_nested_def_called_only_under_its_no_grad_function_has_no_
             (Lines{{"GL101", 6}}));
 }
 
+// --- methods named like a container's ---------------------------------------
+
+TEST(lint_real_code, insert_of_tensors_is_no_list_insert) {
+  // pytorch_geometric examples/tgn.py:57,123-145: LastNeighborLoader.insert(src,
+  // dst) writes into fixed-size buffers; list.insert's first argument is an index.
+  std::string source =
+      "import torch\n"
+      "neighbor_loader = LastNeighborLoader(data.num_nodes, size=10, device=device)\n"
+      "def train(model, train_loader, optimizer, criterion):\n"
+      "    neighbor_loader.reset_state()\n"
+      "    total_loss = 0\n"
+      "    for batch in train_loader:\n"
+      "        optimizer.zero_grad()\n"
+      "        batch = batch.to(device)\n"
+      "        n_id, edge_index, e_id = neighbor_loader(batch.n_id)\n"
+      "        out = model(n_id, edge_index)\n"
+      "        loss = criterion(out, batch.y)\n"
+      "        neighbor_loader.insert(batch.src, batch.dst)\n"
+      "        loss.backward()\n"
+      "        optimizer.step()\n"
+      "        total_loss += float(loss)\n";
+  EXPECT_EQ(findings(source), Lines{});
+  // A list that gains each step's output at the front keeps them all.
+  std::string kept = replaced(source, "neighbor_loader.insert(batch.src, batch.dst)",
+                              "history.insert(0, out.detach())");
+  kept = replaced(kept, "    neighbor_loader.reset_state()\n", "    history = []\n");
+  EXPECT_EQ(findings(kept), (Lines{{"GL201", 12}}));
+}
+
 }  // namespace
 }  // namespace gpuleak::lint
