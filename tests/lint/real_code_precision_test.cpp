@@ -222,5 +222,48 @@ TEST(lint_real_code, insert_of_tensors_is_no_list_insert) {
   EXPECT_EQ(findings(kept), (Lines{{"GL201", 12}}));
 }
 
+// --- collections that are a function's result -------------------------------
+
+TEST(lint_real_code, one_result_per_round_of_an_inner_optimisation_returned_is_no_leak) {
+  // diffusers examples/community/pipeline_null_text_inversion.py:114-146:
+  // one optimised embedding per inference step, returned.
+  std::string source =
+      "import torch\n"
+      "import torch.nn.functional as nnf\n"
+      "class Inversion:\n"
+      "    def null_optimization(self, latents, context, num_inner_steps, epsilon):\n"
+      "        uncond_embeddings, cond_embeddings = context.chunk(2)\n"
+      "        uncond_embeddings_list = []\n"
+      "        latent_cur = latents[-1]\n"
+      "        for i in range(self.num_inference_steps):\n"
+      "            uncond_embeddings = uncond_embeddings.clone().detach()\n"
+      "            uncond_embeddings.requires_grad = True\n"
+      "            optimizer = torch.optim.Adam([uncond_embeddings], lr=1e-2)\n"
+      "            t = self.scheduler.timesteps[i]\n"
+      "            for j in range(num_inner_steps):\n"
+      "                noise_pred = self.unet(latent_cur, t, uncond_embeddings)\n"
+      "                loss = nnf.mse_loss(noise_pred, latents[i])\n"
+      "                optimizer.zero_grad()\n"
+      "                loss.backward()\n"
+      "                optimizer.step()\n"
+      "                if loss.item() < epsilon:\n"
+      "                    break\n"
+      "            uncond_embeddings_list.append(uncond_embeddings[:1].detach())\n"
+      "            with torch.no_grad():\n"
+      "                latent_cur = self.unet(latent_cur, t, context)\n"
+      "        return uncond_embeddings_list\n"
+      "    def invert(self, latents):\n"
+      "        context = torch.zeros(2, 77, 768, device='cuda')\n"
+      "        return self.null_optimization(latents, context, 10, 1e-5)\n";
+  EXPECT_EQ(findings(source), Lines{});
+  // Appended on every inner step, it keeps one tensor per training step.
+  std::string per_step = replaced(
+      source, "            uncond_embeddings_list.append(uncond_embeddings[:1].detach())\n", "");
+  per_step = replaced(per_step, "                optimizer.step()\n",
+                      "                optimizer.step()\n"
+                      "                uncond_embeddings_list.append(noise_pred.detach())\n");
+  EXPECT_EQ(findings(per_step), (Lines{{"GL201", 19}}));
+}
+
 }  // namespace
 }  // namespace gpuleak::lint

@@ -97,6 +97,20 @@ bool used_after_loop(const FileAnalysis& file, const std::string& name, NodeId l
   return false;
 }
 
+// Whether every backward() and optimizer step in `loop` runs in a loop
+// nested in it, and there is at least one.
+bool steps_only_in_nested_loops(const FileAnalysis& file, NodeId loop) {
+  const SyntaxTree& tree = file.tree();
+  bool any = false;
+  for (NodeId c = loop; c < tree.node(loop).subtree_end; ++c) {
+    if (tree.kind(c) != NodeKind::kCall) continue;
+    if (!file.is_backward_call(c) && !file.is_optimizer_step_call(c)) continue;
+    if (file.innermost_loop(c) == loop) return false;
+    any = true;
+  }
+  return any;
+}
+
 bool local_container_grows_for_the_whole_run(const FileAnalysis& file, const StoreEvent& store,
                                              const GrowthVerdict& growth) {
   int depth = 0;
@@ -125,6 +139,13 @@ bool local_container_grows_for_the_whole_run(const FileAnalysis& file, const Sto
   if (store.scope != 0 && !(store.value_bits & kNonScalar) &&
       (store.kind == StoreKind::kAppend || store.kind == StoreKind::kExtend) &&
       used_after_loop(file, growth.container, outermost, store.scope)) {
+    return false;
+  }
+  // One result per round of an inner optimisation (null-text inversion's
+  // embedding per inference step: the loop's backward() and step() are in
+  // a loop nested in it), collected for the function's result.
+  if (growth.loops_outlived == 1 && steps_only_in_nested_loops(file, growth.loop) &&
+      used_after_loop(file, growth.container, growth.loop, store.scope)) {
     return false;
   }
   if (training) return true;
