@@ -265,5 +265,44 @@ TEST(lint_real_code, one_result_per_round_of_an_inner_optimisation_returned_is_n
   EXPECT_EQ(findings(per_step), (Lines{{"GL201", 19}}));
 }
 
+// --- hooks -------------------------------------------------------------------
+
+TEST(lint_real_code, a_hook_registered_and_removed_in_one_forward_fills_a_list_of_that_call) {
+  // diffusers examples/research_projects/sana/train_sana_sprint_diffusers.py:803-826:
+  // forward() makes `feat_list`, hooks blocks to fill it, runs the
+  // transformer, removes the hooks and consumes the list.
+  std::string source =
+      "import torch\n"
+      "class Discriminator(torch.nn.Module):\n"
+      "    def forward(self, hidden_states, timestep):\n"
+      "        feat_list = []\n"
+      "        def get_features(module, input, output):\n"
+      "            feat_list.append(output)\n"
+      "            return output\n"
+      "        hooks = []\n"
+      "        for i, block in enumerate(self.transformer.transformer_blocks):\n"
+      "            if i in self.block_hooks:\n"
+      "                hooks.append(block.register_forward_hook(get_features))\n"
+      "        self.transformer(hidden_states=hidden_states, timestep=timestep)\n"
+      "        for hook in hooks:\n"
+      "            hook.remove()\n"
+      "        res_list = []\n"
+      "        for feat, head in zip(feat_list, self.heads):\n"
+      "            res_list.append(head(feat))\n"
+      "        return torch.cat(res_list, dim=1)\n"
+      "def train(disc, loader, optimizer):\n"
+      "    for batch in loader:\n"
+      "        x = batch.to('cuda')\n"
+      "        loss = disc(x, 0).mean()\n"
+      "        loss.backward()\n"
+      "        optimizer.step()\n"
+      "        optimizer.zero_grad()\n";
+  EXPECT_EQ(findings(source), Lines{});
+  // Never removed, every forward adds hooks that keep filling their lists.
+  EXPECT_EQ(
+      findings(replaced(source, "        for hook in hooks:\n            hook.remove()\n", "")),
+      (Lines{{"GL202", 6}}));
+}
+
 }  // namespace
 }  // namespace gpuleak::lint

@@ -36,6 +36,23 @@ bool outlives_the_hook(const FileAnalysis& file, const StoreEvent& store) {
   for (const auto& p : hook.parameters) {
     if (p == root && root != "self") outer = false;
   }
+  if (!outer || root == "self" || hook.declared_global.count(root)) return outer;
+  // A list of the function around the hook, made afresh by it, while that
+  // call also removes the hooks it registers (`handle.remove()`): the list
+  // lives for one call (diffusers sana's discriminator forward()).
+  NodeId around = file.tree().parent(hook.definition);
+  std::size_t enclosing = around != kNoNode ? file.scope_index_of(around) : 0;
+  if (enclosing == 0) return outer;
+  const Scope& owner = file.scopes()[enclosing];
+  if (!owner.assigned.count(root)) return outer;
+  const SyntaxTree& tree = file.tree();
+  for (NodeId c = owner.node; c < tree.node(owner.node).subtree_end; ++c) {
+    if (tree.kind(c) == NodeKind::kCall && file.scope_index_of(c) == enclosing &&
+        file.callee_last_name(c) == "remove" && file.method_receiver(c) != kNoNode &&
+        file.positional_arguments(c).empty()) {
+      return false;
+    }
+  }
   return outer;
 }
 
