@@ -98,6 +98,14 @@ class GraphFlow {
   // Per-element bits of what a same-file function returns, when every
   // return of it is a tuple of `count` elements; empty otherwise.
   std::vector<std::uint8_t> same_file_return_elements(NodeId call, std::size_t count) const;
+  // The forward of the file's nn.Module class that every binding of the
+  // called name constructs (`model = Net().to(device)`); empty if unknown.
+  std::vector<std::size_t> forward_of_instance_called(NodeId call) const;
+  // A Python number: literals, `x.size(0)`, `len(...)`, `.item()`, and
+  // arithmetic of them, through names bound only to such in `scope`.
+  bool is_python_number(NodeId expression, std::size_t scope, int depth) const;
+  // Every return of `scope` is a `count`-tuple whose element `index` is one.
+  bool forward_returns_python_number(std::size_t scope, std::size_t index, std::size_t count) const;
   void record_call_arguments(NodeId call, const std::vector<NodeId>& positional, NodeId args);
   std::uint8_t captured_bits(NodeId function_or_lambda, const Env& env) const;
   std::string class_attribute_key(const std::string& dotted) const;

@@ -170,7 +170,25 @@ void GraphFlow::assign_target(NodeId target, NodeId value, std::uint8_t bits, En
           from_summary = same_file_return_elements(call, elements.size());
         }
       }
+      // `out, _, ratio = model(data)` with `model = Net(...)` of this file:
+      // Net.forward shows which elements are Python numbers (pytorch_geometric's
+      // pooling ratio, `out.size(0) / x.size(0)`).
+      std::vector<bool> numbers(elements.size(), false);
+      if (!pairwise && from_summary.empty() && value != kNoNode &&
+          tree_.kind(value) == NodeKind::kCall) {
+        std::vector<std::size_t> forwards = forward_of_instance_called(value);
+        for (std::size_t i = 0; i < elements.size() && !forwards.empty(); ++i) {
+          numbers[i] = std::all_of(forwards.begin(), forwards.end(), [&](std::size_t s) {
+            return forward_returns_python_number(s, i, elements.size());
+          });
+        }
+      }
       for (std::size_t i = 0; i < elements.size(); ++i) {
+        if (numbers[i]) {
+          assign_target(elements[i], value, static_cast<std::uint8_t>(bits & ~kTensorFacts), env,
+                        site);
+          continue;
+        }
         if (pairwise) {
           assign_target(elements[i], values[i], file_.bits_[values[i]], env, site);
         } else if (!from_summary.empty()) {

@@ -92,6 +92,94 @@ std::vector<std::uint8_t> GraphFlow::same_file_return_elements(NodeId call,
   return out;
 }
 
+std::vector<std::size_t> GraphFlow::forward_of_instance_called(NodeId call) const {
+  // `model = Net(dataset.num_features).to(device)` then `model(data)`: the
+  // forward of the file's nn.Module class Net (pytorch_geometric examples).
+  // Every binding of the name in the file must construct that class.
+  NodeId fn = file_.callee(call);
+  if (fn == kNoNode || tree_.kind(fn) != NodeKind::kIdentifier) return {};
+  std::string class_name;
+  for (NodeId assignment : file_.assignments_to(std::string(tree_.text(fn)))) {
+    NodeId right = tree_.child_by_field(assignment, Field::kRight);
+    // Through `.to(device)`, `.cuda()`: methods that return the module.
+    while (right != kNoNode && tree_.kind(right) == NodeKind::kCall &&
+           one_of(file_.callee_last_name(right), {"to", "cuda", "train", "eval", "float"})) {
+      NodeId receiver = file_.method_receiver(right);
+      if (receiver == kNoNode) break;
+      right = receiver;
+    }
+    if (right == kNoNode || tree_.kind(right) != NodeKind::kCall) return {};
+    NodeId constructor = file_.callee(right);
+    if (constructor == kNoNode || tree_.kind(constructor) != NodeKind::kIdentifier) return {};
+    std::string name(tree_.text(constructor));
+    if (!class_name.empty() && name != class_name) return {};
+    class_name = name;
+  }
+  if (class_name.empty()) return {};
+  std::vector<std::size_t> out;
+  for (std::size_t s : file_.scopes_named("forward")) {
+    const ClassFacts* facts = file_.class_facts(file_.scopes_[s].class_node);
+    if (facts != nullptr && facts->is_module && facts->name == class_name) out.push_back(s);
+  }
+  return out;
+}
+
+bool GraphFlow::is_python_number(NodeId expression, std::size_t scope, int depth) const {
+  if (expression == kNoNode || depth > 4) return false;
+  switch (tree_.kind(expression)) {
+    case NodeKind::kInteger:
+    case NodeKind::kFloat:
+      return true;
+    case NodeKind::kParenthesizedExpression:
+    case NodeKind::kUnaryOperator:
+      return is_python_number(tree_.first_named_child(expression), scope, depth + 1);
+    case NodeKind::kBinaryOperator:
+      return is_python_number(tree_.child_by_field(expression, Field::kLeft), scope, depth + 1) &&
+             is_python_number(tree_.child_by_field(expression, Field::kRight), scope, depth + 1);
+    case NodeKind::kCall: {
+      // `x.size(0)`, `len(x)`, `loss.item()`, `float(...)`: numbers, not tensors.
+      std::string_view m = file_.callee_last_name(expression);
+      if (file_.method_receiver(expression) != kNoNode) {
+        return (m == "size" && !file_.positional_arguments(expression).empty()) || m == "item" ||
+               m == "numel" || m == "dim";
+      }
+      return one_of(m, {"len", "float", "int"});
+    }
+    case NodeKind::kIdentifier: {
+      const std::vector<NodeId>& bound =
+          file_.assignments_in_scope(std::string(tree_.text(expression)), scope);
+      if (bound.empty()) return false;
+      for (NodeId a : bound) {
+        if (!is_python_number(tree_.child_by_field(a, Field::kRight), scope, depth + 1)) {
+          return false;
+        }
+      }
+      return true;
+    }
+    default:
+      return false;
+  }
+}
+
+bool GraphFlow::forward_returns_python_number(std::size_t scope, std::size_t index,
+                                              std::size_t count) const {
+  NodeId node = file_.scopes_[scope].node;
+  bool any = false;
+  for (NodeId id = node; id < tree_.node(node).subtree_end; ++id) {
+    if (tree_.kind(id) != NodeKind::kReturnStatement || file_.scope_index_of(id) != scope) {
+      continue;
+    }
+    NodeId value = tree_.first_named_child(id);
+    if (value == kNoNode) return false;
+    NodeKind k = tree_.kind(value);
+    if (k != NodeKind::kTuple && k != NodeKind::kExpressionList) return false;
+    std::vector<NodeId> parts = tree_.named_children(value);
+    if (parts.size() != count || !is_python_number(parts[index], scope, 0)) return false;
+    any = true;
+  }
+  return any;
+}
+
 void GraphFlow::record_call_arguments(NodeId call, const std::vector<NodeId>& positional,
                                       NodeId args) {
   std::vector<std::size_t> targets = file_.callees_of(call);

@@ -61,6 +61,38 @@ TEST(lint_real_code, later_elements_of_a_criterion_tuple_are_no_graph_without_ev
   EXPECT_EQ(findings(evidenced), (Lines{{"GL101", 10}}));
 }
 
+TEST(lint_real_code, a_float_the_files_own_forward_returns_in_a_tuple_is_no_graph) {
+  // pytorch_geometric examples/colors_topk_pool.py:34-97 (and
+  // triangles_sag_pool.py:99): `out, _, ratio = model(data)` where Net.forward
+  // returns `ratio = out.size(0) / x.size(0)`, a Python float.
+  std::string source =
+      "import torch\n"
+      "class Net(torch.nn.Module):\n"
+      "    def forward(self, data):\n"
+      "        x = self.conv(data.x, data.edge_index)\n"
+      "        out, attn_loss = self.pool(x)\n"
+      "        ratio = out.size(0) / x.size(0)\n"
+      "        return self.lin(out), attn_loss, ratio\n"
+      "model = Net().to('cuda')\n"
+      "def test(loader):\n"
+      "    model.eval()\n"
+      "    corrects, total_ratio = [], 0\n"
+      "    for data in loader:\n"
+      "        data = data.to('cuda')\n"
+      "        out, _, ratio = model(data)\n"
+      "        pred = out.round().to(torch.long)\n"
+      "        corrects.append(pred.eq(data.y.to(torch.long)))\n"
+      "        total_ratio += ratio\n"
+      "    return torch.cat(corrects, dim=0), total_ratio / len(loader)\n";
+  EXPECT_EQ(findings(source), Lines{});
+  // The output itself, summed with autograd on, keeps every batch's graph.
+  EXPECT_EQ(findings(replaced(source, "total_ratio += ratio", "total_ratio += out.sum()")),
+            (Lines{{"GL102", 17}}));
+  // A forward returning a tensor there keeps the graph in the sum.
+  EXPECT_EQ(findings(replaced(source, "ratio = out.size(0) / x.size(0)", "ratio = out.mean()")),
+            (Lines{{"GL102", 17}}));
+}
+
 // --- a name rebound from itself ----------------------------------------------
 
 TEST(lint_real_code, arithmetic_rebinding_of_a_tensor_from_itself_grows_nothing) {
