@@ -13,20 +13,12 @@ namespace gpuleak::monitor {
 
 namespace {
 
-bool all_digits(const char* name) {
-  if (!*name) return false;
-  for (const char* c = name; *c; ++c) {
-    if (*c < '0' || *c > '9') return false;
-  }
-  return true;
-}
-
 std::vector<int> list_pids() {
   std::vector<int> pids;
   DIR* proc = opendir("/proc");
   if (!proc) return pids;
   while (const dirent* entry = readdir(proc)) {
-    if (all_digits(entry->d_name)) pids.push_back(std::atoi(entry->d_name));
+    if (is_pid_entry(entry->d_name)) pids.push_back(std::atoi(entry->d_name));
   }
   closedir(proc);
   return pids;

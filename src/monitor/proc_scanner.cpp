@@ -46,14 +46,6 @@ std::vector<std::string> split_nul(const std::string& text) {
   return parts;
 }
 
-bool all_digits(const char* name) {
-  if (!*name) return false;
-  for (const char* c = name; *c; ++c) {
-    if (*c < '0' || *c > '9') return false;
-  }
-  return true;
-}
-
 // The fd directory of some live thread of `pid`, seen through /proc/PID/task.
 std::string live_thread_fd_dir(int pid) {
   const std::string tasks = "/proc/" + std::to_string(pid) + "/task";
@@ -62,7 +54,7 @@ std::string live_thread_fd_dir(int pid) {
   if (!dir) return fallback;
   std::string chosen = fallback;
   while (const dirent* entry = readdir(dir)) {
-    if (!all_digits(entry->d_name) || std::atoi(entry->d_name) == pid) continue;
+    if (!is_pid_entry(entry->d_name) || std::atoi(entry->d_name) == pid) continue;
     chosen = tasks + "/" + entry->d_name + "/fd";
     break;
   }
@@ -219,7 +211,7 @@ ProcessTable ProcScanner::scan(HandleScope scope, const std::set<int>& watch_pid
   if (!proc) return table;
   std::string line;
   while (const dirent* entry = readdir(proc)) {
-    if (!all_digits(entry->d_name)) continue;
+    if (!is_pid_entry(entry->d_name)) continue;
     const int pid = std::atoi(entry->d_name);
     auto cached = cache_.find(pid);
     const bool known = cached != cache_.end();
@@ -270,6 +262,14 @@ ProcessTable ProcScanner::scan(HandleScope scope, const std::set<int>& watch_pid
     table.processes.emplace(pid, info);
   }
   return table;
+}
+
+bool is_pid_entry(const char* name) {
+  if (!*name) return false;
+  for (const char* c = name; *c; ++c) {
+    if (*c < '0' || *c > '9') return false;
+  }
+  return true;
 }
 
 }  // namespace gpuleak::monitor

@@ -85,4 +85,7 @@ std::string hidden_processes_note(const std::string& mountinfo_text, bool runnin
 // Returns false when it cannot be opened or read.
 bool read_proc_file(const std::string& path, std::string& out);
 
+// Whether a /proc directory entry is a process: its name is all digits.
+bool is_pid_entry(const char* name);
+
 }  // namespace gpuleak::monitor

@@ -27,6 +27,7 @@
 #include "report/json_report.h"
 #include "report/json_text.h"
 #include "report/process_finding_text.h"
+#include "report/text_words.h"
 
 namespace gpuleak::report {
 
@@ -112,17 +113,6 @@ std::string script_safe_json(const nlohmann::json& data) {
 }
 
 // At most `max_chars` bytes, cut on a UTF-8 character boundary.
-std::string shortened(std::string text, std::size_t max_chars) {
-  if (text.size() <= max_chars) return text;
-  std::size_t cut = max_chars - 3;
-  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
-  return text.substr(0, cut) + "...";
-}
-
-std::string plural(std::uint64_t n, const char* one, const char* many) {
-  return fmt::format("{} {}", n, n == 1 ? one : many);
-}
-
 std::string command_of(const ProcessReport& r) {
   std::string command =
       r.process.command_line.empty() ? r.process.executable : r.process.command_line;

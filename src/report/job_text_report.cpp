@@ -8,17 +8,13 @@
 #include "quantity/units.h"
 #include "report/process_finding_text.h"
 #include "report/text_report.h"
+#include "report/text_words.h"
 
 namespace gpuleak::report {
 
 using quantity::format_duration_seconds;
 
 namespace {
-
-std::string shortened(std::string text, std::size_t limit) {
-  if (text.size() <= limit) return text;
-  return text.substr(0, limit - 3) + "...";
-}
 
 std::string exit_text(const analysis::JobReport& job) {
   if (!job.main_exit_s) return "";

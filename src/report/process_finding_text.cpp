@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "quantity/units.h"
+#include "report/text_words.h"
 
 namespace gpuleak::report {
 
@@ -15,10 +16,6 @@ using analysis::ProcessFinding;
 using analysis::RoleKind;
 
 namespace {
-
-std::string plural(std::size_t n, const char* one, const char* many) {
-  return fmt::format("{} {}", n, n == 1 ? one : many);
-}
 
 std::string role_plural(RoleKind role, std::size_t n) {
   switch (role) {

@@ -8,6 +8,7 @@
 #include "quantity/units.h"
 #include "report/file_names.h"
 #include "report/holder_text.h"
+#include "report/text_words.h"
 
 namespace gpuleak::report {
 
@@ -20,10 +21,6 @@ using analysis::LeakGroup;
 using analysis::ProcessReport;
 
 namespace {
-
-std::string plural(std::uint64_t n, const std::string& one, const std::string& many) {
-  return fmt::format("{} {}", n, n == 1 ? one : many);
-}
 
 std::string frame_text(const Frame& f) {
   std::string where;
@@ -74,7 +71,7 @@ void write_group(std::ostream& out, const LeakGroup& g, const TextOptions& optio
   if (!g.site.source_line.empty()) out << "    > " << g.site.source_line << '\n';
 }
 
-std::string process_title(const ProcessReport& r) {
+std::string process_heading(const ProcessReport& r) {
   std::string command =
       r.process.command_line.empty() ? r.process.executable : r.process.command_line;
   if (command.size() > 80) command = command.substr(0, 77) + "...";
@@ -299,7 +296,7 @@ void write_reports(std::ostream& out, const std::vector<ProcessReport>& reports,
     if (options.sections_only_for_gpu_work && !analysis::did_gpu_work(r)) continue;
     if (!first) out << '\n';
     first = false;
-    out << "gpuleak: " << process_title(r)
+    out << "gpuleak: " << process_heading(r)
         << fmt::format(", {:.1f} s, {}, {}\n", r.duration_s,
                        plural(r.allocations, "allocation", "allocations"),
                        plural(r.frees, "free", "frees"));
