@@ -336,5 +336,30 @@ TEST(lint_real_code, a_hook_registered_and_removed_in_one_forward_fills_a_list_o
       (Lines{{"GL202", 6}}));
 }
 
+// --- Lightning -----------------------------------------------------------------
+
+TEST(lint_real_code, predict_step_of_a_script_that_only_fits_is_never_run) {
+  // pytorch-lightning examples/pytorch/basics/profiler_example.py:75-109: the
+  // module defines predict_step, the script only calls trainer.fit.
+  std::string source =
+      "import torch\n"
+      "from lightning.pytorch import LightningModule\n"
+      "from lightning.pytorch.cli import LightningCLI\n"
+      "class ModelToProfile(LightningModule):\n"
+      "    def training_step(self, batch, batch_idx):\n"
+      "        inputs, labels = batch\n"
+      "        return self.criterion(self.model(inputs), labels)\n"
+      "    def predict_step(self, batch, batch_idx, dataloader_idx: int = None):\n"
+      "        inputs = batch[0]\n"
+      "        return self.model(inputs)\n"
+      "def cli_main():\n"
+      "    cli = LightningCLI(ModelToProfile, run=False)\n"
+      "    cli.trainer.fit(cli.model, datamodule=cli.datamodule)\n";
+  EXPECT_EQ(findings(source), Lines{});
+  // A script that predicts keeps every batch's result.
+  EXPECT_EQ(findings(source + "    cli.trainer.predict(cli.model, datamodule=cli.datamodule)\n"),
+            (Lines{{"GL204", 10}}));
+}
+
 }  // namespace
 }  // namespace gpuleak::lint

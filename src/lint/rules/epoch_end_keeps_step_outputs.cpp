@@ -35,6 +35,17 @@ constexpr RuleInfo kInfo{
 // keeping it is the point.
 bool predictions_not_returned(const FileAnalysis& file) {
   const SyntaxTree& tree = file.tree();
+  // A script that runs its trainer (`cli.trainer.fit(...)`) and never calls
+  // predict: predict_step does not run (pytorch-lightning's profiler example).
+  if (file.calls_named("predict").empty()) {
+    for (std::string_view run : {"fit", "validate", "test"}) {
+      for (NodeId call : file.calls_named(run)) {
+        NodeId receiver = file.method_receiver(call);
+        std::string d = receiver != kNoNode ? dotted_text(tree, receiver) : std::string();
+        if (vocabulary::last_component(d).find("trainer") != std::string_view::npos) return true;
+      }
+    }
+  }
   for (NodeId call : file.calls_named("predict")) {
     NodeId flag = file.keyword_argument(call, "return_predictions");
     if (flag != kNoNode && tree.kind(flag) == NodeKind::kFalse) return true;
