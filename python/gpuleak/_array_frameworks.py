@@ -1,13 +1,13 @@
 """Sets up CuPy and JAX tracking when the program imports them (cupy_arrays.py, jax_arrays.py).
 
-Like _boot.TorchImportWatcher: a meta path finder that finds nothing itself,
-wraps the loader of `cupy` or `jax` and runs the set-up right after that
-package's own module code. A program that imports neither pays one string
-comparison per import.
+Through an import watcher (_import_watch.py), as torch's: the set-up runs right
+after that package's own module code. A program that imports neither pays one
+set lookup per import.
 """
 
 import sys
 
+from gpuleak._import_watch import ImportWatcher
 from gpuleak._notice import say_once
 
 
@@ -50,57 +50,22 @@ def _set_up_jax(module):
 SET_UP = {"cupy": _set_up_cupy, "jax": _set_up_jax}
 
 
-class ArrayFrameworkWatcher:
-    def __init__(self):
-        self.finding = False
-        self.pending = set(SET_UP)
+def _set_up(name, module):
+    try:
+        SET_UP[name](module)
+    except Exception as error:
+        say_once("set-up-" + name, "setting up %s tracking failed (%s)" % (name, error))
 
-    def find_spec(self, fullname, path=None, target=None):
-        if fullname not in self.pending or self.finding:
-            return None
-        self.finding = True
-        try:
-            spec = None
-            for finder in list(sys.meta_path):
-                if finder is self or not hasattr(finder, "find_spec"):
-                    continue
-                spec = finder.find_spec(fullname, path, target)
-                if spec is not None:
-                    break
-        finally:
-            self.finding = False
-        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
-            return spec
-        self.pending.discard(fullname)
-        self.watch(fullname, spec.loader)
-        if not self.pending:
-            try:
-                sys.meta_path.remove(self)
-            except ValueError:
-                pass
-        return spec
 
-    def watch(self, name, loader):
-        run_module_code = loader.exec_module
+def _unwatchable(name, loader):
+    say_once("watch-" + name, "cannot watch the import of %s" % name)
 
-        def exec_module(module):
-            try:
-                del loader.exec_module
-            except AttributeError:
-                pass
-            run_module_code(module)
-            try:
-                SET_UP[name](module)
-            except Exception as error:
-                say_once("set-up-" + name, "setting up %s tracking failed (%s)" % (name, error))
 
-        try:
-            loader.exec_module = exec_module
-        except (AttributeError, TypeError):
-            say_once("watch-" + name, "cannot watch the import of %s" % name)
+class ArrayFrameworkWatcher(ImportWatcher):
+    """Sets up CuPy or JAX tracking right after the package's own code (_import_watch.py)."""
 
-    def invalidate_caches(self):
-        pass
+    def __init__(self, names):
+        super().__init__(names, _set_up, _unwatchable)
 
 
 def watch():
@@ -114,8 +79,7 @@ def watch():
             else:
                 missing.append(name)
         if missing and not any(isinstance(f, ArrayFrameworkWatcher) for f in sys.meta_path):
-            watcher = ArrayFrameworkWatcher()
-            watcher.pending = set(missing)
+            watcher = ArrayFrameworkWatcher(missing)
             # Ahead of the finders that would find cupy or jax; behind torch's
             # watcher, which stays first.
             at = next((i + 1 for i, f in enumerate(sys.meta_path)

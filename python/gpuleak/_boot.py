@@ -22,6 +22,7 @@ When torch is imported (right after torch/__init__.py has run):
 import os
 import sys
 
+from gpuleak._import_watch import ImportWatcher
 from gpuleak._notice import say_once
 
 
@@ -54,62 +55,17 @@ def install_python_loop():
         say_once("python-loop", "cannot follow the main script's loop (%s)" % error)
 
 
-class TorchImportWatcher:
-    """A meta path finder that finds nothing itself.
-
-    For `torch` it asks the other finders for the spec, then wraps that
-    spec's loader so that on_torch_imported runs right after torch's own
-    module code. The loader object stays the same (its exec_module is
-    shadowed on the instance for the duration of the import), so torch's
-    __loader__ and __spec__ are what they would be without gpuleak.
-    """
+class TorchImportWatcher(ImportWatcher):
+    """Runs on_torch_imported right after torch/__init__.py (_import_watch.py)."""
 
     def __init__(self):
-        self.finding = False
+        super().__init__(("torch",), lambda name, module: on_torch_imported(module),
+                         _torch_unwatchable)
 
-    def find_spec(self, fullname, path=None, target=None):
-        if fullname != "torch" or self.finding:
-            return None
-        self.finding = True
-        try:
-            spec = None
-            for finder in list(sys.meta_path):
-                if finder is self or not hasattr(finder, "find_spec"):
-                    continue
-                spec = finder.find_spec(fullname, path, target)
-                if spec is not None:
-                    break
-        finally:
-            self.finding = False
-        if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
-            return spec
-        self.watch(spec.loader)
-        return spec
 
-    def watch(self, loader):
-        run_module_code = loader.exec_module
-        watcher = self
-
-        def exec_module(module):
-            try:
-                del loader.exec_module
-            except AttributeError:
-                pass
-            run_module_code(module)
-            try:
-                sys.meta_path.remove(watcher)
-            except ValueError:
-                pass
-            on_torch_imported(module)
-
-        try:
-            loader.exec_module = exec_module
-        except (AttributeError, TypeError):
-            say_once("boot-loader", "cannot watch the import of torch (its loader is %s); "
-                     "gpuleak marks no steps" % type(loader).__name__)
-
-    def invalidate_caches(self):
-        pass
+def _torch_unwatchable(name, loader):
+    say_once("boot-loader", "cannot watch the import of torch (its loader is %s); "
+             "gpuleak marks no steps" % type(loader).__name__)
 
 
 def on_torch_imported(torch):
