@@ -1,6 +1,6 @@
 // Patterns from installed libraries that the rules reported although they
 // keep nothing (issue 16: torch, torchvision, transformers, lightning and
-// timm site-packages, bench/baselines/gpu/lint-site-packages-64bbda9.json),
+// timm site-packages, `git show 0c770f9:bench/baselines/gpu/lint-site-packages-64bbda9.json`),
 // each written here as a minimal reproduction, next to the leaky neighbour
 // the same rule must still report.
 #include <gtest/gtest.h>
