@@ -12,11 +12,6 @@ namespace {
 
 constexpr const char* kDataLoaderThreadName = "pt_data_worker";
 
-bool ends_with(const std::string& text, const std::string& suffix) {
-  return text.size() >= suffix.size() &&
-         text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 bool any_argument_contains(const std::vector<std::string>& argv, const char* needle) {
   return std::any_of(argv.begin(), argv.end(),
                      [&](const std::string& a) { return a.find(needle) != std::string::npos; });
@@ -26,7 +21,7 @@ bool any_argument_contains(const std::vector<std::string>& argv, const char* nee
 bool has_python_frame(const std::vector<Frame>& frames, const char* file_suffix,
                       const char* function) {
   return std::any_of(frames.begin(), frames.end(), [&](const Frame& f) {
-    return f.language == Frame::Language::kPython && ends_with(f.file, file_suffix) &&
+    return f.language == Frame::Language::kPython && f.file.ends_with(file_suffix) &&
            (function == nullptr || f.function == function);
   });
 }

@@ -14,7 +14,6 @@ std::string basename_of(const std::string& path) {
   return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
-bool starts_with(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
 bool contains(const std::string& s, const char* part) { return s.find(part) != std::string::npos; }
 
 }  // namespace
@@ -28,7 +27,7 @@ std::string Site::label() const {
 
 bool starts_with_any(const std::string& s, std::initializer_list<const char*> prefixes) {
   for (const char* prefix : prefixes) {
-    if (starts_with(s, prefix)) return true;
+    if (s.starts_with(prefix)) return true;
   }
   return false;
 }
@@ -57,7 +56,7 @@ bool is_internal_native(const std::string& module, const std::string& function) 
                              "libffi", "_ctypes", "libgcc_s", "libgomp"})) {
     return true;
   }
-  if (starts_with(base, "python")) return true;  // the interpreter executable
+  if (base.starts_with("python")) return true;  // the interpreter executable
   // The CUDA runtime is often linked statically into the program.
   return starts_with_any(function, {"cudart::", "__cudart", "libcudart_static", "cudaApi", "_Py",
                                     "Py", "__libc_start"}) ||
@@ -315,10 +314,10 @@ std::string StackCatalog::origin(std::uint32_t stack_id) {
   for (const Frame& f : frames(stack_id)) {
     if (f.language != Frame::Language::kNative) continue;
     std::string base = basename_of(f.module);
-    if (starts_with(base, "libc10_cuda")) return kCachingAllocatorOrigin;
-    if (starts_with(base, "libnccl")) return "NCCL";
-    if (starts_with(base, "libcublas")) return "cuBLAS";
-    if (starts_with(base, "libcudnn")) return "cuDNN";
+    if (base.starts_with("libc10_cuda")) return kCachingAllocatorOrigin;
+    if (base.starts_with("libnccl")) return "NCCL";
+    if (base.starts_with("libcublas")) return "cuBLAS";
+    if (base.starts_with("libcudnn")) return "cuDNN";
     // CuPy's pool: cupy/cuda/memory (SingleDeviceMemoryPool) asking cudaMalloc for a segment.
     if (f.file.find("cupy/cuda/memory") != std::string::npos ||
         f.module.find("cupy/cuda/memory") != std::string::npos ||

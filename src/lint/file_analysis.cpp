@@ -10,10 +10,6 @@
 namespace gpuleak::lint {
 namespace {
 
-bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
-bool ends_with(std::string_view s, std::string_view p) {
-  return s.size() >= p.size() && s.substr(s.size() - p.size()) == p;
-}
 bool is_capitalized(std::string_view s) {
   return !s.empty() && std::isupper(static_cast<unsigned char>(s.front()));
 }
@@ -97,9 +93,8 @@ void FileAnalysis::collect_structure() {
             if (q.empty()) continue;
             std::string_view last = vocabulary::last_component(q);
             if (last == "LightningModule") facts.is_lightning = facts.is_module = true;
-            if (last == "Module" &&
-                (q == "Module" || starts_with(q, "torch.") || starts_with(q, "nn.") ||
-                 q.find(".nn.") != std::string::npos)) {
+            if (last == "Module" && (q == "Module" || q.starts_with("torch.") ||
+                                     q.starts_with("nn.") || q.find(".nn.") != std::string::npos)) {
               facts.is_module = true;
             }
             if (last == "Dataset" || last == "IterableDataset") facts.is_dataset = true;
@@ -297,7 +292,7 @@ void FileAnalysis::collect_model_names() {
       std::string_view last = vocabulary::last_component(q);
       bool model = false;
       if (is_torch_module_constructor(right)) {
-        if (ends_with(last, "Loss")) {
+        if (last.ends_with("Loss")) {
           loss_keys_.insert(target);
         } else {
           model = true;
@@ -310,7 +305,7 @@ void FileAnalysis::collect_model_names() {
             last == "FullyShardedDataParallel" || last == "DDP" || last == "FSDP") {
           model = true;
         }
-      } else if (starts_with(q, "torchvision.models.") || q == "timm.create_model" ||
+      } else if (q.starts_with("torchvision.models.") || q == "timm.create_model" ||
                  q == "torch.hub.load" || q == "torch.compile" || q == "torch.jit.script" ||
                  q == "torch.jit.trace") {
         model = true;
@@ -725,7 +720,7 @@ bool FileAnalysis::is_loss_callee(NodeId call) const {
   if (dotted.empty()) return false;
   if (loss_keys_.count(dotted)) return true;
   std::string q = qualified_name(fn);
-  if (starts_with(q, "torch.nn.functional.") || starts_with(q, "F.")) return true;
+  if (q.starts_with("torch.nn.functional.") || q.starts_with("F.")) return true;
   std::string_view last = vocabulary::last_component(dotted);
   return !is_capitalized(last) && vocabulary::is_loss_name(last);
 }
@@ -753,7 +748,7 @@ bool FileAnalysis::is_dataloader_constructor(NodeId call) const {
 
 bool FileAnalysis::is_torch_module_constructor(NodeId call) const {
   std::string q = qualified_name(callee(call));
-  if (!(starts_with(q, "torch.nn.") || starts_with(q, "nn."))) return false;
+  if (!(q.starts_with("torch.nn.") || q.starts_with("nn."))) return false;
   std::string_view last = vocabulary::last_component(q);
   if (!is_capitalized(last)) return false;
   return last != "Parameter" && last != "ParameterList" && last != "ParameterDict" &&

@@ -392,7 +392,7 @@ bool GraphFlow::opaque_name_without_graph_evidence(NodeId element) {
     }
     std::string qualified = file_.qualified_name(file_.callee(id));
     bool tensor_call = file_.is_backward_call(id) || file_.is_loss_callee(id) ||
-                       file_.is_model_call(id) || starts_with(qualified, "torch.");
+                       file_.is_model_call(id) || qualified.starts_with("torch.");
     if (!tensor_call) continue;
     NodeId args = tree_.child_by_field(id, Field::kArguments);
     evidence = mentions_name(args);

@@ -210,9 +210,8 @@ void GraphFlow::record_call_arguments(NodeId call, const std::vector<NodeId>& po
 
 std::uint8_t GraphFlow::torch_function_bits(std::string_view q, NodeId call, std::uint8_t args) {
   std::string_view last = vocabulary::last_component(q);
-  if (is_capitalized(last) || starts_with(q, "torch.cuda.") ||
-      starts_with(q, "torch.distributed.") || starts_with(q, "torch.utils.") ||
-      starts_with(q, "torch.backends.")) {
+  if (is_capitalized(last) || q.starts_with("torch.cuda.") || q.starts_with("torch.distributed.") ||
+      q.starts_with("torch.utils.") || q.starts_with("torch.backends.")) {
     return 0;
   }
   if (one_of(last, {"zeros", "ones", "empty", "full", "rand", "randn", "randint", "tensor",
@@ -239,9 +238,9 @@ std::uint8_t GraphFlow::torch_function_bits(std::string_view q, NodeId call, std
     return args & (kDeviceTensor | kNonScalar);
   }
   // A loss function gives one number unless asked not to reduce.
-  if (starts_with(q, "torch.nn.functional.") &&
-      (vocabulary::is_loss_name(last) || starts_with(last, "cross_entropy") ||
-       starts_with(last, "binary_cross_entropy") || last == "kl_div")) {
+  if (q.starts_with("torch.nn.functional.") &&
+      (vocabulary::is_loss_name(last) || last.starts_with("cross_entropy") ||
+       last.starts_with("binary_cross_entropy") || last == "kl_div")) {
     NodeId reduction = file_.keyword_argument(call, "reduction");
     bool reduced =
         reduction == kNoNode || tree_.text(reduction).find("none") == std::string_view::npos;
@@ -330,8 +329,8 @@ std::uint8_t GraphFlow::eval_call(NodeId call, Env& env) {
 
   if (q == "sys.exc_info" || q == "sys.exception") return kException;
   if (is_weak_reference(q)) return 0;
-  if (starts_with(q, "traceback.") || starts_with(q, "logging.") || starts_with(q, "np.") ||
-      starts_with(q, "numpy.") || starts_with(q, "math.") || starts_with(q, "statistics.")) {
+  if (q.starts_with("traceback.") || q.starts_with("logging.") || q.starts_with("np.") ||
+      q.starts_with("numpy.") || q.starts_with("math.") || q.starts_with("statistics.")) {
     return 0;
   }
 
@@ -390,7 +389,7 @@ std::uint8_t GraphFlow::eval_call(NodeId call, Env& env) {
   // result hands back the tensor it reduced, graph included (Horovod's
   // allreduce is differentiable). torch.distributed's work in place.
   if (receiver != kNoNode && returns_collective_result(name) &&
-      !starts_with(q, "torch.distributed.")) {
+      !q.starts_with("torch.distributed.")) {
     return strip_if_no_grad(arg_bits & (kTensorFacts | kParameterBits));
   }
   if (file_.is_model_call(call)) return strip_if_no_grad(kTensorBits | kNonScalar);
@@ -416,7 +415,7 @@ std::uint8_t GraphFlow::eval_call(NodeId call, Env& env) {
     // `val.float()`): the result still comes from that parameter.
     return receiver_bits & kParameterBits;
   }
-  if (starts_with(q, "torch.")) return torch_function_bits(q, call, arg_bits);
+  if (q.starts_with("torch.")) return torch_function_bits(q, call, arg_bits);
   if (file_.is_loss_callee(call)) {
     std::uint8_t bits = arg_bits & kTensorBits;
     if (model_argument) bits |= kTensorBits;  // compute_loss(model, batch)

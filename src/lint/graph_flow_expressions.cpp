@@ -182,8 +182,8 @@ bool names_a_count(std::string_view name) {
   auto ends_with = [&](std::string_view suffix) {
     return name.size() > suffix.size() && name.substr(name.size() - suffix.size()) == suffix;
   };
-  return ends_with("_size") || ends_with("_count") || starts_with(name, "num_") ||
-         starts_with(name, "n_") ||
+  return ends_with("_size") || ends_with("_count") || name.starts_with("num_") ||
+         name.starts_with("n_") ||
          one_of(name, {"count", "epoch", "global_step", "current_epoch", "iteration"});
 }
 

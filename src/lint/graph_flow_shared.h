@@ -1,5 +1,5 @@
 // What the files of GraphFlow share (graph_flow.h describes the analysis):
-// the bits it keeps beside ValueBits and two small word helpers.
+// the bits it keeps beside ValueBits and a small word helper.
 #pragma once
 
 #include <algorithm>
@@ -24,10 +24,6 @@ inline constexpr int kMaxRounds = 4;
 // the work on pathological nesting at the price of missing facts carried
 // around very deep loops.
 inline constexpr int kMaxLoopDepthWalkedTwice = 4;
-
-inline bool starts_with(std::string_view s, std::string_view p) {
-  return s.substr(0, p.size()) == p;
-}
 
 inline bool one_of(std::string_view s, std::initializer_list<std::string_view> words) {
   return std::find(words.begin(), words.end(), s) != words.end();

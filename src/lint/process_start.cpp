@@ -5,8 +5,6 @@
 namespace gpuleak::lint {
 namespace {
 
-bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
-
 std::string string_value(const FileAnalysis& file, NodeId node) {
   if (node == kNoNode || file.tree().kind(node) != NodeKind::kString) return {};
   std::string_view t = file.text(node);
@@ -37,9 +35,9 @@ std::string context_method(const FileAnalysis& file, NodeId expression) {
 }
 
 bool multiprocessing_module(std::string_view q) {
-  return starts_with(q, "multiprocessing") || starts_with(q, "torch.multiprocessing") ||
-         starts_with(q, "mp.") || starts_with(q, "multiprocess.") ||
-         starts_with(q, "concurrent.futures") || starts_with(q, "billiard");
+  return q.starts_with("multiprocessing") || q.starts_with("torch.multiprocessing") ||
+         q.starts_with("mp.") || q.starts_with("multiprocess.") ||
+         q.starts_with("concurrent.futures") || q.starts_with("billiard");
 }
 
 }  // namespace

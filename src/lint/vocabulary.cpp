@@ -22,10 +22,6 @@ bool one_of(std::string_view s, std::initializer_list<std::string_view> words) {
   return std::find(words.begin(), words.end(), s) != words.end();
 }
 
-bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
-bool ends_with(std::string_view s, std::string_view p) {
-  return s.size() >= p.size() && s.substr(s.size() - p.size()) == p;
-}
 bool contains(std::string_view s, std::string_view p) {
   return s.find(p) != std::string_view::npos;
 }
@@ -106,7 +102,7 @@ static bool names_a_network(std::string_view raw) {
   }
   // netG, netD, model2, model_a, net_1: a role prefix followed by a suffix.
   for (std::string_view prefix : {"model", "net"}) {
-    if (starts_with(n, prefix) && n.size() > prefix.size()) {
+    if (n.starts_with(prefix) && n.size() > prefix.size()) {
       char next = original.size() > prefix.size() ? original[prefix.size()] : '\0';
       if (next == '_' || std::isdigit(static_cast<unsigned char>(next)) ||
           std::isupper(static_cast<unsigned char>(next))) {
@@ -115,8 +111,8 @@ static bool names_a_network(std::string_view raw) {
     }
   }
   // teacher_model, ddp_model, resnet, ema_net, text_encoder.
-  return ends_with(n, "model") || ends_with(n, "_net") || ends_with(n, "resnet") ||
-         ends_with(n, "_encoder") || ends_with(n, "_decoder");
+  return n.ends_with("model") || n.ends_with("_net") || n.ends_with("resnet") ||
+         n.ends_with("_encoder") || n.ends_with("_decoder");
 }
 
 bool is_loss_name(std::string_view raw) {
@@ -126,7 +122,7 @@ bool is_loss_name(std::string_view raw) {
 
 bool is_optimizer_name(std::string_view raw) {
   std::string n = normalized(raw);
-  return starts_with(n, "opt") || contains(n, "optimizer") || contains(n, "optim");
+  return n.starts_with("opt") || contains(n, "optimizer") || contains(n, "optim");
 }
 
 bool is_evaluation_name(std::string_view raw) {
@@ -146,7 +142,7 @@ bool is_loader_name(std::string_view raw) {
                    "stream"})) {
       return true;
     }
-    if (ends_with(w, "loader")) return true;
+    if (w.ends_with("loader")) return true;
   }
   return false;
 }
@@ -185,8 +181,8 @@ bool is_device_name(std::string_view raw) {
 
 bool is_accelerator_name(std::string_view raw) {
   std::string n = normalized(raw);
-  return n == "accelerator" || n == "fabric" || n == "engine" || ends_with(n, "_engine") ||
-         ends_with(n, "accelerator");
+  return n == "accelerator" || n == "fabric" || n == "engine" || n.ends_with("_engine") ||
+         n.ends_with("accelerator");
 }
 
 bool is_size_name(std::string_view raw) {

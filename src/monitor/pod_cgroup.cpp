@@ -18,15 +18,6 @@ std::vector<std::string> split(const std::string& text, char separator) {
   }
 }
 
-bool starts_with(const std::string& text, const std::string& prefix) {
-  return text.compare(0, prefix.size(), prefix) == 0;
-}
-
-bool ends_with(const std::string& text, const std::string& suffix) {
-  return text.size() >= suffix.size() &&
-         text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
-}
-
 // A UID in the 8-4-4-4-12 form, its separators all `separator`; returned
 // lowercase with dashes, "" when it is not one.
 std::string canonical_uid(const std::string& text, char separator) {
@@ -64,10 +55,10 @@ bool is_qos_level(const std::string& part) {
 // are '_'). The systemd name must repeat its parent's name: that is how
 // systemd nests slices.
 std::string uid_of_pod_part(const std::string& part, const std::string& parent) {
-  if (starts_with(part, "pod")) return canonical_uid(part.substr(3), '-');
-  if (!ends_with(parent, ".slice") || !ends_with(part, ".slice")) return {};
+  if (part.starts_with("pod")) return canonical_uid(part.substr(3), '-');
+  if (!parent.ends_with(".slice") || !part.ends_with(".slice")) return {};
   std::string expected_prefix = parent.substr(0, parent.size() - 6) + "-pod";
-  if (!starts_with(part, expected_prefix)) return {};
+  if (!part.starts_with(expected_prefix)) return {};
   std::string uid_text = part.substr(expected_prefix.size());
   return canonical_uid(uid_text.substr(0, uid_text.size() - 6), '_');
 }
@@ -100,7 +91,7 @@ std::string pod_uid_from_cgroup(const std::string& cgroup_file_text) {
     if (second_colon == std::string::npos) continue;
     std::string uid = uid_in_path(line.substr(second_colon + 1));
     if (uid.empty()) continue;
-    if (starts_with(line, "0::")) return uid;
+    if (line.starts_with("0::")) return uid;
     if (from_any_line.empty()) from_any_line = uid;
   }
   return from_any_line;
