@@ -10,10 +10,6 @@
 namespace gpuleak::lint {
 namespace {
 
-bool is_capitalized(std::string_view s) {
-  return !s.empty() && std::isupper(static_cast<unsigned char>(s.front()));
-}
-
 // Names bound by a target pattern: identifiers, recursively through
 // tuple/list patterns and splats (attributes and subscripts bind no name).
 void bound_names(const SyntaxTree& tree, NodeId target, std::vector<std::string>& out) {
@@ -297,7 +293,7 @@ void FileAnalysis::collect_model_names() {
         } else {
           model = true;
         }
-      } else if (!last.empty() && is_capitalized(last)) {
+      } else if (!last.empty() && vocabulary::is_capitalized(last)) {
         for (const ClassFacts& c : classes_) {
           if (c.name == last && c.is_module) model = true;
         }
@@ -635,7 +631,7 @@ bool FileAnalysis::is_model_expression(NodeId e, NodeId at) const {
   }
   if (model_keys_.count(dotted)) return true;
   std::string_view last = vocabulary::last_component(dotted);
-  if (is_capitalized(last)) return false;  // a class: constructing, not calling
+  if (vocabulary::is_capitalized(last)) return false;  // a class: constructing, not calling
   if (loss_keys_.count(dotted)) return false;
   if (!vocabulary::is_model_name(last)) return false;
   // The name says network; what the file binds to it may say otherwise.
@@ -722,7 +718,7 @@ bool FileAnalysis::is_loss_callee(NodeId call) const {
   std::string q = qualified_name(fn);
   if (q.starts_with("torch.nn.functional.") || q.starts_with("F.")) return true;
   std::string_view last = vocabulary::last_component(dotted);
-  return !is_capitalized(last) && vocabulary::is_loss_name(last);
+  return !vocabulary::is_capitalized(last) && vocabulary::is_loss_name(last);
 }
 
 bool FileAnalysis::is_backward_call(NodeId call) const {
@@ -750,7 +746,7 @@ bool FileAnalysis::is_torch_module_constructor(NodeId call) const {
   std::string q = qualified_name(callee(call));
   if (!(q.starts_with("torch.nn.") || q.starts_with("nn."))) return false;
   std::string_view last = vocabulary::last_component(q);
-  if (!is_capitalized(last)) return false;
+  if (!vocabulary::is_capitalized(last)) return false;
   return last != "Parameter" && last != "ParameterList" && last != "ParameterDict" &&
          last != "ModuleList" && last != "ModuleDict" && last != "Module";
 }

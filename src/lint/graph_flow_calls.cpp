@@ -15,10 +15,6 @@ using namespace graph_flow;
 
 namespace {
 
-bool is_capitalized(std::string_view s) {
-  return !s.empty() && std::isupper(static_cast<unsigned char>(s.front()));
-}
-
 // weakref.ref(x), StorageWeakRefWrapper(x), TensorWeakRef(x): the referent is
 // not kept alive by the result.
 bool is_weak_reference(std::string_view qualified) {
@@ -210,8 +206,9 @@ void GraphFlow::record_call_arguments(NodeId call, const std::vector<NodeId>& po
 
 std::uint8_t GraphFlow::torch_function_bits(std::string_view q, NodeId call, std::uint8_t args) {
   std::string_view last = vocabulary::last_component(q);
-  if (is_capitalized(last) || q.starts_with("torch.cuda.") || q.starts_with("torch.distributed.") ||
-      q.starts_with("torch.utils.") || q.starts_with("torch.backends.")) {
+  if (vocabulary::is_capitalized(last) || q.starts_with("torch.cuda.") ||
+      q.starts_with("torch.distributed.") || q.starts_with("torch.utils.") ||
+      q.starts_with("torch.backends.")) {
     return 0;
   }
   if (one_of(last, {"zeros", "ones", "empty", "full", "rand", "randn", "randint", "tensor",
@@ -432,7 +429,7 @@ std::uint8_t GraphFlow::eval_call(NodeId call, Env& env) {
     std::uint8_t summary = same_file_function_bits(call);
     if (summary != 0) return strip_if_no_grad(summary);
   }
-  if (receiver == kNoNode && is_capitalized(name)) {
+  if (receiver == kNoNode && vocabulary::is_capitalized(name)) {
     // A module built from tensors holds its own parameters, not one value per
     // step; a weak reference keeps nothing alive.
     if (constructs_module(call) || is_weak_reference(q)) return 0;

@@ -309,4 +309,8 @@ bool is_known_library_module(std::string_view root) {
   return false;
 }
 
+bool is_capitalized(std::string_view name) {
+  return !name.empty() && std::isupper(static_cast<unsigned char>(name.front()));
+}
+
 }  // namespace gpuleak::lint::vocabulary

@@ -37,6 +37,10 @@ bool is_size_name(std::string_view name);
 // "self.encoder.layer" -> "layer"; "model" -> "model".
 std::string_view last_component(std::string_view dotted);
 
+// A name that starts with a capital letter: by Python's convention a class
+// (`Net(...)` builds a module, `Tensor` is a type).
+bool is_capitalized(std::string_view name);
+
 // The standard library and the third-party packages training code imports
 // (torch, numpy, transformers ...), by the first component of a module's
 // name: a module that is not one of them is taken for the project's own.
