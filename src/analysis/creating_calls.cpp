@@ -44,7 +44,7 @@ constexpr std::array kPatterns{
 
 const Pattern* pattern_of(std::string_view function) {
   for (const Pattern& p : kPatterns) {
-    if (function.substr(0, p.prefix.size()) == p.prefix) return &p;
+    if (function.starts_with(p.prefix)) return &p;
   }
   return nullptr;
 }
@@ -57,7 +57,7 @@ bool in_cuda_library(const Frame& f) {
   for (std::string_view lib :
        {"libcublas", "libcufft", "libcudnn", "libcusparse", "libcusolver", "libcurand",
         "libcutensor", "libnccl", "libcudart", "libcuda.", "libnvrtc", "libnvJitLink"}) {
-    if (module.substr(0, lib.size()) == lib) return true;
+    if (module.starts_with(lib)) return true;
   }
   return false;
 }

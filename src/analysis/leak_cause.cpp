@@ -30,13 +30,20 @@ bool many_sites_grow_together(const std::vector<SiteGrowth>& leaking) {
   return low >= 0.5 && high <= 3 * low;
 }
 
-// "solver.cu:42 (in step)", or "" when the frame has no file.
+// "solver.cu:42 (in step)" (Site::label with the function), or "" when the
+// frame has neither file nor function.
 std::string where_called(const Frame& f) {
   if (f.file.empty()) return f.function.empty() ? std::string() : "in " + f.function;
-  std::string at = f.file.substr(f.file.rfind('/') + 1);
-  if (f.line) at += fmt::format(":{}", f.line);
-  if (!f.function.empty()) at += " (in " + f.function + ")";
-  return at;
+  Site at;
+  at.function = f.function;
+  at.file = f.file;
+  at.line = f.line;
+  return at.label() + (f.function.empty() ? "" : " (in " + f.function + ")");
+}
+
+// What the top site keeps per step, for a sentence: "4.00 MiB".
+std::string bytes_per_step(const SiteGrowth& top) {
+  return quantity::format_bytes(static_cast<std::uint64_t>(std::max(0.0, top.rate_bytes_per_step)));
 }
 
 LeakCause library_handle_cause(const SiteGrowth& top, const CreatingCallOnStack& found) {
@@ -49,7 +56,7 @@ LeakCause library_handle_cause(const SiteGrowth& top, const CreatingCallOnStack&
       "a {} {} is made by {}{} and never destroyed with {}: the device memory it holds stays "
       "allocated, and {} more stay with every step",
       call.library, call.object, call.create, at.empty() ? "" : " at " + at, call.destroy,
-      quantity::format_bytes(static_cast<std::uint64_t>(std::max(0.0, top.rate_bytes_per_step))));
+      bytes_per_step(top));
   c.fix = fmt::format(
       "make one {} {} and reuse it (they are meant to live as long as the program), or call {} "
       "on each one when done with it",
@@ -67,7 +74,7 @@ LeakCause device_buffer_cause(const SiteGrowth& top) {
       "memory allocated with {}{} is not freed: every step leaves about {:.0f} more buffer(s) "
       "({}) allocated",
       calls.allocate, at.empty() ? "" : " at " + at, std::max(1.0, top.allocations_per_step),
-      quantity::format_bytes(static_cast<std::uint64_t>(std::max(0.0, top.rate_bytes_per_step))));
+      bytes_per_step(top));
   c.fix = fmt::format(
       "call {} on each buffer once the step is done with it, or allocate it once before the "
       "loop and reuse it",

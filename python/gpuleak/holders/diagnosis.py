@@ -2,6 +2,7 @@
 what the holder is and how it keeps the memory."""
 
 from gpuleak._quantities import format_bytes
+from gpuleak.holders.heap_scan import storage_range
 
 # A kept view is worth naming when its base holds at least this much more
 # than the view's own elements (and at least twice as much): the slice of a
@@ -18,10 +19,15 @@ HOST_COPIES = {
 TORCH_HOST_COPIES = ".cpu() copies (or .item() for scalars)"
 
 
+def top_package(obj):
+    """The first component of the module that defines obj's type: "torchmetrics", "jax"."""
+    return (getattr(type(obj), "__module__", "") or "").split(".")[0]
+
+
 def array_framework_fact(elements):
     """"jax-arrays" or "cupy-arrays" when the held elements are that framework's arrays, else None."""
     for element in elements:
-        package = (type(element).__module__ or "").split(".")[0]
+        package = top_package(element)
         if package in ("jax", "jaxlib"):
             return "jax-arrays"
         if package == "cupy":
@@ -33,13 +39,14 @@ def view_of_larger_base(tensors):
     """(own bytes, base bytes) of the first tensor that is a view keeping a much larger
     storage alive (a slice such as logits[:, -1], detached or not), or None."""
     for t in tensors:
+        storage = storage_range(t)
+        if storage is None:
+            continue
         try:
             own = t.numel() * t.element_size()
-            # untyped_storage() from torch 2.0; storage() before (deprecated since).
-            storage = t.untyped_storage() if hasattr(t, "untyped_storage") else t.storage()
-            base = storage.nbytes()
-        except Exception:  # not a tensor, or a tensor subclass without storage
+        except Exception:  # not a plain tensor
             continue
+        base = storage[1] - storage[0]
         if base >= 2 * own and base - own >= VIEW_EXCESS_BYTES:
             return own, base
     return None
@@ -55,7 +62,7 @@ def owning_library(objects):
     """(package, type name) of the first of `objects` (the holder's owners, nearest first)
     whose type comes from a library in LIBRARY_PACKAGES, or None."""
     for owner in objects:
-        package = (getattr(type(owner), "__module__", "") or "").split(".")[0]
+        package = top_package(owner)
         if package in LIBRARY_PACKAGES:
             return package, type(owner).__name__
     return None

@@ -327,13 +327,11 @@ class Walk(HeapScan, GraphWalk, ReferrerClimb, Naming):
         keys = [key for key, _ in members(holder_obj)[:64]] if is_a(holder_obj, dict) else []
         integer_keys = bool(keys) and all(is_a(key, int) for key in keys)
         if self.torch is not None and is_a(holder_obj, self.torch.Tensor):
-            # a tensor holds itself: judge that one
-            scalar = is_scalar(holder_obj)
+            judged = [holder_obj]  # a tensor holds itself: judge that one
         else:
-            scalar = all(is_scalar(t) for t in elements[:CLIMB_SAMPLE_PER_SITE])
-        view = view_of_larger_base(
-            [holder_obj] if self.torch is not None and is_a(holder_obj, self.torch.Tensor)
-            else elements[:CLIMB_SAMPLE_PER_SITE])
+            judged = elements[:CLIMB_SAMPLE_PER_SITE]
+        scalar = all(is_scalar(t) for t in judged)
+        view = view_of_larger_base(judged)
         if view is not None:
             answer["view"] = {"bytes": view[0], "base_bytes": view[1]}
         owners = [self.keep[key] for key in chain[1:-1]]
