@@ -8,10 +8,11 @@
  * object and instruction offset. Nothing here allocates, raises, or touches
  * a reference count.
  *
- * The frame layout is internal to CPython and changes between versions, so
- * this file is compiled against the headers of the Python that runs the
- * program, the first time it is needed (see frame_reader.py), and registered
- * with the collector through gpuleak_set_python_frame_reader().
+ * The frame layout is internal to CPython and changes between minor
+ * versions, so this file is compiled against the headers of one (ahead, by
+ * the build and scripts/package, or the first time it is needed: see
+ * frame_reader.py), and registered with the collector through
+ * gpuleak_set_python_frame_reader().
  */
 #define Py_BUILD_CORE 1
 #include <Python.h>
@@ -21,6 +22,10 @@
 #if PY_VERSION_HEX < 0x030B0000
 #error "the frame reader needs Python 3.11 or newer"
 #endif
+
+/* The major and minor version whose frame layout this reader reads
+ * (0x030B for 3.11); frame_reader.py loads it only into that Python. */
+unsigned gpuleak_python_frame_reader_built_for(void) { return PY_VERSION_HEX >> 16; }
 
 static _PyInterpreterFrame* current_frame(PyThreadState* tstate) {
 #if PY_VERSION_HEX >= 0x030D0000

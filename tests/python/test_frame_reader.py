@@ -97,3 +97,49 @@ def test_reader_builds_for_this_python_and_is_cached(tmp_path, monkeypatch):
     ok, message = frame_reader.build(path)
     assert ok, message
     assert os.path.exists(path)
+
+
+def shipped_package_dir():
+    """The build's copy of the package, with the readers the build made ahead."""
+    package = os.path.join(build_dir(), "python")
+    if not os.path.isdir(os.path.join(package, "gpuleak", "_prebuilt")):
+        pytest.skip("the build made no frame reader ahead (no Python headers at configure time)")
+    return package
+
+
+def test_shipped_reader_needs_no_compiler(run_traced, tmp_path):
+    package = shipped_package_dir()
+    # No compiler to find and an empty cache: only the shipped reader can serve.
+    env = {"WITH_READER": "1", "CC": "/bin/false", "PATH": "/nonexistent",
+           "PYTHONPATH": os.pathsep.join([os.path.join(package, "boot"), package])}
+    run = run_traced(PROGRAM, extra_env=env)
+    assert run.returncode == 0, run.stderr
+    process = report(run.trace_dir)
+    labels = {g["site"]["function"] for g in process["leaks"]["groups"]}
+    assert labels == {"allocate_without_gil"}
+    cache = tmp_path / "cache"
+    assert not cache.exists() or not any(cache.iterdir()), "a reader was compiled although one was shipped"
+
+
+class _NoCollector:
+    def __getattr__(self, name):
+        raise AssertionError("the collector must not get a reader built for another Python")
+
+
+def test_reader_of_another_python_version_is_refused(monkeypatch, tmp_path):
+    package = shipped_package_dir()
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "shipped_frame_reader", os.path.join(package, "gpuleak", "frame_reader.py"))
+    shipped = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(shipped)
+    shipped_file = shipped.prebuilt_path()
+    if not os.path.exists(shipped_file):
+        pytest.skip("no reader was built ahead for this Python")
+    monkeypatch.setenv("GPULEAK_CACHE_DIR", str(tmp_path))
+    # The same file name, but this "Python" is a minor version further on.
+    monkeypatch.setattr(shipped.sys, "hexversion", shipped.sys.hexversion + 0x10000)
+    ok, message = shipped.register(_NoCollector(), build_if_missing=False)
+    assert not ok
+    assert message == "the Python frame reader is not built"
