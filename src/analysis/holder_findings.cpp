@@ -16,6 +16,15 @@ KeepingStatement keeping_statement_of(const nlohmann::json& kept) {
   k.kind = text_field(kept, "kind");
   k.function = text_field(kept, "function");
   k.in_loop = flag_field(kept, "in_loop");
+  auto caller = kept.find("called_from");
+  if (caller != kept.end() && caller->is_object()) {
+    CallingLine c;
+    c.file = text_field(*caller, "file");
+    c.line = optional_count_field(*caller, "line");
+    c.statement = optional_text_field(*caller, "statement");
+    c.function = text_field(*caller, "function");
+    if (!c.file.empty() && c.line) k.called_from = c;
+  }
   return k;
 }
 

@@ -66,6 +66,16 @@ struct Site {
 // answer to a holder request (docs/python-protocol.md; fields in
 // docs/python.md, "Answer fields per site"). Read from the trace's `holder`
 // annotation; a field missing or of the wrong type there is empty here.
+// The program's call that runs the method a keeping statement is in
+// (`meter.update(loss, 8)` for `self.sum += val * n` in AverageMeter.update):
+// the line the user changes when the store is in a class they call.
+struct CallingLine {  // holder.kept_at.called_from
+  std::string file;
+  std::optional<std::uint64_t> line;
+  std::optional<std::string> statement;
+  std::string function;
+};
+
 struct KeepingStatement {  // holder.kept_at: the statement that stores into the holder
   std::string file;
   std::optional<std::uint64_t> line;
@@ -73,6 +83,7 @@ struct KeepingStatement {  // holder.kept_at: the statement that stores into the
   std::string kind;                      // "append", "augmented-assignment", ...
   std::string function;
   bool in_loop = false;
+  std::optional<CallingLine> called_from;  // when the statement is inside a method
 };
 
 struct Holder {

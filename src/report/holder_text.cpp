@@ -17,6 +17,12 @@ std::string short_owner(std::string owner) {
   return owner;
 }
 
+// A statement as written, without its trailing comment.
+std::string without_comment(std::string statement) {
+  if (auto hash = statement.find("  #"); hash != std::string::npos) statement.erase(hash);
+  return statement;
+}
+
 }  // namespace
 
 std::string holder_text(const std::optional<analysis::HolderAnswer>& answer) {
@@ -49,14 +55,17 @@ std::string kept_at_text(const std::optional<analysis::HolderAnswer>& answer) {
   const analysis::KeepingStatement& kept = *holder.kept_at;
   if (kept.file.empty() || !kept.line) return {};
   std::string text = fmt::format("{}:{}", base_name(kept.file), *kept.line);
-  std::string statement = kept.statement.value_or("");
-  // The statement as written, without a trailing comment.
-  if (auto hash = statement.find("  #"); hash != std::string::npos) statement.erase(hash);
+  std::string statement = without_comment(kept.statement.value_or(""));
   if (!statement.empty()) text += "  " + statement;
   std::string owner =
       short_owner(holder.held_in && !holder.held_in->empty() ? *holder.held_in : holder.owner);
   if (!holder.name.empty() || !owner.empty()) {
     text += "  (" + holder.name + (holder.name.empty() || owner.empty() ? "" : ", ") + owner + ")";
+  }
+  if (const auto& caller = kept.called_from) {
+    text += fmt::format("; called from {}:{}", base_name(caller->file), *caller->line);
+    std::string call = without_comment(caller->statement.value_or(""));
+    if (!call.empty()) text += "  " + call;
   }
   return text;
 }

@@ -151,6 +151,12 @@ json holder_json(const std::optional<analysis::HolderAnswer>& answer) {
                            {"kind", k->kind},
                            {"function", k->function},
                            {"in_loop", k->in_loop}};
+      if (const auto& c = k->called_from) {
+        holder["kept_at"]["called_from"] = {{"file", c->file},
+                                            {"line", optional_json(c->line)},
+                                            {"statement", optional_json(c->statement)},
+                                            {"function", c->function}};
+      }
     }
   }
   json out = {{"site_id", answer->site_id},

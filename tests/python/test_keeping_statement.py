@@ -124,7 +124,7 @@ MODULE_SOURCE = textwrap.dedent('''
         layer = torch.nn.Linear(32, 32)
         for _ in range(4):
             loss = layer(torch.randn(8, 32)).tanh().mean()
-            meter.update(loss, 8)
+            meter.update(loss, 8)  # CALLER meter
         return ask(addresses([meter.sum]))
 
     def load_batch(step):
@@ -170,6 +170,8 @@ def program(tmp_path_factory):
     for number, text in enumerate(MODULE_SOURCE.splitlines(), start=1):
         if "# KEPT " in text:
             lines[text.split("# KEPT ")[1].strip()] = number
+        if "# CALLER " in text:
+            lines["caller " + text.split("# CALLER ")[1].strip()] = number
     yield module, str(path), lines
     del sys.modules["train_job"]
 
@@ -187,6 +189,15 @@ def test_the_keeping_statement_is_the_marked_line(program, function):
     assert kept["line"] == lines[marker], (kept, lines[marker])
     assert kept["kind"] == kind
     assert "# KEPT" in kept["statement"]  # the text travels with the answer
+    # A store inside a method also names the program's call that runs it.
+    caller = kept.get("called_from")
+    if "caller " + marker in lines:
+        assert caller is not None, kept
+        assert caller["line"] == lines["caller " + marker], (caller, lines)
+        assert caller["function"] == "meter_updated_with_the_loss_tensor"
+        assert "meter.update(loss, 8)" in caller["statement"]
+    elif kept["function"].count(".") == 0:
+        assert caller is None, kept
 
 
 def test_library_files_are_never_searched():

@@ -84,6 +84,25 @@ TEST(HolderText, kept_at_of_an_exception_traceback_names_the_container_where_it_
             "t.py:49  failures.append(sys.exc_info())  (failures, local of train)");
 }
 
+constexpr const char* kKeptInMeter = R"json({"holder": {"type": "Tensor", "name": "sum",
+    "owner": "attribute of AverageMeter",
+    "kept_at": {"file": "/job/meters.py", "line": 19, "kind": "augmented-assignment",
+                "statement": "self.sum += val * n", "function": "AverageMeter.update",
+                "called_from": {"file": "/job/train.py", "line": 88, "function": "train",
+                                "statement": "losses.update(loss, images.size(0))  # avg"}}}})json";
+
+TEST(HolderText, a_store_inside_a_method_also_names_the_call_that_runs_it) {
+  EXPECT_EQ(kept_at_text_of(kKeptInMeter),
+            "meters.py:19  self.sum += val * n  (sum, attribute of AverageMeter); called from "
+            "train.py:88  losses.update(loss, images.size(0))");
+  nlohmann::json caller = nlohmann::json::parse(kKeptInMeter)["holder"]["kept_at"]["called_from"];
+  caller.erase("line");
+  nlohmann::json without_line = nlohmann::json::parse(kKeptInMeter);
+  without_line["holder"]["kept_at"]["called_from"] = caller;
+  EXPECT_EQ(kept_at_text_of(without_line.dump()),
+            "meters.py:19  self.sum += val * n  (sum, attribute of AverageMeter)");
+}
+
 TEST(HolderText, kept_at_is_empty_without_a_usable_statement) {
   EXPECT_EQ(kept_at_text_of(R"({"holder":{"type":"list","name":"x"}})"), "");
   EXPECT_EQ(kept_at_text_of(R"({"holder":{"kept_at":{"file":"/a.py","line":-3}}})"), "");

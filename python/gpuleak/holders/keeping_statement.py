@@ -326,7 +326,44 @@ class KeepingStatements:
                 tree = self.sources.tree(path)
                 if tree is not None:
                     stores.extend(self.search(path, tree, _attribute_matcher(attribute)))
-        return self.answer(best(stores, self.allocation_lines))
+        store = best(stores, self.allocation_lines)
+        found = self.answer(store)
+        if found is not None and "." in store.function:
+            # A store inside a method (`self.sum += val * n` in AverageMeter.update) is
+            # the class's line; the user changes the call that hands it the tensor.
+            class_name, method = store.function.rsplit(".", 1)
+            caller = self.method_call(class_name.rsplit(".", 1)[-1], method)
+            if caller is not None:
+                found["called_from"] = caller
+        return found
+
+    def method_call(self, class_name, method):
+        """The program's call `<x>.method(...)` that most likely runs the class's method:
+        in the function the allocation came from, on a receiver made by `class_name(...)`,
+        inside a loop. None when no call of that name is outside the class itself."""
+        if method.startswith("__"):
+            return None
+        on_stack = set(self.allocation_lines)
+        calls = []
+        for path in self.user_files:
+            tree = self.sources.tree(path)
+            if tree is None:
+                continue
+            instances = _instance_names(tree, class_name)
+            finder = _MethodCallFinder(path, method, class_name)
+            finder.visit(tree)
+            for call, function, in_loop, span in finder.found:
+                in_allocating_function = any(
+                    file == path and span[0] <= line <= span[1] for file, line in on_stack)
+                receiver = expression_text(call.func.value)
+                made_here = receiver in instances or receiver.split("[", 1)[0] in instances
+                calls.append(((in_allocating_function, made_here, in_loop, -call.lineno),
+                              path, call.lineno, function))
+        if not calls:
+            return None
+        _, path, line, function = max(calls, key=lambda c: c[0])
+        return {"file": path, "line": line, "function": function,
+                "statement": self.sources.line_text(path, line)}
 
     def in_closure(self, function, name):
         """Stores into the free variable `name` of a closure: in the closure, then in its maker."""
@@ -388,6 +425,46 @@ class KeepingStatements:
                         any(k.arg == "requires_grad" and _truthy(k.value) for k in node.value.keywords):
                     names.extend(expression_text(t) for t in node.targets if isinstance(t, ast.Name))
         return list(dict.fromkeys(names))
+
+
+def _instance_names(tree, class_name):
+    """Names and attributes assigned `class_name(...)` in a file (`meter = AverageMeter()`,
+    `self.losses = AverageMeter()`, `meters['loss'] = AverageMeter()`)."""
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
+            func = node.value.func
+            called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            if called == class_name:
+                for target in node.targets:
+                    names.add(expression_text(target).split("[", 1)[0])
+    return names
+
+
+class _MethodCallFinder(_StoreFinder):
+    """Calls `<x>.method(...)` outside the class that defines it, each with its function,
+    whether it runs in a loop, and the line span of the function it is in."""
+
+    def __init__(self, path, method, class_name):
+        super().__init__(path, lambda text: False)
+        self.method = method
+        self.class_name = class_name
+        self.spans = []
+
+    def visit_FunctionDef(self, node):
+        self.spans.append((node.lineno, getattr(node, "end_lineno", node.lineno)))
+        super().visit_FunctionDef(node)
+        self.spans.pop()
+
+    visit_AsyncFunctionDef = visit_FunctionDef
+
+    def visit_Call(self, node):
+        func = node.func
+        if isinstance(func, ast.Attribute) and func.attr == self.method and \
+                self.class_name not in self.scope:
+            span = self.spans[-1] if self.spans else (1, 1 << 30)
+            self.found.append((node, self.function_name(), self.loops > 0, span))
+        self.generic_visit(node)
 
 
 class _CallFinder(_StoreFinder):
