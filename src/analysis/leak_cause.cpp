@@ -46,6 +46,17 @@ std::string bytes_per_step(const SiteGrowth& top) {
   return quantity::format_bytes(static_cast<std::uint64_t>(std::max(0.0, top.rate_bytes_per_step)));
 }
 
+// ", 3 cuBLAS handles a step of 32.0 MiB each": the site's allocations per
+// step are the objects made, one allocation each at the creating call's site
+// (an object that allocates twice there shows as two of half the size).
+std::string objects_per_step(const SiteGrowth& top, const CreatingCall& call) {
+  if (top.allocations_per_step < 0.5 || top.rate_bytes_per_step <= 0) return {};
+  auto count = static_cast<std::uint64_t>(top.allocations_per_step + 0.5);
+  auto each = static_cast<std::uint64_t>(top.rate_bytes_per_step / top.allocations_per_step);
+  return fmt::format(" ({} {} {}{} a step, {} each)", count, call.library, call.object,
+                     count == 1 ? "" : "s", quantity::format_bytes(each));
+}
+
 LeakCause library_handle_cause(const SiteGrowth& top, const CreatingCallOnStack& found) {
   const CreatingCall& call = *found.call;
   std::string at;
@@ -54,9 +65,9 @@ LeakCause library_handle_cause(const SiteGrowth& top, const CreatingCallOnStack&
   c.cause = cause_slug(Cause::kLibraryHandlesNeverDestroyed);
   c.text = fmt::format(
       "a {} {} is made by {}{} and never destroyed with {}: the device memory it holds stays "
-      "allocated, and {} more stay with every step",
+      "allocated, and {} more stay with every step{}",
       call.library, call.object, call.create, at.empty() ? "" : " at " + at, call.destroy,
-      bytes_per_step(top));
+      bytes_per_step(top), objects_per_step(top, call));
   c.fix = fmt::format(
       "make one {} {} and reuse it (they are meant to live as long as the program), or call {} "
       "on each one when done with it",

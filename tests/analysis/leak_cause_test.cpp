@@ -103,7 +103,10 @@ TEST(LeakCause, a_library_handle_made_per_step_is_named_by_its_create_and_destro
               std::string::npos)
         << c.text;
     EXPECT_NE(c.text.find("cublasDestroy"), std::string::npos) << c.text;
-    EXPECT_NE(c.text.find("4.00 MiB more stay with every step"), std::string::npos) << c.text;
+    EXPECT_NE(
+        c.text.find("4.00 MiB more stay with every step (1 cuBLAS handle a step, 4.00 MiB each)"),
+        std::string::npos)
+        << c.text;
     EXPECT_NE(c.fix.find("reuse it"), std::string::npos) << c.fix;
     EXPECT_EQ(c.fix.find(".item()"), std::string::npos) << c.fix;
   }
@@ -115,9 +118,12 @@ TEST(LeakCause, a_plan_made_inside_another_library_call_names_the_outer_call) {
               native("cufftMakePlan2d", "/usr/local/cuda/lib64/libcufft.so.12"),
               native("cufftPlan2d", "/usr/local/cuda/lib64/libcufft.so.12"),
               native("process_frame", "/work/fft", "fft.cu", 17)};
+  s.allocations_per_step = 3;
+  s.rate_bytes_per_step = 3 * 1536.0 * 1024;
   LeakCause c = leak_cause({s}, nullptr, kNoPython);
   EXPECT_NE(c.text.find("cuFFT plan is made by cufftPlan at fft.cu:17"), std::string::npos)
       << c.text;
+  EXPECT_NE(c.text.find("(3 cuFFT plans a step, 1.50 MiB each)"), std::string::npos) << c.text;
   EXPECT_NE(c.fix.find("cufftDestroy"), std::string::npos);
 }
 
