@@ -73,15 +73,30 @@ std::optional<Site> common_site(const std::vector<const JobProcess*>& processes)
   return best->second.second;
 }
 
+// A process of the job: the host it ran on and its PID there. Processes of
+// different hosts (a multi-node job's, or containers with their own PID
+// namespaces) share PIDs; parents, workers and owners are on one host.
+using ProcessKey = std::pair<std::string, int>;
+
+ProcessKey key_of(const JobProcess& p) { return {p.host, p.pid}; }
+
 struct Builder {
   const std::vector<ProcessReport>& reports;
   const std::optional<JobObservations>& observed;
   const JobAnalysisOptions& options;
   JobReport job;
   std::uint64_t start_ns = 0;
-  std::map<int, std::size_t> index_by_pid;  // into job.processes
+  // The host `gpuleak run`'s observations are of (processes.jsonl covers one
+  // host); processes of other hosts have their traces only.
+  std::string observed_host;
+  std::map<ProcessKey, std::size_t> index_by_key;  // into job.processes
   // Per process: device memory (sum over devices) at each sample where the driver listed it.
-  std::map<int, std::vector<std::pair<std::uint64_t, std::uint64_t>>> used_by_pid;
+  std::map<ProcessKey, std::vector<std::pair<std::uint64_t, std::uint64_t>>> used_by_key;
+
+  bool is_observed(const JobProcess& p) const { return observed && p.host == observed_host; }
+  bool is_main(const JobProcess& p) const {
+    return p.pid == job.main_pid && p.host == job.main_host;
+  }
 
   double job_time(std::uint64_t ns) const { return seconds_between(start_ns, ns); }
 
@@ -90,11 +105,12 @@ struct Builder {
     return seconds_between(start_ns, r.process.start_monotonic_ns);
   }
 
-  JobProcess& process_for(int pid) {
-    auto it = index_by_pid.find(pid);
-    if (it != index_by_pid.end()) return job.processes[it->second];
-    index_by_pid[pid] = job.processes.size();
+  JobProcess& process_for(const std::string& host, int pid) {
+    auto it = index_by_key.find({host, pid});
+    if (it != index_by_key.end()) return job.processes[it->second];
+    index_by_key[{host, pid}] = job.processes.size();
     job.processes.push_back(JobProcess{});
+    job.processes.back().host = host;
     job.processes.back().pid = pid;
     return job.processes.back();
   }
@@ -102,7 +118,7 @@ struct Builder {
   void collect_processes() {
     if (observed) {
       for (const ObservedProcess& o : observed->processes) {
-        JobProcess& p = process_for(o.pid);
+        JobProcess& p = process_for(observed_host, o.pid);
         p.parent_pid = o.parent_pid;
         p.command_line = join_argv(o.argv);
         if (p.command_line.empty()) p.command_line = "[" + o.comm + "]";
@@ -110,7 +126,7 @@ struct Builder {
     }
     for (std::size_t i = 0; i < reports.size(); ++i) {
       const ProcessReport& r = reports[i];
-      JobProcess& p = process_for(static_cast<int>(r.process.pid));
+      JobProcess& p = process_for(r.process.hostname, static_cast<int>(r.process.pid));
       p.report_index = static_cast<int>(i);
       p.cuda_initialized = true;
       p.gpu_work = did_gpu_work(r);
@@ -127,7 +143,7 @@ struct Builder {
     RoleEvidence e;
     e.pid = p.pid;
     e.parent_pid = p.parent_pid;
-    if (observed) {
+    if (is_observed(p)) {
       if (const ObservedProcess* o = observed->process(p.pid)) {
         e.comm = o->comm;
         e.argv = o->argv;
@@ -149,10 +165,14 @@ struct Builder {
     all.reserve(job.processes.size());
     for (const JobProcess& p : job.processes) all.push_back(evidence(p));
     for (std::size_t i = 0; i < job.processes.size(); ++i) {
+      const JobProcess& p = job.processes[i];
       const RoleEvidence* parent = nullptr;
-      auto it = index_by_pid.find(job.processes[i].parent_pid);
-      if (it != index_by_pid.end()) parent = &all[it->second];
-      job.processes[i].role = classify_role(all[i], parent, job.main_pid);
+      auto it = index_by_key.find({p.host, p.parent_pid});
+      if (it != index_by_key.end()) parent = &all[it->second];
+      // The main program is one process of one host; another host's process
+      // with the same PID is not it.
+      job.processes[i].role =
+          classify_role(all[i], parent, p.host == job.main_host ? job.main_pid : 0);
     }
   }
 
@@ -163,8 +183,8 @@ struct Builder {
       double t = job_time(s.time_ns);
       std::set<int> zombies_now;
       for (const ObservedState& a : s.alive) {
-        auto it = index_by_pid.find(a.pid);
-        if (it == index_by_pid.end()) continue;
+        auto it = index_by_key.find({observed_host, a.pid});
+        if (it == index_by_key.end()) continue;
         JobProcess& p = job.processes[it->second];
         if (a.state != 'Z') {
           if (!p.first_seen_s) p.first_seen_s = t;
@@ -183,11 +203,13 @@ struct Builder {
       for (const ObservedGpuUse& g : s.gpu) {
         if (g.used_bytes) used[g.pid] += *g.used_bytes;
       }
-      for (const auto& [pid, bytes] : used) used_by_pid[pid].emplace_back(s.time_ns, bytes);
+      for (const auto& [pid, bytes] : used) {
+        used_by_key[{observed_host, pid}].emplace_back(s.time_ns, bytes);
+      }
     }
     for (int pid : observed->alive_after_grace) {
-      auto it = index_by_pid.find(pid);
-      if (it != index_by_pid.end()) job.processes[it->second].alive_at_end = true;
+      auto it = index_by_key.find({observed_host, pid});
+      if (it != index_by_key.end()) job.processes[it->second].alive_at_end = true;
     }
   }
 
@@ -203,8 +225,8 @@ struct Builder {
 
   void split_memory() {
     for (JobProcess& p : job.processes) {
-      auto it = used_by_pid.find(p.pid);
-      if (it == used_by_pid.end()) continue;
+      auto it = used_by_key.find(key_of(p));
+      if (it == used_by_key.end()) continue;
       DeviceMemoryView& view = p.device_memory;
       const ProcessReport* r =
           p.report_index >= 0 ? &reports[static_cast<std::size_t>(p.report_index)] : nullptr;
@@ -258,7 +280,9 @@ struct Builder {
   std::size_t at_once(const std::vector<const JobProcess*>& group) const {
     if (!observed) return 0;
     std::set<int> pids;
-    for (const JobProcess* p : group) pids.insert(p->pid);
+    for (const JobProcess* p : group) {
+      if (is_observed(*p)) pids.insert(p->pid);
+    }
     std::size_t most = 0;
     for (const ProcessSample& s : observed->samples) {
       std::size_t n = 0;
@@ -277,6 +301,11 @@ struct Builder {
       f.pids.push_back(p->pid);
       each.push_back(known_bytes(*p));
       f.bytes_total += known_bytes(*p);
+    }
+    if (!group.empty() && std::all_of(group.begin(), group.end(), [&](const JobProcess* p) {
+          return p->host == group.front()->host;
+        })) {
+      f.host = group.front()->host;
     }
     f.bytes_each = median(each);
     f.memory_known = memory_known(group);
@@ -297,8 +326,8 @@ struct Builder {
   // (the nearest sample at or before it); without per-process figures, whether
   // it had a context and had not begun to exit.
   bool holding_at(const JobProcess& p, double t) const {
-    auto it = used_by_pid.find(p.pid);
-    if (it != used_by_pid.end()) {
+    auto it = used_by_key.find(key_of(p));
+    if (it != used_by_key.end()) {
       std::uint64_t last = 0;
       bool any = false;
       for (const auto& [time_ns, used] : it->second) {
@@ -311,16 +340,16 @@ struct Builder {
     // The driver listed some of the job's processes but not this one: it holds
     // nothing. When it listed none (no NVML, or PIDs of another namespace),
     // a process that did GPU work is taken to hold its context.
-    if (!used_by_pid.empty() && it == used_by_pid.end()) return false;
+    if (is_observed(p) && !used_by_key.empty() && it == used_by_key.end()) return false;
     return p.gpu_work;
   }
 
   void worker_context_findings() {
-    std::map<int, std::vector<const JobProcess*>> by_owner;
+    std::map<ProcessKey, std::vector<const JobProcess*>> by_owner;
     for (const JobProcess& p : job.processes) {
       if (p.role.kind != RoleKind::kDataLoaderWorker) continue;
       if (!p.gpu_work && p.device_memory.peak_used_bytes == 0) continue;
-      by_owner[p.role.of_pid].push_back(&p);
+      by_owner[{p.host, p.role.of_pid}].push_back(&p);
     }
     for (const auto& [owner, group] : by_owner) {
       ProcessFinding f = group_finding("worker_context", group);
@@ -365,8 +394,8 @@ struct Builder {
   }
 
   void idle_worker_findings() {
-    std::map<int, std::vector<const JobProcess*>> by_owner;
-    std::map<int, double> idle_of;
+    std::map<ProcessKey, std::vector<const JobProcess*>> by_owner;
+    std::map<ProcessKey, double> idle_of;
     for (const JobProcess& p : job.processes) {
       if (p.role.kind != RoleKind::kPoolWorker || !p.gpu_work || p.report_index < 0) continue;
       const ProcessReport& r = reports[static_cast<std::size_t>(p.report_index)];
@@ -376,14 +405,14 @@ struct Builder {
       if (!end) end = job.duration_s;
       double idle = *end - last;
       if (idle < options.idle_worker_seconds) continue;
-      by_owner[p.role.of_pid].push_back(&p);
-      idle_of[p.pid] = idle;
+      by_owner[{p.host, p.role.of_pid}].push_back(&p);
+      idle_of[key_of(p)] = idle;
     }
     for (const auto& [owner, group] : by_owner) {
       ProcessFinding f = group_finding("idle_worker_context", group);
       std::vector<std::uint64_t> idle_ms;
       for (const JobProcess* p : group)
-        idle_ms.push_back(static_cast<std::uint64_t>(idle_of[p->pid] * 1000));
+        idle_ms.push_back(static_cast<std::uint64_t>(idle_of[key_of(*p)] * 1000));
       f.seconds = static_cast<double>(median(idle_ms)) / 1000;
       f.fix =
           "let each worker end after its task (Pool(maxtasksperchild=1), "
@@ -395,8 +424,8 @@ struct Builder {
   }
 
   const JobProcess* main_process() const {
-    auto it = index_by_pid.find(job.main_pid);
-    return it == index_by_pid.end() ? nullptr : &job.processes[it->second];
+    auto it = index_by_key.find({job.main_host, job.main_pid});
+    return it == index_by_key.end() ? nullptr : &job.processes[it->second];
   }
 
   // The main program's code returned: Python's atexit began (the package
@@ -417,13 +446,13 @@ struct Builder {
   void orphan_findings() {
     if (!observed || !job.main_exit_s) return;
     std::vector<const JobProcess*> holding;
-    std::vector<int> idle_alive;
+    std::vector<const JobProcess*> idle_alive;
     for (const JobProcess& p : job.processes) {
       if (!p.alive_at_end || is_helper(p)) continue;
       if (holding_at(p, job.duration_s)) {
         holding.push_back(&p);
       } else {
-        idle_alive.push_back(p.pid);
+        idle_alive.push_back(&p);
       }
     }
     if (!holding.empty()) {
@@ -438,7 +467,9 @@ struct Builder {
     }
     if (!idle_alive.empty()) {
       std::string pids;
-      for (int pid : idle_alive) pids += (pids.empty() ? "" : ", ") + std::to_string(pid);
+      for (const JobProcess* p : idle_alive) {
+        pids += (pids.empty() ? "" : ", ") + std::to_string(p->pid);
+      }
       job.notes.push_back("still alive after the main program exited, holding no GPU memory: PID " +
                           pids);
     }
@@ -448,7 +479,7 @@ struct Builder {
     std::optional<double> returned = main_returned_s();
     if (!observed || !returned) return;
     std::vector<const JobProcess*> group;
-    std::map<int, double> running_for;
+    std::map<ProcessKey, double> running_for;
     for (const JobProcess& p : job.processes) {
       if (is_helper(p) || p.alive_at_end || !p.last_seen_s) continue;
       // DataLoader and pool workers are daemons that their owners end at exit
@@ -459,11 +490,11 @@ struct Builder {
       if (after < options.left_running_seconds) continue;
       if (!holding_at(p, *returned + options.left_running_seconds)) continue;
       group.push_back(&p);
-      running_for[p.pid] = after;
+      running_for[key_of(p)] = after;
     }
     if (group.empty()) return;
     ProcessFinding f = group_finding("left_running", group);
-    for (const JobProcess* p : group) f.seconds = std::max(f.seconds, running_for[p->pid]);
+    for (const JobProcess* p : group) f.seconds = std::max(f.seconds, running_for[key_of(*p)]);
     f.fix =
         "tell the child to stop and join() it before the program returns (or create it with "
         "daemon=True, which multiprocessing terminates at exit); multiprocessing joins every "
@@ -485,8 +516,8 @@ struct Builder {
     for (const JobProcess* p : group) {
       f.seconds = std::max(f.seconds, p->zombie_seconds);
       std::uint64_t held = 0;
-      auto it = used_by_pid.find(p->pid);
-      if (it != used_by_pid.end() && p->zombie_since_s) {
+      auto it = used_by_key.find(key_of(*p));
+      if (it != used_by_key.end() && p->zombie_since_s) {
         for (const auto& [time_ns, used] : it->second) {
           if (job_time(time_ns) >= *p->zombie_since_s) held = std::max(held, used);
         }
@@ -505,31 +536,44 @@ struct Builder {
     std::stable_sort(
         job.processes.begin(), job.processes.end(),
         [this](const JobProcess& a, const JobProcess& b) {
-          bool am = a.pid == job.main_pid, bm = b.pid == job.main_pid;
+          bool am = is_main(a), bm = is_main(b);
           if (am != bm) return am;
           double sa = a.first_seen_s.value_or(a.first_use ? a.first_use->time_s : 1e18);
           double sb = b.first_seen_s.value_or(b.first_use ? b.first_use->time_s : 1e18);
           if (sa != sb) return sa < sb;
-          return a.pid < b.pid;
+          return key_of(a) < key_of(b);
         });
   }
 
-  int guess_main_pid() const {
-    // Without run's record: the earliest traced process whose parent is not traced.
-    std::set<std::uint32_t> traced;
-    for (const auto& r : reports) traced.insert(r.process.pid);
+  const ProcessReport* guess_main() const {
+    // Without run's record: the earliest traced process whose parent (on its host) is not traced.
+    std::set<std::pair<std::string, std::uint32_t>> traced;
+    for (const auto& r : reports) traced.insert({r.process.hostname, r.process.pid});
     const ProcessReport* best = nullptr;
     for (const auto& r : reports) {
-      if (traced.count(r.process.parent_pid)) continue;
+      if (traced.count({r.process.hostname, r.process.parent_pid})) continue;
       if (!best || r.process.start_monotonic_ns < best->process.start_monotonic_ns) best = &r;
     }
-    return best ? static_cast<int>(best->process.pid) : 0;
+    return best;
+  }
+
+  // The host processes.jsonl describes: the host of the traces beside it, as
+  // its reader's caller says, else the host of the traced main program (or of
+  // the only traces there are).
+  std::string host_of_observations() const {
+    if (!observed->host.empty()) return observed->host;
+    for (const auto& r : reports) {
+      if (static_cast<int>(r.process.pid) == observed->main_pid) return r.process.hostname;
+    }
+    return reports.empty() ? std::string() : reports.front().process.hostname;
   }
 
   void run() {
     if (observed) {
       job.observed = true;
+      observed_host = host_of_observations();
       job.main_pid = observed->main_pid;
+      job.main_host = observed_host;
       start_ns = observed->start_monotonic_ns;
       if (!observed->nvml_available) {
         job.nvml_note = "per-process device memory is not known: " +
@@ -537,7 +581,10 @@ struct Builder {
                                                         : observed->nvml_message);
       }
     } else {
-      job.main_pid = guess_main_pid();
+      if (const ProcessReport* main = guess_main()) {
+        job.main_pid = static_cast<int>(main->process.pid);
+        job.main_host = main->process.hostname;
+      }
       job.nvml_note =
           "no process samples of `gpuleak run` (processes.jsonl) beside the traces: roles come "
           "from the traces alone; per-process device memory, zombies, orphans and children left "
@@ -568,7 +615,7 @@ struct Builder {
         job.duration_s = std::max(job.duration_s, job_time(*observed->grace_end_ns));
       bool foreign = std::any_of(observed->samples.begin(), observed->samples.end(),
                                  [](const ProcessSample& s) { return !s.other_gpu_pids.empty(); });
-      if (foreign && used_by_pid.empty() && observed->nvml_available) {
+      if (foreign && used_by_key.empty() && observed->nvml_available) {
         job.nvml_note =
             "the driver lists GPU memory only under PIDs that are not this job's (another PID "
             "namespace, or a sandbox that opens the GPU on its processes' behalf): per-process "
@@ -590,7 +637,7 @@ struct Builder {
 JobReport analyze_job(const std::vector<ProcessReport>& reports,
                       const std::optional<JobObservations>& observed,
                       const JobAnalysisOptions& options) {
-  Builder builder{reports, observed, options, {}, 0, {}, {}};
+  Builder builder{reports, observed, options, {}, 0, {}, {}, {}};
   builder.run();
   return std::move(builder.job);
 }

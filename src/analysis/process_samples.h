@@ -66,6 +66,10 @@ struct ProcessSample {
 };
 
 struct JobObservations {
+  // The host these processes ran on: set by the caller from the traces
+  // beside processes.jsonl (the file does not say); empty: the job's host
+  // is taken from the main program's trace.
+  std::string host;
   int main_pid = 0;
   std::uint64_t start_monotonic_ns = 0;
   std::uint64_t start_unix_ns = 0;

@@ -544,6 +544,7 @@ struct DeviceMemoryView {
 };
 
 struct JobProcess {
+  std::string host;  // the host name its trace gives ("" when unknown); PIDs are per host
   int pid = 0;
   int parent_pid = 0;
   std::string command_line;
@@ -566,6 +567,7 @@ struct JobProcess {
 struct ProcessFinding {
   std::string kind;  // "worker_context", "idle_worker_context", "left_running", "orphan", "zombie"
   std::vector<int> pids;
+  std::string host;                    // the host of them all, when they share one
   int of_pid = 0;                      // the process they belong to, when they share one
   RoleKind role = RoleKind::kUnknown;  // of the processes named, when they share one
   bool memory_known = false;           // the driver's per-process figures were available
@@ -581,6 +583,7 @@ struct ProcessFinding {
 
 struct JobReport {
   int main_pid = 0;
+  std::string main_host;  // the main program's host (as its trace names it)
   double duration_s = 0;
   std::optional<double> main_exit_s;  // the main program ended (since the job started)
   int main_exit_status = -1;          // -1 unknown

@@ -254,6 +254,16 @@ analysis::JobReport analyze_job_of(const std::vector<std::string>& files,
   if (!files.empty()) {
     fs::path samples = fs::path(files.front()).parent_path() / analysis::kProcessSamplesFile;
     observed = analysis::read_process_samples(samples.string());
+    // processes.jsonl covers the host of the traces beside it (a multi-node
+    // job's other folders have their traces only).
+    if (observed) {
+      for (const analysis::ProcessReport& r : reports) {
+        if (fs::path(r.trace_path).parent_path() == samples.parent_path()) {
+          observed->host = r.process.hostname;
+          break;
+        }
+      }
+    }
     if (observed && observed->damaged_lines > 0) {
       std::cerr << "gpuleak: " << samples.string() << ": " << observed->damaged_lines
                 << " damaged lines skipped\n";

@@ -36,11 +36,14 @@ void write_job_text_report(std::ostream& out, const analysis::JobReport& job,
   }
   const analysis::JobProcess* main = nullptr;
   for (const auto& p : job.processes) {
-    if (p.pid == job.main_pid) main = &p;
+    if (p.pid == job.main_pid && p.host == job.main_host) main = &p;
   }
-  out << fmt::format("gpuleak: job of PID {}{}: {} {}, {}{}\n", job.main_pid,
+  bool several_hosts = job_has_several_hosts(job);
+  std::string main_name = main ? process_name(*main, job) : fmt::format("PID {}", job.main_pid);
+  out << fmt::format("gpuleak: job of {}{}: {} {}{}, {}{}\n", main_name,
                      main ? " (" + shortened(main->command_line, 60) + ")" : "",
                      job.processes.size(), job.processes.size() == 1 ? "process" : "processes",
+                     several_hosts ? " on several hosts" : "",
                      format_duration_seconds(job.duration_s), exit_text(job));
   std::size_t width = 0;
   for (const auto& p : job.processes) width = std::max(width, p.role.text.size());
@@ -48,6 +51,7 @@ void write_job_text_report(std::ostream& out, const analysis::JobReport& job,
   for (const auto& p : job.processes) {
     std::string line = fmt::format("  PID {:<8} {:<{}}  {}", p.pid, shortened(p.role.text, 44),
                                    width, process_memory_text(p));
+    if (several_hosts) line = "  " + (p.host.empty() ? std::string("?") : p.host) + line;
     if (p.first_use) {
       std::string where = first_use_text(*p.first_use);
       if (!where.empty()) line += "; CUDA first used at " + where;

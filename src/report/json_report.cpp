@@ -374,6 +374,7 @@ json device_memory_json(const analysis::DeviceMemoryView& m) {
 json job_process_json(const analysis::JobProcess& p,
                       const std::vector<analysis::ProcessReport>& reports) {
   return {{"pid", p.pid},
+          {"host", p.host.empty() ? json(nullptr) : json(p.host)},
           {"parent_pid", p.parent_pid},
           {"command_line", p.command_line},
           {"role", analysis::role_kind_name(p.role.kind)},
@@ -398,6 +399,7 @@ json finding_json(const analysis::ProcessFinding& f, const analysis::JobReport& 
           {"summary", finding_summary(f, job)},
           {"details", finding_details(f, job)},
           {"pids", f.pids},
+          {"host", f.host.empty() ? json(nullptr) : json(f.host)},
           {"of_pid", f.of_pid > 0 ? json(f.of_pid) : json(nullptr)},
           {"role", analysis::role_kind_name(f.role)},
           {"memory_known", f.memory_known},
@@ -447,6 +449,7 @@ json to_json(const std::vector<analysis::ProcessReport>& reports, const analysis
   for (const auto& f : job.findings) findings.push_back(finding_json(f, job));
   out["job"] = {
       {"main_pid", job.main_pid},
+      {"main_host", job.main_host.empty() ? json(nullptr) : json(job.main_host)},
       {"duration_s", job.duration_s},
       {"main_exit_s", optional_json(job.main_exit_s)},
       {"main_exit_status", job.main_exit_status >= 0 ? json(job.main_exit_status) : json(nullptr)},

@@ -36,9 +36,10 @@ std::string role_plural(RoleKind role, std::size_t n) {
   }
 }
 
-std::string group_name(const ProcessFinding& f) {
+std::string group_name(const ProcessFinding& f, const JobReport& job) {
   std::string name = role_plural(f.role, f.pids.size());
   if (f.of_pid > 0) name += fmt::format(" of PID {}", f.of_pid);
+  if (!f.host.empty() && job_has_several_hosts(job)) name += " on " + f.host;
   return name;
 }
 
@@ -64,14 +65,27 @@ std::string memory_each(const ProcessFinding& f, const JobReport& job) {
                      format_bytes(f.bytes_total));
 }
 
-const JobProcess* find(const JobReport& job, int pid) {
+const JobProcess* find(const JobReport& job, const std::string& host, int pid) {
   for (const JobProcess& p : job.processes) {
-    if (p.pid == pid) return &p;
+    if (p.pid == pid && p.host == host) return &p;
   }
   return nullptr;
 }
 
 }  // namespace
+
+bool job_has_several_hosts(const JobReport& job) {
+  for (const JobProcess& p : job.processes) {
+    if (p.host != job.processes.front().host) return true;
+  }
+  return false;
+}
+
+std::string process_name(const JobProcess& process, const JobReport& job) {
+  std::string name = fmt::format("PID {}", process.pid);
+  if (!process.host.empty() && job_has_several_hosts(job)) name += " on " + process.host;
+  return name;
+}
 
 const char* finding_title(const std::string& kind) {
   if (kind == "worker_context") return "DataLoader workers with their own CUDA context";
@@ -110,26 +124,26 @@ std::string process_memory_text(const JobProcess& p) {
 std::string finding_summary(const ProcessFinding& f, const JobReport& job) {
   std::size_t n = f.pids.size();
   if (f.kind == "worker_context") {
-    std::string s = group_name(f) +
+    std::string s = group_name(f, job) +
                     (n == 1 ? " created its own CUDA context" : " created their own CUDA context") +
                     memory_each(f, job);
     if (f.at_once > 1 && f.at_once < n) s += fmt::format(" ({} at a time)", f.at_once);
     return s;
   }
   if (f.kind == "idle_worker_context") {
-    return group_name(f) + (n == 1 ? " held its" : " held their") + " CUDA context while idle" +
-           memory_each(f, job) +
+    return group_name(f, job) + (n == 1 ? " held its" : " held their") +
+           " CUDA context while idle" + memory_each(f, job) +
            fmt::format(", idle for {} after the last GPU work", format_duration_seconds(f.seconds));
   }
   if (f.kind == "left_running") {
-    return group_name(f) + (n == 1 ? " was" : " were") +
+    return group_name(f, job) + (n == 1 ? " was" : " were") +
            fmt::format(" still running {} after the main program returned",
                        format_duration_seconds(f.seconds)) +
            (f.memory_known ? fmt::format(", holding {}", format_bytes(f.bytes_total)) : "") +
            "; the job could not end before them";
   }
   if (f.kind == "orphan") {
-    return group_name(f) + (n == 1 ? " is" : " are") +
+    return group_name(f, job) + (n == 1 ? " is" : " are") +
            fmt::format(" still alive {} after the main program exited",
                        format_duration_seconds(job.grace_period_s)) +
            (f.memory_known ? fmt::format(", holding {}", format_bytes(f.bytes_total))
@@ -137,12 +151,12 @@ std::string finding_summary(const ProcessFinding& f, const JobReport& job) {
            ": end with `gpuleak doctor --kill-orphans`";
   }
   if (f.kind == "zombie") {
-    return group_name(f) + " exited and stayed" +
+    return group_name(f, job) + " exited and stayed" +
            fmt::format(" unreaped (a zombie) for {}", format_duration_seconds(f.seconds)) +
            (f.bytes_total > 0 ? fmt::format(", still listed with {}", format_bytes(f.bytes_total))
                               : ", holding no GPU memory once it had exited");
   }
-  return group_name(f);
+  return group_name(f, job);
 }
 
 std::vector<std::string> finding_details(const ProcessFinding& f, const JobReport& job) {
@@ -158,7 +172,7 @@ std::vector<std::string> finding_details(const ProcessFinding& f, const JobRepor
     if (!where.empty()) lines.push_back("CUDA first used at " + where + in);
   }
   for (int pid : f.pids) {
-    const JobProcess* p = find(job, pid);
+    const JobProcess* p = find(job, f.host, pid);
     if (!p) continue;
     std::string line = fmt::format("PID {}: {}", pid, p->role.text);
     if (p->cuda_initialized) line += "; " + process_memory_text(*p);

@@ -11,6 +11,12 @@
 
 namespace gpuleak::report {
 
+// Whether the job's processes ran on more than one host (their PIDs then
+// need the host to name a process).
+bool job_has_several_hosts(const analysis::JobReport& job);
+// "PID 839", or "PID 839 on node-b" in a job of several hosts.
+std::string process_name(const analysis::JobProcess& process, const analysis::JobReport& job);
+
 // "peak 624 MiB as the driver counts it (CUDA context and modules 622 MiB, ...)",
 // "initialized CUDA, no GPU memory", "never used CUDA".
 std::string process_memory_text(const analysis::JobProcess& process);
