@@ -11,6 +11,7 @@ stand-in end to end: python-loop steps, the pool read at each, and the
 report's LEAK / NO LEAK.
 """
 
+import glob
 import json
 import os
 import shutil
@@ -567,8 +568,10 @@ def test_on_python_3_11_the_program_runs_and_the_trace_says_why_no_loop_is_follo
 
 def python312():
     """A Python 3.12+ that runs (a pyenv shim on PATH may not), or None."""
+    # pyenv's interpreters are not on PATH (only shims that may refuse to run).
+    pyenv = sorted(glob.glob(os.path.expanduser("~/.pyenv/versions/3.1[2-9]*/bin/python3")))
     candidates = [os.environ.get("GPULEAK_TEST_PYTHON312")] + [
-        shutil.which(name) for name in ("python3.12", "python3.13", "python3.14", "python3")]
+        shutil.which(name) for name in ("python3.12", "python3.13", "python3.14", "python3")] + pyenv
     for candidate in candidates:
         if not candidate:
             continue
