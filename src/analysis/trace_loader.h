@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 
 #include "analysis/process_analysis.h"
@@ -17,5 +18,16 @@ using ProgressCallback = std::function<void(std::uint64_t bytes_done, std::uint6
 // up to the damage, with the error in ProcessReport::trace_error.
 ProcessReport analyze_trace_file(const std::string& path, const AnalysisOptions& options,
                                  const ProgressCallback& progress = {});
+
+// analyze_trace_file for callers that go on with the other traces: the
+// report, or the one sentence that says why there is none (the TraceError's
+// text, or "PATH: not enough memory to READING" when the reading ran out of
+// memory; `reading` is what was being done: "read this trace").
+struct TraceReading {
+  std::optional<ProcessReport> report;
+  std::string error;
+};
+TraceReading read_trace_report(const std::string& path, const AnalysisOptions& options,
+                               const std::string& reading, const ProgressCallback& progress = {});
 
 }  // namespace gpuleak::analysis

@@ -59,13 +59,10 @@ std::vector<std::string> write_export_file(const TraceReports& reports,
   for (const analysis::ProcessReport* first : chosen) {
     analysis::AnalysisOptions again = options;
     again.export_request = report::export_request(format, *first);
-    try {
-      detailed.push_back(analysis::analyze_trace_file(first->trace_path, again));
-    } catch (const trace::TraceError& e) {
-      return {std::string(e.what())};
-    } catch (const std::bad_alloc&) {
-      return {first->trace_path + ": not enough memory to export this trace"};
-    }
+    analysis::TraceReading read =
+        analysis::read_trace_report(first->trace_path, again, "export this trace");
+    if (!read.report) return {read.error};
+    detailed.push_back(std::move(*read.report));
   }
   std::vector<const analysis::ProcessReport*> processes;
   for (const auto& r : detailed) processes.push_back(&r);

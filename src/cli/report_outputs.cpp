@@ -134,14 +134,13 @@ TraceReports analyze_traces(const std::vector<std::string>& files,
   reports.unusable = std::move(unusable);
   std::uint64_t done_before = 0;
   for (const auto& file : files) {
-    try {
-      reports.processes.push_back(analysis::analyze_trace_file(
-          file, options,
-          [&](std::uint64_t done, std::uint64_t) { progress.update(done_before + done); }));
-    } catch (const trace::TraceError& e) {
-      reports.unusable.push_back({file, e.what()});
-    } catch (const std::bad_alloc&) {
-      reports.unusable.push_back({file, file + ": not enough memory to read this trace"});
+    analysis::TraceReading read = analysis::read_trace_report(
+        file, options, "read this trace",
+        [&](std::uint64_t done, std::uint64_t) { progress.update(done_before + done); });
+    if (read.report) {
+      reports.processes.push_back(std::move(*read.report));
+    } else {
+      reports.unusable.push_back({file, read.error});
     }
     std::error_code ec;
     auto size = fs::file_size(file, ec);
@@ -235,11 +234,9 @@ std::vector<std::string> write_outputs(const TraceReports& reports, const analys
       if (!analysis::did_gpu_work(r) || r.trace_path.empty()) continue;
       analysis::AnalysisOptions again = options;
       again.export_request = report::html_page_request(r);
-      try {
-        r = analysis::analyze_trace_file(r.trace_path, again);
-      } catch (const trace::TraceError&) {
-      } catch (const std::bad_alloc&) {
-      }
+      analysis::TraceReading read =
+          analysis::read_trace_report(r.trace_path, again, "draw its page");
+      if (read.report) r = std::move(*read.report);
     }
     std::ostringstream page;
     report::write_html_report(page, detailed, job, reports.unusable);
