@@ -401,16 +401,26 @@ bool initialises_on_first_use(const FileAnalysis& file, NodeId assignment,
 
 }  // namespace
 
-bool container_bounded_elsewhere(const FileAnalysis& file, const std::string& path) {
+bool container_bounded_elsewhere(const FileAnalysis& file, const std::string& path,
+                                 EmptiedWhen when) {
   const SyntaxTree& tree = file.tree();
+  // For graphs an emptying counts only where it runs every step: a list
+  // cleared by an epoch-end hook keeps one graph per step until then.
+  auto in_time = [&](NodeId at) {
+    return when == EmptiedWhen::kAnywhere || file.runs_per_step(file.scope_index_of(at)) ||
+           file.innermost_loop(at) != kNoNode;
+  };
   for (std::string_view m : {"clear", "pop", "popleft", "popitem", "remove"}) {
     for (NodeId call : file.calls_named(m)) {
       NodeId receiver = file.method_receiver(call);
       // `self.inputs[obj].pop(frame)` empties what `self.inputs[obj][frame] = x` fills.
-      if (receiver != kNoNode && container_path(file, receiver) == path) return true;
+      if (receiver != kNoNode && container_path(file, receiver) == path && in_time(call)) {
+        return true;
+      }
     }
   }
   for (NodeId id : file.delete_statements()) {
+    if (!in_time(id)) continue;
     for (NodeId t = id; t < tree.node(id).subtree_end; ++t) {
       if (tree.kind(t) == NodeKind::kSubscript &&
           dotted_text(tree, tree.child_by_field(t, Field::kValue)) == path) {
@@ -426,7 +436,8 @@ bool container_bounded_elsewhere(const FileAnalysis& file, const std::string& pa
     NodeId right = tree.child_by_field(id, Field::kRight);
     const Scope& scope = file.scope_of(id);
     if (right != kNoNode && is_empty_value(file, right) && scope.name != "__init__" &&
-        !called_only_from_init(file, scope.name) && !initialises_on_first_use(file, id, path)) {
+        !called_only_from_init(file, scope.name) && !initialises_on_first_use(file, id, path) &&
+        in_time(id)) {
       return true;
     }
   }
@@ -455,8 +466,10 @@ bool container_bounded_elsewhere(const FileAnalysis& file, const std::string& pa
     // created it.
     const Scope& scope = file.scope_of(id);
     if (path.rfind("self.", 0) == 0) {
-      if (scope.name != "__init__" && !called_only_from_init(file, scope.name)) return true;
-    } else if (++rebindings > 1) {
+      if (scope.name != "__init__" && !called_only_from_init(file, scope.name) && in_time(id)) {
+        return true;
+      }
+    } else if (++rebindings > 1 && in_time(id)) {
       return true;
     }
   }
@@ -524,12 +537,48 @@ bool guarded_by_flag_turned_off(const FileAnalysis& file, NodeId site) {
 
 namespace {
 
+// The stored value is the loss this step backpropagates: `loss.backward()`
+// in the storing function, or the loss a Lightning `training_step` returns
+// (Lightning calls backward on it). Backward frees the graph's saved
+// activations, so keeping that loss keeps graph nodes only, and a list of
+// them emptied at epoch end is Lightning's own migration-guide pattern.
+bool is_backpropagated_loss(const FileAnalysis& file, const StoreEvent& store) {
+  const SyntaxTree& tree = file.tree();
+  if (store.value == kNoNode || tree.kind(store.value) != NodeKind::kIdentifier) return false;
+  std::string_view name = tree.text(store.value);
+  for (NodeId call : file.calls_named("backward")) {
+    NodeId receiver = file.method_receiver(call);
+    if (receiver != kNoNode && file.scope_index_of(call) == store.scope &&
+        tree.text(receiver) == name) {
+      return true;
+    }
+  }
+  // A dict or outputs returned beside the loss are kept whole: Lightning
+  // backpropagates its `loss` entry only.
+  const Scope& scope = file.scopes()[store.scope];
+  if (scope.name != "training_step" || (store.value_bits & kNonScalar)) return false;
+  for (NodeId id = scope.node; id < tree.node(scope.node).subtree_end; ++id) {
+    if (tree.kind(id) != NodeKind::kReturnStatement || file.scope_index_of(id) != store.scope) {
+      continue;
+    }
+    NodeId returned = tree.first_named_child(id);
+    if (returned != kNoNode && tree.text(returned) == name) return true;
+  }
+  return false;
+}
+
 // A running sum of graphs is bounded only by a restart every step; other
 // containers by any bound or reset the file applies to them.
 bool bounded_elsewhere(const FileAnalysis& file, const StoreEvent& store,
                        const std::string& container) {
   if (is_graph_sum(file, store)) return sum_restarted_every_step(file, container);
-  return container_bounded_elsewhere(file, container);
+  // Kept graphs (appended, not summed) likewise: emptied by an epoch-end hook,
+  // the list holds every step's graph until then.
+  return container_bounded_elsewhere(
+      file, container,
+      (store.value_bits & kCarriesGraph) && !is_backpropagated_loss(file, store)
+          ? EmptiedWhen::kEveryStep
+          : EmptiedWhen::kAnywhere);
 }
 
 }  // namespace

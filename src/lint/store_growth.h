@@ -45,10 +45,17 @@ bool key_varies_per_step(const FileAnalysis& file, NodeId key);
 // `(num_requests, max_tokens)` (one assignment away).
 bool key_varies_with_sizes(const FileAnalysis& file, NodeId key);
 
+// Where an emptying must run to bound a container: anywhere (tensors without
+// a graph: an epoch-end reset bounds them to one epoch), or every step
+// (graphs: each kept graph holds its step's activations until the reset).
+enum class EmptiedWhen { kAnywhere, kEveryStep };
+
 // True when the file bounds or empties the container somewhere: `.clear()`,
 // `.pop()`, `del c[...]`, `deque(maxlen=...)`, or rebinding it outside
-// `__init__`.
-bool container_bounded_elsewhere(const FileAnalysis& file, const std::string& path);
+// `__init__`. Size bounds (maxlen, slicing, weak references) count whatever
+// `when` says; emptyings count only where `when` allows.
+bool container_bounded_elsewhere(const FileAnalysis& file, const std::string& path,
+                                 EmptiedWhen when = EmptiedWhen::kAnywhere);
 
 // `total += loss` / `c = c + v` of a value with an autograd graph: each
 // addition links the new graph to the previous ones.

@@ -625,3 +625,120 @@ TEST(lint_value_flow, one_number_per_epoch_is_not_a_growing_store) {
 
 }  // namespace
 }  // namespace gpuleak::lint
+
+namespace gpuleak::lint {
+namespace {
+
+// --- Lightning step outputs and lists emptied at epoch end (second round) ---
+
+TEST(lint_value_flow, side_losses_returned_beside_the_loss_are_reported_at_their_entries) {
+  // pdearena #4: the step's dict keeps two side losses with their graphs for
+  // training_epoch_end; the criterion attribute says they are losses.
+  std::string source =
+      "import torch\n"
+      "from pytorch_lightning import LightningModule\n"
+      "class M(LightningModule):\n"
+      "    def __init__(self):\n"
+      "        super().__init__()\n"
+      "        self.model = torch.nn.Linear(4, 4)\n"
+      "        self.train_criterion = torch.nn.MSELoss()\n"
+      "    def training_step(self, batch, batch_idx):\n"
+      "        x, y = batch\n"
+      "        pred = self.model(x)\n"
+      "        loss = self.train_criterion(pred, y)\n"
+      "        side = self.train_criterion(pred[:, :2], y[:, :2])\n"
+      "        return {\n"
+      "            'loss': loss,\n"
+      "            'side': side,\n"
+      "            'count': 3,\n"
+      "        }\n"
+      "    def training_epoch_end(self, outputs):\n"
+      "        pass\n";
+  auto f = findings(source);
+  EXPECT_NE(std::find(f.begin(), f.end(), std::make_pair(std::string("GL204"), 15)), f.end());
+  EXPECT_EQ(std::count_if(f.begin(), f.end(), [](const auto& p) { return p.first == "GL204"; }), 1);
+  EXPECT_NE(message_of(source, "GL204").find("carries an autograd graph"), std::string::npos);
+}
+
+TEST(lint_value_flow, side_losses_detached_in_the_returned_dict_are_not_reported) {
+  std::string source =
+      "import torch\n"
+      "from pytorch_lightning import LightningModule\n"
+      "class M(LightningModule):\n"
+      "    def __init__(self):\n"
+      "        super().__init__()\n"
+      "        self.model = torch.nn.Linear(4, 4)\n"
+      "        self.train_criterion = torch.nn.MSELoss()\n"
+      "    def training_step(self, batch, batch_idx):\n"
+      "        x, y = batch\n"
+      "        pred = self.model(x)\n"
+      "        loss = self.train_criterion(pred, y)\n"
+      "        side = self.train_criterion(pred[:, :2], y[:, :2])\n"
+      "        return {'loss': loss, 'side': side.detach()}\n"
+      "    def training_epoch_end(self, outputs):\n"
+      "        pass\n";
+  EXPECT_TRUE(findings(source).empty());
+}
+
+TEST(lint_value_flow, graphs_kept_in_a_list_emptied_only_at_epoch_end_grow_for_the_epoch) {
+  // An epoch-end clear bounds tensors to one epoch, but each kept graph holds
+  // its step's activations until then.
+  std::string source =
+      "import torch\n"
+      "import lightning as L\n"
+      "class M(L.LightningModule):\n"
+      "    def __init__(self, model):\n"
+      "        super().__init__()\n"
+      "        self.model = model\n"
+      "        self.kept = []\n"
+      "    def training_step(self, batch, batch_idx):\n"
+      "        x, y = batch\n"
+      "        out = self.model(x)\n"
+      "        loss = torch.nn.functional.cross_entropy(out, y)\n"
+      "        self.kept.append(out)\n"
+      "        return loss\n"
+      "    def on_train_epoch_end(self):\n"
+      "        self.kept.clear()\n";
+  auto f = findings(source);
+  EXPECT_NE(std::find(f.begin(), f.end(), std::make_pair(std::string("GL101"), 12)), f.end());
+}
+
+TEST(lint_value_flow, the_backpropagated_loss_kept_until_epoch_end_is_not_reported) {
+  // Lightning's migration guide: the loss it backpropagates, kept for the
+  // epoch average, has its activations freed by backward.
+  std::string source =
+      "import torch\n"
+      "import lightning as L\n"
+      "class M(L.LightningModule):\n"
+      "    def __init__(self, model):\n"
+      "        super().__init__()\n"
+      "        self.model = model\n"
+      "        self.training_step_outputs = []\n"
+      "    def training_step(self, batch, batch_idx):\n"
+      "        x, y = batch\n"
+      "        loss = torch.nn.functional.cross_entropy(self.model(x), y)\n"
+      "        self.training_step_outputs.append(loss)\n"
+      "        return loss\n"
+      "    def on_train_epoch_end(self):\n"
+      "        self.training_step_outputs.clear()\n";
+  EXPECT_TRUE(findings(source).empty());
+}
+
+TEST(lint_value_flow, graphs_kept_in_a_list_emptied_every_step_are_bounded) {
+  std::string source =
+      "import torch\n"
+      "def train(model, loader, optimizer):\n"
+      "    kept = []\n"
+      "    for x, y in loader:\n"
+      "        out = model(x)\n"
+      "        kept.append(out)\n"
+      "        loss = torch.stack(kept).sum()\n"
+      "        loss.backward()\n"
+      "        optimizer.step()\n"
+      "        optimizer.zero_grad()\n"
+      "        kept.clear()\n";
+  EXPECT_TRUE(findings(source).empty());
+}
+
+}  // namespace
+}  // namespace gpuleak::lint

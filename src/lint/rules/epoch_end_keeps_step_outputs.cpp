@@ -91,6 +91,7 @@ class EpochEndKeepsStepOutputs final : public Rule {
         if (tree.kind(id) != NodeKind::kReturnStatement || file.scope_index_of(id) != s) continue;
         NodeId value = tree.first_named_child(id);
         if (value == kNoNode) continue;
+        if (!predict && report_dict_entries(file, value, hook, sink)) continue;
         std::uint8_t bits = file.value_bits(value);
         if (!(bits & kDeviceTensor) || !(bits & kNonScalar)) continue;
         RuleReport r;
@@ -117,6 +118,41 @@ class EpochEndKeepsStepOutputs final : public Rule {
   }
 
  private:
+  // `return {"loss": loss, "scalar_loss": scalar_loss}`: Lightning detaches
+  // the `loss` entry it keeps, not the others. An entry that carries a graph
+  // keeps its step's activations whatever its size (a side loss is a scalar),
+  // one holding a GPU tensor keeps that tensor; each is reported where it is
+  // written, the line a fix changes. True when an entry was reported.
+  static bool report_dict_entries(const FileAnalysis& file, NodeId value, const std::string& hook,
+                                  FindingSink& sink) {
+    const SyntaxTree& tree = file.tree();
+    if (tree.kind(value) != NodeKind::kDictionary) return false;
+    bool reported = false;
+    for (NodeId pair : tree.named_children(value)) {
+      if (tree.kind(pair) != NodeKind::kPair) continue;
+      NodeId key = tree.child_by_field(pair, Field::kKey);
+      NodeId entry = tree.child_by_field(pair, Field::kValue);
+      if (key == kNoNode || entry == kNoNode) continue;
+      std::string_view key_text = tree.text(key);
+      if (key_text == "\"loss\"" || key_text == "'loss'") continue;
+      std::uint8_t bits = file.value_bits(entry);
+      bool graph = (bits & kCarriesGraph) != 0;
+      if (!graph && !((bits & kDeviceTensor) && (bits & kNonScalar))) continue;
+      RuleReport r;
+      r.node = pair;
+      r.message = fmt::format(
+          "`{}` in the dict this step returns {}, and `{}` is implemented: Lightning keeps every "
+          "step's dict until the epoch ends and detaches only its `loss` entry",
+          quote(file, pair),
+          graph ? "carries an autograd graph (the step's activations)" : "holds GPU tensors", hook);
+      r.fix = fmt::format("return `{}.detach()` (or `.item()` for a number), or leave it out",
+                          quote(file, entry));
+      sink.report(kInfo, std::move(r));
+      reported = true;
+    }
+    return reported;
+  }
+
   // `trainer.predict(model, datamodule=dm)` as a statement: the result is
   // thrown away (a writer callback saves the predictions, or nothing does),
   // yet Lightning keeps every batch's predictions until the pass ends.
