@@ -51,10 +51,10 @@ JobObservations node_a_observations() {
 }
 
 TEST(JobHosts, processes_of_two_hosts_with_the_same_pids_stay_apart) {
-  std::vector<ProcessReport> reports = {
-      traced("node-a", 100, 1, "python3 train.py"), traced("node-a", 101, 100, "python3 -c serve"),
-      traced("node-b", 100, 7, "python3 train.py --node-rank 1"),
-      traced("node-b", 101, 100, "python3 -c serve")};
+  std::vector<ProcessReport> reports = {traced("node-a", 100, 1, "python3 train.py"),
+                                        traced("node-a", 101, 100, "python3 -c serve"),
+                                        traced("node-b", 100, 7, "python3 train.py --node-rank 1"),
+                                        traced("node-b", 101, 100, "python3 -c serve")};
   JobReport job = analyze_job(reports, node_a_observations());
 
   ASSERT_EQ(job.processes.size(), 4u);
