@@ -3,43 +3,23 @@
 // (https://docs.github.com/actions/using-workflows/workflow-commands-for-github-actions).
 #include <fmt/format.h>
 
-#include <algorithm>
 
 #include "lint/output/lint_output.h"
+#include "lint/output/percent_encoding.h"
 
 namespace gpuleak::lint {
 namespace {
 
 // The message part: '%', CR and LF are encoded.
 std::string escape_data(std::string_view s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '%') {
-      out += "%25";
-    } else if (c == '\r') {
-      out += "%0D";
-    } else if (c == '\n') {
-      out += "%0A";
-    } else {
-      out += c;
-    }
-  }
-  return out;
+  return percent_encode(s, [](unsigned char c) { return c != '%' && c != '\r' && c != '\n'; });
 }
 
 // A property value (file=, title=): also ':' and ','.
 std::string escape_property(std::string_view s) {
-  std::string out;
-  for (char c : escape_data(s)) {
-    if (c == ':') {
-      out += "%3A";
-    } else if (c == ',') {
-      out += "%2C";
-    } else {
-      out += c;
-    }
-  }
-  return out;
+  return percent_encode(s, [](unsigned char c) {
+    return c != '%' && c != '\r' && c != '\n' && c != ':' && c != ',';
+  });
 }
 
 std::string_view command(Severity s) {

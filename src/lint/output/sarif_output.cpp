@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "lint/output/lint_output.h"
+#include "lint/output/percent_encoding.h"
 
 namespace gpuleak::lint {
 namespace {
@@ -15,19 +16,10 @@ using nlohmann::json;
 // '/' as they are, everything else percent-encoded; absolute paths get the
 // file:// scheme.
 std::string path_to_uri(const std::string& path) {
-  std::string out;
-  if (!path.empty() && path.front() == '/') out = "file://";
-  for (unsigned char c : path) {
-    if (std::isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~' || c == '/') {
-      out += static_cast<char>(c);
-    } else {
-      static const char* hex = "0123456789ABCDEF";
-      out += '%';
-      out += hex[c >> 4];
-      out += hex[c & 15];
-    }
-  }
-  return out;
+  std::string scheme = !path.empty() && path.front() == '/' ? "file://" : "";
+  return scheme + percent_encode(path, [](unsigned char c) {
+           return std::isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~' || c == '/';
+         });
 }
 
 std::string_view sarif_level(Severity s) {
