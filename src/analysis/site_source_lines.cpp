@@ -15,14 +15,7 @@ bool embed_site_source_lines(const std::string& path, std::size_t* written, std:
   *written = 0;
   StackCatalog catalog;
   auto consume = [&](const trace::Record& record) { catalog.add_definition(record); };
-  trace::TraceFeed feed(path);
-  try {
-    feed.read(consume);
-    feed.finish(consume);
-  } catch (const trace::TraceError& e) {
-    *error = e.what();
-    return false;
-  }
+  if (!trace::read_whole_trace(path, consume, error)) return false;
 
   std::map<std::string, std::set<std::uint32_t>> wanted;
   std::size_t lines_wanted = 0;

@@ -27,14 +27,7 @@ bool embed_symbols(const std::string& path, std::size_t* written, std::string* e
       native_by_stack[stack->stack_id] = stack->native;
     }
   };
-  trace::TraceFeed feed(path);
-  try {
-    feed.read(consume);
-    feed.finish(consume);
-  } catch (const trace::TraceError& e) {
-    *error = e.what();
-    return false;
-  }
+  if (!trace::read_whole_trace(path, consume, error)) return false;
   std::vector<std::uint64_t> addresses;
   for (const auto& [id, native] : native_by_stack)
     addresses.insert(addresses.end(), native.begin(), native.end());

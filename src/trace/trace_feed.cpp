@@ -52,4 +52,17 @@ std::vector<std::string> TraceFeed::damage() const {
   return damage_.judge(sequencer_.findings(), error_.has_value());
 }
 
+bool read_whole_trace(const std::string& path, const TraceFeed::Consumer& consume,
+                      std::string* error) {
+  TraceFeed feed(path);
+  try {
+    feed.read(consume);
+    feed.finish(consume);
+  } catch (const TraceError& e) {
+    *error = e.what();
+    return false;
+  }
+  return true;
+}
+
 }  // namespace gpuleak::trace

@@ -67,4 +67,11 @@ class TraceFeed {
   std::uint64_t records_read_ = 0;
 };
 
+// Reads the whole trace at `path` into `consume` (read(), then finish()), for
+// the passes after a run that only collect definitions. False, with the
+// TraceError's text in *error, when it cannot be read at all; damage
+// part-way ends it quietly after the records before it, as read() does.
+bool read_whole_trace(const std::string& path, const TraceFeed::Consumer& consume,
+                      std::string* error);
+
 }  // namespace gpuleak::trace

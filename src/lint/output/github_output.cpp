@@ -3,7 +3,6 @@
 // (https://docs.github.com/actions/using-workflows/workflow-commands-for-github-actions).
 #include <fmt/format.h>
 
-
 #include "lint/output/lint_output.h"
 #include "lint/output/percent_encoding.h"
 
