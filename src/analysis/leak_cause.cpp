@@ -93,6 +93,15 @@ LeakCause device_buffer_cause(const SiteGrowth& top) {
   return c;
 }
 
+// The allocation was asked for by native code of the program's own (a
+// PyTorch C++/CUDA extension, a native library it loads), not by PyTorch,
+// Python or a CUDA library: that code allocates and must free, so it gets
+// CUDA's words even in a process that runs Python.
+bool asked_by_native_code(const SiteGrowth& top) {
+  std::optional<std::size_t> caller = calling_frame(top.frames);
+  return caller && top.frames[*caller].language == Frame::Language::kNative;
+}
+
 }  // namespace
 
 LeakCause leak_cause(const std::vector<SiteGrowth>& leaking, const HolderFinding* top_holder,
@@ -101,7 +110,8 @@ LeakCause leak_cause(const std::vector<SiteGrowth>& leaking, const HolderFinding
   bool holder_decides = top_holder && (top_holder->kind == "graph" || top_holder->kind == "tensor");
   if (!holder_decides) {
     if (auto found = find_creating_call(top.frames)) return library_handle_cause(top, *found);
-    if (!runs_python && top.site_id != kPoolSiteId) return device_buffer_cause(top);
+    bool native_buffer = !runs_python || (!top.tensor_level && asked_by_native_code(top));
+    if (native_buffer && top.site_id != kPoolSiteId) return device_buffer_cause(top);
   }
   LeakCause c;
   if (top_holder && top_holder->kind == "graph") {

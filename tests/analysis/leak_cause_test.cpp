@@ -127,6 +127,45 @@ TEST(LeakCause, a_plan_made_inside_another_library_call_names_the_outer_call) {
   EXPECT_NE(c.fix.find("cufftDestroy"), std::string::npos);
 }
 
+// A PyTorch C++/CUDA extension that cudaMallocs a scratch buffer per call:
+// native code of the program's own asked for driver memory, in a process
+// that runs Python. It gets CUDA's words and its own line, no Python advice.
+TEST(LeakCause, an_extension_buffer_in_a_python_process_gets_cuda_words_and_its_line) {
+  SiteGrowth s;
+  s.site_id = 5;
+  s.tensor_level = false;
+  s.kind = trace::MemoryKind::kDevice;
+  s.allocations_per_step = 1;
+  s.rate_bytes_per_step = 4 << 20;
+  Frame dispatch = native("at::_ops::call", "/venv/torch/lib/libtorch_cpu.so");
+  dispatch.internal = true;
+  Frame python;
+  python.language = Frame::Language::kPython;
+  python.function = "step";
+  python.file = "/job/train.py";
+  python.line = 31;
+  s.frames = {native("cuMemAlloc_v2", "/usr/lib/libcuda.so.1"),
+              native("cudaMalloc", "/usr/local/cuda/lib64/libcudart.so.13"),
+              native("scratch_forward", "/cache/torch_extensions/leak_scratch_ext.so",
+                     "leak_scratch_ext.cu", 22),
+              dispatch, python};
+  LeakCause c = leak_cause({s}, nullptr, kPython);
+  EXPECT_EQ(c.cause, cause_slug(Cause::kDeviceBuffersNeverFreed));
+  EXPECT_NE(c.text.find("cudaMalloc at leak_scratch_ext.cu:22 (in scratch_forward)"),
+            std::string::npos)
+      << c.text;
+  EXPECT_NE(c.fix.find("cudaFree"), std::string::npos) << c.fix;
+  for (const char* python_word : {".item()", "detach", "Python reference", "no_grad"}) {
+    EXPECT_EQ(c.text.find(python_word), std::string::npos) << python_word;
+    EXPECT_EQ(c.fix.find(python_word), std::string::npos) << python_word;
+  }
+  // The same memory asked for by PyTorch itself (the caller is the user's
+  // Python line) keeps the words for a process that runs Python.
+  s.frames = {native("cuMemAlloc_v2", "/usr/lib/libcuda.so.1"), dispatch, python};
+  EXPECT_EQ(leak_cause({s}, nullptr, kPython).cause,
+            cause_slug(Cause::kNonTensorDriverAllocations));
+}
+
 TEST(LeakCause, a_process_without_python_gets_cuda_words_for_its_own_buffers) {
   SiteGrowth s = tensor_site(3, 2);
   s.kind = trace::MemoryKind::kDeviceAsync;  // tensor-level by kind, but no Python ran
