@@ -17,7 +17,6 @@ import os
 import shutil
 import subprocess
 import sys
-import sysconfig
 
 _SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "torch_allocator_hook.cpp")
 

@@ -6,7 +6,6 @@ real worker processes and looks at /proc for them.
 import os
 import signal
 import subprocess
-import sys
 import textwrap
 import time
 

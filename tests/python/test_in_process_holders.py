@@ -2,7 +2,6 @@
 live tensors grew at 8 consecutive steps, and the package walks the heap at
 that step boundary, without waiting for a request from `gpuleak run` (which
 comes too late for a short job)."""
-import json
 
 
 LEAKING = '''
