@@ -93,7 +93,9 @@ bool is_internal_python(const std::string& filename) {
 }
 
 bool is_gpuleak_python(const std::string& filename) {
-  return contains(filename, "/gpuleak/") && contains(filename, "/python/");
+  // The package in the source tree, a build or an install (.../python/gpuleak/...,
+  // also the wheel's _native copy), or installed from the wheel (site-packages/gpuleak/...).
+  return contains(filename, "/python/gpuleak/") || contains(filename, "-packages/gpuleak/");
 }
 
 std::string backward_node_of(const std::string& function) {

@@ -93,7 +93,8 @@ std::string backward_node_of(const std::string& function);
 // the standard library, PyTorch's own code, or gpuleak's Python package.
 bool is_internal_native(const std::string& module, const std::string& function);
 bool is_internal_python(const std::string& filename);
-// A file of gpuleak's own Python package (python/gpuleak/...).
+// A file of gpuleak's own Python package (python/gpuleak/..., or
+// site-packages/gpuleak/... where the wheel installed it).
 bool is_gpuleak_python(const std::string& filename);
 // A source file among the CUDA toolkit's headers (its inlined templates).
 bool is_toolkit_header(const std::string& file);
