@@ -127,6 +127,31 @@ MODULE_SOURCE = textwrap.dedent('''
             meter.update(loss, 8)  # CALLER meter
         return ask(addresses([meter.sum]))
 
+    shared_losses = []
+
+    def ask_from_here(pairs, line):
+        """As ask(), with the allocation's stack at `line` of this file."""
+        request = {"request_id": 1, "sites": [{"site_id": 1, "addresses": pairs,
+                                               "lines": [[__file__, line]]}]}
+        return holders.answer_request(request, 10.0)["sites"][0]
+
+    def loss_kept_every_repetition():
+        import inspect
+
+        layer = torch.nn.Linear(8, 8)
+        for _ in range(3):
+            loss = layer(torch.randn(4, 8)).sum()
+            shared_losses.append(loss)  # KEPT shared-list
+        here = inspect.currentframe().f_lineno
+        return ask_from_here(addresses([t for t in shared_losses if torch.is_tensor(t)]), here)
+
+    # Written after the leaking function, as in the pytest file where this was seen: the
+    # later store must not win for being later.
+    def loss_item_every_repetition():
+        layer = torch.nn.Linear(8, 8)
+        for _ in range(3):
+            shared_losses.append(layer(torch.randn(4, 8)).sum().item())
+
     def load_batch(step):
         batch = torch.randn(64)
         raise RuntimeError("bad batch %d" % step)
@@ -154,6 +179,7 @@ CASES = {
     "create_graph_cycle": ("create-graph", "x", "backward-create-graph"),
     "meter_updated_with_the_loss_tensor": ("meter", "sum", "augmented-assignment"),
     "exceptions_kept_through_exc_info": ("exc-info", "failures", "append"),
+    "loss_kept_every_repetition": ("shared-list", "shared_losses", "append"),
 }
 
 

@@ -56,16 +56,24 @@ def is_library_file(path):
 class Store:
     """One statement that stores into the holder."""
 
-    def __init__(self, path, node, kind, function, in_loop):
+    def __init__(self, path, node, kind, function, in_loop, span=(0, 0)):
         self.path = path
         self.line = node.lineno
         self.kind = kind
         self.function = function
         self.in_loop = in_loop
+        self.span = span  # first and last line of the function it is in
+        self.stores_a_number = _stores_a_number(node)
 
     def rank(self):
         growing = self.kind != "assignment"
-        return (self.in_loop, growing, self.line)
+        return (not self.stores_a_number, self.in_loop, growing, self.line)
+
+    def in_function_of(self, lines):
+        """Whether one of `lines` ((file, line) of the allocation's stack) is in this
+        store's function: the code that allocated is the code that stored."""
+        return any(path == self.path and self.span[0] <= line <= self.span[1]
+                   for path, line in lines)
 
     def as_answer(self, sources):
         return {"file": self.path, "line": self.line, "kind": self.kind,
@@ -146,6 +154,26 @@ def _is_initialisation(value):
     return False
 
 
+_NUMBER_CALLS = {"item", "tolist", "float", "int", "bool", "str", "len", "round"}
+
+
+def _stores_a_number(node):
+    """Whether the statement stores what cannot hold a tensor: `x.item()`, `float(x)`,
+    `x.tolist()`, a constant (of two appends to one list, `losses.append(loss.item())` is
+    not the one that keeps the memory)."""
+    if isinstance(node, ast.Call):
+        value = node.args[0] if node.args else None
+    else:
+        value = getattr(node, "value", None)
+    if isinstance(value, ast.Constant):
+        return True
+    if isinstance(value, ast.Call):
+        func = value.func
+        name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+        return name in _NUMBER_CALLS
+    return False
+
+
 def _mentions(node, text):
     return any(expression_text(sub) == text for sub in ast.walk(node) if isinstance(sub, (ast.Name, ast.Attribute)))
 
@@ -159,15 +187,18 @@ class _StoreFinder(ast.NodeVisitor):
         self.found = []
         self.scope = [prefix] if prefix else []
         self.loops = 0
+        self.spans = []  # (first, last line) of the functions being visited
 
     def function_name(self):
         return ".".join(self.scope) or "<module>"
 
     def visit_FunctionDef(self, node):
         self.scope.append(node.name)
+        self.spans.append((node.lineno, getattr(node, "end_lineno", node.lineno)))
         loops, self.loops = self.loops, 0
         self.generic_visit(node)
         self.loops = loops
+        self.spans.pop()
         self.scope.pop()
 
     visit_AsyncFunctionDef = visit_FunctionDef
@@ -195,7 +226,8 @@ class _StoreFinder(ast.NodeVisitor):
     visit_ListComp = visit_SetComp = visit_DictComp = visit_GeneratorExp = comprehension
 
     def add(self, node, kind):
-        self.found.append(Store(self.path, node, kind, self.function_name(), self.loops > 0))
+        span = self.spans[-1] if self.spans else (1, 1 << 30)
+        self.found.append(Store(self.path, node, kind, self.function_name(), self.loops > 0, span))
 
     def visit_Call(self, node):
         func = node.func
@@ -254,11 +286,14 @@ def _class_node(tree, qualname):
 
 def best(stores, allocation_lines=()):
     """The store to name: one on the allocation's own stack first (the request's `lines`: of
-    two appends to one list, the one the leaking code ran), then Store.rank."""
+    two appends to one list, the one the leaking code ran), then one in a function the
+    allocation's stack runs through (two tests appending to one global list: the test that
+    allocated), then Store.rank."""
     if not stores:
         return None
     on_stack = set(allocation_lines)
-    return max(stores, key=lambda store: ((store.path, store.line) in on_stack,) + store.rank())
+    return max(stores, key=lambda store: ((store.path, store.line) in on_stack,
+                                          store.in_function_of(on_stack)) + store.rank())
 
 
 class KeepingStatements:
@@ -449,14 +484,6 @@ class _MethodCallFinder(_StoreFinder):
         super().__init__(path, lambda text: False)
         self.method = method
         self.class_name = class_name
-        self.spans = []
-
-    def visit_FunctionDef(self, node):
-        self.spans.append((node.lineno, getattr(node, "end_lineno", node.lineno)))
-        super().visit_FunctionDef(node)
-        self.spans.pop()
-
-    visit_AsyncFunctionDef = visit_FunctionDef
 
     def visit_Call(self, node):
         func = node.func
