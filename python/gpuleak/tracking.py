@@ -34,6 +34,7 @@ then says why (`verdict == "not tracked"`).
 import json
 import os
 import subprocess
+import sys
 import tempfile
 import threading
 
@@ -182,6 +183,7 @@ class TrackedBlock:
                 _process.open_blocks.remove(self)
         if self.block is None:
             return self._result
+        _release_library_caches()
         _mark(self.block, "end", self.name)
         self._result = _report_block(self)
         return self._result
@@ -231,6 +233,24 @@ class TrackedBlock:
         if self._result is None:
             return "<gpuleak block %s%s>" % (self.block, " (open)" if self.started else "")
         return repr(self._result)
+
+
+def _release_library_caches():
+    """Gives back the cuBLAS and cuBLASLt workspaces PyTorch keeps per handle and stream
+    (32 MiB each on recent GPUs) before a block ends. PyTorch allocates one the first time a
+    thread multiplies matrices on a stream (the autograd engine's thread has its own) and
+    keeps it for the life of the process: a cache, which a block that happened to run first
+    would otherwise leave behind. The next matrix product allocates it again. Never raises."""
+    torch = sys.modules.get("torch")
+    clear = getattr(getattr(torch, "_C", None), "_cuda_clearCublasWorkspaces", None)
+    if clear is None:
+        return
+    try:
+        if torch.cuda.is_initialized():
+            clear()
+    except Exception as error:
+        say_once("track-workspaces", "could not release PyTorch's cuBLAS workspaces before the "
+                 "block's end (%s); they may be counted as left behind" % error)
 
 
 def _mark(block, event, name):

@@ -3,6 +3,7 @@ with the collector built here; stand-in tensors (tracking/stand_in_tensors.py) g
 allocator hook's entry points."""
 import json
 import os
+import sys
 import subprocess
 import textwrap
 
@@ -226,3 +227,33 @@ print("HTML", block.html("%s"))
     text = json.loads(done.stdout.split("TEXT ", 1)[1].splitlines()[0])
     assert "program.py" in text or "stand_in_tensors.py" in text
     assert (tmp_path / "block.html").stat().st_size > 10000
+
+
+class _StandInTorch:
+    """What _release_library_caches reads of torch: torch._C's workspace call and CUDA's state."""
+
+    def __init__(self, initialized, clear):
+        self._C = type("C", (), {"_cuda_clearCublasWorkspaces": staticmethod(clear)})
+        self.cuda = type("cuda", (), {"is_initialized": staticmethod(lambda: initialized)})
+
+
+def test_a_block_end_gives_back_pytorchs_cublas_workspaces(monkeypatch, capsys):
+    from gpuleak import tracking
+
+    calls = []
+    monkeypatch.setitem(sys.modules, "torch", _StandInTorch(True, lambda: calls.append(1)))
+    tracking._release_library_caches()
+    assert calls == [1]
+    # Before CUDA is up there is nothing to give back, and nothing is started.
+    monkeypatch.setitem(sys.modules, "torch", _StandInTorch(False, lambda: calls.append(2)))
+    tracking._release_library_caches()
+    assert calls == [1]
+
+    def broken():
+        raise RuntimeError("no handle pool")
+
+    monkeypatch.setitem(sys.modules, "torch", _StandInTorch(True, broken))
+    tracking._release_library_caches()  # says so once, never raises
+    tracking._release_library_caches()
+    said = capsys.readouterr().err
+    assert said.count("could not release PyTorch's cuBLAS workspaces") == 1, said

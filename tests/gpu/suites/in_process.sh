@@ -48,6 +48,7 @@ summary = {"suite": "in_process",
            "pytest_as_expected": outcomes == expected,
            "ipython": None if ipython is None else ("VERDICT left behind" in ipython)}
 summary["pass"] = (summary["track_leak"] == "leak" and summary["track_clean"] == "clean"
+                   and "total_loss +=" in (summary["track_leak_keeping_line"] or "")
                    and summary["pytest_as_expected"] and summary["ipython"] is not False)
 json.dump(summary, open(os.path.join(R, "summary.json"), "w"), indent=1)
 print(json.dumps(summary))
