@@ -21,14 +21,16 @@ void describe_lost_events(const GrowthTracker& tracker, GrowthReport& growth) {
   growth.lossy_steps = tracker.lossy_boundaries_in_window();
   if (tracker.lost_events() == 0) return;
   std::string note;
+  std::string lost = tracker.lost_events() == 1
+                         ? std::string("1 event was lost")
+                         : fmt::format("{} events were lost", tracker.lost_events());
   if (growth.lossy_steps == 0) {
-    note = fmt::format("{} events were lost, none in the last {} steps the verdict is based on",
-                       tracker.lost_events(), window);
+    note = fmt::format("{}, none in the last {} steps the verdict is based on", lost, window);
   } else {
     note = fmt::format(
-        "{} events were lost, in {} of the last {} steps; what those steps changed is left out of "
-        "every site's growth (a lost free would look like a leak)",
-        tracker.lost_events(), growth.lossy_steps, window);
+        "{}, in {} of the last {} steps; what those steps changed is left out of every site's "
+        "growth (a lost free would look like a leak)",
+        lost, growth.lossy_steps, window);
     if (growth.verdict == Verdict::kNoLeak && 2 * growth.lossy_steps > window) {
       growth.verdict = Verdict::kNotYet;
       note += "; too few complete steps to say there is no leak";
