@@ -512,6 +512,28 @@ def test_kept_slices_of_large_tensors_are_named_views_with_the_clone_fix():
     assert ".clone()" in site["fix"] and "2.0 MiB" in site["fix"], site["fix"]
 
 
+trained_last_token_logits = []
+
+
+def test_kept_detached_slices_are_views_while_the_current_steps_logits_still_have_a_graph():
+    # As on the GPU: the walk runs during a step, when that step's logits (with
+    # grad_fn, held by a local) cover the same site as the kept slices. The
+    # holder's elements have no graph; one live tensor that does must not turn
+    # the answer into "detach() before storing".
+    head = torch.nn.Linear(16, 8192)
+    storages = []
+    for _ in range(4):
+        logits = head(torch.randn(64, 16))  # 2 MiB, with grad_fn
+        storages.append([logits.data_ptr(), logits.numel() * logits.element_size()])
+        trained_last_token_logits.append(logits[:, -1].detach())
+    site = ask_one(storages)
+    assert logits.grad_fn is not None
+    assert site["holder"]["name"] == "trained_last_token_logits", site
+    assert site["element_has_grad_fn"] is False, site
+    assert site["cause"] == "view-keeps-base", site
+    assert ".clone()" in site["fix"] and "detach() before storing" not in site["fix"], site["fix"]
+
+
 def test_a_kept_tensor_that_owns_its_storage_is_not_called_a_view():
     kept = [torch.randn(64, 8192)[:, -1].clone() for _ in range(3)]
     site = ask_one(addresses(kept))

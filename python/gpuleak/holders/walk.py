@@ -194,7 +194,11 @@ class Walk(HeapScan, GraphWalk, ReferrerClimb, Naming):
     def set_kind(self, site, kind, elements):
         answer = site.answer
         answer["kind"] = kind
-        has_grad_fn = kind == "graph" or any(grad_fn(t) is not None for t in elements)
+        # Most of the elements, not any one: the walk runs during a step, when that step's
+        # own tensor (a model's logits with their graph, held by a local) covers the same
+        # site as what the holder keeps (detached slices of earlier steps' logits).
+        with_graph = sum(1 for t in elements if grad_fn(t) is not None)
+        has_grad_fn = kind == "graph" or 2 * with_graph > len(elements)
         answer["element_has_grad_fn"] = has_grad_fn
         answer["graph_tensors_per_element"] = None
         if kind == "graph" and site.graph_sizes:
