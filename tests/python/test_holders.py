@@ -564,3 +564,43 @@ def test_a_library_that_keeps_the_tensors_gets_the_fix_that_library_documents():
     assert site["cause"] == "metric-state-not-reset", site
     assert ".reset()" in site["fix"] and "compute_on_cpu=True" in site["fix"]
     assert ".cpu() copies" not in site["fix"]
+
+
+LIBRARY_METRIC_SOURCE = '''
+class ListStateMetric:
+    """A metric whose list state the library itself appends to."""
+
+    def __init__(self):
+        self._list_state = []
+
+    def update(self, preds):
+        self._list_state.append(preds)
+
+
+ListStateMetric.__module__ = "torchmetrics.classification"
+'''
+
+
+def test_a_holder_inside_a_library_is_kept_at_the_call_that_hands_it_the_tensors(tmp_path):
+    # The metric's own append is in site-packages, a line the user does not change:
+    # the keeping statement is the program's metric.update(...).
+    import importlib.util
+    import inspect
+
+    folder = tmp_path / "site-packages"
+    folder.mkdir()
+    (folder / "standin_metrics.py").write_text(LIBRARY_METRIC_SOURCE)
+    spec = importlib.util.spec_from_file_location("standin_metrics", str(folder / "standin_metrics.py"))
+    library = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(library)
+    metric = library.ListStateMetric()
+    for _ in range(4):
+        metric.update(torch.randn(256))  # HANDED OVER
+    handed_over = inspect.currentframe().f_lineno - 1
+    site = ask_one(addresses(metric._list_state))
+    assert site["holder"]["name"] == "_list_state", site["holder"]
+    assert site["cause"] == "metric-state-not-reset", site
+    kept = site["holder"]["kept_at"]
+    assert kept["kind"] == "library-call", kept
+    assert kept["line"] == handed_over and kept["file"] == __file__, kept
+    assert "metric.update(torch.randn(256))" in kept["statement"]

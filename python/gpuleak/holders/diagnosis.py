@@ -56,6 +56,10 @@ def view_of_larger_base(tensors):
 # never "store .cpu() copies in _optimizers" (a library's private list).
 # Keyed by the top package of the type that owns the holder.
 LIBRARY_PACKAGES = ("accelerate", "torchmetrics")
+# The program's calls that hand a library the objects it keeps: the keeping statement of a
+# holder inside the library (whose own store is in a file the user does not change).
+LIBRARY_HANDOVER_CALLS = {"accelerate": ("prepare", "prepare_model", "prepare_optimizer"),
+                          "torchmetrics": ("update", "forward")}
 
 
 def owning_library(objects):

@@ -17,8 +17,8 @@ import sys
 import time
 import types
 
-from gpuleak.holders.diagnosis import (array_framework_fact, cause_and_fix, owning_library,
-                                       view_of_larger_base)
+from gpuleak.holders.diagnosis import (LIBRARY_HANDOVER_CALLS, array_framework_fact,
+                                       cause_and_fix, owning_library, view_of_larger_base)
 from gpuleak.holders.graph_walk import (GraphWalk, grad_fn, is_scalar, median,
                                         plain_tensor_methods)
 from gpuleak.holders.array_scan import array_range, array_types, live_arrays
@@ -314,8 +314,18 @@ class Walk(HeapScan, GraphWalk, ReferrerClimb, Naming):
             if element_text:
                 holder["element"] = element_text
                 break
+        owners = [self.keep[key] for key in chain[1:-1]]
+        if not isinstance(chain[-1], tuple):
+            owners.append(self.keep[chain[-1]])
+        library = owning_library(owners[:6])
         self.statements.allocation_lines = site.lines
         kept_at = self.keeping_statement(chain, holder_obj, holder)
+        if kept_at is None and library is not None:
+            # Stored by the library's own code: the user's line is the call that handed
+            # the objects over (accelerator.prepare(...), metric.update(...)).
+            kept_at = self.statements.calls(LIBRARY_HANDOVER_CALLS.get(library[0], ()))
+            if kept_at is not None:
+                kept_at["kind"] = "library-call"
         if kept_at is not None:
             holder["kept_at"] = kept_at
             if kept_at.get("kind") == "self-assignment" and holder["type"] == "Tensor":
@@ -338,12 +348,9 @@ class Walk(HeapScan, GraphWalk, ReferrerClimb, Naming):
         view = view_of_larger_base(judged)
         if view is not None:
             answer["view"] = {"bytes": view[0], "base_bytes": view[1]}
-        owners = [self.keep[key] for key in chain[1:-1]]
-        if not isinstance(chain[-1], tuple):
-            owners.append(self.keep[chain[-1]])
         answer["cause"], answer["fix"] = cause_and_fix(
             holder, through_traceback, answer["element_has_grad_fn"], scalar, integer_keys, facts,
-            view, owning_library(owners[:6]))
+            view, library)
 
     def holds_cuda_graphs(self, holder_obj):
         cuda = getattr(self.torch, "cuda", None)
