@@ -74,12 +74,20 @@ std::optional<CreatingCallOnStack> find_creating_call(const std::vector<Frame>& 
     }
   }
   if (!found) return found;
+  // The program's own line first (a frame outside CUDA, PyTorch and Python:
+  // the user's dist.new_group(...) rather than c10d::NCCLComm::create), else
+  // the first frame outside the CUDA libraries.
+  std::optional<std::size_t> outside_cuda;
   for (std::size_t i = found->call_frame + 1; i < frames.size(); ++i) {
     const Frame& f = frames[i];
     if (pattern_of(f.function) || in_cuda_library(f) || f.plumbing) continue;
-    found->caller_frame = i;
-    break;
+    if (!outside_cuda) outside_cuda = i;
+    if (!f.internal) {
+      found->caller_frame = i;
+      return found;
+    }
   }
+  found->caller_frame = outside_cuda;
   return found;
 }
 

@@ -57,17 +57,37 @@ std::string objects_per_step(const SiteGrowth& top, const CreatingCall& call) {
                      count == 1 ? "" : "s", quantity::format_bytes(each));
 }
 
+// The call as the program wrote it: the frame's own function (cufftPlan1d, not
+// the family cufftPlan), without the ABI version suffix (cublasCreate_v2).
+std::string called_name(const Frame& frame, std::string_view family) {
+  std::string name = frame.function.substr(0, frame.function.find('('));
+  auto version = name.rfind("_v");
+  if (version != std::string::npos && version + 2 < name.size() &&
+      name.find_first_not_of("0123456789", version + 2) == std::string::npos) {
+    name.erase(version);
+  }
+  return name.starts_with(family) ? name : std::string(family);
+}
+
+// " at solver.cu:42 (in solve_one)", " in c10d::NCCLComm::create" (a frame
+// without a source line), or "".
+std::string where_suffix(const std::string& where) {
+  if (where.empty()) return {};
+  return where.starts_with("in ") ? " " + where : " at " + where;
+}
+
 LeakCause library_handle_cause(const SiteGrowth& top, const CreatingCallOnStack& found) {
   const CreatingCall& call = *found.call;
   std::string at;
   if (found.caller_frame) at = where_called(top.frames[*found.caller_frame]);
+  std::string create = called_name(top.frames[found.call_frame], call.create);
   LeakCause c;
   c.cause = cause_slug(Cause::kLibraryHandlesNeverDestroyed);
   c.text = fmt::format(
       "a {} {} is made by {}{} and never destroyed with {}: the device memory it holds stays "
       "allocated, and {} more stay with every step{}",
-      call.library, call.object, call.create, at.empty() ? "" : " at " + at, call.destroy,
-      bytes_per_step(top), objects_per_step(top, call));
+      call.library, call.object, create, where_suffix(at), call.destroy, bytes_per_step(top),
+      objects_per_step(top, call));
   c.fix = fmt::format(
       "make one {} {} and reuse it (they are meant to live as long as the program), or call {} "
       "on each one when done with it",
@@ -84,7 +104,7 @@ LeakCause device_buffer_cause(const SiteGrowth& top) {
   c.text = fmt::format(
       "memory allocated with {}{} is not freed: every step leaves about {:.0f} more buffer(s) "
       "({}) allocated",
-      calls.allocate, at.empty() ? "" : " at " + at, std::max(1.0, top.allocations_per_step),
+      calls.allocate, where_suffix(at), std::max(1.0, top.allocations_per_step),
       bytes_per_step(top));
   c.fix = fmt::format(
       "call {} on each buffer once the step is done with it, or allocate it once before the "

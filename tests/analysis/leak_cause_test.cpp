@@ -121,7 +121,7 @@ TEST(LeakCause, a_plan_made_inside_another_library_call_names_the_outer_call) {
   s.allocations_per_step = 3;
   s.rate_bytes_per_step = 3 * 1536.0 * 1024;
   LeakCause c = leak_cause({s}, nullptr, kNoPython);
-  EXPECT_NE(c.text.find("cuFFT plan is made by cufftPlan at fft.cu:17"), std::string::npos)
+  EXPECT_NE(c.text.find("cuFFT plan is made by cufftPlan2d at fft.cu:17"), std::string::npos)
       << c.text;
   EXPECT_NE(c.text.find("(3 cuFFT plans a step, 1.50 MiB each)"), std::string::npos) << c.text;
   EXPECT_NE(c.fix.find("cufftDestroy"), std::string::npos);
@@ -164,6 +164,36 @@ TEST(LeakCause, an_extension_buffer_in_a_python_process_gets_cuda_words_and_its_
   s.frames = {native("cuMemAlloc_v2", "/usr/lib/libcuda.so.1"), dispatch, python};
   EXPECT_EQ(leak_cause({s}, nullptr, kPython).cause,
             cause_slug(Cause::kNonTensorDriverAllocations));
+}
+
+// A communicator made through PyTorch (dist.new_group): the program's own
+// line, not PyTorch's frame, is where it was made; without one, PyTorch's
+// frame is named as "in ..." (it has no source line).
+TEST(LeakCause, a_communicator_made_through_pytorch_names_the_program_s_line) {
+  SiteGrowth s = cublas_handle_site();
+  Frame torch_frame =
+      native("c10d::NCCLComm::create(int, int, ncclUniqueId)", "/venv/torch/lib/libtorch_cuda.so");
+  torch_frame.internal = true;
+  Frame python;
+  python.language = Frame::Language::kPython;
+  python.function = "main";
+  python.file = "/job/sweep.py";
+  python.line = 54;
+  s.frames = {native("cuMemCreate", "/usr/lib/libcuda.so.1"),
+              native("ncclCuMemAlloc(void**, unsigned long)", "/venv/nvidia/lib/libnccl.so.2"),
+              native("ncclCommInitRankConfig", "/venv/nvidia/lib/libnccl.so.2"), torch_frame,
+              python};
+  LeakCause c = leak_cause({s}, nullptr, kPython);
+  EXPECT_NE(c.text.find("NCCL communicator is made by ncclCommInitRankConfig at sweep.py:54 (in "
+                        "main)"),
+            std::string::npos)
+      << c.text;
+  s.frames.pop_back();
+  c = leak_cause({s}, nullptr, kPython);
+  EXPECT_NE(c.text.find("made by ncclCommInitRankConfig in c10d::NCCLComm::create"),
+            std::string::npos)
+      << c.text;
+  EXPECT_EQ(c.text.find("at in "), std::string::npos) << c.text;
 }
 
 TEST(LeakCause, a_process_without_python_gets_cuda_words_for_its_own_buffers) {

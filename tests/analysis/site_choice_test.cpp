@@ -69,10 +69,11 @@ TEST(SiteChoice, the_cuda_runtime_templates_inlined_into_a_program_are_the_toolk
 }
 
 TEST(SiteChoice, gpuleak_s_own_python_is_internal_wherever_it_is_installed) {
-  for (const char* own : {"/work/main/python/gpuleak/_backward_lines.py",
-                          "/usr/local/share/gpuleak/python/gpuleak/_boot.py",
-                          "/opt/torch/.venv/lib/python3.12/site-packages/gpuleak/_backward_lines.py",
-                          "/usr/lib/python3/dist-packages/gpuleak/tracking.py"}) {
+  for (const char* own :
+       {"/work/main/python/gpuleak/_backward_lines.py",
+        "/usr/local/share/gpuleak/python/gpuleak/_boot.py",
+        "/opt/torch/.venv/lib/python3.12/site-packages/gpuleak/_backward_lines.py",
+        "/usr/lib/python3/dist-packages/gpuleak/tracking.py"}) {
     EXPECT_TRUE(is_gpuleak_python(own)) << own;
     EXPECT_TRUE(is_internal_python(own)) << own;
   }
