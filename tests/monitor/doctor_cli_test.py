@@ -3,7 +3,6 @@ workers and an unreaped zombie, a real orphan, healthy holders; with and
 without a (stand-in) driver; --kill-orphans with its refusals."""
 import json
 import os
-import signal
 import subprocess
 
 import pytest
