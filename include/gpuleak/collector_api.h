@@ -111,6 +111,13 @@ void gpuleak_lend_python_stack(int lend);
 /* Writes everything recorded so far to the trace file now. */
 void gpuleak_flush(void);
 
+/* Stops recording for good: writes everything recorded, closes the trace
+ * and ends the writer thread; every later call records nothing, and
+ * gpuleak_start_recording returns 0 (a process records into one trace in
+ * its life). For `gpuleak attach`, which leaves the process running after
+ * it detaches (docs/attach.md). */
+void gpuleak_stop_recording(void);
+
 #ifdef __cplusplus
 }
 #endif
