@@ -118,6 +118,16 @@ void gpuleak_flush(void);
  * it detaches (docs/attach.md). */
 void gpuleak_stop_recording(void);
 
+/* `gpuleak attach` in a process without Python: starts a thread that starts
+ * recording (as InitializeInjection does: driver calls through CUPTI from
+ * now on), and closes the trace when the control folder
+ * GPULEAK_ATTACH_CONTROL holds `stop`, when the gpuleak process
+ * GPULEAK_ATTACH_GPULEAK_PID (with start time GPULEAK_ATTACH_GPULEAK_TICKS)
+ * is gone, or after GPULEAK_ATTACH_DURATION_S seconds. Returns 1 at once
+ * (0 if the thread could not start); called by gpuleak's injector on a
+ * thread that was stopped in a system call, so it does nothing else there. */
+int gpuleak_attach_start(void);
+
 #ifdef __cplusplus
 }
 #endif

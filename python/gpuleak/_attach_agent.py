@@ -13,8 +13,8 @@ A watcher thread ends the recording when the first of these comes:
   * the bound: `duration_s` seconds or `steps` steps since the start;
   * `gpuleak attach` asks (the file `stop` in the control folder: Ctrl-C,
     or the CLI's own bound);
-  * `gpuleak attach` is gone (killed): the process must not record for ever;
-  * a hard limit past the bound, whatever else happens.
+  * `gpuleak attach` is gone (killed): the process must not record for ever.
+The bound holds even when gpuleak is alive but no longer asks (stopped, hung).
 It then writes the last records, closes the trace (gpuleak_stop_recording)
 and turns off the parts that would keep costing time: the holder-request
 watcher and the memory sampler. The allocator hook and the step hooks stay
@@ -32,8 +32,6 @@ import time
 
 # How often the watcher looks at the bound and the control folder.
 WATCH_INTERVAL_S = 0.05
-# Past the bound, the watcher stops on its own even if nobody asks.
-HARD_LIMIT_GRACE_S = 30.0
 # Holder walks still running when the bound comes are waited for this long.
 HOLDER_WALK_WAIT_S = 10.0
 
@@ -140,7 +138,6 @@ class _Session:
 
     def watch(self):
         reason = None
-        hard_limit = (self.duration_s or 0) + HARD_LIMIT_GRACE_S
         while reason is None:
             time.sleep(WATCH_INTERVAL_S)
             elapsed = time.monotonic() - self.started_at
@@ -149,11 +146,9 @@ class _Session:
             elif not _gpuleak_alive(self.settings):
                 reason = "gpuleak attach ended"
             elif self.duration_s and elapsed >= self.duration_s:
-                reason = "duration"
+                reason = "duration"  # also when gpuleak is alive but no longer asks
             elif self.steps and self.clock.step - self.first_step >= self.steps:
                 reason = "steps"
-            elif self.duration_s and elapsed >= hard_limit:
-                reason = "time limit"
         self.end(reason)
 
     def end(self, reason):

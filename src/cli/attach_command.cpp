@@ -113,8 +113,14 @@ std::uint64_t start_ticks(const std::string& pid) {
   return 0;
 }
 
+// A zombie has ended: its parent has only not reaped it yet.
 bool process_alive(int pid, std::uint64_t ticks) {
-  return start_ticks(std::to_string(pid)) == ticks && ticks != 0;
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto close = text.rfind(')');
+  if (close == std::string::npos || close + 2 >= text.size()) return false;
+  char state = text[close + 2];
+  return ticks != 0 && state != 'Z' && state != 'X' && start_ticks(std::to_string(pid)) == ticks;
 }
 
 std::string default_output_dir(int pid) {
@@ -146,6 +152,17 @@ void give_to_target_user(const std::string& path, int pid) {
     throw InputError("cannot give " + path + " to the user of PID " + std::to_string(pid));
 }
 
+// Whether the process has loaded the CUDA driver: a CUDA program without
+// Python is joined by loading the collector into it.
+bool uses_cuda_driver(int pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/maps");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.find("/libcuda.so") != std::string::npos) return true;
+  }
+  return false;
+}
+
 std::string seconds_text(double seconds) {
   char text[32];
   std::snprintf(text, sizeof text, "%g s", seconds);
@@ -160,6 +177,21 @@ std::string bound_text(const AttachArguments& args, double duration_s) {
     bound += seconds_text(duration_s);
   }
   return bound + (args.steps && args.duration_s ? ", whichever comes first" : "");
+}
+
+void print_native_dry_run(const AttachArguments& args, const std::string& collector,
+                          const std::string& dir, double duration_s) {
+  std::string who = "PID " + std::to_string(args.pid) + " (" + process_name(args.pid) + ")";
+  std::cout << "gpuleak attach --dry-run: nothing was done. " << who
+            << " runs no Python but uses the CUDA driver. It would:\n"
+            << "  1. stop one thread of it that waits in a system call (futex, poll, nanosleep...) "
+               "for a few milliseconds (ptrace)\n"
+            << "  2. map one page in it, putenv() gpuleak's settings and dlopen() " << collector
+            << " on that thread\n"
+            << "  3. call gpuleak_attach_start(), which starts a thread that subscribes to the "
+               "driver's allocation calls through CUPTI from then on, and detach\n"
+            << "  4. record into " << dir << " for " << seconds_text(duration_s)
+            << " (memory allocated before has no stack), then close the trace and report\n";
 }
 
 void print_dry_run(const AttachArguments& args, const attach::PythonInterpreter& python,
@@ -186,10 +218,16 @@ int attach_to(const AttachArguments& args) {
   if (!refusal.empty()) throw InputError("cannot attach: " + refusal);
   attach::PythonInterpreter python;
   std::string why;
-  if (!attach::find_python_interpreter(args.pid, &python, &why))
+  bool is_python = attach::find_python_interpreter(args.pid, &python, &why);
+  if (!is_python && why.find("is not a Python process") == std::string::npos)
     throw InputError("cannot attach: " + why);
-  if (python.major != 3 || python.minor < attach::kOldestPythonMinor ||
-      python.minor > attach::kNewestPythonMinor) {
+  if (!is_python && !uses_cuda_driver(args.pid))
+    throw InputError("cannot attach: " + why + ", nor a CUDA program (libcuda.so is not loaded)");
+  if (!is_python && args.steps)
+    throw UsageError("PID " + std::to_string(args.pid) +
+                     " runs no Python, so gpuleak counts no steps in it: use --duration");
+  if (is_python && (python.major != 3 || python.minor < attach::kOldestPythonMinor ||
+                    python.minor > attach::kNewestPythonMinor)) {
     throw InputError("cannot attach: PID " + std::to_string(args.pid) + " runs CPython " +
                      std::to_string(python.major) + "." + std::to_string(python.minor) +
                      "; gpuleak attach knows CPython 3." +
@@ -205,7 +243,10 @@ int attach_to(const AttachArguments& args) {
       args.duration_s ? *args.duration_s : (args.steps ? kStepsTimeLimitS : kDefaultDurationS);
   std::string dir = args.output_dir.empty() ? default_output_dir(args.pid) : args.output_dir;
   if (args.dry_run) {
-    print_dry_run(args, python, dir, duration_s);
+    if (is_python)
+      print_dry_run(args, python, dir, duration_s);
+    else
+      print_native_dry_run(args, layout.collector, dir, duration_s);
     return kExitOk;
   }
   analysis::AnalysisOptions options = analysis_options(args.flags);
@@ -236,8 +277,23 @@ int attach_to(const AttachArguments& args) {
   bool scheduled = false;
   {
     StopSignalsHeld held;
-    scheduled = attach::schedule_python_source(args.pid, python, python_boot_source(settings),
-                                               attach::Limits{}, &why);
+    if (is_python) {
+      scheduled = attach::schedule_python_source(args.pid, python, python_boot_source(settings),
+                                                 attach::Limits{}, &why);
+    } else {
+      long started_thread = 0;
+      scheduled = attach::load_library(
+          args.pid, layout.collector,
+          {"GPULEAK_TRACE_DIR=" + dir, "GPULEAK_ATTACH_CONTROL=" + control.string(),
+           "GPULEAK_ATTACH_GPULEAK_PID=" + std::to_string(::getpid()),
+           "GPULEAK_ATTACH_GPULEAK_TICKS=" + std::to_string(start_ticks("self")),
+           "GPULEAK_ATTACH_DURATION_S=" + std::to_string(duration_s)},
+          "gpuleak_attach_start", attach::Limits{}, &started_thread, &why);
+      if (scheduled && started_thread != 1) {
+        scheduled = false;
+        why = "the collector could not start its session thread in the process";
+      }
+    }
   }
   if (!scheduled) {
     fs::remove_all(control, ec);
@@ -267,9 +323,12 @@ int attach_to(const AttachArguments& args) {
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  std::cerr << "gpuleak: attached to PID " << args.pid << " (" << process_name(args.pid)
-            << ", CPython " << python.major << "." << python.minor << "); recording for "
-            << bound_text(args, duration_s) << " into " << dir << "; Ctrl-C detaches\n";
+  std::string runtime =
+      is_python ? "CPython " + std::to_string(python.major) + "." + std::to_string(python.minor)
+                : std::string("CUDA driver calls");
+  std::cerr << "gpuleak: attached to PID " << args.pid << " (" << process_name(args.pid) << ", "
+            << runtime << "); recording for " << bound_text(args, duration_s) << " into " << dir
+            << "; Ctrl-C detaches\n";
 
   analysis::AnalysisOptions live_options = options;
   live_options.source_lookup.mode = analysis::SourceLookup::Mode::kLocalFiles;
