@@ -54,8 +54,7 @@ std::string start_ticks(const std::string& pid) {
 }
 
 // Writes one handshake file whole (a rename), so gpuleak never reads half of it.
-void write_handshake(const std::string& control, const std::string& name,
-                     const std::string& json) {
+void write_handshake(const std::string& control, const std::string& name, const std::string& json) {
   std::string partial = control + "/" + name + ".partial";
   {
     std::ofstream out(partial);
