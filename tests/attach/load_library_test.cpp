@@ -4,10 +4,9 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <sys/stat.h>
 
 #include <chrono>
 #include <filesystem>
@@ -88,11 +87,10 @@ TEST(LoadLibrary, the_collectors_attach_session_answers_in_a_program_without_pyt
   ASSERT_EQ(::mkdir(control.c_str(), 0700), 0);
   long result = 0;
   std::string why;
-  bool loaded = load_library(
-      pid, collector,
-      {"GPULEAK_TRACE_DIR=" + traces, "GPULEAK_ATTACH_CONTROL=" + control,
-       "GPULEAK_ATTACH_DURATION_S=1"},
-      "gpuleak_attach_start", Limits{}, &result, &why);
+  bool loaded = load_library(pid, collector,
+                             {"GPULEAK_TRACE_DIR=" + traces, "GPULEAK_ATTACH_CONTROL=" + control,
+                              "GPULEAK_ATTACH_DURATION_S=1"},
+                             "gpuleak_attach_start", Limits{}, &result, &why);
   if (!loaded && why.find("not permitted") != std::string::npos) {
     ::kill(pid, SIGKILL);
     ::waitpid(pid, nullptr, 0);
