@@ -74,13 +74,13 @@ def _refusal(settings):
 def _gpuleak_alive(settings):
     """Whether the `gpuleak attach` process that started us still runs (the same process: its
     start time in /proc is compared, so a reused PID does not count)."""
-    pid = int(settings.get("gpuleak_pid") or 0)
+    pid = int(settings.get("cli_pid") or 0)
     if pid <= 0:
         return True
     try:
         with open("/proc/%d/stat" % pid, "rb") as stat:
             fields = stat.read().rsplit(b")", 1)[1].split()
-        return int(fields[19]) == int(settings.get("gpuleak_start_ticks") or 0)
+        return int(fields[19]) == int(settings.get("cli_start_ticks") or 0)
     except (OSError, IndexError, ValueError):
         return False
 
@@ -123,7 +123,7 @@ class _Session:
             return
         self.collector = tracking._process.collector
         self.collector.annotate("attach", json.dumps({
-            "event": "begin", "gpuleak_pid": int(self.settings.get("gpuleak_pid") or 0),
+            "event": "begin", "cli_pid": int(self.settings.get("cli_pid") or 0),
             "baseline": _baseline()}))
         driver = _start_driver_capture(self.collector)
         _boot.install_python_loop()

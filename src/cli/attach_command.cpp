@@ -269,8 +269,8 @@ int attach_to(const AttachArguments& args) {
       {"control_dir", control.string()},
       {"duration_s", duration_s},
       {"steps", args.steps.value_or(0)},
-      {"gpuleak_pid", static_cast<int>(::getpid())},
-      {"gpuleak_start_ticks", start_ticks("self")},
+      {"cli_pid", static_cast<int>(::getpid())},
+      {"cli_start_ticks", start_ticks("self")},
       {"start_deadline_unix_s", static_cast<double>(std::time(nullptr)) + args.start_timeout_s}};
 
   catch_stop_signals();

@@ -78,7 +78,7 @@ void run_session() {
                     "program's stderr)\"}");
     return;
   }
-  gpuleak_annotate("attach", ("{\"event\": \"begin\", \"gpuleak_pid\": " +
+  gpuleak_annotate("attach", ("{\"event\": \"begin\", \"cli_pid\": " +
                               (gpuleak_pid.empty() ? std::string("0") : gpuleak_pid) + "}")
                                  .c_str());
   gpuleak_flush();
