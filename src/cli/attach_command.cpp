@@ -44,6 +44,8 @@ using Clock = std::chrono::steady_clock;
 constexpr double kDefaultDurationS = 60.0;
 // With --steps alone, the recording ends after this long at most.
 constexpr double kStepsTimeLimitS = 3600.0;
+// gpuleak asks the agent to stop this long after the bound, if it has not.
+constexpr double kBoundGraceS = 2.0;
 // After a stop was asked, the agent has this long to close the trace
 // (holder walks still running are waited for up to 10 s).
 constexpr double kStopWaitS = 45.0;
@@ -336,7 +338,9 @@ int attach_to(const AttachArguments& args) {
   bool target_ended = false;
   {
     LiveWatch watch(dir, live_options, /*holder_requests=*/true, std::cerr);
-    auto bound = Clock::now() + std::chrono::duration<double>(duration_s);
+    // The agent ends at the bound by itself (its reason is then "duration"
+    // or "steps"); gpuleak asks only if it has not a moment later.
+    auto bound = Clock::now() + std::chrono::duration<double>(duration_s + kBoundGraceS);
     std::optional<Clock::time_point> asked;
     while (!(stopped = read_handshake(control, "stopped.json"))) {
       watch.poll();
