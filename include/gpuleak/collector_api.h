@@ -111,6 +111,23 @@ void gpuleak_lend_python_stack(int lend);
 /* Writes everything recorded so far to the trace file now. */
 void gpuleak_flush(void);
 
+/* Stops recording for good: writes everything recorded, closes the trace
+ * and ends the writer thread; every later call records nothing, and
+ * gpuleak_start_recording returns 0 (a process records into one trace in
+ * its life). For `gpuleak attach`, which leaves the process running after
+ * it detaches (docs/attach.md). */
+void gpuleak_stop_recording(void);
+
+/* `gpuleak attach` in a process without Python: starts a thread that starts
+ * recording (as InitializeInjection does: driver calls through CUPTI from
+ * now on), and closes the trace when the control folder
+ * GPULEAK_ATTACH_CONTROL holds `stop`, when the gpuleak process
+ * GPULEAK_ATTACH_GPULEAK_PID (with start time GPULEAK_ATTACH_GPULEAK_TICKS)
+ * is gone, or after GPULEAK_ATTACH_DURATION_S seconds. Returns 1 at once
+ * (0 if the thread could not start); called by gpuleak's injector on a
+ * thread that was stopped in a system call, so it does nothing else there. */
+int gpuleak_attach_start(void);
+
 #ifdef __cplusplus
 }
 #endif

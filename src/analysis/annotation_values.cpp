@@ -98,6 +98,22 @@ std::optional<PythonLoopAnnotation> read_python_loop(const std::string& value) {
   return p;
 }
 
+void read_attach_event(const std::string& value, std::optional<AttachSession>& session) {
+  auto object = object_of(value);
+  if (!object) return;
+  if (!session) session = AttachSession{};
+  std::optional<std::string> event = optional_text_field(*object, "event");
+  if (event == "begin") {
+    if (const json* baseline = member_object(*object, "baseline"))
+      session->baseline_torch_allocated_bytes =
+          optional_integer_field(*baseline, "torch_allocated_bytes");
+  } else if (event == "end") {
+    session->detached = true;
+    session->end_reason = optional_text_field(*object, "reason");
+    session->steps = optional_integer_field(*object, "steps");
+  }
+}
+
 std::optional<ProcessRoleAnnotation> read_process_role(const std::string& value) {
   auto object = object_of(value);
   if (!object) return std::nullopt;

@@ -1,6 +1,6 @@
 // The annotations a traced process writes about itself (torch_tracking,
 // clock, distributed, capture_backend, framework_tracking, process_role,
-// python_loop),
+// python_loop, attach),
 // read from their JSON text into the report model's typed fields
 // (analysis/report_model.h). This is the one place that parses them;
 // reporters only read the fields.
@@ -26,5 +26,7 @@ std::optional<CaptureBackend> read_capture_backend(const std::string& value);
 std::optional<FrameworkTracking> read_framework_tracking(const std::string& value);
 std::optional<ProcessRoleAnnotation> read_process_role(const std::string& value);
 std::optional<PythonLoopAnnotation> read_python_loop(const std::string& value);
+// Folds one `attach` annotation (begin or end) into `session`.
+void read_attach_event(const std::string& value, std::optional<AttachSession>& session);
 
 }  // namespace gpuleak::analysis

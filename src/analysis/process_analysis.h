@@ -227,6 +227,7 @@ class ProcessAnalysis {
   bool device_memory_holds_arrays_ = false;
   std::string collector_disabled_;  // why the collector turned itself off, if it did
   std::optional<PythonLoopAnnotation> python_loop_;  // the package's python_loop annotation
+  std::optional<AttachSession> attach_;              // the `attach` annotations
   std::string python_loop_unavailable_;  // why it could not follow the loop, if it said so
   // Where each Python loop clock's loop is (its iteration_clock annotation).
   std::map<ClockKey, Site> clock_sites_;

@@ -37,6 +37,10 @@ void ProcessAnalysis::on_annotation(const trace::AnnotationRecord& record) {
     torch_tracking_ = read_torch_tracking(record.value);
     return;
   }
+  if (record.key == "attach") {
+    read_attach_event(record.value, attach_);
+    return;
+  }
   if (record.key == "clock") {
     clock_ = read_event_clock(record.value);
     return;

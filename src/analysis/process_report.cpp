@@ -124,6 +124,7 @@ ProcessReport ProcessAnalysis::build_report(const std::string& trace_path) {
   r.capture_backend = capture_backend_;
   r.framework_tracking = framework_tracking_;
   r.python_loop = python_loop_;
+  r.attach = attach_;
   r.collector_disabled = collector_disabled_;
   if (block_window_) {
     r.tracked_block =

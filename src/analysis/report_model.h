@@ -339,6 +339,16 @@ struct PythonLoopAnnotation {
   std::optional<std::int64_t> code_objects;  // the script's code objects it follows
 };
 
+// A recording that `gpuleak attach` started in a running process and
+// ended when it detached: the `attach` annotations (begin, end).
+struct AttachSession {
+  bool detached = false;                  // the `end` annotation came: the process went on
+  std::optional<std::string> end_reason;  // "duration", "steps", "asked", "gpuleak attach ended"
+  std::optional<std::int64_t> steps;      // steps recorded while attached
+  // What PyTorch held when the attach began (no stacks: allocated before it).
+  std::optional<std::int64_t> baseline_torch_allocated_bytes;
+};
+
 // What the Python package says the process is to its job: the
 // `process_role` annotation. Either part is present only when it applies.
 struct ProcessRoleAnnotation {
@@ -457,6 +467,8 @@ struct ProcessReport {
   std::optional<CaptureBackend> capture_backend;        // how driver calls were recorded
   std::optional<FrameworkTracking> framework_tracking;  // array tracking of CuPy or JAX
   std::optional<PythonLoopAnnotation> python_loop;  // whether the main script's loop was followed
+  std::optional<AttachSession>
+      attach;                      // recorded by `gpuleak attach`, from its start to its detach
   std::string collector_disabled;  // why the collector turned itself off; empty if it did not
   std::vector<OriginShare> device_memory_by_origin;
   std::uint64_t allocations = 0;
@@ -497,9 +509,13 @@ inline bool did_gpu_work(const ProcessReport& r) {
 // process whose tensors or arrays gpuleak tracked (PyTorch, CuPy, JAX): their
 // pools keep freed blocks, and PyTorch keeps its cache,
 // cuBLAS's workspaces and every tensor still referenced until the process
-// ends, so there only a LEAK verdict says that memory leaks.
+// ends, so there only a LEAK verdict says that memory leaks. Nor in a
+// process `gpuleak attach` left running: its memory is live, not left behind.
+inline bool ended_while_recorded(const ProcessReport& r) {
+  return r.exited || !r.attach || !r.attach->detached;
+}
 inline bool exit_memory_counts_as_leak(const ProcessReport& r) {
-  return !r.torch_tracking && !r.framework_tracking;
+  return !r.torch_tracking && !r.framework_tracking && ended_while_recorded(r);
 }
 
 // ---- The job: every process of one run --------------------------------------

@@ -41,6 +41,7 @@ class InputError : public std::runtime_error {
 };
 
 void add_run_command(CLI::App& app, CommandAction& action);
+void add_attach_command(CLI::App& app, CommandAction& action);
 void add_report_command(CLI::App& app, CommandAction& action);
 void add_diff_command(CLI::App& app, CommandAction& action);
 void add_top_command(CLI::App& app, CommandAction& action);

@@ -24,6 +24,7 @@ int main(int argc, char** argv) {
 
   CommandAction action;
   add_run_command(app, action);
+  add_attach_command(app, action);
   add_report_command(app, action);
   add_diff_command(app, action);
   add_top_command(app, action);

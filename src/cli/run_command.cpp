@@ -19,15 +19,14 @@
 #include <thread>
 
 #include "analysis/process_samples.h"
-#include "analysis/site_source_lines.h"
 #include "cli/child_process.h"
 #include "cli/command.h"
 #include "cli/install_layout.h"
 #include "cli/live_watch.h"
 #include "cli/report_outputs.h"
+#include "cli/trace_folder.h"
 #include "monitor/job_watcher.h"
 #include "monitor/nvml_library.h"
-#include "symbolize/embedded_symbols.h"
 
 extern char** environ;
 
@@ -159,23 +158,6 @@ void configure_torch(const RunArguments& args, Environment& env) {
   env.set("GPULEAK_TORCH_MODE", mode);
 }
 
-// Creates `path` and the folders above it that do not exist, each 0700:
-// traces are private to their user (docs/security.md). Existing folders are
-// left as they are.
-void make_private_directories(const std::string& path) {
-  std::string partial;
-  std::size_t at = 0;
-  while (at != std::string::npos) {
-    at = path.find('/', at + 1);
-    partial = path.substr(0, at);
-    if (partial.empty()) continue;
-    if (::mkdir(partial.c_str(), 0700) != 0 && errno != EEXIST)
-      throw InputError("cannot create trace folder " + partial + ": " + std::strerror(errno));
-  }
-  std::error_code ec;
-  if (!fs::is_directory(path, ec)) throw InputError("cannot create trace folder " + path);
-}
-
 std::uint64_t monotonic_ns() {
   timespec ts{};
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -188,13 +170,6 @@ std::uint64_t unix_ns() {
   clock_gettime(CLOCK_REALTIME, &ts);
   return static_cast<std::uint64_t>(ts.tv_sec) * 1000000000ull +
          static_cast<std::uint64_t>(ts.tv_nsec);
-}
-
-// The pid in a trace file's name ("gpuleak-4711.trace", "gpuleak-4711-1.trace"), or 0.
-int pid_of_trace_file(const fs::path& path) {
-  std::string name = path.filename().string();
-  if (path.extension() != ".trace" || name.rfind("gpuleak-", 0) != 0) return 0;
-  return std::atoi(name.c_str() + 8);
 }
 
 // What `run` sees of the job's processes from outside, written to
@@ -276,12 +251,7 @@ int run_program(const RunArguments& args) {
       args.output_dir.empty() ? default_output_dir(args.program.front()) : args.output_dir;
   std::error_code ec;
   make_private_directories(dir);
-  for (const auto& entry : fs::directory_iterator(dir, ec)) {
-    if (entry.path().extension() == ".trace") {
-      throw UsageError(dir +
-                       " already holds traces of an earlier run; choose another folder with -o");
-    }
-  }
+  refuse_folder_with_traces(dir);
   dir = fs::canonical(dir).string();
 
   Environment env;
@@ -372,18 +342,13 @@ int run_program(const RunArguments& args) {
   // Symbols and source lines resolved now, on the machine that has the
   // binaries and the sources, travel with the traces; not into the trace of a
   // process that is still running (it is still appending to it).
-  std::vector<std::string> problems;
+  std::vector<std::string> finished;
   for (const auto& file : files) {
     int pid = pid_of_trace_file(file);
-    if (std::find(still_running.begin(), still_running.end(), pid) != still_running.end()) continue;
-    std::size_t written = 0;
-    std::string error;
-    // Symbols first: a native site needs its file and line before its
-    // source line can be read.
-    if (!symbolize::embed_symbols(file, &written, &error) ||
-        !analysis::embed_site_source_lines(file, &written, &error))
-      problems.push_back("could not add symbols and source lines to " + file + ": " + error);
+    if (std::find(still_running.begin(), still_running.end(), pid) == still_running.end())
+      finished.push_back(file);
   }
+  std::vector<std::string> problems = embed_symbols_and_sources(finished);
   TraceReports reports = analyze_traces(files, options);
   analysis::JobReport job = analyze_job_of(files, reports.processes);
   for (std::string& problem :

@@ -430,3 +430,11 @@ extern "C" __attribute__((visibility("default"))) void gpuleak_growth_tick(
 extern "C" __attribute__((visibility("default"))) void gpuleak_flush(void) {
   guarded([](Recorder& r) { r.flush(); });
 }
+
+extern "C" __attribute__((visibility("default"))) void gpuleak_stop_recording(void) {
+  try {
+    if (Recorder* r = g_started_recorder.load()) r->stop_recording();
+  } catch (...) {
+    disable_collector("internal error while stopping the recorder");
+  }
+}

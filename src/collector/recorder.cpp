@@ -412,4 +412,26 @@ void Recorder::shutdown() {
   writer_.reset();
 }
 
+void Recorder::stop_recording() {
+  if (in_forked_child_.load() || state_.load() == kStopped) return;
+  // Recorder::get() answers nothing from here: no new event takes a number.
+  state_.store(kStopped);
+  // A call that took its number just before appends its record within
+  // microseconds; one left out would read as a lost event.
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  {
+    std::lock_guard<std::mutex> lock(wake_mutex_);
+    stop_writer_ = true;
+  }
+  wake_.notify_all();
+  if (writer_thread_.joinable()) writer_thread_.join();
+  std::lock_guard<std::mutex> write_lock(write_mutex_);
+  try {
+    write_pending();
+  } catch (...) {
+    disable_collector("unexpected error while writing the trace");
+  }
+  writer_.reset();
+}
+
 }  // namespace gpuleak::collector

@@ -78,6 +78,10 @@ class Recorder {
   void flush();
   // Final flush; stops the writer thread. Later calls record nothing.
   void shutdown();
+  // The same for a process that goes on (gpuleak_stop_recording): stops
+  // taking events first, lets the calls already recording append theirs,
+  // then writes them all, so the trace ends without a gap.
+  void stop_recording();
   // In a forked child: the writer thread does not exist there; stop quietly.
   void abandon_in_child() {
     in_forked_child_.store(true);

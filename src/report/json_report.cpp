@@ -126,6 +126,15 @@ json python_loop_json(const std::optional<analysis::PythonLoopAnnotation>& p) {
   return j;
 }
 
+json attach_json(const std::optional<analysis::AttachSession>& a) {
+  if (!a) return nullptr;
+  json j = {{"detached", a->detached}};
+  put_if_known(j, "end_reason", a->end_reason);
+  put_if_known(j, "steps", a->steps);
+  put_if_known(j, "baseline_torch_allocated_bytes", a->baseline_torch_allocated_bytes);
+  return j;
+}
+
 // The holder answer in the shape the Python package writes it
 // (docs/python.md, "Answer fields per site"): the fields it always writes
 // are always here (null when unknown), those it adds only sometimes only
@@ -317,6 +326,7 @@ json to_json(const analysis::ProcessReport& r) {
           {"capture_backend", capture_backend_json(r.capture_backend)},
           {"framework_tracking", framework_tracking_json(r.framework_tracking)},
           {"python_loop", python_loop_json(r.python_loop)},
+          {"attach", attach_json(r.attach)},
           {"collector_disabled",
            r.collector_disabled.empty() ? json(nullptr) : json(r.collector_disabled)},
           {"device_memory_by_origin", origins},

@@ -304,7 +304,17 @@ void write_reports(std::ostream& out, const std::vector<ProcessReport>& reports,
     write_verdict(out, r, verdict);
     if (!r.trace_error.empty()) out << "  Trace incomplete: " << r.trace_error << '\n';
     for (const std::string& damage : r.damage) out << "  Trace damaged: " << damage << '\n';
-    if (!r.exited && r.trace_error.empty()) {
+    if (r.attach) {
+      out << "  Recorded by gpuleak attach from the moment it joined"
+          << (r.attach->detached && !r.exited ? " until it detached; the process kept running" : "")
+          << ": memory allocated before has no stack";
+      if (r.attach->baseline_torch_allocated_bytes)
+        out << fmt::format(
+            " (PyTorch held {} then)",
+            format_bytes(static_cast<std::uint64_t>(*r.attach->baseline_torch_allocated_bytes)));
+      out << '\n';
+    }
+    if (!r.exited && r.trace_error.empty() && !(r.attach && r.attach->detached)) {
       out << "  The process did not exit normally (killed?): live memory is as of its last flush\n";
     }
     if (r.lost_events) {
@@ -351,6 +361,12 @@ void write_reports(std::ostream& out, const std::vector<ProcessReport>& reports,
                          format_bytes(leaks.bytes),
                          plural(leaks.allocations, "allocation", "allocations"),
                          plural(leaks.groups.size(), "place", "places"));
+    } else if (!analysis::ended_while_recorded(r)) {
+      out << fmt::format(
+          "\n  Live when gpuleak detached: {} in {}, from {} (allocated while it was attached and "
+          "still in use then; the verdict above says whether memory leaks):\n",
+          format_bytes(leaks.bytes), plural(leaks.allocations, "allocation", "allocations"),
+          plural(leaks.groups.size(), "place", "places"));
     } else {
       out << fmt::format(
           "\n  Live at exit: {} in {}, from {} (PyTorch keeps its cache, cuBLAS workspaces and "
