@@ -115,7 +115,7 @@ class _Session:
         os.environ["GPULEAK_BINARY"] = self.settings["cli"]
         os.environ["GPULEAK_COLLECTOR"] = self.settings["collector"]
         os.environ["GPULEAK_HOLDER_REQUESTS"] = "1"
-        from gpuleak import _boot, _collector, _runtime, tracking
+        from gpuleak import _boot, _runtime, tracking
 
         why_not = tracking._process.ensure_started(self.settings["trace_dir"])
         if why_not:
@@ -186,8 +186,6 @@ class _Session:
 
 def _stop_recording(collector):
     try:
-        import ctypes
-
         stop = getattr(collector.library, "gpuleak_stop_recording", None)
         if stop is not None:
             stop.argtypes, stop.restype = [], None
