@@ -94,6 +94,9 @@ struct StoreEvent {
   // value comes from, bit i for the i-th: the start of the evidence chain
   // when a parameter's tensor-ness is known from its function's signature.
   std::uint8_t parameter_sources = 0;
+  // The graph is inferred from the input of the module's `forward` (its
+  // first parameter after self), not from anything that made the value.
+  bool graph_from_forward_input = false;
 };
 
 class FileAnalysis {

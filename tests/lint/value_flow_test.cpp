@@ -809,3 +809,56 @@ TEST(lint_value_flow, prediction_outputs_kept_until_the_pass_ends_fill_the_gpu) 
 
 }  // namespace
 }  // namespace gpuleak::lint
+
+namespace gpuleak::lint {
+namespace {
+
+// --- in-place updates of kept tensors from a forward's input (third round) ---
+
+TEST(lint_value_flow, a_buffer_updated_in_place_from_the_forward_input_chains_graphs) {
+  // nflows #10: batch statistics of the input, added into running buffers.
+  std::string source =
+      "import torch\n"
+      "from nflows.transforms.base import Transform\n"
+      "class BatchNorm(Transform):\n"
+      "    def __init__(self, n, momentum=0.1):\n"
+      "        super().__init__()\n"
+      "        self.momentum = momentum\n"
+      "        self.register_buffer('running_mean', torch.zeros(n))\n"
+      "    def forward(self, inputs):\n"
+      "        mean = inputs.mean(0)\n"
+      "        self.running_mean.mul_(1 - self.momentum).add_(mean * self.momentum)\n"
+      "        return inputs - mean\n";
+  EXPECT_EQ(findings(source), (std::vector<std::pair<std::string, int>>{{"GL101", 10}}));
+  EXPECT_NE(message_of(source, "GL101")
+                .find("is computed from `inputs`, the input of `forward`: in training"),
+            std::string::npos);
+  std::string detached = source;
+  detached.replace(detached.find("add_(mean * self.momentum)"), 26,
+                   "add_(mean.detach() * self.momentum)");
+  EXPECT_TRUE(findings(detached).empty());
+  std::string no_grad = source;
+  no_grad.replace(no_grad.find("        self.running_mean.mul_"), 30,
+                  "        with torch.no_grad():\n            self.running_mean.mul_");
+  EXPECT_TRUE(findings(no_grad).empty());
+}
+
+TEST(lint_value_flow, a_buffer_updated_from_values_unrelated_to_the_input_is_not_reported) {
+  // A counter or a statistic of something else: no evidence of a graph.
+  std::string source =
+      "import torch\n"
+      "from torch import nn\n"
+      "class Counter(nn.Module):\n"
+      "    def __init__(self):\n"
+      "        super().__init__()\n"
+      "        self.register_buffer('seen', torch.zeros(()))\n"
+      "    def forward(self, x, step):\n"
+      "        self.seen.add_(step)\n"
+      "        return x\n"
+      "    def update(self, x):\n"
+      "        self.seen.add_(x.mean())\n";
+  EXPECT_TRUE(findings(source).empty());
+}
+
+}  // namespace
+}  // namespace gpuleak::lint
