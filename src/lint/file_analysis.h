@@ -90,6 +90,13 @@ struct StoreEvent {
   // What shows the value carries a graph when nothing that made it does:
   // `losses[i - 1].backward()` for a store into `losses`; kNoNode otherwise.
   NodeId evidence = kNoNode;
+  // Which of the storing function's first four parameters (after self) the
+  // value comes from, bit i for the i-th: the start of the evidence chain
+  // when a parameter's tensor-ness is known from its function's signature.
+  std::uint8_t parameter_sources = 0;
+  // The graph is inferred from the input of the module's `forward` (its
+  // first parameter after self), not from anything that made the value.
+  bool graph_from_forward_input = false;
 };
 
 class FileAnalysis {

@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "graph_flow_shared.h"
+#include "lightning_hooks.h"
 #include "vocabulary.h"
 
 namespace gpuleak::lint {
@@ -161,6 +162,12 @@ void GraphFlow::analyze_scope(std::size_t index) {
     std::size_t count = scope.parameters.size();
     if (count > first + 1) ++first;  // skip the module argument
     for (std::size_t p = first; p < count; ++p) env.add(scope.parameters[p], kDeviceTensor);
+  }
+  // Lightning's batch-end hooks are handed the step's outputs on the device
+  // (their documented signatures).
+  if (std::size_t outputs = lightning_outputs_parameter(file_, index);
+      outputs < scope.parameters.size()) {
+    env.add(scope.parameters[outputs], kDeviceTensor | kNonScalar);
   }
   if (scope.node == tree_.root()) {
     walk_block(tree_.root(), env);

@@ -141,6 +141,11 @@ class GraphFlow {
   void note_store_into_parameter(StoreKind kind, NodeId container, NodeId key, NodeId value,
                                  std::uint8_t bits);
   void record_stores_into_arguments(NodeId call, const std::vector<NodeId>& positional);
+  // `self.running_mean.mul_(m).add_(mean * (1 - m))`: an in-place update of
+  // a tensor the object keeps, from a value with a graph, links every call's
+  // graph into it (graph_flow_in_place.cpp says when a forward's input counts).
+  void record_in_place_accumulation(NodeId call, std::string_view method,
+                                    const std::vector<NodeId>& positional);
 
   FileAnalysis& file_;
   std::vector<std::uint8_t> parameter_sinks_;  // per scope: bit i = positional parameter i

@@ -298,6 +298,7 @@ std::uint8_t GraphFlow::eval_call(NodeId call, Env& env) {
   record_stores_through_parameters(call, positional);
   record_stores_into_arguments(call, positional);
   record_call_arguments(call, positional, args);
+  if (receiver != kNoNode) record_in_place_accumulation(call, name, positional);
 
   if (receiver != kNoNode) {
     // Stores into containers: the receiver now holds the value.

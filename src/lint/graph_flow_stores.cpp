@@ -49,6 +49,7 @@ void GraphFlow::record_store(StoreKind kind, NodeId site, NodeId container, Node
       evidence = it->second;
     }
   }
+  auto parameter_sources = static_cast<std::uint8_t>((bits & kParameterBits) >> 4);
   bits &= kValueBits;
   if (bits == 0 && kind != StoreKind::kAppend && kind != StoreKind::kExtend &&
       kind != StoreKind::kAugmented && kind != StoreKind::kSubscript &&
@@ -66,6 +67,7 @@ void GraphFlow::record_store(StoreKind kind, NodeId site, NodeId container, Node
   event.scope = scope_;
   event.keeping_function = keeper;
   event.evidence = evidence;
+  event.parameter_sources = parameter_sources;
   {
     NodeId v = value;
     while (v != kNoNode && tree_.kind(v) == NodeKind::kParenthesizedExpression) {

@@ -666,7 +666,11 @@ GrowthVerdict store_growth(const FileAnalysis& file, const StoreEvent& store) {
     return v;
   }
   bool counted_key = store.kind == StoreKind::kSubscript;  // a step counter as key
-  if (!counted_key && !file.runs_per_step(store.scope)) return v;
+  // A module's forward runs on every step; the inference that its input
+  // carries a graph is the inference that it runs in training.
+  if (!counted_key && !file.runs_per_step(store.scope) && !store.graph_from_forward_input) {
+    return v;
+  }
   v.growth = Growth::kPerCall;
   return v;
 }

@@ -235,8 +235,11 @@ bool is_per_step_function(const Scope& scope) {
   return n == "training_step" || n == "train_step" || n == "validation_step" || n == "test_step" ||
          n == "predict_step" || n == "train_one_step" || n == "on_train_batch_end" ||
          n == "on_train_batch_start" || n == "on_validation_batch_end" ||
-         n == "on_before_backward" || n == "on_after_backward" || n == "on_before_optimizer_step" ||
-         n == "optimizer_step" || n == "training_step_end" || n == "compute_loss";
+         n == "on_validation_batch_start" || n == "on_test_batch_end" ||
+         n == "on_test_batch_start" || n == "on_predict_batch_end" ||
+         n == "on_predict_batch_start" || n == "on_before_backward" || n == "on_after_backward" ||
+         n == "on_before_optimizer_step" || n == "optimizer_step" || n == "training_step_end" ||
+         n == "compute_loss";
 }
 
 namespace {

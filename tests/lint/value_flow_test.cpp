@@ -742,3 +742,123 @@ TEST(lint_value_flow, graphs_kept_in_a_list_emptied_every_step_are_bounded) {
 
 }  // namespace
 }  // namespace gpuleak::lint
+
+namespace gpuleak::lint {
+namespace {
+
+// --- Lightning's hook signatures as evidence (third round) -----------------
+
+TEST(lint_value_flow, outputs_a_lightning_callback_is_handed_are_gpu_tensors) {
+  // The documented signature on_validation_batch_end(trainer, pl_module,
+  // outputs, batch, batch_idx): `outputs` is what the step returned.
+  std::string source =
+      "import lightning as L\n"
+      "class Collect(L.Callback):\n"
+      "    def __init__(self):\n"
+      "        self.preds = []\n"
+      "    def on_validation_batch_end(self, trainer, pl_module, out, batch, batch_idx):\n"
+      "        self.preds.append(out)\n";
+  EXPECT_EQ(findings(source), (std::vector<std::pair<std::string, int>>{{"GL201", 6}}));
+  EXPECT_NE(message_of(source, "GL201")
+                .find("`out` is what Lightning hands `on_validation_batch_end`: the step's "
+                      "outputs, on the GPU"),
+            std::string::npos);
+  std::string host = source;
+  host.replace(host.find("append(out)"), 11, "append(out.detach().cpu())");
+  EXPECT_TRUE(findings(host).empty());
+  std::string index_only = source;
+  index_only.replace(index_only.find("append(out)"), 11, "append(batch_idx)");
+  EXPECT_TRUE(findings(index_only).empty());
+}
+
+TEST(lint_value_flow, a_method_named_like_a_hook_outside_lightning_is_not_handed_outputs) {
+  // Neither a Callback base, nor (trainer, pl_module) first, nor a LightningModule.
+  std::string source =
+      "import torch\n"
+      "class Recorder:\n"
+      "    def __init__(self):\n"
+      "        self.seen = []\n"
+      "    def on_train_batch_end(self, out, batch, batch_idx):\n"
+      "        self.seen.append(out)\n";
+  EXPECT_TRUE(findings(source).empty());
+}
+
+TEST(lint_value_flow, prediction_outputs_kept_until_the_pass_ends_fill_the_gpu) {
+  // pytorch-forecasting #2224: emptied at on_predict_epoch_end, after every
+  // batch of the data set has been kept on the GPU.
+  std::string source =
+      "from lightning.pytorch.callbacks import BasePredictionWriter\n"
+      "class Keep(BasePredictionWriter):\n"
+      "    def __init__(self):\n"
+      "        self.kept = []\n"
+      "    def on_predict_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):\n"
+      "        self.kept.append(outputs)\n"
+      "    def on_predict_epoch_end(self, trainer, pl_module):\n"
+      "        self.result = self.kept\n"
+      "        self.kept = []\n";
+  EXPECT_EQ(findings(source), (std::vector<std::pair<std::string, int>>{{"GL201", 6}}));
+  EXPECT_NE(message_of(source, "GL201").find("for every batch of the prediction pass"),
+            std::string::npos);
+  std::string written = source;
+  written.replace(written.find("        self.kept.append(outputs)\n"), 34,
+                  "        self.kept.append(outputs)\n"
+                  "        self.write(self.kept)\n"
+                  "        self.kept.clear()\n");
+  EXPECT_TRUE(findings(written).empty()) << "emptied on every batch";
+}
+
+}  // namespace
+}  // namespace gpuleak::lint
+
+namespace gpuleak::lint {
+namespace {
+
+// --- in-place updates of kept tensors from a forward's input (third round) ---
+
+TEST(lint_value_flow, a_buffer_updated_in_place_from_the_forward_input_chains_graphs) {
+  // nflows #10: batch statistics of the input, added into running buffers.
+  std::string source =
+      "import torch\n"
+      "from nflows.transforms.base import Transform\n"
+      "class BatchNorm(Transform):\n"
+      "    def __init__(self, n, momentum=0.1):\n"
+      "        super().__init__()\n"
+      "        self.momentum = momentum\n"
+      "        self.register_buffer('running_mean', torch.zeros(n))\n"
+      "    def forward(self, inputs):\n"
+      "        mean = inputs.mean(0)\n"
+      "        self.running_mean.mul_(1 - self.momentum).add_(mean * self.momentum)\n"
+      "        return inputs - mean\n";
+  EXPECT_EQ(findings(source), (std::vector<std::pair<std::string, int>>{{"GL101", 10}}));
+  EXPECT_NE(message_of(source, "GL101")
+                .find("is computed from `inputs`, the input of `forward`: in training"),
+            std::string::npos);
+  std::string detached = source;
+  detached.replace(detached.find("add_(mean * self.momentum)"), 26,
+                   "add_(mean.detach() * self.momentum)");
+  EXPECT_TRUE(findings(detached).empty());
+  std::string no_grad = source;
+  no_grad.replace(no_grad.find("        self.running_mean.mul_"), 30,
+                  "        with torch.no_grad():\n            self.running_mean.mul_");
+  EXPECT_TRUE(findings(no_grad).empty());
+}
+
+TEST(lint_value_flow, a_buffer_updated_from_values_unrelated_to_the_input_is_not_reported) {
+  // A counter or a statistic of something else: no evidence of a graph.
+  std::string source =
+      "import torch\n"
+      "from torch import nn\n"
+      "class Counter(nn.Module):\n"
+      "    def __init__(self):\n"
+      "        super().__init__()\n"
+      "        self.register_buffer('seen', torch.zeros(()))\n"
+      "    def forward(self, x, step):\n"
+      "        self.seen.add_(step)\n"
+      "        return x\n"
+      "    def update(self, x):\n"
+      "        self.seen.add_(x.mean())\n";
+  EXPECT_TRUE(findings(source).empty());
+}
+
+}  // namespace
+}  // namespace gpuleak::lint

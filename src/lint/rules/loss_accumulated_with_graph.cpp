@@ -45,6 +45,7 @@ class LossAccumulatedWithGraph final : public Rule {
         continue;
       }
       RuleReport r = describe(file, store, growth);
+      if (file.tree().kind(store.site) == NodeKind::kCall) describe_in_place(file, store, r);
       if (store.evidence != kNoNode) {
         // The chain of evidence: why this value is taken for a graph.
         r.message += fmt::format(" (`{}` at line {} shows the elements have a graph)",
@@ -56,6 +57,29 @@ class LossAccumulatedWithGraph final : public Rule {
   }
 
  private:
+  // `self.running_mean.mul_(m).add_(mean * m)`: the in-place update links
+  // each call's graph into the kept tensor; say where the graph comes from.
+  static void describe_in_place(const FileAnalysis& file, const StoreEvent& store, RuleReport& r) {
+    std::string container = quote(file, store.container, 40);
+    std::string value = quote(file, store.value, 40);
+    r.message = fmt::format(
+        "`{}` updates `{}` in place from `{}`, which carries an autograd graph: `{}` outlives the "
+        "call, and each update links that call's graph to the ones before it",
+        quote(file, store.site), container, value, container);
+    const Scope& scope = file.scopes()[store.scope];
+    if (store.graph_from_forward_input && scope.parameters.size() > 1) {
+      r.message += fmt::format(
+          " (`{}` is computed from `{}`, the input of `{}`: in training, the activations of the "
+          "layers before it, which carry the graph)",
+          value, scope.parameters[1], scope.name);
+    }
+    std::string detached = converted_code(file, store.value, store.value_bits | kNonScalar, false);
+    r.fix = fmt::format(
+        "update `{}` from `{}`, or under `with torch.no_grad():` (running statistics need no "
+        "gradient)",
+        container, detached.empty() ? "(" + value + ").detach()" : detached);
+  }
+
   static RuleReport describe(const FileAnalysis& file, const StoreEvent& store,
                              const GrowthVerdict& growth) {
     RuleReport r;

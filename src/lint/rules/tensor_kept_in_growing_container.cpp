@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "lint/fix_text.h"
+#include "lint/lightning_hooks.h"
 #include "lint/rules/rule_factories.h"
 #include "lint/store_growth.h"
 #include "lint/training_loop.h"
@@ -163,6 +164,25 @@ bool container_handed_to_keeper(const FileAnalysis& file, const StoreEvent& stor
          tree.parent(list) == store.site;
 }
 
+// A prediction hook (`on_predict_batch_end`) appending to a
+// container emptied only outside the per-batch code: an epoch-end reset
+// bounds it to one pass, and one prediction pass is every batch of the data
+// set, all held on the GPU until it ends (pytorch-forecasting #2224).
+bool kept_for_the_prediction_pass(const FileAnalysis& file, const StoreEvent& store) {
+  if (!is_predict_batch_hook(file, store.scope) || store.container == kNoNode) return false;
+  if (store.kind != StoreKind::kAppend && store.kind != StoreKind::kExtend) return false;
+  if (!(store.value_bits & kNonScalar)) return false;
+  return !container_bounded_elsewhere(file, container_path(file, store.container),
+                                      EmptiedWhen::kEveryStep);
+}
+
+// " (`outputs` is what Lightning hands `on_predict_batch_end`: ...)" when the
+// tensor-ness comes from a hook's documented signature; empty otherwise.
+std::string parameter_evidence(const FileAnalysis& file, const StoreEvent& store) {
+  std::string why = lightning_parameter_evidence(file, store.scope, store.parameter_sources);
+  return why.empty() ? why : fmt::format(" ({})", why);
+}
+
 class TensorKeptInGrowingContainer final : public Rule {
  public:
   const RuleInfo& info() const override { return kInfo; }
@@ -173,7 +193,10 @@ class TensorKeptInGrowingContainer final : public Rule {
       if (store.value_bits & (kCarriesGraph | kException)) continue;  // GL101/GL102, GL203
       if (file.is_hook_scope(store.scope) || !is_growing_kind(file, store)) continue;
       GrowthVerdict growth = store_growth(file, store);
-      if (growth.growth == Growth::kBounded) continue;
+      if (growth.growth == Growth::kBounded) {
+        if (kept_for_the_prediction_pass(file, store)) report_prediction_pass(file, store, sink);
+        continue;
+      }
       if (growth.growth == Growth::kPerIteration && growth.local &&
           !local_container_grows_for_the_whole_run(file, store, growth)) {
         continue;
@@ -232,8 +255,24 @@ class TensorKeptInGrowingContainer final : public Rule {
         r.fix = fmt::format("{}, or empty `{}` when its contents have been used (`{}.clear()`)",
                             store_instead(file, store.value, store.value_bits), c, c);
       }
+      r.message += parameter_evidence(file, store);
       sink.report(kInfo, std::move(r));
     }
+  }
+
+ private:
+  static void report_prediction_pass(const FileAnalysis& file, const StoreEvent& store,
+                                     FindingSink& sink) {
+    std::string c = container_path(file, store.container);
+    RuleReport r;
+    r.node = store.site;
+    r.message = fmt::format(
+        "`{}` keeps a GPU tensor in `{}` for every batch of the prediction pass, and `{}` is "
+        "emptied only after the pass: the GPU holds every batch's tensors until it ends{}",
+        quote(file, store.site), c, c, parameter_evidence(file, store));
+    r.fix = fmt::format("{}, and collate them after the pass",
+                        store_instead(file, store.value, store.value_bits));
+    sink.report(kInfo, std::move(r));
   }
 };
 
