@@ -138,7 +138,7 @@ void expect_folded_unless_all_frames(const std::string& trace, const std::string
 // A trace recorded under PyTorch on the H200: the driver allocations' stacks
 // start with CUPTI's and the driver's own frames, which only --all-frames shows.
 TEST(ReportFrames, cupti_and_driver_frames_are_hidden_unless_all_frames_is_asked) {
-  expect_folded_unless_all_frames(example_trace("torch/control_replay_buffer"), "libcupti",
+  expect_folded_unless_all_frames(example_trace("torch/cupti_driver_frames"), "libcupti",
                                   "cublasCreate");
 }
 
@@ -170,9 +170,11 @@ TEST(ReportTorchExit, memory_live_at_exit_is_no_leak_in_a_pytorch_process) {
 
 // gpuleak's own allocator hook (torch-hook-*.so, built at run time) sits on
 // top of every tensor allocation's native stack; it once passed for the
-// user's code and hid every other frame.
+// user's code and hid every other frame. (torch/hook_frame_on_top:
+// leak_small_tensor_per_step.py recorded on 29 November, when the hook's
+// frame was recorded on those stacks.)
 TEST(ReportFrames, gpuleaks_allocator_hook_frame_is_never_taken_for_the_users) {
-  expect_folded_unless_all_frames(example_trace("torch/leak_small_tensor_per_step"), "torch-hook-",
+  expect_folded_unless_all_frames(example_trace("torch/hook_frame_on_top"), "torch-hook-",
                                   "setWorkspaceForHandle");
 }
 
