@@ -176,8 +176,7 @@ class Job {
     };
     add(0, trace::PythonCodeRecord{100, "train.py", "main", 190});
     for (std::uint32_t i = 1; i <= kParamSites; ++i) code(i, "build_model", 10 + i);
-    for (std::uint32_t i = 1; i <= kActivationSites; ++i)
-      code(kParamSites + i, "forward", 30 + i);
+    for (std::uint32_t i = 1; i <= kActivationSites; ++i) code(kParamSites + i, "forward", 30 + i);
     code(kLeakCode, "accumulate_metrics", 84);
     code(kCacheCode, "prefetch_batches", 120);
     code(kOptimizerCode, "optimizer_state", 140);
@@ -224,7 +223,8 @@ class Job {
       if (!writer_->write_block(b, counts_[thread], &error)) fail(error);
       b.clear();
       counts_[thread] = 0;
-      largest_disk_ = std::max(largest_disk_, disk_bytes(o_.out) + disk_bytes(o_.out + ".compacting"));
+      largest_disk_ =
+          std::max(largest_disk_, disk_bytes(o_.out) + disk_bytes(o_.out + ".compacting"));
     }
     return due + kFlushNs;
   }
@@ -268,9 +268,10 @@ int main(int argc, char** argv) {
     } else if (o.out.empty() && arg[0] != '-') {
       o.out = arg;
     } else {
-      std::fprintf(stderr, "usage: long_job OUT.trace [--shape leak|clean] [--hours H] "
-                           "[--rate ALLOCS_PER_S] [--bound BYTES] [--step-ms MS] "
-                           "[--leak-bytes BYTES]\n");
+      std::fprintf(stderr,
+                   "usage: long_job OUT.trace [--shape leak|clean] [--hours H] "
+                   "[--rate ALLOCS_PER_S] [--bound BYTES] [--step-ms MS] "
+                   "[--leak-bytes BYTES]\n");
       return 2;
     }
   }

@@ -40,11 +40,12 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "trace_cost: %s\n", e.what());
       return 1;
     }
-    std::printf("  {\"trace\": \"%s\", \"file_bytes\": %llu, \"events\": %llu, "
-                "\"file_bytes_per_event\": %.2f, \"types\": {",
-                argv[i], static_cast<unsigned long long>(file_bytes),
-                static_cast<unsigned long long>(events),
-                events ? static_cast<double>(file_bytes) / static_cast<double>(events) : 0.0);
+    std::printf(
+        "  {\"trace\": \"%s\", \"file_bytes\": %llu, \"events\": %llu, "
+        "\"file_bytes_per_event\": %.2f, \"types\": {",
+        argv[i], static_cast<unsigned long long>(file_bytes),
+        static_cast<unsigned long long>(events),
+        events ? static_cast<double>(file_bytes) / static_cast<double>(events) : 0.0);
     bool first = true;
     for (const auto& [index, entry] : by_type) {
       const std::string& bytes = entry.second;
@@ -53,11 +54,12 @@ int main(int argc, char** argv) {
       if (ZSTD_isError(n)) n = bytes.size();
       // The type's tag is the first byte of each encoded record.
       int type = static_cast<unsigned char>(bytes[0]);
-      std::printf("%s\"%d\": {\"records\": %llu, \"encoded_bytes_each\": %.1f, "
-                  "\"compressed_bytes_each\": %.2f}",
-                  first ? "" : ", ", type, static_cast<unsigned long long>(entry.first),
-                  static_cast<double>(bytes.size()) / static_cast<double>(entry.first),
-                  static_cast<double>(n) / static_cast<double>(entry.first));
+      std::printf(
+          "%s\"%d\": {\"records\": %llu, \"encoded_bytes_each\": %.1f, "
+          "\"compressed_bytes_each\": %.2f}",
+          first ? "" : ", ", type, static_cast<unsigned long long>(entry.first),
+          static_cast<double>(bytes.size()) / static_cast<double>(entry.first),
+          static_cast<double>(n) / static_cast<double>(entry.first));
       first = false;
     }
     std::printf("}}%s\n", i + 1 < argc ? "," : "");

@@ -429,8 +429,8 @@ void add_run_command(CLI::App& app, CommandAction& action) {
       ->check([](const std::string& text) -> std::string {
         std::size_t digits = 0;
         while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') ++digits;
-        bool suffix = digits + 1 == text.size() && std::string("KkMmGg").find(text.back()) !=
-                                                        std::string::npos;
+        bool suffix = digits + 1 == text.size() &&
+                      std::string("KkMmGg").find(text.back()) != std::string::npos;
         if (digits == 0 || (digits != text.size() && !suffix))
           return "a byte count: digits, optionally followed by K, M or G";
         return "";

@@ -74,8 +74,8 @@ bool BoundedTraceWriter::write_block(std::string_view records, std::uint32_t rec
     // Written already, so the file may pass 3/4 of the bound by one block:
     // stop here, before compaction can add its summary on top.
     *error = "cannot keep the trace " + path_ + " under its bound of " + mib(bound_bytes_) +
-             ": one block took it from " + mib(before) + " to " +
-             mib(writer_->bytes_written()) + " (GPULEAK_TRACE_MAX_BYTES)";
+             ": one block took it from " + mib(before) + " to " + mib(writer_->bytes_written()) +
+             " (GPULEAK_TRACE_MAX_BYTES)";
     stopped_by_bound_ = true;
     return false;
   }

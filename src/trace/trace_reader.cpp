@@ -74,7 +74,8 @@ bool TraceReader::read_at(std::uint64_t offset, void* buffer, std::size_t size, 
 }
 
 bool TraceReader::replaced() const {
-  struct stat now {}, open_file {};
+  struct stat now {
+  }, open_file{};
   if (fd_ < 0 || ::fstat(fd_, &open_file) != 0) return false;
   if (::stat(path_.c_str(), &now) != 0) return false;
   return now.st_ino != open_file.st_ino || now.st_dev != open_file.st_dev;

@@ -44,12 +44,12 @@ std::uint8_t TraceSummary::space_of(MemoryKind kind) {
 
 void TraceSummary::count(const AllocRecord& allocation, bool added) {
   // The kinds of analysis/live_set.h's is_tensor_kind and occupies_device.
-  bool tensor = allocation.kind == MemoryKind::kTorchBlock ||
-                allocation.kind == MemoryKind::kDeviceAsync;
-  bool device = allocation.kind == MemoryKind::kDevice ||
-                allocation.kind == MemoryKind::kDeviceAsync ||
-                allocation.kind == MemoryKind::kManaged ||
-                allocation.kind == MemoryKind::kVmmPhysical || allocation.kind == MemoryKind::kArray;
+  bool tensor =
+      allocation.kind == MemoryKind::kTorchBlock || allocation.kind == MemoryKind::kDeviceAsync;
+  bool device =
+      allocation.kind == MemoryKind::kDevice || allocation.kind == MemoryKind::kDeviceAsync ||
+      allocation.kind == MemoryKind::kManaged || allocation.kind == MemoryKind::kVmmPhysical ||
+      allocation.kind == MemoryKind::kArray;
   auto change = [&](std::uint64_t& total) {
     total = added ? total + allocation.size : total - std::min(total, allocation.size);
   };
@@ -118,8 +118,8 @@ void TraceSummary::deliver(const Record& record) {
             ++droppable_;
             if (++steps_since_kept_ >= step_resolution_) {
               steps_since_kept_ = 0;
-              steps_.push_back(StepSummaryRecord{r.time_ns, r.step, r.source, r.clock,
-                                                 live_bytes(), live_.size()});
+              steps_.push_back(StepSummaryRecord{r.time_ns, r.step, r.source, r.clock, live_bytes(),
+                                                 live_.size()});
               if (steps_.size() > kMaxStepPoints) {
                 // Every other point goes: the resolution halves, the
                 // history still spans the whole run.

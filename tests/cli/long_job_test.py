@@ -60,3 +60,31 @@ def test_a_day_long_job_stays_under_its_bound_and_is_judged_right(tmp_path, shap
         assert sites[0]["live_allocations"] >= 86390
     else:
         assert process["verdict"]["name"] == "NO LEAK"
+
+
+@pytest.mark.parametrize("shape", ["leak", "clean"])
+def test_the_collector_compacts_its_trace_under_gpuleak_run(tmp_path, shape):
+    """The same through the collector itself: its writer thread compacts."""
+    program = os.path.join(os.path.dirname(__file__), "fake_long_train.py")
+    leak_line = next(i for i, line in enumerate(open(program), 1) if "# LEAK" in line)
+    traces = tmp_path / "traces"
+    done = subprocess.run(
+        [GPULEAK, "run", "-q", "-o", str(traces), "--trace-max-bytes", "16M",
+         "--json-report", str(tmp_path / "report.json"), "--",
+         "/usr/bin/python3", program, "60000", shape],
+        capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode in (0, 1), done.stderr
+    assert "collector disabled" not in done.stderr
+    (trace,) = [p for p in traces.iterdir() if p.suffix == ".trace"]
+    assert trace.stat().st_size <= BOUND
+    assert not list(traces.glob("*.compacting"))
+    process = json.loads((tmp_path / "report.json").read_text())["processes"][0]
+    assert process["compaction"] and process["compaction"]["compactions"] >= 1
+    assert process["events"]["allocations"] >= 60000 * 40
+    assert process["verdict"]["complete"]
+    if shape == "leak":
+        assert process["verdict"]["name"] == "LEAK"
+        site = process["growth"]["sites"][0]["site"]
+        assert site["line"] == leak_line and site["file"].endswith("fake_long_train.py")
+    else:
+        assert process["verdict"]["name"] == "NO LEAK"
