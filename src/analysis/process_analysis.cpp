@@ -34,9 +34,25 @@ void ProcessAnalysis::consume(const trace::Record& record) {
       process_ = *process;
       first_time_ns_ = process->start_monotonic_ns;
       next_window_ns_ = first_time_ns_ + static_cast<std::uint64_t>(options_.time_window_s * 1e9);
+    } else if (const auto* compaction = std::get_if<trace::CompactionRecord>(&record)) {
+      on_compaction(*compaction);
+    } else if (const auto* step = std::get_if<trace::StepSummaryRecord>(&record)) {
+      summarized_steps_.push_back(*step);
     } else {
       catalog_.add_definition(record);
     }
+    return;
+  }
+  // An event the summary kept: the state at the compaction point (live
+  // allocations, annotations, samples), applied as it is and never seen by
+  // the iteration finder (the summary holds no loop to find).
+  if (summarized(seq)) {
+    if (const auto* annotation = std::get_if<trace::AnnotationRecord>(&record);
+        annotation != nullptr && annotation->key == "holder") {
+      holders_.add_answer(annotation->value);
+      return;
+    }
+    apply(record);
     return;
   }
   // A holder answer is about sites, not about the moment it came: it takes
@@ -56,6 +72,25 @@ void ProcessAnalysis::consume(const trace::Record& record) {
   // same order with the boundaries of the loops it found between them.
   finder_.push(record, catalog_);
   drain_finder();
+}
+
+void ProcessAnalysis::on_compaction(const trace::CompactionRecord& compaction) {
+  compaction_ = compaction;
+  next_seq_ = std::max(next_seq_, compaction.through_seq);
+  allocations_ += compaction.allocations;
+  frees_ += compaction.frees;
+  peak_live_bytes_ = std::max(peak_live_bytes_, compaction.peak_live_bytes);
+  if (compaction.lost_events > 0) {
+    // Lost before the compaction: the summary's live set may hold an
+    // allocation whose free was lost, or miss one.
+    lost_ += compaction.lost_events;
+    events_missing_ = true;
+  }
+  // Time windows begin where the raw events do.
+  std::uint64_t window_ns = static_cast<std::uint64_t>(options_.time_window_s * 1e9);
+  if (compaction.through_time_ns > next_window_ns_)
+    next_window_ns_ = compaction.through_time_ns + window_ns;
+  if (compaction.through_time_ns > last_time_ns_) last_time_ns_ = compaction.through_time_ns;
 }
 
 void ProcessAnalysis::finish() {
@@ -87,7 +122,11 @@ void ProcessAnalysis::apply(const trace::Record& record) {
       record);
   if (time_ns > last_time_ns_) last_time_ns_ = time_ns;
   std::uint64_t seq = 0;
-  if (trace::record_seq(record, &seq)) {
+  bool kept_by_summary = trace::record_seq(record, &seq) && summarized(seq);
+  if (kept_by_summary) {
+    // Summarized numbers are sparse by design; the kept allocations were
+    // counted with the summary's totals.
+  } else if (trace::record_seq(record, &seq)) {
     // Sequence numbers are dense (the collector fills one that has no event
     // with an empty LostRecord): a jump is events dropped, or a damaged
     // trace; the iteration they fell in is judged without its changes.
@@ -99,13 +138,14 @@ void ProcessAnalysis::apply(const trace::Record& record) {
   }
   // Outside the tracked block, events count for nothing but the sequence.
   if (block_window_ && !block_window_->admits(record)) return;
-  if (!std::holds_alternative<trace::StepRecord>(record)) advance_time_windows(time_ns);
+  if (!std::holds_alternative<trace::StepRecord>(record) && !kept_by_summary)
+    advance_time_windows(time_ns);
 
   std::visit(
-      [this](const auto& r) {
+      [this, kept_by_summary](const auto& r) {
         using T = std::decay_t<decltype(r)>;
         if constexpr (std::is_same_v<T, trace::AllocRecord>) {
-          ++allocations_;
+          if (!kept_by_summary) ++allocations_;
           vmm_site_pairs_.on_alloc(r);
           if (r.kind == MemoryKind::kTorchBlock) pool_blocks_seen_ = true;
           LiveAllocation stale;

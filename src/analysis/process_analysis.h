@@ -145,6 +145,7 @@ class ProcessAnalysis {
   };
 
   void apply(const trace::Record& record);
+  void on_compaction(const trace::CompactionRecord& compaction);
   void drain_finder();
   void advance_time_windows(std::uint64_t time_ns);
   void on_tick(ClockKey clock, std::uint64_t step_number, std::uint64_t time_ns);
@@ -235,6 +236,11 @@ class ProcessAnalysis {
   // iteration_clock annotation's `encloses`): never the report's phase over it.
   std::set<ClockKey> enclosed_clocks_;
   std::uint64_t allocations_ = 0, frees_ = 0, unmatched_frees_ = 0, lost_ = 0;
+  // A compacted trace's summary: events below compaction_->through_seq are
+  // summarized, and those it kept come first, out of the loop's order.
+  std::optional<trace::CompactionRecord> compaction_;
+  std::vector<trace::StepSummaryRecord> summarized_steps_;
+  bool summarized(std::uint64_t seq) const { return compaction_ && seq < compaction_->through_seq; }
   std::uint64_t peak_live_bytes_ = 0;
   std::uint64_t first_time_ns_ = 0, last_time_ns_ = 0;
 

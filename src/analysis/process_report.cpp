@@ -161,6 +161,19 @@ ProcessReport ProcessAnalysis::build_report(const std::string& trace_path) {
   r.frees = frees_;
   r.unmatched_frees = unmatched_frees_;
   r.lost_events = lost_;
+  if (compaction_) {
+    TraceCompactionReport c;
+    c.compactions = compaction_->compactions;
+    c.summarized_until_s = seconds_since_start(compaction_->through_time_ns);
+    c.dropped_events = compaction_->dropped_events;
+    c.summarized_steps = compaction_->steps;
+    c.step_resolution = compaction_->step_resolution;
+    c.bound_bytes = compaction_->bound_bytes;
+    c.steps.reserve(summarized_steps_.size());
+    for (const auto& step : summarized_steps_)
+      c.steps.push_back({seconds_since_start(step.time_ns), step.step, step.live_bytes});
+    r.compaction = std::move(c);
+  }
   r.lost_ranged_seqs = lost_ranged_seqs_;
   r.lost_counted_seqs = lost_counted_seqs_;
   r.peak_live_bytes = peak_live_bytes_;

@@ -454,6 +454,25 @@ struct TrackedBlockReport {
   bool ended = false;
 };
 
+// A trace compacted to keep its bound (trace/trace_summary.h): what the
+// report still has of the summarized part, and at what resolution.
+struct TraceCompactionReport {
+  std::uint64_t compactions = 0;
+  double summarized_until_s = 0;     // events before this (since start) were summarized
+  std::uint64_t dropped_events = 0;  // raw events no longer in the trace
+  std::uint64_t summarized_steps = 0;
+  std::uint64_t step_resolution = 0;  // one step mark of the summarized part kept every this many
+  std::uint64_t bound_bytes = 0;
+  // The kept step marks, with what was live at each (live bytes as
+  // peak_live_bytes counts them).
+  struct StepPoint {
+    double time_s = 0;
+    std::uint64_t step = 0;
+    std::uint64_t live_bytes = 0;
+  };
+  std::vector<StepPoint> steps;
+};
+
 struct ProcessReport {
   std::string trace_path;
   trace::ProcessRecord process;
@@ -481,6 +500,8 @@ struct ProcessReport {
   std::uint64_t lost_counted_seqs = 0;
   std::uint64_t peak_live_bytes = 0;
   double duration_s = 0;
+  // When the collector compacted the trace to keep it under its bound.
+  std::optional<TraceCompactionReport> compaction;
   LeakSummary leaks;
   std::vector<OutOfMemoryEvent> out_of_memory;
   GrowthReport growth;

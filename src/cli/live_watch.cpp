@@ -26,9 +26,12 @@ constexpr int kRetrySeconds = 8;
 }  // namespace
 
 struct LiveWatch::Followed {
-  explicit Followed(const std::string& trace_path) : path(trace_path), feed(trace_path, true) {}
+  explicit Followed(const std::string& trace_path)
+      : path(trace_path), feed(std::make_unique<trace::TraceFeed>(trace_path, true)) {}
   std::string path;
-  trace::TraceFeed feed;  // in follow mode: each poll reads what was added
+  // In follow mode: each poll reads what was added. A new one when the
+  // collector compacted the trace and replaced the file.
+  std::unique_ptr<trace::TraceFeed> feed;
   std::unique_ptr<analysis::ProcessAnalysis> analysis;
   bool broken = false;  // the trace is damaged: stop following it
   bool reported = false;
@@ -74,7 +77,14 @@ void LiveWatch::poll() {
 
 void LiveWatch::read_new(Followed& f) {
   try {
-    f.feed.read([&f](const trace::Record& record) { f.analysis->consume(record); });
+    f.feed->read([&f](const trace::Record& record) { f.analysis->consume(record); });
+    if (f.feed->replaced()) {
+      // Compacted: the new file holds what was read, as a summary, and the
+      // events since. Start over on it (a leak already said stays said).
+      f.feed = std::make_unique<trace::TraceFeed>(f.path, true);
+      f.analysis = std::make_unique<analysis::ProcessAnalysis>(options_);
+      f.feed->read([&f](const trace::Record& record) { f.analysis->consume(record); });
+    }
   } catch (const trace::TraceError&) {
     // The file is not a trace yet (its header is not written): the next
     // poll opens it again.
@@ -82,7 +92,7 @@ void LiveWatch::read_new(Followed& f) {
   }
   // Damage stops the live view only (the final report reads the file again
   // and says what is wrong).
-  if (f.feed.error()) f.broken = true;
+  if (f.feed->error()) f.broken = true;
 }
 
 void LiveWatch::send_holder_request(Followed& f, int seconds) {

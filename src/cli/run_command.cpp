@@ -42,6 +42,7 @@ struct RunArguments {
   ReportFlags flags;
   std::string torch_mode = "auto";
   std::string backend = "auto";
+  std::string trace_max_bytes;  // empty: the collector's default (GPULEAK_TRACE_MAX_BYTES)
   bool fail_on_leak = false;
   bool quiet = false;
   bool live = true;
@@ -266,6 +267,7 @@ int run_program(const RunArguments& args) {
     env.set("LD_PRELOAD", preload.empty() ? layout.interposer : layout.interposer + ":" + preload);
   }
   if (args.backend != "auto") env.set("GPULEAK_BACKEND", args.backend);
+  if (!args.trace_max_bytes.empty()) env.set("GPULEAK_TRACE_MAX_BYTES", args.trace_max_bytes);
   if (!layout.python_dir.empty()) {
     env.prepend_path("PYTHONPATH", layout.python_dir);
     env.prepend_path("PYTHONPATH", layout.python_dir + "/boot");
@@ -419,6 +421,20 @@ void add_run_command(CLI::App& app, CommandAction& action) {
                    "the interposer cannot see every call), interposer, cupti")
       ->capture_default_str()
       ->check(CLI::IsMember({"auto", "interposer", "cupti"}));
+  command
+      ->add_option("--trace-max-bytes", args->trace_max_bytes,
+                   "The most disk one process's trace takes (bytes, or with K, M or G; default "
+                   "2G, at least 16M; 0: no bound): past half of it the trace is compacted into a "
+                   "summary")
+      ->check([](const std::string& text) -> std::string {
+        std::size_t digits = 0;
+        while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') ++digits;
+        bool suffix = digits + 1 == text.size() &&
+                      std::string("KkMmGg").find(text.back()) != std::string::npos;
+        if (digits == 0 || (digits != text.size() && !suffix))
+          return "a byte count: digits, optionally followed by K, M or G";
+        return "";
+      });
   command->add_option("program", args->program, "The program and its arguments, after --")
       ->required();
   command->callback([&action, args] { action = [args] { return run_program(*args); }; });

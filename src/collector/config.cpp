@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "collector/native_unwinder.h"
+#include "trace/bounded_trace_writer.h"
 
 namespace gpuleak::collector {
 
@@ -25,6 +26,22 @@ int number(const char* name, int fallback, int low, int high) {
   return static_cast<int>(parsed);
 }
 
+// A byte count: digits, optionally followed by K, M or G (powers of 1024).
+std::uint64_t byte_count(const char* name, std::uint64_t fallback) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return fallback;
+  char* end = nullptr;
+  unsigned long long parsed = std::strtoull(v, &end, 10);
+  if (end == v) return fallback;
+  unsigned shift = 0;
+  if (*end == 'K' || *end == 'k') shift = 10;
+  if (*end == 'M' || *end == 'm') shift = 20;
+  if (*end == 'G' || *end == 'g') shift = 30;
+  if (shift != 0) ++end;
+  if (*end != '\0' || parsed > (UINT64_MAX >> shift)) return fallback;
+  return static_cast<std::uint64_t>(parsed) << shift;
+}
+
 }  // namespace
 
 Config read_config_from_environment() {
@@ -41,6 +58,9 @@ Config read_config_from_environment() {
   c.flush_ms = number("GPULEAK_FLUSH_MS", c.flush_ms, 1, 60000);
   c.buffer_bytes = static_cast<std::size_t>(
       number("GPULEAK_BUFFER_BYTES", static_cast<int>(c.buffer_bytes), 64 << 10, 1 << 30));
+  c.trace_max_bytes = byte_count("GPULEAK_TRACE_MAX_BYTES", c.trace_max_bytes);
+  if (c.trace_max_bytes != 0)
+    c.trace_max_bytes = std::max(c.trace_max_bytes, trace::BoundedTraceWriter::kMinBoundBytes);
   if (const char* lib = std::getenv("GPULEAK_CUPTI_LIBRARY"); lib && *lib) c.cupti_library = lib;
   if (const char* backend = std::getenv("GPULEAK_BACKEND"); backend && *backend)
     c.backend = backend;

@@ -27,6 +27,11 @@ struct Config {
   // GPULEAK_BUFFER_BYTES: a thread's waiting bytes beyond which its events
   // are dropped (and listed as lost); small values make drops happen, for tests.
   std::size_t buffer_bytes = 48u << 20;
+  // GPULEAK_TRACE_MAX_BYTES: the most disk one process's trace takes; past
+  // half of it the trace is compacted (trace/bounded_trace_writer.h). 0: no
+  // bound. At least 16 MiB.
+  std::uint64_t trace_max_bytes = kDefaultTraceMaxBytes;
+  static constexpr std::uint64_t kDefaultTraceMaxBytes = 2ull << 30;
   std::string cupti_library;     // GPULEAK_CUPTI_LIBRARY: explicit libcupti path
   std::string backend = "auto";  // GPULEAK_BACKEND: auto, cupti or interposer (capture_backend.h)
   std::string clock = "auto";    // GPULEAK_CLOCK: auto, precise or coarse (collector/clock.h)

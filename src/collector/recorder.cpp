@@ -14,8 +14,8 @@
 #include "collector/native_unwinder.h"
 #include "collector/process_facts.h"
 #include "collector/python_frames.h"
+#include "trace/bounded_trace_writer.h"
 #include "trace/codec.h"
-#include "trace/trace_writer.h"
 
 namespace gpuleak::collector {
 
@@ -117,7 +117,7 @@ bool Recorder::open_trace(std::string* error) {
   for (int attempt = 0; attempt < 100 && !writer_; ++attempt) {
     std::string path = base + (attempt ? "-" + std::to_string(attempt) : "") + ".trace";
     std::string why;
-    writer_ = trace::TraceWriter::create(path, &why);
+    writer_ = trace::BoundedTraceWriter::create(path, config_.trace_max_bytes, &why);
     if (writer_) {
       trace_path_ = path;
     } else if (errno != EEXIST) {
@@ -353,11 +353,34 @@ void Recorder::write_pending() {
     ++batch_records;
   }
   write_batch();
+  if (!failed && writer_->stats().compactions != compactions_said_) {
+    compactions_said_ = writer_->stats().compactions;
+    const auto& stats = writer_->stats();
+    say_verbose("compacted the trace (%llu times): summary %llu bytes in %.1f ms",
+                static_cast<unsigned long long>(stats.compactions),
+                static_cast<unsigned long long>(stats.last_summary_bytes),
+                static_cast<double>(stats.last_compaction_ns) / 1e6);
+  }
   if (!translated) {
     disable_collector("internal error: a thread's event buffer did not hold whole events");
     state_.store(kStopped);
     writer_.reset();
   } else if (failed) {
+    if (writer_->stopped_by_bound()) {
+      // The file is whole: its last block says why it stops, so the report
+      // says events were lost instead of ending on a trace that looks clean.
+      std::string reason;
+      for (char ch : error) {
+        if (ch == '"' || ch == '\\') reason.push_back('\\');
+        if (static_cast<unsigned char>(ch) >= 0x20) reason.push_back(ch);
+      }
+      std::string last;
+      trace::encode_record(trace::AnnotationRecord{next_seq(), now_ns(), "collector_disabled",
+                                                   "{\"reason\": \"" + reason + "\"}"},
+                           last);
+      std::string ignored;
+      writer_->write_last_block(last, 1, &ignored);
+    }
     disable_collector("%s", error.c_str());
     state_.store(kStopped);
     // Nothing more may be written: a later, smaller block would land where

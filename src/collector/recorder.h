@@ -25,8 +25,8 @@
 #include "collector/live_index.h"
 #include "collector/stack_table.h"
 #include "collector/thread_buffers.h"
+#include "trace/bounded_trace_writer.h"
 #include "trace/records.h"
-#include "trace/trace_writer.h"
 
 namespace gpuleak::collector {
 
@@ -140,7 +140,8 @@ class Recorder {
   std::string trace_path_;
 
   std::mutex write_mutex_;  // serializes write_pending() between writer thread and flush()
-  std::unique_ptr<trace::TraceWriter> writer_;
+  std::unique_ptr<trace::BoundedTraceWriter> writer_;
+  std::uint64_t compactions_said_ = 0;                            // guarded by write_mutex_
   std::set<std::pair<std::uint64_t, std::string>> modules_seen_;  // guarded by write_mutex_
   unsigned long long module_adds_seen_ = 0;                       // guarded by write_mutex_
   std::uint64_t last_rss_bytes_ = 0;                              // guarded by write_mutex_

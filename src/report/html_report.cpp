@@ -367,6 +367,16 @@ class PageWriter {
            << " lost by the collector (it never blocks the program), so allocations or frees may "
               "be missing and counts may be wrong.</p>\n";
     }
+    if (r.compaction) {
+      const auto& c = *r.compaction;
+      out_ << "<p>The trace was compacted to stay under " << escape(format_bytes(c.bound_bytes))
+           << " (" << escape(plural(c.compactions, "time", "times")) << "): the "
+           << fmt::format("{:.1f}", c.summarized_until_s)
+           << " s before the last compaction are a summary (what was live then, with its sites; "
+           << escape(plural(c.steps.size(), "step mark", "step marks")) << " of "
+           << c.summarized_steps << ", one kept every " << c.step_resolution
+           << "); growth is judged on the raw events after it.</p>\n";
+    }
 
     write_verdict(r);
     write_timeline(index, r);

@@ -115,6 +115,20 @@ json framework_tracking_json(const std::optional<analysis::FrameworkTracking>& f
   return j;
 }
 
+json compaction_json(const std::optional<analysis::TraceCompactionReport>& c) {
+  if (!c) return nullptr;
+  json steps = json::array();
+  for (const auto& step : c->steps)
+    steps.push_back({{"t", step.time_s}, {"step", step.step}, {"live_bytes", step.live_bytes}});
+  return {{"compactions", c->compactions},
+          {"summarized_until_s", c->summarized_until_s},
+          {"dropped_events", c->dropped_events},
+          {"summarized_steps", c->summarized_steps},
+          {"step_resolution", c->step_resolution},
+          {"bound_bytes", c->bound_bytes},
+          {"steps", steps}};
+}
+
 json python_loop_json(const std::optional<analysis::PythonLoopAnnotation>& p) {
   if (!p) return nullptr;
   json j = json::object();
@@ -338,6 +352,7 @@ json to_json(const analysis::ProcessReport& r) {
             {"lost_ranged_seqs", r.lost_ranged_seqs},
             {"lost_counted_seqs", r.lost_counted_seqs}}},
           {"peak_live_bytes", r.peak_live_bytes},
+          {"compaction", compaction_json(r.compaction)},
           {"leaks", leaks},
           {"out_of_memory", oom},
           {"growth", growth},

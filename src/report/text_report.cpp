@@ -323,6 +323,15 @@ void write_reports(std::ostream& out, const std::vector<ProcessReport>& reports,
           "may be missing and the counts below may be wrong\n",
           plural(r.lost_events, "event was", "events were"));
     }
+    if (r.compaction) {
+      const auto& c = *r.compaction;
+      out << fmt::format(
+          "  Trace compacted to stay under {} ({}): the {:.1f} s before the last compaction are "
+          "a summary (what was live then, with its sites; {} of {}, one kept every {}), the "
+          "growth verdict is judged on the raw events after it\n",
+          format_bytes(c.bound_bytes), plural(c.compactions, "time", "times"), c.summarized_until_s,
+          plural(c.steps.size(), "step mark", "step marks"), c.summarized_steps, c.step_resolution);
+    }
     write_capture_facts(out, r);
 
     for (const auto& oom : r.out_of_memory) {

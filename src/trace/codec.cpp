@@ -46,6 +46,16 @@ void fields(V& v, SourceLineRecord& r) {
   v(r.file), v(r.line), v(r.text);
 }
 template <class V>
+void fields(V& v, CompactionRecord& r) {
+  v(r.through_seq), v(r.first_time_ns), v(r.through_time_ns), v(r.compactions), v(r.dropped_events),
+      v(r.lost_events), v(r.allocations), v(r.frees), v(r.steps), v(r.step_resolution),
+      v(r.bound_bytes), v(r.peak_live_bytes);
+}
+template <class V>
+void fields(V& v, StepSummaryRecord& r) {
+  v(r.time_ns), v(r.step), v(r.source), v(r.clock), v(r.live_bytes), v(r.live_allocations);
+}
+template <class V>
 void fields(V& v, AllocRecord& r) {
   v(r.seq), v(r.time_ns), v(r.address), v(r.size), v(r.kind), v(r.api), v(r.device), v(r.stream),
       v(r.thread_id), v(r.stack_id);
@@ -96,6 +106,8 @@ constexpr RecordType type_of() {
   if constexpr (std::is_same_v<T, StackRecord>) return RecordType::kStack;
   if constexpr (std::is_same_v<T, SymbolRecord>) return RecordType::kSymbol;
   if constexpr (std::is_same_v<T, SourceLineRecord>) return RecordType::kSourceLine;
+  if constexpr (std::is_same_v<T, CompactionRecord>) return RecordType::kCompaction;
+  if constexpr (std::is_same_v<T, StepSummaryRecord>) return RecordType::kStepSummary;
   if constexpr (std::is_same_v<T, AllocRecord>) return RecordType::kAlloc;
   if constexpr (std::is_same_v<T, FreeRecord>) return RecordType::kFree;
   if constexpr (std::is_same_v<T, AllocFailedRecord>) return RecordType::kAllocFailed;
@@ -352,6 +364,12 @@ DecodeStatus decode_record(const std::uint8_t** cursor, const std::uint8_t* end,
       break;
     case RecordType::kSourceLine:
       ok = decode_body<SourceLineRecord>(p, body_end, out);
+      break;
+    case RecordType::kCompaction:
+      ok = decode_body<CompactionRecord>(p, body_end, out);
+      break;
+    case RecordType::kStepSummary:
+      ok = decode_body<StepSummaryRecord>(p, body_end, out);
       break;
     case RecordType::kAlloc:
       ok = decode_body<AllocRecord>(p, body_end, out);

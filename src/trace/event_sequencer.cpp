@@ -106,9 +106,32 @@ void EventSequencer::hold(std::uint64_t seq, HeldEvent event) {
   held_.push(Slot{seq, index});
 }
 
+std::vector<Record> EventSequencer::held_records() const {
+  auto queue = held_;
+  std::vector<Record> out;
+  out.reserve(queue.size());
+  while (!queue.empty()) {
+    out.push_back(std::visit([](const auto& e) -> Record { return e; }, slots_[queue.top().index]));
+    queue.pop();
+  }
+  return out;
+}
+
 void EventSequencer::push(Record record) {
   std::uint64_t seq = 0;
   if (!record_seq(record, &seq)) {
+    if (const auto* compaction = std::get_if<CompactionRecord>(&record);
+        compaction != nullptr && compaction->through_seq > compacted_below_) {
+      compacted_below_ = compaction->through_seq;
+      // Summarized numbers are neither lost nor missing: move past them
+      // without counting them.
+      if (next_seq_ < compacted_below_) skip_to(compacted_below_, false);
+    }
+    ready_.push_back(std::move(record));
+    return;
+  }
+  if (seq < compacted_below_) {
+    // An event the summary kept.
     ready_.push_back(std::move(record));
     return;
   }

@@ -19,6 +19,11 @@
 // dropped, never delivered twice. An event whose number was given up on
 // earlier arrives late: it is delivered, out of order.
 //
+// A compacted trace (records.h, CompactionRecord) summarizes every number
+// below its `through_seq`: the sequencer moves on to that number at once, and
+// the events the summary kept (numbers below it, in increasing order) pass
+// straight through, neither repeats nor late.
+//
 // Memory: events that arrive in order are never held; held events are kept
 // without their definitions' larger variant alternatives.
 //
@@ -75,6 +80,13 @@ class EventSequencer {
   // Numbers skipped that no LostRecord declared (gaps), for older callers.
   std::uint64_t skipped_events() const { return findings_.undeclared_skipped; }
   std::size_t pending() const { return held_.size(); }
+  // Copies of the events held back, in sequence order: what a compaction
+  // must write again after its summary (trace_summary.h).
+  std::vector<Record> held_records() const;
+  // Numbers below this were summarized by a compaction.
+  std::uint64_t compacted_below() const { return compacted_below_; }
+  // The next number to be delivered.
+  std::uint64_t next_seq() const { return next_seq_; }
 
  private:
   using HeldEvent =
@@ -109,6 +121,7 @@ class EventSequencer {
   std::vector<HeldEvent> slots_;
   std::vector<std::uint32_t> free_slots_;
   std::uint64_t next_seq_ = 0;
+  std::uint64_t compacted_below_ = 0;
   bool finished_ = false;
 
   // Declared lost numbers: first -> end (exclusive), disjoint.

@@ -20,10 +20,10 @@ std::uint32_t get_u32(const std::uint8_t* in) {
 
 }  // namespace
 
-void encode_file_header(std::uint8_t* out) {
+void encode_file_header(std::uint8_t* out, std::uint32_t version) {
   std::memset(out, 0, kFileHeaderBytes);
   std::memcpy(out, kFileMagic, sizeof kFileMagic);
-  put_u32(out + 8, kFormatVersion);
+  put_u32(out + 8, version);
   put_u32(out + 12, kFileHeaderBytes);
 }
 
@@ -36,13 +36,15 @@ bool check_file_header(const std::uint8_t* in, std::string* problem, std::uint32
   if (version) *version = found;
   if (found > kFormatVersion) {
     *problem = "trace format version " + std::to_string(found) +
-               " is newer than this gpuleak reads (version " + std::to_string(kFormatVersion) +
+               " is newer than this gpuleak reads (version " +
+               std::to_string(kOldestFormatVersion) + " to " + std::to_string(kFormatVersion) +
                "); use a newer gpuleak";
     return false;
   }
-  if (found < kFormatVersion) {
+  if (found < kOldestFormatVersion) {
     *problem = "trace format version " + std::to_string(found) +
-               " is older than this gpuleak reads (version " + std::to_string(kFormatVersion) +
+               " is older than this gpuleak reads (version " +
+               std::to_string(kOldestFormatVersion) + " to " + std::to_string(kFormatVersion) +
                "); report it with the gpuleak that recorded it";
     return false;
   }

@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <string>
 
+#include "trace/records.h"
+
 namespace gpuleak::trace {
 
 struct BlockHeader {
@@ -13,9 +15,10 @@ struct BlockHeader {
   std::uint32_t record_count = 0;
 };
 
-// Writes magic, kFormatVersion and kFileHeaderBytes into 32 bytes.
-void encode_file_header(std::uint8_t* out);
-// Checks magic and version; on failure says why in `problem`.
+// Writes magic, `version` and kFileHeaderBytes into 32 bytes.
+void encode_file_header(std::uint8_t* out, std::uint32_t version = kUncompactedFormatVersion);
+// Checks magic and version (kOldestFormatVersion to kFormatVersion); on
+// failure says why in `problem`.
 bool check_file_header(const std::uint8_t* in, std::string* problem,
                        std::uint32_t* version = nullptr);
 

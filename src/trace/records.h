@@ -36,7 +36,15 @@
 namespace gpuleak::trace {
 
 inline constexpr char kFileMagic[8] = {'G', 'P', 'U', 'L', 'E', 'A', 'K', 'T'};
-inline constexpr std::uint32_t kFormatVersion = 1;
+// The newest format this gpuleak reads and writes: version 2 is version 1
+// plus the compaction summary (CompactionRecord, StepSummaryRecord, and the
+// events it keeps out of sequence order). A trace that was never compacted
+// is still written as version 1, so gpuleak releases from before compaction
+// read it; a compacted one is version 2, which they refuse with a clear
+// message instead of taking its summary for damage.
+inline constexpr std::uint32_t kFormatVersion = 2;
+inline constexpr std::uint32_t kUncompactedFormatVersion = 1;
+inline constexpr std::uint32_t kOldestFormatVersion = 1;
 inline constexpr std::uint32_t kFileHeaderBytes = 32;
 inline constexpr std::uint32_t kBlockMagic = 0x4b424c47;  // "GLBK" little-endian
 inline constexpr std::uint32_t kBlockHeaderBytes = 16;
@@ -101,6 +109,8 @@ enum class RecordType : std::uint8_t {
   kStack = 6,
   kSymbol = 7,
   kSourceLine = 8,
+  kCompaction = 9,
+  kStepSummary = 10,
   kAlloc = 16,
   kFree = 17,
   kAllocFailed = 18,
@@ -208,6 +218,47 @@ struct SourceLineRecord {
   bool operator==(const SourceLineRecord&) const = default;
 };
 inline constexpr std::size_t kMaxSourceLineBytes = 160;
+
+// ---- The compaction summary (format version 2) ----------------------------
+//
+// A job that runs for days would fill any disk, so the collector bounds its
+// trace (docs/trace-format.md, "Compaction"): when the file passes half its
+// bound, it is rewritten as a summary of everything so far followed by the
+// raw events from there on. The summary is, in this order: the
+// ProcessRecord, every definition, one CompactionRecord, the
+// StepSummaryRecords, then the events it keeps, with their own sequence
+// numbers (all below `through_seq`, in increasing order): the allocations
+// still live at that point, every annotation, context change and failed
+// allocation, and the latest sample of each metric and device. Every other
+// event below `through_seq` was dropped: readers treat those numbers as
+// summarized, neither lost nor missing.
+struct CompactionRecord {
+  std::uint64_t through_seq = 0;      // events below this number are summarized
+  std::uint64_t first_time_ns = 0;    // time of the first event summarized
+  std::uint64_t through_time_ns = 0;  // time of the last event summarized
+  std::uint64_t compactions = 0;      // how many times the trace was compacted
+  std::uint64_t dropped_events = 0;   // raw events dropped, all compactions together
+  std::uint64_t lost_events = 0;      // events the collector lost before through_seq
+  std::uint64_t allocations = 0;      // allocations summarized (live and freed)
+  std::uint64_t frees = 0;            // frees summarized
+  std::uint64_t steps = 0;            // step marks summarized
+  std::uint64_t step_resolution = 0;  // a StepSummaryRecord is kept every this many steps
+  std::uint64_t bound_bytes = 0;      // the bound the collector kept the file under
+  std::uint64_t peak_live_bytes = 0;  // most bytes live at once before through_seq
+  bool operator==(const CompactionRecord&) const = default;
+};
+
+// One step mark of the summarized span, kept at the resolution the
+// CompactionRecord states, with what was live at it.
+struct StepSummaryRecord {
+  std::uint64_t time_ns = 0;
+  std::uint64_t step = 0;
+  StepSource source = StepSource::kExplicit;
+  std::uint32_t clock = 0;
+  std::uint64_t live_bytes = 0;  // every kind of memory together
+  std::uint64_t live_allocations = 0;
+  bool operator==(const StepSummaryRecord&) const = default;
+};
 
 // ---- Events (seq) ---------------------------------------------------------
 
@@ -320,10 +371,11 @@ struct LostRecord {
   bool operator==(const LostRecord&) const = default;
 };
 
-using Record = std::variant<ProcessRecord, ApiNameRecord, ThreadRecord, ModuleRecord,
-                            PythonCodeRecord, StackRecord, SymbolRecord, SourceLineRecord,
-                            AllocRecord, FreeRecord, AllocFailedRecord, StepRecord, SampleRecord,
-                            AnnotationRecord, ContextRecord, ExitRecord, LostRecord>;
+using Record =
+    std::variant<ProcessRecord, ApiNameRecord, ThreadRecord, ModuleRecord, PythonCodeRecord,
+                 StackRecord, SymbolRecord, SourceLineRecord, CompactionRecord, StepSummaryRecord,
+                 AllocRecord, FreeRecord, AllocFailedRecord, StepRecord, SampleRecord,
+                 AnnotationRecord, ContextRecord, ExitRecord, LostRecord>;
 
 // Sequence number of an event record; definitions have none.
 bool record_seq(const Record& record, std::uint64_t* seq);

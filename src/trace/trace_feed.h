@@ -50,6 +50,9 @@ class TraceFeed {
   void finish(const Consumer& consume);
 
   bool opened() const { return reader_ != nullptr; }
+  // The file was compacted and replaced (TraceReader::replaced): a follower
+  // reads it again from the start with a new feed.
+  bool replaced() const { return reader_ != nullptr && reader_->replaced(); }
   const std::optional<TraceError>& error() const { return error_; }
   // What is wrong with a trace that still read, after finish(): sentences
   // for people (DamageDetector::judge).

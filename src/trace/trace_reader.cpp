@@ -73,6 +73,14 @@ bool TraceReader::read_at(std::uint64_t offset, void* buffer, std::size_t size, 
   return true;
 }
 
+bool TraceReader::replaced() const {
+  struct stat now {
+  }, open_file{};
+  if (fd_ < 0 || ::fstat(fd_, &open_file) != 0) return false;
+  if (::stat(path_.c_str(), &now) != 0) return false;
+  return now.st_ino != open_file.st_ino || now.st_dev != open_file.st_dev;
+}
+
 TraceReader::Status TraceReader::load_block() {
   struct stat st {};
   if (::fstat(fd_, &st) == 0) file_bytes_ = static_cast<std::uint64_t>(st.st_size);

@@ -52,6 +52,11 @@ class TraceReader {
   // Where the block of the record last returned starts.
   std::uint64_t block_offset() const { return current_block_offset_; }
   std::uint64_t file_bytes() const { return file_bytes_; }
+  // Whether `path` now names another file than the one being read: the
+  // collector compacted the trace (bounded_trace_writer.h) and renamed the
+  // compacted file over it. What was read stays valid; the new file holds
+  // it again as a summary, so a follower starts over on it.
+  bool replaced() const;
   // Records of unknown types skipped (written by a newer gpuleak).
   std::uint64_t unknown_records() const { return unknown_records_; }
 

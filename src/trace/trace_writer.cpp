@@ -61,7 +61,8 @@ TraceWriter::~TraceWriter() {
   if (fd_ >= 0) ::close(fd_);
 }
 
-std::unique_ptr<TraceWriter> TraceWriter::create(const std::string& path, std::string* error) {
+std::unique_ptr<TraceWriter> TraceWriter::create(const std::string& path, std::string* error,
+                                                 std::uint32_t version) {
   // 0600: a trace holds the command line (passwords in arguments, too), the
   // environment's paths and the program's source lines (docs/security.md).
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
@@ -70,7 +71,7 @@ std::unique_ptr<TraceWriter> TraceWriter::create(const std::string& path, std::s
     return nullptr;
   }
   std::uint8_t header[kFileHeaderBytes];
-  encode_file_header(header);
+  encode_file_header(header, version);
   if (!write_all(fd, header, sizeof header)) {
     *error = errno_text("cannot write trace", path);
     ::close(fd);

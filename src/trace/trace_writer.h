@@ -18,8 +18,10 @@ namespace gpuleak::trace {
 
 class TraceWriter {
  public:
-  // Creates `path` (it must not exist) and writes the file header.
-  static std::unique_ptr<TraceWriter> create(const std::string& path, std::string* error);
+  // Creates `path` (it must not exist) and writes the file header, of
+  // format `version` (records.h: 1 for a trace that was never compacted).
+  static std::unique_ptr<TraceWriter> create(const std::string& path, std::string* error,
+                                             std::uint32_t version = 1);
   // Opens an existing trace to add blocks at its end (after checking its header).
   static std::unique_ptr<TraceWriter> append_to(const std::string& path, std::string* error);
 

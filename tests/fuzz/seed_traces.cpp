@@ -6,6 +6,7 @@
 
 #include "trace/codec.h"
 #include "trace/file_layout.h"
+#include "trace/trace_summary.h"
 
 namespace gpuleak::fuzz {
 
@@ -40,9 +41,9 @@ std::string encode_block(const std::string& payload, std::uint32_t record_count)
   return std::string(reinterpret_cast<char*>(raw), sizeof raw) + frame;
 }
 
-std::string file_header() {
+std::string file_header(std::uint32_t version = kUncompactedFormatVersion) {
   std::uint8_t raw[kFileHeaderBytes];
-  encode_file_header(raw);
+  encode_file_header(raw, version);
   return std::string(reinterpret_cast<char*>(raw), sizeof raw);
 }
 
@@ -205,6 +206,28 @@ std::string encode_trace_file(const std::vector<Record>& records, std::size_t pe
   return out;
 }
 
+// The training job compacted half way, as the bounded writer leaves it: the
+// summary of the first half (trace_summary.h), then the second half raw.
+std::string compacted_training_job_payload(std::uint32_t* count) {
+  std::vector<Record> job = training_job(120);
+  std::size_t half = job.size() / 2;
+  TraceSummary summary;
+  for (std::size_t i = 0; i < half; ++i) summary.observe(job[i]);
+  std::string payload;
+  *count = 0;
+  summary.encode(
+      [&](std::string_view block, std::uint32_t records) {
+        payload.append(block);
+        *count += records;
+        return true;
+      },
+      16u << 20);
+  std::vector<Record> rest(job.begin() + static_cast<std::ptrdiff_t>(half), job.end());
+  payload += encode_payload(rest);
+  *count += static_cast<std::uint32_t>(rest.size());
+  return payload;
+}
+
 std::vector<Seed> seeds() {
   std::vector<Seed> out;
   // Whole files: the reader's framing, headers and checksums.
@@ -212,6 +235,11 @@ std::vector<Seed> seeds() {
   out.push_back({"file-training-job", encode_trace_file(training_job(60), 50)});
   out.push_back({"file-driver-job", encode_trace_file(driver_job_without_steps(), 7)});
   out.push_back({"file-header-only", encode_trace_file({}, 1)});
+  std::uint32_t compacted_count = 0;
+  std::string compacted = compacted_training_job_payload(&compacted_count);
+  out.push_back({"file-compacted-training-job",
+                 file_header(kFormatVersion) + encode_block(compacted, compacted_count)});
+  out.push_back({"payload-compacted-training-job", compacted});
   std::string truncated = encode_trace_file(every_record_kind(), 4);
   truncated.resize(truncated.size() - 5);
   out.push_back({"file-truncated", truncated});

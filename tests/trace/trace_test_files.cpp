@@ -23,6 +23,8 @@ std::vector<Record> one_of_each_record() {
   r.push_back(StackRecord{3, {0x401000, 0x7fffffffffff, 1}, {{7, 42}, {8, 100000}}});
   r.push_back(SymbolRecord{0x401000, "leak(int)", "leak.cu", 17, "/bin/leak", {}});
   r.push_back(SourceLineRecord{"train.py", 42, "losses.append(loss)"});
+  r.push_back(CompactionRecord{1000, 20, 900, 2, 5000, 7, 400, 390, 50, 4, 64ull << 20, 1 << 30});
+  r.push_back(StepSummaryRecord{30, 48, StepSource::kDataLoader, 2, 1 << 20, 17});
   r.push_back(AllocRecord{9, 10, 0x7f00deadbe00, 1 << 20, MemoryKind::kDeviceAsync, 598, 3, 0xabc,
                           4243, 3});
   r.push_back(FreeRecord{1, 11, 0x7f00deadbe00, MemoryKind::kDeviceAsync, 600, 3, 4243});
