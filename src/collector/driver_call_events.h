@@ -48,8 +48,10 @@ void record_context_call(Recorder& recorder, std::uint32_t cbid, const void* par
                                                       const void* params, CUresult result,
                                                       CUcontext context,
                                                       std::uint64_t release_token) {
-  auto device_for = [context](const Allocation& a) {
+  auto device_for = [context, &recorder](const Allocation& a) {
     if (a.device != -2) return a.device;
+    if (recorder.config().bench_skip & kBenchSkipDevice) [[unlikely]]
+      return -1;
     return context ? context_devices().device_of(context)
                    : context_devices().device_of_current_context();
   };

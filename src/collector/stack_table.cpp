@@ -133,6 +133,8 @@ bool StackTable::native_frames_wanted(bool with_native) const {
   if (python_frames == 0 && reader)
     python_frames = borrow_python_stack(codes, positions, kMaxPython);
   if (python_frames == 0 && native_frames == 0) return 0;
+  if (config_.bench_skip & kBenchSkipStackId) [[unlikely]]
+    return 0;
 
   std::uint64_t hash = hash_frames(native, native_frames);
   hash = mix(hash, 0xfeedull);  // separates the native part from the Python part
