@@ -80,8 +80,9 @@ void record_context_call(Recorder& recorder, std::uint32_t cbid, const void* par
       bool early = recorder.native_frames_wanted(with_native);
       if (early) {
         unwound.frames = frames;
-        unwound.count = capture_native_stack(
-            frames, std::min(recorder.config().native_depth, kMaxNativeFrames));
+        unwound.count =
+            capture_native_stack(frames, std::min(recorder.config().native_depth, kMaxNativeFrames),
+                                 &unwound.remembered);
       }
       recorder.record_alloc(a.address, a.size, a.kind, cbid, device, a.stream, with_native,
                             early ? &unwound : nullptr);
