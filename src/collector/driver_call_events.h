@@ -48,12 +48,12 @@ void record_context_call(Recorder& recorder, std::uint32_t cbid, const void* par
                                                       const void* params, CUresult result,
                                                       CUcontext context,
                                                       std::uint64_t release_token) {
-  auto device_for = [context, &recorder](const Allocation& a) {
+  auto device_for = [context, &recorder, result](const Allocation& a) {
     if (a.device != -2) return a.device;
     if (recorder.config().bench_skip & kBenchSkipDevice) [[unlikely]]
       return -1;
     return context ? context_devices().device_of(context)
-                   : context_devices().device_of_current_context();
+                   : context_devices().device_of_current_context(result == CUDA_SUCCESS);
   };
   Allocation a;
   if (describe_release(cbid, params, &a)) {
