@@ -114,14 +114,15 @@ int main(int argc, char** argv) {
              : std::strcmp(hooks, "native") == 0    ? -1
                                                     : -2;
   if (mode == -2 || sites < 1 || sites > kMaxSites) {
-    std::fprintf(stderr, "usage: interposer_pairs native|detached|empty|recording [PAIRS] [DEPTH] "
-                         "[SITES 1-64]\n");
+    std::fprintf(stderr,
+                 "usage: interposer_pairs native|detached|empty|recording [PAIRS] [DEPTH] "
+                 "[SITES 1-64]\n");
     return 2;
   }
   // What libcudart does when it starts: every entry point before cuInit.
   void* driver = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-  auto get = driver ? reinterpret_cast<GetProcAddress>(::dlsym(driver, "cuGetProcAddress_v2"))
-                    : nullptr;
+  auto get =
+      driver ? reinterpret_cast<GetProcAddress>(::dlsym(driver, "cuGetProcAddress_v2")) : nullptr;
   Init init = nullptr;
   Retain retain = nullptr;
   if (!get || !look_up(get, "cuInit", init) || !look_up(get, "cuDevicePrimaryCtxRetain", retain) ||

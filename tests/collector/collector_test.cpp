@@ -967,7 +967,8 @@ TEST(CollectorInterposer, calls_through_lookups_dlsym_and_links_become_exact_eve
 // With one device visible the interposer's events take device 0 without
 // asking the driver for the current context; with several it asks for each
 // context's device. Both must give the driver's answer.
-TEST(CollectorInterposer, events_name_the_device_of_the_current_context_with_one_device_or_several) {
+TEST(CollectorInterposer,
+     events_name_the_device_of_the_current_context_with_one_device_or_several) {
   SKIP_WITHOUT_INTERPOSER();
   for (const char* devices : {"1", "2"}) {
     ScratchDir dir;
