@@ -42,6 +42,29 @@ std::uint64_t byte_count(const char* name, std::uint64_t fallback) {
   return static_cast<std::uint64_t>(parsed) << shift;
 }
 
+// GPULEAK_BENCH_SKIP: comma-separated names of BenchSkip parts.
+unsigned bench_skip_parts(const char* v) {
+  if (!v) return 0;
+  static constexpr struct {
+    const char* name;
+    unsigned bit;
+  } kParts[] = {{"seq", kBenchSkipSeq},
+                {"clock", kBenchSkipClock},
+                {"device", kBenchSkipDevice},
+                {"stack_id", kBenchSkipStackId},
+                {"buffer", kBenchSkipBuffer}};
+  unsigned bits = 0;
+  for (const auto& part : kParts) {
+    std::size_t length = std::strlen(part.name);
+    for (const char* at = std::strstr(v, part.name); at; at = std::strstr(at + 1, part.name)) {
+      bool starts = at == v || at[-1] == ',';
+      bool ends = at[length] == '\0' || at[length] == ',';
+      if (starts && ends) bits |= part.bit;
+    }
+  }
+  return bits;
+}
+
 }  // namespace
 
 Config read_config_from_environment() {
@@ -67,6 +90,7 @@ Config read_config_from_environment() {
   if (const char* clock = std::getenv("GPULEAK_CLOCK"); clock && *clock) c.clock = clock;
   c.verbose = flag("GPULEAK_VERBOSE", false);
   c.disabled = flag("GPULEAK_DISABLE", false);
+  c.bench_skip = bench_skip_parts(std::getenv("GPULEAK_BENCH_SKIP"));
   return c;
 }
 

@@ -9,6 +9,17 @@
 
 namespace gpuleak::collector {
 
+// Parts of the per-event work that GPULEAK_BENCH_SKIP leaves out, for the CPU
+// benchmark's breakdown only (bench/run_interposer_pairs.py): a trace
+// recorded with any of them is not a faithful one.
+enum BenchSkip : unsigned {
+  kBenchSkipSeq = 1u << 0,      // seq: events numbered 0, no shared counter
+  kBenchSkipClock = 1u << 1,    // clock: events timed 0
+  kBenchSkipDevice = 1u << 2,   // device: the device is not looked up (-1)
+  kBenchSkipStackId = 1u << 3,  // stack_id: frames are taken, not hashed or looked up (id 0)
+  kBenchSkipBuffer = 1u << 4,   // buffer: events are not put in the thread's buffer
+};
+
 struct Config {
   std::string trace_dir = "gpuleak-traces";  // GPULEAK_TRACE_DIR
   int native_depth = 64;  // GPULEAK_NATIVE_DEPTH: frames kept, 0 = no native stacks
@@ -37,6 +48,7 @@ struct Config {
   std::string clock = "auto";    // GPULEAK_CLOCK: auto, precise or coarse (collector/clock.h)
   bool verbose = false;          // GPULEAK_VERBOSE
   bool disabled = false;         // GPULEAK_DISABLE
+  unsigned bench_skip = 0;       // GPULEAK_BENCH_SKIP: BenchSkip bits, benchmarks only
 };
 
 Config read_config_from_environment();

@@ -47,7 +47,22 @@ int ContextDevices::lookup(CUcontext context) {
   return device;
 }
 
-int ContextDevices::device_of_current_context() {
+bool ContextDevices::one_device() {
+  int known = device_count_.load(std::memory_order_relaxed);
+  if (known != kNotAsked) return known == kOne;
+  // Asked inside a driver call, after cuInit: the count is fixed for the
+  // process's life (CUDA_VISIBLE_DEVICES is read at cuInit). Threads racing
+  // here ask twice and agree.
+  using GetCount = CUresult (*)(int*);
+  static GetCount get_count = driver_function<GetCount>("cuDeviceGetCount");
+  int count = 0;
+  bool one = get_count && get_count(&count) == CUDA_SUCCESS && count == 1;
+  device_count_.store(one ? kOne : kOther, std::memory_order_relaxed);
+  return one;
+}
+
+int ContextDevices::device_of_current_context(bool call_succeeded) {
+  if (call_succeeded && one_device()) return 0;
   using GetCurrent = CUresult (*)(CUcontext*);
   static GetCurrent get_current = driver_function<GetCurrent>("cuCtxGetCurrent");
   CUcontext context = nullptr;

@@ -32,11 +32,19 @@ class ContextDevices {
     return device;
   }
   // The device of the calling thread's current context (the interposer has
-  // no context in hand), or -1.
-  int device_of_current_context();
+  // no context in hand), or -1. `call_succeeded`: the call being recorded
+  // succeeded, so it had a context; where the process sees one device, that
+  // context's device is 0 and the driver is not asked (two driver calls
+  // less per allocate/free pair).
+  int device_of_current_context(bool call_succeeded);
 
  private:
   int lookup(CUcontext context);
+  // Whether the process sees exactly one device, asked of the driver once.
+  bool one_device();
+
+  enum DeviceCount : int { kNotAsked, kOne, kOther };
+  std::atomic<int> device_count_{kNotAsked};
 
   static constexpr int kEntries = 64;
   struct Entry {

@@ -48,10 +48,12 @@ void record_context_call(Recorder& recorder, std::uint32_t cbid, const void* par
                                                       const void* params, CUresult result,
                                                       CUcontext context,
                                                       std::uint64_t release_token) {
-  auto device_for = [context](const Allocation& a) {
+  auto device_for = [context, &recorder, result](const Allocation& a) {
     if (a.device != -2) return a.device;
+    if (recorder.config().bench_skip & kBenchSkipDevice) [[unlikely]]
+      return -1;
     return context ? context_devices().device_of(context)
-                   : context_devices().device_of_current_context();
+                   : context_devices().device_of_current_context(result == CUDA_SUCCESS);
   };
   Allocation a;
   if (describe_release(cbid, params, &a)) {
@@ -78,8 +80,9 @@ void record_context_call(Recorder& recorder, std::uint32_t cbid, const void* par
       bool early = recorder.native_frames_wanted(with_native);
       if (early) {
         unwound.frames = frames;
-        unwound.count = capture_native_stack(
-            frames, std::min(recorder.config().native_depth, kMaxNativeFrames));
+        unwound.count =
+            capture_native_stack(frames, std::min(recorder.config().native_depth, kMaxNativeFrames),
+                                 &unwound.remembered);
       }
       recorder.record_alloc(a.address, a.size, a.kind, cbid, device, a.stream, with_native,
                             early ? &unwound : nullptr);

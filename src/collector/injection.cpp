@@ -338,7 +338,7 @@ extern "C" __attribute__((visibility("default"))) void gpuleak_record_torch_allo
     // to the node's class): unwinding the engine thread's 24 frames cost a
     // tenth of a launch-bound training step.
     const std::uint64_t frames[1] = {node_type};
-    const StackTable::NativeFrames node{frames, 1};
+    const StackTable::NativeFrames node{frames, 1, {}};
     r.record_alloc(address, size, MemoryKind::kTorchBlock, kApiTorchAlloc, device, stream,
                    /*with_native=*/false, &node);
   });

@@ -39,13 +39,15 @@ int keep_program_frames(void* const* raw, int count, std::uint64_t* frames, int 
 // Always inlined: the unwind starts in the caller's frame, and every frame of
 // ours below the program's is one more step for the unwinder; the place a
 // stack is remembered by is the caller's frame.
-[[gnu::always_inline]] inline int capture_native_stack(std::uint64_t* frames, int max_frames) {
+// `hit`, if given, says which remembered stack was reused (remembered_stacks.h).
+[[gnu::always_inline]] inline int capture_native_stack(std::uint64_t* frames, int max_frames,
+                                                       RememberedHit* hit = nullptr) {
   max_frames = std::min(max_frames, kMaxNativeFrames);
   std::uintptr_t frame_address = 0, return_address = 0;
   if (g_reuse_stacks) {
     frame_address = reinterpret_cast<std::uintptr_t>(__builtin_dwarf_cfa());
     return_address = reinterpret_cast<std::uintptr_t>(__builtin_return_address(0));
-    int reused = reuse_remembered_stack(frame_address, return_address, frames, max_frames);
+    int reused = reuse_remembered_stack(frame_address, return_address, frames, max_frames, hit);
     if (reused >= 0) return reused;
   }
   // A few extra for the collector's own frames, which are dropped.

@@ -187,6 +187,12 @@ void Recorder::growth_tick(bool index_driver_allocations) {
   live_index_.on_boundary();
 }
 
+std::uint64_t Recorder::event_time_ns() const {
+  if (config_.bench_skip & kBenchSkipClock) [[unlikely]]
+    return 0;
+  return now_ns();
+}
+
 [[gnu::hot]] void Recorder::record_alloc(std::uint64_t address, std::uint64_t size,
                                          trace::MemoryKind kind, std::uint32_t api,
                                          std::int32_t device, std::uint64_t stream,
@@ -198,7 +204,7 @@ void Recorder::growth_tick(bool index_driver_allocations) {
                                            kind == trace::MemoryKind::kTorchBlock);
   trace::AllocRecord r;
   r.seq = next_seq();
-  r.time_ns = now_ns();
+  r.time_ns = event_time_ns();
   r.address = address;
   r.size = size;
   r.kind = kind;
@@ -211,6 +217,8 @@ void Recorder::growth_tick(bool index_driver_allocations) {
   if (indexed(kind)) live_index_.on_alloc(address, size, stack_id);
   // A new stack's definitions go in the same reservation, so they are never
   // dropped apart from the event that first uses them.
+  if (config_.bench_skip & kBenchSkipBuffer) [[unlikely]]
+    return;
   std::size_t size_needed =
       kAllocItemBytes + (definitions.empty() ? 0 : kEncodedItemHeaderBytes + definitions.size());
   char* out = buffer.reserve(size_needed);
@@ -229,7 +237,7 @@ void Recorder::growth_tick(bool index_driver_allocations) {
                                         std::int32_t device) {
   trace::FreeRecord r;
   r.seq = seq;
-  r.time_ns = now_ns();
+  r.time_ns = event_time_ns();
   r.address = address;
   r.kind = kind;
   r.api = api;
@@ -237,6 +245,8 @@ void Recorder::growth_tick(bool index_driver_allocations) {
   ThreadBuffer& buffer = buffer_for_this_thread();
   r.thread_id = buffer.thread_id;
   if (indexed(kind)) live_index_.on_free(address);
+  if (config_.bench_skip & kBenchSkipBuffer) [[unlikely]]
+    return;
   char* out = buffer.reserve(kFreeItemBytes);
   if (!out) {
     buffer.drop(1, r.seq);

@@ -40,7 +40,11 @@ class Recorder {
 
   // Reserves the next sequence number. Frees take theirs before the memory
   // is released, so a reuse of the address always comes later in order.
-  std::uint64_t next_seq() { return seq_.fetch_add(1, std::memory_order_relaxed); }
+  std::uint64_t next_seq() {
+    if (config_.bench_skip & kBenchSkipSeq) [[unlikely]]
+      return 0;
+    return seq_.fetch_add(1, std::memory_order_relaxed);
+  }
 
   // Captures the calling thread's stack for the allocation.
   // `with_native`: native frames even when Python frames exist. `unwound`:
@@ -116,6 +120,8 @@ class Recorder {
   void append_record(const trace::Record& record);
   // Tensor-level allocations go into the live index once steps are marked.
   bool indexed(trace::MemoryKind kind) const;
+  // An allocation's or free's time stamp (0 under GPULEAK_BENCH_SKIP=clock).
+  std::uint64_t event_time_ns() const;
   ThreadBuffer& buffer_for_this_thread();
   void writer_loop();
   // Collects buffers and process facts and writes them as blocks. Callers

@@ -105,6 +105,7 @@ RememberedPlace* find_place(RememberedStacks& m, std::uintptr_t frame_address,
 void drop_candidate(RememberedStacks& m, RememberedPlace& p, int c) {
   m.stacks[p.entries[c]].count = 0;
   m.stacks[p.entries[c]].place = -1;
+  m.stacks[p.entries[c]].stack_id = 0;
   --p.candidates;
   p.entries[c] = p.entries[p.candidates];
   p.split_ips[c] = p.split_ips[p.candidates];
@@ -152,6 +153,7 @@ int free_entry(RememberedStacks& m) {
     }
   }
   m.stacks[chosen].count = 0;
+  m.stacks[chosen].stack_id = 0;
   return chosen;
 }
 
@@ -207,6 +209,15 @@ std::uint64_t hash_stack(const std::uint64_t* frames, int count) {
 }
 
 }  // namespace
+
+void remember_stack_id(const RememberedHit& hit, std::uint32_t stack_id) {
+  if (hit.entry < 0 || hit.entry >= kMaxRememberedStacks) return;
+  Using use(t_remembered_stacks);
+  RememberedStacks* m = use.get();
+  if (!m) return;
+  RememberedStack& e = m->stacks[hit.entry];
+  if (e.count > 0 && e.last_used == hit.stamp) e.stack_id = stack_id;
+}
 
 bool should_learn_stack(std::uintptr_t frame_address, std::uintptr_t return_address, int max_frames,
                         const std::uint64_t* frames, int count) {
@@ -282,6 +293,7 @@ bool should_learn_stack(std::uintptr_t frame_address, std::uintptr_t return_addr
   RememberedStack& e = m->stacks[index];
   for (int i = 0; i < kept; ++i) e.slots[i] = walked[first + i];
   e.count = kept;
+  e.stack_id = 0;
   if (!add_candidate(*m, *place, index)) {
     e.count = 0;
     e.place = -1;

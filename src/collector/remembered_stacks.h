@@ -57,6 +57,11 @@ struct RememberedStack {
   int count = 0;  // slots; 0 while the entry is free
   int place = -1;
   std::uint64_t last_used = 0;
+  // The stack table's id of these frames alone (no Python frames), once a
+  // capture that reused them has looked it up; 0 until then. A stack id
+  // never changes once given, so a reuse skips hashing the frames and the
+  // table's lookup.
+  std::uint32_t stack_id = 0;
   StackSlot slots[kMaxRememberedFrames];
 };
 
@@ -92,12 +97,23 @@ struct RememberedStacks {
 // This thread's memory; null until its first miss (and when reuse is off).
 extern thread_local RememberedStacks* t_remembered_stacks;
 
+// Which remembered stack a capture reused, so the stack id found for its
+// frames can be kept with it (remember_stack_id). `stamp` is the entry's
+// last_used at the reuse: any later use or replacement of the entry changes
+// it, and the id is then not written.
+struct RememberedHit {
+  int entry = -1;  // -1: the stack was unwound, not reused
+  std::uint64_t stamp = 0;
+  std::uint32_t stack_id = 0;  // the id kept with the entry, or 0
+};
+
 // Writes the remembered stack for this place to `frames` if one is still the
 // stack in memory. Returns the number of frames, or -1 when it must be
 // unwound.
 [[gnu::always_inline]] inline int reuse_remembered_stack(std::uintptr_t frame_address,
                                                          std::uintptr_t return_address,
-                                                         std::uint64_t* frames, int max_frames) {
+                                                         std::uint64_t* frames, int max_frames,
+                                                         RememberedHit* hit = nullptr) {
   RememberedStacks* memory = t_remembered_stacks;
   if (!memory || memory->busy) return -1;
   RememberedPlace* place = nullptr;
@@ -150,11 +166,16 @@ extern thread_local RememberedStacks* t_remembered_stacks;
     place->last_used = memory->clock;
     ++place->hits;
     count = e.count;
+    if (hit) *hit = RememberedHit{found, e.last_used, e.stack_id};
   }
   std::atomic_signal_fence(std::memory_order_seq_cst);
   memory->busy = false;
   return count;
 }
+
+// Keeps `stack_id` with the stack a capture reused, unless the entry was
+// used or replaced since (a capture from a signal handler in between).
+void remember_stack_id(const RememberedHit& hit, std::uint32_t stack_id);
 
 // After a miss, with the stack unwound plainly in `frames`: whether it
 // should be learned (learn_stack) now.

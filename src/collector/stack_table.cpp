@@ -133,6 +133,13 @@ bool StackTable::native_frames_wanted(bool with_native) const {
   if (python_frames == 0 && reader)
     python_frames = borrow_python_stack(codes, positions, kMaxPython);
   if (python_frames == 0 && native_frames == 0) return 0;
+  if (config_.bench_skip & kBenchSkipStackId) [[unlikely]]
+    return 0;
+  // Frames read from a remembered stack whose id is known: the same frames
+  // and no Python frames hash to the same id.
+  const RememberedHit* remembered =
+      python_frames == 0 && unwound && native == unwound->frames ? &unwound->remembered : nullptr;
+  if (remembered && remembered->stack_id != 0) return remembered->stack_id;
 
   std::uint64_t hash = hash_frames(native, native_frames);
   hash = mix(hash, 0xfeedull);  // separates the native part from the Python part
@@ -152,10 +159,14 @@ bool StackTable::native_frames_wanted(bool with_native) const {
   };
   static thread_local RecentStack t_recent[kRecentStacks];
   RecentStack& recent = t_recent[hash % kRecentStacks];
-  if (recent.id != 0 && recent.hash == hash) return recent.id;
+  if (recent.id != 0 && recent.hash == hash) {
+    if (remembered) remember_stack_id(*remembered, recent.id);
+    return recent.id;
+  }
   bool is_new = false;
   std::uint32_t id = intern(hash, &is_new);
   recent = {hash, id};
+  if (remembered) remember_stack_id(*remembered, id);
   if (!is_new) return id;
 
   trace::StackRecord record;

@@ -16,6 +16,7 @@
 
 #include "collector/config.h"
 #include "collector/python_frames.h"
+#include "collector/remembered_stacks.h"
 
 namespace gpuleak::collector {
 
@@ -29,6 +30,9 @@ class StackTable {
   struct NativeFrames {
     const std::uint64_t* frames = nullptr;
     int count = 0;
+    // The remembered stack they were read from, if one: a stack with no
+    // Python frames takes the id kept there instead of hashing its frames.
+    RememberedHit remembered;
   };
 
   // Whether capture() takes native frames whatever Python frames it finds,

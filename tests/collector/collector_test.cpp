@@ -964,6 +964,28 @@ TEST(CollectorInterposer, calls_through_lookups_dlsym_and_links_become_exact_eve
   EXPECT_EQ(by_bytes[8192]->site.line, marked_line("linked leak", kDriverChildSource));
 }
 
+// With one device visible the interposer's events take device 0 without
+// asking the driver for the current context; with several it asks for each
+// context's device. Both must give the driver's answer.
+TEST(CollectorInterposer,
+     events_name_the_device_of_the_current_context_with_one_device_or_several) {
+  SKIP_WITHOUT_INTERPOSER();
+  for (const char* devices : {"1", "2"}) {
+    ScratchDir dir;
+    ProcessOptions options = interposer_options(dir.path());
+    options.set_env.push_back(std::string("STAND_IN_DRIVER_DEVICES=") + devices);
+    ProcessResult run = run_process({kDriverChild, "events"}, options);
+    ASSERT_EQ(run.exit_code, 0) << run.describe();
+    auto files = traces_in(dir.path());
+    ASSERT_EQ(files.size(), 1u);
+    TraceContents c = read_trace(files[0]);
+    ASSERT_EQ(c.all<trace::AllocRecord>().size(), 15u) << devices << " devices";
+    for (const auto& a : c.all<trace::AllocRecord>()) EXPECT_EQ(a.device, 0) << devices;
+    ASSERT_EQ(c.all<trace::FreeRecord>().size(), 11u) << devices << " devices";
+    for (const auto& f : c.all<trace::FreeRecord>()) EXPECT_EQ(f.device, 0) << devices;
+  }
+}
+
 // torch.profiler, Nsight Systems or another CUPTI client holding CUPTI is no
 // reason to stop: with the interposer the collector never subscribes, and
 // the other client keeps receiving its callbacks.

@@ -98,6 +98,14 @@ EXPORT CUresult cuCtxGetDevice(CUdevice* device) {
   return CUDA_SUCCESS;
 }
 
+/* One device, as a process with one visible GPU sees; STAND_IN_DRIVER_DEVICES
+   says otherwise (the collector then asks for each context's device). */
+EXPORT CUresult cuDeviceGetCount(int* count) {
+  const char* devices = getenv("STAND_IN_DRIVER_DEVICES");
+  *count = devices && *devices ? atoi(devices) : 1;
+  return CUDA_SUCCESS;
+}
+
 EXPORT CUresult cuMemAlloc_v2(CUdeviceptr* address, size_t size) { return allocate(address, size); }
 EXPORT CUresult cuMemFree_v2(CUdeviceptr address) { return release(address); }
 
@@ -148,6 +156,7 @@ EXPORT CUresult cuGetProcAddress_v2(const char* symbol, void** pfn, int version,
       {"cuDevicePrimaryCtxRetain", (void*)cuDevicePrimaryCtxRetain},
       {"cuCtxGetCurrent", (void*)cuCtxGetCurrent},
       {"cuCtxGetDevice", (void*)cuCtxGetDevice},
+      {"cuDeviceGetCount", (void*)cuDeviceGetCount},
       {"cuMemAlloc_v2", (void*)cuMemAlloc_v2},
       {"cuMemFree_v2", (void*)cuMemFree_v2},
       {"cuMemAllocAsync", (void*)cuMemAllocAsync},

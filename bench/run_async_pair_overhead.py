@@ -1,0 +1,157 @@
+#!/usr/bin/env python3
+"""The stream-ordered allocation pair under `gpuleak run`, against native, on the GPU machine.
+
+bench/cuda/alloc_pairs (1 MiB cudaMallocAsync+cudaFreeAsync pairs, and cudaMalloc+cudaFree
+pairs) with SITES call sites taking turns through one allocating function, each run a fresh
+process, in these configurations:
+
+  native                    alloc_pairs alone
+  gpuleak                   `gpuleak run -q` (the default: the preloaded interposer, native stacks)
+  gpuleak_no_native_stacks  the same with GPULEAK_NATIVE_DEPTH=0
+  compute_sanitizer         compute-sanitizer --tool memcheck --leak-check full (fewer pairs: it is
+                            about 9x slower)
+
+Each round runs every configuration once for every number of sites, in an order that turns
+from round to round. A round's ratio is a configuration's time over native's of the same
+round and sites; the figures are medians, the median of round ratios and their
+inter-quartile range (the spread issue 32 bounds at 0.15). `--seconds` stops starting rounds
+once that much time has passed (the rounds done are kept).
+
+usage: bench/run_async_pair_overhead.py ALLOC_PAIRS GPULEAK OUT.json [--rounds 8]
+       [--sites 1,8,48] [--seconds 330]
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+TARGET_RATIO = 1.2
+TARGET_IQR = 0.15
+
+
+def quartiles(values):
+    if len(values) < 2:
+        return values[0], values[0], values[0]
+    q = statistics.quantiles(values, n=4, method="inclusive")
+    return q[0], q[1], q[2]
+
+
+def run(argv, env_extra):
+    env = dict(os.environ, **env_extra)
+    out = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, timeout=180)
+    for line in reversed(out.stdout.splitlines()):
+        if line.startswith("{"):
+            return json.loads(line), out.stderr
+    raise RuntimeError("no result from %s (exit %d): %s" % (" ".join(argv), out.returncode, out.stderr[-400:]))
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("alloc_pairs")
+    parser.add_argument("gpuleak")
+    parser.add_argument("out")
+    parser.add_argument("--rounds", type=int, default=8)
+    parser.add_argument("--sites", default="1,8,48")
+    parser.add_argument("--seconds", type=float, default=330)
+    parser.add_argument("--async-pairs", type=int, default=20000)
+    parser.add_argument("--sync-pairs", type=int, default=200)
+    args = parser.parse_args()
+    traces = tempfile.mkdtemp(prefix="gpuleak-async-pairs-")
+    under_gpuleak = [args.gpuleak, "run", "-q", "--orphan-grace", "0", "-o", traces, "--"]
+
+    def pairs_argv(sites, sanitizer=False):
+        if sanitizer:
+            return ["compute-sanitizer", "--tool", "memcheck", "--leak-check", "full", args.alloc_pairs, "3",
+                    str(args.async_pairs // 4), str(args.sync_pairs // 2), str(sites)]
+        return [args.alloc_pairs, "5", str(args.async_pairs), str(args.sync_pairs), str(sites)]
+
+    configs = {
+        "native": lambda sites: (pairs_argv(sites), {}),
+        "gpuleak": lambda sites: (under_gpuleak + pairs_argv(sites), {}),
+        "gpuleak_no_native_stacks": lambda sites: (under_gpuleak + pairs_argv(sites), {"GPULEAK_NATIVE_DEPTH": "0"}),
+        "compute_sanitizer": lambda sites: (pairs_argv(sites, sanitizer=True), {}),
+    }
+    names = list(configs)
+    sites_list = [int(s) for s in args.sites.split(",")]
+    # Which backend `gpuleak run` records with, and that it records (one short verbose run).
+    check, check_err = run(under_gpuleak + [args.alloc_pairs, "1", "1000", "10", "1"], {"GPULEAK_VERBOSE": "1"})
+    backend = next((line.split("capture backend: ", 1)[1] for line in check_err.splitlines()
+                    if "capture backend: " in line), "unknown: " + check_err[-300:])
+    samples = {str(s): {n: {"async": [], "sync": []} for n in names} for s in sites_list}
+    errors = []
+    started = time.time()
+    rounds_done = 0
+    for r in range(args.rounds):
+        if time.time() - started > args.seconds:
+            break
+        for sites in sites_list:
+            for i in range(len(names)):
+                name = names[(i + r) % len(names)]
+                argv, env = configs[name](sites)
+                try:
+                    result, _ = run(argv, dict(env, GPULEAK_TRACE_DIR=traces))
+                    samples[str(sites)][name]["async"].append(result["async_pair_us"])
+                    samples[str(sites)][name]["sync"].append(result["sync_pair_us"])
+                except Exception as error:  # a failed run leaves a hole, and says so
+                    errors.append("%s sites %d round %d: %s" % (name, sites, r, error))
+                    samples[str(sites)][name]["async"].append(None)
+                    samples[str(sites)][name]["sync"].append(None)
+                for entry in os.listdir(traces):
+                    path = os.path.join(traces, entry)
+                    if os.path.isfile(path):
+                        os.remove(path)
+        rounds_done += 1
+        print("round %d done after %.0f s" % (r, time.time() - started), flush=True)
+    figures = {}
+    for sites, per_config in samples.items():
+        native = per_config["native"]
+        row = {}
+        for name, values in per_config.items():
+            entry = {}
+            for kind in ("async", "sync"):
+                mine = [v for v in values[kind] if v is not None]
+                entry["median_us_" + kind] = round(statistics.median(mine), 4) if mine else None
+                if name == "native" or not mine:
+                    continue
+                ratios = [v / b for v, b in zip(values[kind], native[kind]) if v is not None and b is not None]
+                if not ratios:
+                    continue
+                q1, q2, q3 = quartiles(ratios)
+                entry[kind] = {"round_ratios": [round(x, 3) for x in ratios],
+                               "median_round_ratio": round(q2, 3), "iqr_round_ratio": round(q3 - q1, 3),
+                               "ratio_of_medians": round(statistics.median(mine) /
+                                                         statistics.median([b for b in native[kind] if b]), 3)}
+            row[name] = entry
+        g = row["gpuleak"].get("async")
+        row["meets_target"] = bool(g) and g["median_round_ratio"] <= TARGET_RATIO and \
+            g["iqr_round_ratio"] <= TARGET_IQR
+        figures[sites] = row
+    result = {"what": "1 MiB cudaMallocAsync+cudaFreeAsync (async) and cudaMalloc+cudaFree (sync) pairs, us per "
+                      "pair (median of each process's 5 inner rounds), fresh processes, configurations interleaved "
+                      "in turning order; round ratios against native of the same round and sites",
+              "command": " ".join(["python3", sys.argv[0]] + sys.argv[1:]),
+              "capture_backend": backend.strip(), "rounds_done": rounds_done,
+              "seconds": round(time.time() - started, 1),
+              "target": {"async_median_round_ratio_max": TARGET_RATIO, "async_iqr_max": TARGET_IQR},
+              "samples_us": samples, "figures": figures, "errors": errors,
+              "meets_target": all(f["meets_target"] for f in figures.values()) and rounds_done >= 8}
+    with open(args.out, "w") as f:
+        json.dump(result, f, indent=1)
+        f.write("\n")
+    for sites, row in figures.items():
+        for name in names[1:]:
+            a = row[name].get("async") or {}
+            s = row[name].get("sync") or {}
+            print("%2s sites %-26s async %5.2fx (IQR %.2f)  sync %5.2fx" % (
+                sites, name, a.get("median_round_ratio", float("nan")), a.get("iqr_round_ratio", float("nan")),
+                s.get("median_round_ratio", float("nan"))))
+    print("backend: %s; rounds %d; meets 1.2x / IQR 0.15: %s" % (backend.strip(), rounds_done, result["meets_target"]))
+
+
+if __name__ == "__main__":
+    main()
