@@ -4,13 +4,16 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "command.h"
 #include "monitor/device_files.h"
@@ -20,6 +23,7 @@
 #include "monitor/kill_plan.h"
 #include "monitor/sample_history.h"
 #include "monitor/sample_reader.h"
+#include "monitor/trend_tracker.h"
 #include "quantity/units.h"
 #include "report/json_text.h"
 
@@ -27,12 +31,17 @@ namespace gpuleak::cli {
 
 namespace {
 
+// Between the samples of --watch; shorter for a short watch, so that it
+// still takes the samples the trend test needs before it calls anything growing.
+constexpr double kWatchIntervalSeconds = 0.25;
+
 struct DoctorFlags {
   bool json = false;
   bool kill_orphans = false;
   bool yes = false;
   bool all_users = false;
   double grace_s = 5.0;
+  double watch_s = 0;
   bool fail_on_problems = false;
   bool no_nvml = false;
   std::string device_files;
@@ -78,8 +87,22 @@ int run_doctor(const DoctorFlags& flags) {
   if (std::string notice = pattern.change_notice(); !notice.empty())
     std::fprintf(stderr, "gpuleak doctor: %s\n", notice.c_str());
   monitor::SampleReader source(pattern, !flags.no_nvml);
-  monitor::RawSample raw = source.take(monitor::ProcScanner::HandleScope::kAll);
   monitor::SampleHistory history(monitor::SampleHistory::Options{});
+  if (flags.watch_s > 0) {
+    // Samples for --watch seconds so that growing memory shows as a trend.
+    const std::size_t min_points = monitor::TrendTracker::Options{}.min_points;
+    const auto pause = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+        std::chrono::duration<double>(
+            std::min(kWatchIntervalSeconds, flags.watch_s / static_cast<double>(min_points))));
+    const auto end = std::chrono::steady_clock::now() +
+                     std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                         std::chrono::duration<double>(flags.watch_s));
+    while (std::chrono::steady_clock::now() < end) {
+      history.add(source.take_periodic());
+      std::this_thread::sleep_for(pause);
+    }
+  }
+  monitor::RawSample raw = source.take(monitor::ProcScanner::HandleScope::kAll);
   monitor::DoctorReport report = monitor::diagnose(raw, history.add(raw));
 
   monitor::KillRecord kills;
@@ -157,6 +180,10 @@ void add_doctor_command(CLI::App& app, CommandAction& action) {
                   "Seconds between SIGTERM and SIGKILL when ending a process (default 5)")
       ->check(CLI::Range(0.0, 600.0))
       ->needs(kill);
+  sub->add_option("--watch", flags->watch_s,
+                  "Sample for this many seconds first, to also find processes whose memory "
+                  "grows (default 0: one look)")
+      ->check(CLI::Range(0.0, 3600.0));
   sub->add_flag("--fail-on-problems", flags->fail_on_problems,
                 "Exit with status 1 when a finding needs action or is a warning");
   sub->add_flag("--no-nvml", flags->no_nvml, "Do not load NVML; use /proc information only");

@@ -1,9 +1,12 @@
 // `gpuleak top`: a live view of GPU memory and host RSS per process, with
 // trends, leak flags and time until full. Redraws in place on a terminal,
 // prints plain blocks in a pipe, one JSON object per sample with --json.
+// On a terminal (stdin and stdout) it also takes keys: sort, filter, tree,
+// select, attach to the selected process, end a selected orphan, quit.
 #include <fmt/format.h>
 #include <poll.h>
 #include <sys/ioctl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -11,7 +14,9 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <memory>
 #include <set>
 #include <string>
@@ -19,10 +24,15 @@
 
 #include "command.h"
 #include "monitor/device_files.h"
+#include "monitor/kill_policy.h"
+#include "monitor/process_ender.h"
+#include "monitor/process_tree.h"
 #include "monitor/sample_history.h"
 #include "monitor/sample_json.h"
 #include "monitor/sample_reader.h"
 #include "monitor/top_text.h"
+#include "quantity/units.h"
+#include "raw_terminal.h"
 #include "report/json_text.h"
 
 namespace gpuleak::cli {
@@ -41,8 +51,10 @@ struct TopFlags {
 };
 
 volatile std::sig_atomic_t g_stop_requested = 0;
+volatile std::sig_atomic_t g_suspend_requested = 0;
 
 void request_stop(int) { g_stop_requested = 1; }
+void request_suspend(int) { g_suspend_requested = 1; }
 
 // SIGINT/SIGTERM end the loop after the current sample instead of killing
 // the process mid-line; no SA_RESTART, so a sleep wakes up at once.
@@ -91,6 +103,217 @@ bool write_out(const std::string& text) {
   return std::fflush(stdout) == 0;
 }
 
+// The keys of the interactive view and what they change. Owns nothing but
+// its own state; reads the last sample the loop took.
+class TopKeys {
+ public:
+  enum class Outcome { kNothing, kRedraw, kQuit, kAttach };
+
+  monitor::TopView view;
+
+  Outcome handle(const Key& key, const monitor::Sample& sample, const monitor::RawSample& raw) {
+    if (mode_ == Mode::kFilter) return edit_filter(key);
+    if (mode_ == Mode::kConfirmEnd) return confirm_end(key);
+    if (key.kind == KeyKind::kUp || key.kind == KeyKind::kDown) {
+      move_selection(sample, key.kind == KeyKind::kUp ? -1 : 1);
+      return Outcome::kRedraw;
+    }
+    if (key.kind != KeyKind::kChar) return Outcome::kNothing;
+    message_.clear();
+    switch (key.ch) {
+      case 'q':
+      case 'Q':
+        return Outcome::kQuit;
+      case 's':
+        view.sort = monitor::next_top_sort(view.sort);
+        return Outcome::kRedraw;
+      case 't':
+        view.tree = !view.tree;
+        return Outcome::kRedraw;
+      case '/':
+      case 'f':
+        mode_ = Mode::kFilter;
+        edited_ = view.filter;
+        return Outcome::kRedraw;
+      case 'a':
+        if (view.selected_pid <= 0) {
+          message_ = "no process selected (up/down selects one)";
+          return Outcome::kRedraw;
+        }
+        return Outcome::kAttach;
+      case 'k':
+        ask_end(sample, raw);
+        return Outcome::kRedraw;
+      default:
+        return Outcome::kNothing;
+    }
+  }
+
+  // Keeps the selection on a shown process (the first one when it left).
+  void settle_selection(const monitor::Sample& sample) {
+    auto rows = monitor::arrange_top_rows(sample, view);
+    for (const auto& row : rows) {
+      if (row.process->pid == view.selected_pid) return;
+    }
+    view.selected_pid = rows.empty() ? 0 : rows.front().process->pid;
+  }
+
+  void set_message(std::string text) { message_ = std::move(text); }
+
+  // The lines under the table: a message, then the prompt or the key help.
+  std::string footer() const {
+    std::string out;
+    if (!message_.empty()) out += message_ + "\n";
+    if (mode_ == Mode::kFilter) {
+      out += "filter: " + edited_ + "_   (Enter applies, Esc clears)";
+    } else if (mode_ == Mode::kConfirmEnd) {
+      // The question first: a long command line is cut at the terminal's width.
+      out += fmt::format("End orphan PID {}? y/n (SIGTERM, then SIGKILL; {})", end_target_.pid,
+                         end_target_.description);
+    } else {
+      out += fmt::format(
+          "q quit  s sort: {}  / filter{}  t tree{}  up/down select  a attach  k end orphan",
+          monitor::top_sort_name(view.sort),
+          view.filter.empty() ? "" : fmt::format(" \"{}\"", view.filter), view.tree ? ": on" : "");
+    }
+    return out;
+  }
+
+ private:
+  enum class Mode { kNormal, kFilter, kConfirmEnd };
+
+  Outcome edit_filter(const Key& key) {
+    switch (key.kind) {
+      case KeyKind::kEnter:
+        view.filter = edited_;
+        mode_ = Mode::kNormal;
+        return Outcome::kRedraw;
+      case KeyKind::kEscape:
+        view.filter.clear();
+        edited_.clear();
+        mode_ = Mode::kNormal;
+        return Outcome::kRedraw;
+      case KeyKind::kBackspace:
+        if (!edited_.empty()) edited_.pop_back();
+        return Outcome::kRedraw;
+      case KeyKind::kChar:
+        if (static_cast<unsigned char>(key.ch) >= 0x20) edited_ += key.ch;
+        return Outcome::kRedraw;
+      default:
+        return Outcome::kNothing;
+    }
+  }
+
+  void move_selection(const monitor::Sample& sample, int step) {
+    auto rows = monitor::arrange_top_rows(sample, view);
+    if (rows.empty()) return;
+    std::size_t at = 0;
+    bool found = false;
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      if (rows[i].process->pid == view.selected_pid) {
+        at = i;
+        found = true;
+      }
+    }
+    if (found && step < 0 && at > 0) --at;
+    if (found && step > 0 && at + 1 < rows.size()) ++at;
+    view.selected_pid = rows[at].process->pid;
+  }
+
+  // The doctor's notion of an orphan and its kill policy decide, as for
+  // `doctor --kill-orphans`; then a y/n question.
+  void ask_end(const monitor::Sample& sample, const monitor::RawSample& raw) {
+    const monitor::ProcessView* selected = nullptr;
+    for (const auto& process : sample.processes) {
+      if (process.pid == view.selected_pid) selected = &process;
+    }
+    if (selected == nullptr) {
+      message_ = "no process selected (up/down selects one)";
+      return;
+    }
+    if (!selected->visible || !selected->orphan.orphaned) {
+      message_ = fmt::format("PID {} is not an orphan: k ends only orphans (see gpuleak doctor)",
+                             selected->pid);
+      return;
+    }
+    monitor::ProcessTree tree(raw.table);
+    monitor::KillDecision decision =
+        monitor::decide_kill(selected->info, true, tree.is_namespace_init(selected->pid),
+                             monitor::KillContext::for_this_process(false), selected->user);
+    if (!decision.allowed) {
+      message_ = fmt::format("PID {} is not ended: {}", selected->pid, decision.reason);
+      return;
+    }
+    end_target_.pid = selected->pid;
+    end_target_.start_ticks = selected->info.start_ticks;
+    end_target_.description = selected->info.command_line() + ", user " + selected->user;
+    mode_ = Mode::kConfirmEnd;
+  }
+
+  Outcome confirm_end(const Key& key) {
+    mode_ = Mode::kNormal;
+    if (key.kind != KeyKind::kChar || (key.ch != 'y' && key.ch != 'Y')) {
+      message_ = fmt::format("PID {} not ended", end_target_.pid);
+      return Outcome::kRedraw;
+    }
+    monitor::EndOutcome outcome =
+        monitor::end_process(end_target_, kEndGraceSeconds, [](const std::string&) {});
+    message_ = outcome.message;
+    return Outcome::kRedraw;
+  }
+
+  static constexpr double kEndGraceSeconds = 5.0;
+  Mode mode_ = Mode::kNormal;
+  std::string edited_;
+  std::string message_;
+  monitor::EndTarget end_target_;
+};
+
+// Runs `gpuleak attach PID` on the restored terminal and waits for it. Ctrl-C
+// belongs to the child meanwhile. Returns a line saying how it ended.
+std::string run_attach(RawTerminal& terminal, int pid) {
+  terminal.suspend();
+  write_out("\x1b[2J\x1b[H");
+  std::fprintf(stdout, "gpuleak top: running gpuleak attach %d\n", pid);
+  std::fflush(stdout);
+  struct sigaction ignore {
+  }, previous{};
+  ignore.sa_handler = SIG_IGN;
+  sigemptyset(&ignore.sa_mask);
+  sigaction(SIGINT, &ignore, &previous);
+  std::string pid_text = std::to_string(pid);
+  pid_t child = fork();
+  if (child == 0) {
+    signal(SIGINT, SIG_DFL);
+    signal(SIGPIPE, SIG_DFL);
+    char name[] = "gpuleak";
+    char attach[] = "attach";
+    char* argv[] = {name, attach, pid_text.data(), nullptr};
+    execv("/proc/self/exe", argv);
+    _exit(127);
+  }
+  std::string result;
+  if (child < 0) {
+    result = std::string("cannot start gpuleak attach: ") + std::strerror(errno);
+  } else {
+    int status = 0;
+    while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
+    }
+    result = WIFEXITED(status)
+                 ? fmt::format("gpuleak attach {} exited with status {}", pid, WEXITSTATUS(status))
+                 : fmt::format("gpuleak attach {} ended by signal {}", pid,
+                               WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+  }
+  sigaction(SIGINT, &previous, nullptr);
+  std::fprintf(stdout, "\n%s; press a key to return to top\n", result.c_str());
+  std::fflush(stdout);
+  terminal.resume();
+  while (!g_stop_requested && terminal.read_key(250).kind == KeyKind::kNone) {
+  }
+  write_out("\x1b[2J");
+  return result;
+}
+
 int run_top(const TopFlags& flags) {
   monitor::DeviceFilePattern pattern =
       monitor::DeviceFilePattern::from_flag_or_environment(flags.device_files);
@@ -113,6 +336,44 @@ int run_top(const TopFlags& flags) {
   }
 
   install_stop_handlers();
+  // Keys only when a person is at a terminal on both ends.
+  std::unique_ptr<RawTerminal> keys_terminal;
+  TopKeys keys;
+  if (terminal && isatty(STDIN_FILENO) == 1) {
+    std::set_terminate([] {
+      restore_terminal_now();
+      std::abort();
+    });
+    struct sigaction stop {};
+    stop.sa_handler = request_stop;
+    sigemptyset(&stop.sa_mask);
+    sigaction(SIGHUP, &stop, nullptr);
+    sigaction(SIGQUIT, &stop, nullptr);
+    struct sigaction suspend {};
+    suspend.sa_handler = request_suspend;
+    sigemptyset(&suspend.sa_mask);
+    sigaction(SIGTSTP, &suspend, nullptr);
+    keys_terminal = std::make_unique<RawTerminal>(STDIN_FILENO);
+  }
+  monitor::RawSample last_raw;
+  monitor::Sample last_sample;
+  auto screen = [&] {
+    text_options.max_width = terminal_width();
+    keys.settle_selection(last_sample);
+    std::string text = monitor::render_top_text(last_sample, text_options, &keys.view);
+    std::string footer = keys.footer();
+    std::size_t at = 0;
+    while (at <= footer.size()) {
+      std::size_t end = footer.find('\n', at);
+      if (end == std::string::npos) end = footer.size();
+      std::string part = footer.substr(at, end - at);
+      if (text_options.max_width > 0 && part.size() > text_options.max_width)
+        part.resize(text_options.max_width);
+      text += "\n" + part;
+      at = end + 1;
+    }
+    return in_place(text + "\n");
+  };
   const auto interval = std::chrono::duration_cast<std::chrono::steady_clock::duration>(
       std::chrono::duration<double>(flags.interval_s));
   auto next = std::chrono::steady_clock::now();
@@ -122,7 +383,11 @@ int run_top(const TopFlags& flags) {
     monitor::RawSample raw = source.take_periodic(options.watch_pids);
     monitor::Sample sample = history.add(raw);
     std::string text;
-    if (flags.json) {
+    if (keys_terminal) {
+      last_sample = std::move(sample);
+      last_raw = std::move(raw);
+      text = screen();
+    } else if (flags.json) {
       text = report::json_text(monitor::sample_to_json(sample)) + "\n";
     } else if (terminal) {
       text_options.max_width = terminal_width();
@@ -138,8 +403,37 @@ int run_top(const TopFlags& flags) {
     next += interval;
     // Never bunch samples up after a slow one; keep the rhythm from now on.
     if (next < std::chrono::steady_clock::now()) next = std::chrono::steady_clock::now();
-    sleep_until(next);
+    if (!keys_terminal) {
+      sleep_until(next);
+      continue;
+    }
+    while (!g_stop_requested) {
+      if (g_suspend_requested) {  // Ctrl-Z: the shell gets its terminal back
+        g_suspend_requested = 0;
+        keys_terminal->suspend();
+        signal(SIGTSTP, SIG_DFL);
+        raise(SIGTSTP);
+        struct sigaction suspend {};
+        suspend.sa_handler = request_suspend;
+        sigemptyset(&suspend.sa_mask);
+        sigaction(SIGTSTP, &suspend, nullptr);
+        keys_terminal->resume();
+        write_out("\x1b[2J" + screen());
+      }
+      auto left = next - std::chrono::steady_clock::now();
+      if (left <= std::chrono::steady_clock::duration::zero()) break;
+      auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(left).count() + 1;
+      Key key = keys_terminal->read_key(static_cast<int>(ms));
+      if (key.kind == KeyKind::kNone) continue;
+      TopKeys::Outcome outcome = keys.handle(key, last_sample, last_raw);
+      if (outcome == TopKeys::Outcome::kQuit) return kExitOk;
+      if (outcome == TopKeys::Outcome::kAttach) {
+        keys.set_message(run_attach(*keys_terminal, keys.view.selected_pid));
+      }
+      if (outcome != TopKeys::Outcome::kNothing) write_out(screen());
+    }
   }
+  if (keys_terminal) write_out("\n");
   return kExitOk;
 }
 

@@ -228,6 +228,37 @@ Finding namespace_finding(const Sample& sample, const ProcessTree& tree, const P
   return finding;
 }
 
+Finding growing_finding(const Sample& sample, const ProcessTree& tree, const ProcessView& view) {
+  Finding finding = process_finding(FindingKind::kGrowingMemory, Severity::kWarning, view);
+  std::vector<std::string> what;
+  if (view.gpu_trend.leak) {
+    what.push_back("GPU memory grows by " +
+                   quantity::format_rate(view.gpu_trend.slope_bytes_per_s, "s"));
+  }
+  if (view.rss_trend.leak) {
+    what.push_back("host RSS grows by " +
+                   quantity::format_rate(view.rss_trend.slope_bytes_per_s, "s"));
+  }
+  finding.summary = fmt::format("PID {}'s {}", view.pid, fmt::join(what, ", its "));
+  finding.evidence.push_back(fmt::format("{}, run by {}", tree.describe(view.pid), view.user));
+  finding.evidence.push_back(fmt::format("it grew steadily over {} samples in {:.0f} s",
+                                         std::max(view.gpu_trend.points, view.rss_trend.points),
+                                         sample.elapsed_s));
+  if (view.gpu_trend.leak && view.gpu_trend.seconds_until_full) {
+    finding.evidence.push_back(
+        "at this rate its GPU is full in " +
+        quantity::format_duration_seconds(*view.gpu_trend.seconds_until_full));
+  }
+  finding.cause =
+      "Memory that grows at a steady rate is a leak, or a cache that has not reached its size "
+      "yet; from outside the process the two look the same.";
+  finding.action = fmt::format(
+      "See what grows and what keeps it, without restarting the job: `gpuleak attach {}` "
+      "(records for a while, then leaves it running as before).",
+      view.pid);
+  return finding;
+}
+
 Finding unaccounted_finding(const DeviceView& device, std::uint64_t threshold_bytes) {
   Finding finding;
   finding.kind = FindingKind::kUnaccountedMemory;
@@ -284,6 +315,8 @@ const char* finding_kind_name(FindingKind kind) {
       return "other_namespace";
     case FindingKind::kUnaccountedMemory:
       return "unaccounted_memory";
+    case FindingKind::kGrowingMemory:
+      return "growing_memory";
   }
   return "unknown";
 }
@@ -355,6 +388,9 @@ DoctorReport diagnose(const RawSample& raw, Sample sample) {
       verdict = "worker";
     }
     report.verdicts.push_back(verdict);
+    if (view.visible && !view.info.is_zombie() && (view.gpu_trend.leak || view.rss_trend.leak)) {
+      report.findings.push_back(growing_finding(sample, tree, view));
+    }
   }
 
   for (const auto& device : sample.devices) {

@@ -7,6 +7,8 @@
 //   * DataLoader / multiprocessing workers holding their own CUDA context;
 //   * processes of another PID namespace (pids the driver lists that are
 //     absent here, or that name an unrelated process here);
+//   * processes whose GPU memory or host RSS grows (only when the sample
+//     carries trends, `doctor --watch`), with the `gpuleak attach` command;
 // and which device memory no visible process accounts for. Each finding
 // carries the evidence, the cause and what to do, worded for a person.
 //
@@ -33,6 +35,7 @@ enum class FindingKind {
   kWorkerContext,
   kOtherNamespace,
   kUnaccountedMemory,
+  kGrowingMemory,
 };
 
 enum class Severity {

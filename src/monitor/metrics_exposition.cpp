@@ -191,13 +191,14 @@ std::string render_metrics(const DoctorReport& report, const ExporterStats& stat
 
   std::map<std::string, int> findings_by_kind;
   for (auto kind : {FindingKind::kOrphan, FindingKind::kZombie, FindingKind::kWorkerContext,
-                    FindingKind::kOtherNamespace, FindingKind::kUnaccountedMemory}) {
+                    FindingKind::kOtherNamespace, FindingKind::kUnaccountedMemory,
+                    FindingKind::kGrowingMemory}) {
     findings_by_kind[finding_kind_name(kind)] = 0;
   }
   for (const auto& finding : report.findings) ++findings_by_kind[finding_kind_name(finding.kind)];
   out.family("gpuleak_doctor_findings",
              "Number of doctor findings of each kind (orphan, zombie, worker_context, "
-             "other_namespace, unaccounted_memory).",
+             "other_namespace, unaccounted_memory, growing_memory).",
              MetricType::kGauge);
   for (const auto& [kind, count] : findings_by_kind) {
     MetricLabels finding = {{"kind", kind}};

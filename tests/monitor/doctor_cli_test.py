@@ -305,3 +305,28 @@ def test_with_a_driver_and_nothing_wrong_doctor_says_no_problems(device):
     result = run_gpuleak(["doctor"], gpuleak_env(device, state))
     assert result.returncode == 0, result.stderr
     assert "No problems found" in result.stdout
+
+
+def test_watch_offers_the_attach_command_for_a_process_whose_memory_grows(device, started):
+    leaker = start_holder(started, device)
+    steady = start_holder(started, device)
+    state = write_nvml_state(device, [
+        f"device GPU-3333-stand-in {80 * GiB} {3 * GiB} {512 * MiB} Stand-in H100",
+        f"process 0 {leaker} {GiB} {64 * MiB}",
+        f"process 0 {steady} {2 * GiB}",
+    ])
+    result = run_gpuleak(["doctor", "--watch", "2"], gpuleak_env(device, state))
+    assert result.returncode == 0, result.stderr
+    assert f"PID {leaker}'s GPU memory grows by" in result.stdout
+    assert f"`gpuleak attach {leaker}`" in result.stdout
+    assert f"gpuleak attach {steady}" not in result.stdout
+
+    _, report = doctor_json(device, ["--watch", "2"], state)
+    growing = [f for f in report["findings"] if f["kind"] == "growing_memory"]
+    assert [f["pid"] for f in growing] == [leaker]
+    assert growing[0]["severity"] == "warning"
+    assert f"gpuleak attach {leaker}" in growing[0]["action"]
+
+    # One look has no trend: nothing is called growing.
+    _, report = doctor_json(device, [], state)
+    assert not [f for f in report["findings"] if f["kind"] == "growing_memory"]

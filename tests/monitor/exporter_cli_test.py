@@ -90,7 +90,7 @@ def test_metrics_parse_and_carry_the_labels_ops_need(device, started):
         assert families["gpuleak_exporter_samples"].type == "counter"
         kinds = {s.labels["kind"] for s in samples_of(families, "gpuleak_doctor_findings")}
         assert kinds == {"orphan", "zombie", "worker_context", "other_namespace",
-                         "unaccounted_memory"}
+                         "unaccounted_memory", "growing_memory"}
 
         # The exporter samples on its own: after enough samples the growing
         # process carries the leak flag and a finite time until full.
