@@ -6,25 +6,6 @@ namespace gpuleak::analysis {
 
 using trace::MemoryKind;
 
-bool is_tensor_kind(MemoryKind kind) {
-  return kind == MemoryKind::kTorchBlock || kind == MemoryKind::kDeviceAsync;
-}
-
-bool occupies_device(MemoryKind kind) {
-  switch (kind) {
-    case MemoryKind::kDevice:
-    case MemoryKind::kDeviceAsync:
-    case MemoryKind::kManaged:
-    case MemoryKind::kVmmPhysical:
-    case MemoryKind::kArray:
-      return true;
-    // Host memory, address space, mappings of handles counted once as
-    // kVmmPhysical, and torch blocks (inside driver segments, counted there).
-    default:
-      return false;
-  }
-}
-
 LiveAllocation live_allocation_of(const trace::AllocRecord& r, std::uint64_t step_index) {
   LiveAllocation a;
   a.seq = r.seq;
@@ -38,22 +19,7 @@ LiveAllocation live_allocation_of(const trace::AllocRecord& r, std::uint64_t ste
   return a;
 }
 
-std::uint8_t LiveSet::space_of(MemoryKind kind) {
-  switch (kind) {
-    case MemoryKind::kVmmPhysical:
-      return 1;
-    case MemoryKind::kVmmMapping:
-      return 2;
-    case MemoryKind::kAddressRange:
-      return 3;
-    case MemoryKind::kArray:
-      return 4;
-    case MemoryKind::kTorchBlock:
-      return 5;
-    default:
-      return 0;  // device, async, managed and pinned host pointers share unified addressing
-  }
-}
+std::uint8_t LiveSet::space_of(MemoryKind kind) { return trace::address_space(kind); }
 
 std::uint32_t LiveSet::hash_of(std::uint8_t space, std::uint64_t address) {
   // Addresses are aligned and close together: mix them before masking.

@@ -43,11 +43,9 @@ struct LiveAllocation {
   trace::MemoryKind kind = trace::MemoryKind::kDevice;
 };
 
-// Tensor-level memory (a PyTorch tensor, or one driver call per tensor
-// under the cudaMallocAsync backend) versus memory the driver hands out.
-bool is_tensor_kind(trace::MemoryKind kind);
-// Memory that occupies the GPU (not host-pinned, not address space only).
-bool occupies_device(trace::MemoryKind kind);
+// What a memory kind is (defined with the record format, trace/records.h).
+using trace::is_tensor_kind;
+using trace::occupies_device;
 
 // The entry an allocation record makes.
 LiveAllocation live_allocation_of(const trace::AllocRecord& record, std::uint64_t step_index);

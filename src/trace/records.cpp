@@ -75,4 +75,40 @@ const char* step_source_name(StepSource source) {
   return "unknown";
 }
 
+bool is_tensor_kind(MemoryKind kind) {
+  return kind == MemoryKind::kTorchBlock || kind == MemoryKind::kDeviceAsync;
+}
+
+bool occupies_device(MemoryKind kind) {
+  switch (kind) {
+    case MemoryKind::kDevice:
+    case MemoryKind::kDeviceAsync:
+    case MemoryKind::kManaged:
+    case MemoryKind::kVmmPhysical:
+    case MemoryKind::kArray:
+      return true;
+    // Host memory, address space, mappings of handles counted once as
+    // kVmmPhysical, and torch blocks (inside driver segments, counted there).
+    default:
+      return false;
+  }
+}
+
+std::uint8_t address_space(MemoryKind kind) {
+  switch (kind) {
+    case MemoryKind::kVmmPhysical:
+      return 1;
+    case MemoryKind::kVmmMapping:
+      return 2;
+    case MemoryKind::kAddressRange:
+      return 3;
+    case MemoryKind::kArray:
+      return 4;
+    case MemoryKind::kTorchBlock:
+      return 5;
+    default:
+      return 0;
+  }
+}
+
 }  // namespace gpuleak::trace

@@ -64,6 +64,17 @@ enum class MemoryKind : std::uint8_t {
   kTorchBlock = 9,    // a tensor block handed out by PyTorch's caching allocator
 };
 
+// Tensor-level memory (a PyTorch tensor, or one driver call per tensor
+// under the cudaMallocAsync backend) versus memory the driver hands out.
+bool is_tensor_kind(MemoryKind kind);
+// Memory that occupies the GPU (not host-pinned, not address space only).
+bool occupies_device(MemoryKind kind);
+// The address space an allocation's address lives in: 0 for the unified
+// addressing of pointers (device, async, managed, pinned host), one space
+// each for physical handles, mappings, reserved ranges, arrays and
+// framework blocks. An address names an allocation within its space.
+std::uint8_t address_space(MemoryKind kind);
+
 // Where a step boundary came from. Stored as u8.
 enum class StepSource : std::uint8_t {
   kOptimizerHook = GPULEAK_STEP_FROM_OPTIMIZER_HOOK,  // torch.optim global step post-hook

@@ -22,34 +22,9 @@ constexpr std::size_t kMaxHeldEvents = 1u << 20;
 
 TraceSummary::TraceSummary() : sequencer_(kMaxHeldEvents) {}
 
-std::uint8_t TraceSummary::space_of(MemoryKind kind) {
-  // The live set's address spaces (analysis/live_set.h): unified addressing
-  // for pointers, one space each for handles, mappings, ranges, arrays and
-  // framework blocks.
-  switch (kind) {
-    case MemoryKind::kVmmPhysical:
-      return 1;
-    case MemoryKind::kVmmMapping:
-      return 2;
-    case MemoryKind::kAddressRange:
-      return 3;
-    case MemoryKind::kArray:
-      return 4;
-    case MemoryKind::kTorchBlock:
-      return 5;
-    default:
-      return 0;
-  }
-}
-
 void TraceSummary::count(const AllocRecord& allocation, bool added) {
-  // The kinds of analysis/live_set.h's is_tensor_kind and occupies_device.
-  bool tensor =
-      allocation.kind == MemoryKind::kTorchBlock || allocation.kind == MemoryKind::kDeviceAsync;
-  bool device =
-      allocation.kind == MemoryKind::kDevice || allocation.kind == MemoryKind::kDeviceAsync ||
-      allocation.kind == MemoryKind::kManaged || allocation.kind == MemoryKind::kVmmPhysical ||
-      allocation.kind == MemoryKind::kArray;
+  bool tensor = is_tensor_kind(allocation.kind);
+  bool device = occupies_device(allocation.kind);
   auto change = [&](std::uint64_t& total) {
     total = added ? total + allocation.size : total - std::min(total, allocation.size);
   };
@@ -95,7 +70,7 @@ void TraceSummary::deliver(const Record& record) {
           compaction_.through_time_ns = std::max(compaction_.through_time_ns, r.time_ns);
           if constexpr (std::is_same_v<T, AllocRecord>) {
             ++compaction_.allocations;
-            auto [it, added] = live_.try_emplace(Key{space_of(r.kind), r.address}, r);
+            auto [it, added] = live_.try_emplace(Key{address_space(r.kind), r.address}, r);
             if (!added) {
               // The block came back without its free: the old one went.
               count(it->second, false);
@@ -107,7 +82,7 @@ void TraceSummary::deliver(const Record& record) {
           } else if constexpr (std::is_same_v<T, FreeRecord>) {
             ++compaction_.frees;
             ++droppable_;
-            auto it = live_.find(Key{space_of(r.kind), r.address});
+            auto it = live_.find(Key{address_space(r.kind), r.address});
             if (it != live_.end()) {
               count(it->second, false);
               live_.erase(it);

@@ -73,7 +73,6 @@ class TraceSummary {
       return std::hash<std::uint64_t>()(k.address * 31 + k.space);
     }
   };
-  static std::uint8_t space_of(MemoryKind kind);
   void count(const AllocRecord& allocation, bool added);
   void deliver(const Record& record);
   void keep(std::uint64_t seq, const Record& record);
