@@ -10,6 +10,18 @@ process, in these configurations:
   gpuleak_no_native_stacks  the same with GPULEAK_NATIVE_DEPTH=0
   compute_sanitizer         compute-sanitizer --tool memcheck --leak-check full (fewer pairs: it is
                             about 9x slower)
+  native_again              alloc_pairs alone once more: the A/A control. Its round ratios are the
+                            benchmark's own noise from one process to the next; a spread of
+                            gpuleak's ratios no wider than this one is the floor, not the collector.
+  gpuleak_in_process        `gpuleak run` with GPULEAK_BENCH_IN_PROCESS=1: one process times the
+                            pair with the interposer's wrappers only forwarding, with hooks that
+                            return at once, and recording, in turns (alloc_pairs.cu). Its ratios
+                            (recording / wrappers only) carry no process-to-process noise.
+  skip_PART                 (with --breakdown-sites N, at N sites only) `gpuleak run` with
+                            GPULEAK_BENCH_SKIP=PART: what one part of the per-event work costs.
+
+Every process runs pinned to the CPUs of --cpus (default: the first four this process may use),
+so that no round pays for a migration the other configurations did not.
 
 Each round runs every configuration once for every number of sites, in an order that turns
 from round to round. A round's ratio is a configuration's time over native's of the same
@@ -18,7 +30,7 @@ inter-quartile range (the spread issue 32 bounds at 0.15). `--seconds` stops sta
 once that much time has passed (the rounds done are kept).
 
 usage: bench/run_async_pair_overhead.py ALLOC_PAIRS GPULEAK OUT.json [--rounds 8]
-       [--sites 1,8,48] [--seconds 330]
+       [--sites 1,8,48] [--seconds 330] [--breakdown-sites 8] [--cpus 2,3,4,5]
 """
 
 import argparse
@@ -32,6 +44,7 @@ import time
 
 TARGET_RATIO = 1.2
 TARGET_IQR = 0.15
+BREAKDOWN_PARTS = ("seq", "clock", "device", "stack_id", "buffer")
 
 
 def quartiles(values):
@@ -41,9 +54,11 @@ def quartiles(values):
     return q[0], q[1], q[2]
 
 
-def run(argv, env_extra):
+def run(argv, env_extra, cpus=None):
     env = dict(os.environ, **env_extra)
-    out = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, timeout=180)
+    pin = (lambda: os.sched_setaffinity(0, cpus)) if cpus else None
+    out = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, timeout=180,
+                         preexec_fn=pin)
     for line in reversed(out.stdout.splitlines()):
         if line.startswith("{"):
             return json.loads(line), out.stderr
@@ -60,7 +75,13 @@ def main():
     parser.add_argument("--seconds", type=float, default=330)
     parser.add_argument("--async-pairs", type=int, default=20000)
     parser.add_argument("--sync-pairs", type=int, default=200)
+    parser.add_argument("--breakdown-sites", type=int, default=0,
+                        help="also run the skip_PART configurations at this number of sites")
+    parser.add_argument("--cpus", default="",
+                        help="comma-separated CPUs each run is pinned to (default: the first four allowed)")
     args = parser.parse_args()
+    allowed = sorted(os.sched_getaffinity(0))
+    cpus = {int(c) for c in args.cpus.split(",")} if args.cpus else set(allowed[:4])
     traces = tempfile.mkdtemp(prefix="gpuleak-async-pairs-")
     under_gpuleak = [args.gpuleak, "run", "-q", "--orphan-grace", "0", "-o", traces, "--"]
 
@@ -75,14 +96,20 @@ def main():
         "gpuleak": lambda sites: (under_gpuleak + pairs_argv(sites), {}),
         "gpuleak_no_native_stacks": lambda sites: (under_gpuleak + pairs_argv(sites), {"GPULEAK_NATIVE_DEPTH": "0"}),
         "compute_sanitizer": lambda sites: (pairs_argv(sites, sanitizer=True), {}),
+        "native_again": lambda sites: (pairs_argv(sites), {}),
     }
+    for part in BREAKDOWN_PARTS if args.breakdown_sites else ():
+        configs["skip_" + part] = (lambda part: lambda sites: (
+            under_gpuleak + pairs_argv(sites), {"GPULEAK_BENCH_SKIP": part}))(part)
     names = list(configs)
+    in_process_argv = (lambda sites: under_gpuleak + pairs_argv(sites))
     sites_list = [int(s) for s in args.sites.split(",")]
     # Which backend `gpuleak run` records with, and that it records (one short verbose run).
     check, check_err = run(under_gpuleak + [args.alloc_pairs, "1", "1000", "10", "1"], {"GPULEAK_VERBOSE": "1"})
     backend = next((line.split("capture backend: ", 1)[1] for line in check_err.splitlines()
                     if "capture backend: " in line), "unknown: " + check_err[-300:])
     samples = {str(s): {n: {"async": [], "sync": []} for n in names} for s in sites_list}
+    in_process = {str(s): [] for s in sites_list}
     errors = []
     started = time.time()
     rounds_done = 0
@@ -90,11 +117,20 @@ def main():
         if time.time() - started > args.seconds:
             break
         for sites in sites_list:
-            for i in range(len(names)):
-                name = names[(i + r) % len(names)]
+            turn = [n for n in names if not n.startswith("skip_") or sites == args.breakdown_sites]
+            for i in range(len(turn) + 1):
+                if i == len(turn):  # the in-process comparison, once a round
+                    try:
+                        result, _ = run(in_process_argv(sites), {"GPULEAK_TRACE_DIR": traces,
+                                                                 "GPULEAK_BENCH_IN_PROCESS": "1"}, cpus)
+                        in_process[str(sites)].append(result)
+                    except Exception as error:
+                        errors.append("in-process sites %d round %d: %s" % (sites, r, error))
+                    continue
+                name = turn[(i + r) % len(turn)]
                 argv, env = configs[name](sites)
                 try:
-                    result, _ = run(argv, dict(env, GPULEAK_TRACE_DIR=traces))
+                    result, _ = run(argv, dict(env, GPULEAK_TRACE_DIR=traces), cpus)
                     samples[str(sites)][name]["async"].append(result["async_pair_us"])
                     samples[str(sites)][name]["sync"].append(result["sync_pair_us"])
                 except Exception as error:  # a failed run leaves a hole, and says so
@@ -127,6 +163,22 @@ def main():
                                "ratio_of_medians": round(statistics.median(mine) /
                                                          statistics.median([b for b in native[kind] if b]), 3)}
             row[name] = entry
+        ratios = {"recording": [], "empty": []}
+        for result in in_process[sites]:
+            medians = result["async_median_us"]
+            off, empty, recording = (medians[k] for k in list(medians))  # in alloc_pairs' order
+            ratios["recording"].append(recording / off)
+            ratios["empty"].append(empty / off)
+        if ratios["recording"]:
+            entry = {}
+            for what, values in ratios.items():
+                q1, q2, q3 = quartiles(values)
+                entry[what] = {"process_ratios": [round(x, 3) for x in values],
+                               "median_ratio": round(q2, 3), "iqr": round(q3 - q1, 3)}
+            entry["modes"] = list(in_process[sites][0]["async_median_us"])
+            entry["median_us_async"] = {k: round(statistics.median(r["async_median_us"][k] for r in in_process[sites]), 4)
+                                        for k in entry["modes"]}
+            row["gpuleak_in_process"] = entry
         g = row["gpuleak"].get("async")
         row["meets_target"] = bool(g) and g["median_round_ratio"] <= TARGET_RATIO and \
             g["iqr_round_ratio"] <= TARGET_IQR
@@ -138,18 +190,26 @@ def main():
               "capture_backend": backend.strip(), "rounds_done": rounds_done,
               "seconds": round(time.time() - started, 1),
               "target": {"async_median_round_ratio_max": TARGET_RATIO, "async_iqr_max": TARGET_IQR},
-              "samples_us": samples, "figures": figures, "errors": errors,
+              "cpus": sorted(cpus), "samples_us": samples, "in_process": in_process,
+              "figures": figures, "errors": errors,
               "meets_target": all(f["meets_target"] for f in figures.values()) and rounds_done >= 8}
     with open(args.out, "w") as f:
         json.dump(result, f, indent=1)
         f.write("\n")
     for sites, row in figures.items():
         for name in names[1:]:
+            if name not in row or row[name].get("median_us_async") is None:
+                continue
             a = row[name].get("async") or {}
             s = row[name].get("sync") or {}
             print("%2s sites %-26s async %5.2fx (IQR %.2f)  sync %5.2fx" % (
                 sites, name, a.get("median_round_ratio", float("nan")), a.get("iqr_round_ratio", float("nan")),
                 s.get("median_round_ratio", float("nan"))))
+        inside = row.get("gpuleak_in_process")
+        if inside:
+            print("%2s sites %-26s async %5.2fx (IQR %.2f)  empty hooks %5.2fx" % (
+                sites, "gpuleak_in_process", inside["recording"]["median_ratio"], inside["recording"]["iqr"],
+                inside["empty"]["median_ratio"]))
     print("backend: %s; rounds %d; meets 1.2x / IQR 0.15: %s" % (backend.strip(), rounds_done, result["meets_target"]))
 
 

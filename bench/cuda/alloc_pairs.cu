@@ -5,10 +5,13 @@
 // the runs compared (bench/run_collector_overhead.py does that).
 //
 // With GPULEAK_BENCH_IN_PROCESS=1 under the collector, every round is run
-// three times in this one process: CUPTI's callbacks off, on but empty, and
-// recording (the collector's gpuleak_benchmark_callbacks switch). From one
-// process to the next the native pair's time varies by more than the
-// collector's cost; inside one process the three are directly comparable.
+// three times in this one process: capture off, on but empty, and recording.
+// Under the CUPTI backend that is the collector's gpuleak_benchmark_callbacks
+// switch (callbacks off / empty / recording); under the preloaded
+// interposer, gpuleak_benchmark_interposer (wrappers that only forward /
+// hooks that return at once / recording). From one process to the next the
+// native pair's time varies by more than the collector's cost; inside one
+// process the three are directly comparable.
 //
 // usage: alloc_pairs [ROUNDS] [ASYNC_PAIRS] [SYNC_PAIRS] [SITES]
 // SITES (1 to 64) call sites take turns, pair after pair, each reaching the
@@ -108,12 +111,27 @@ static double sync_pair_us(int pairs) {
 
 using BenchmarkSwitch = int (*)(int);
 
-static BenchmarkSwitch find_benchmark_switch() {
+struct CaptureSwitch {
+  BenchmarkSwitch set_mode = nullptr;
+  const char* mode_names[3] = {};
+};
+
+// The interposer's switch when `gpuleak run` preloaded it (the default
+// backend), else CUPTI's.
+static CaptureSwitch find_benchmark_switch() {
+  CaptureSwitch found;
   const char* collector = std::getenv("CUDA_INJECTION64_PATH");
-  if (!collector) return nullptr;
+  if (!collector) return found;
   void* handle = dlopen(collector, RTLD_NOW | RTLD_NOLOAD);
-  return handle ? reinterpret_cast<BenchmarkSwitch>(dlsym(handle, "gpuleak_benchmark_callbacks"))
-                : nullptr;
+  if (!handle) return found;
+  bool interposed = dlsym(RTLD_DEFAULT, "gpuleak_interposer_attach") != nullptr;
+  const char* name = interposed ? "gpuleak_benchmark_interposer" : "gpuleak_benchmark_callbacks";
+  found.set_mode = reinterpret_cast<BenchmarkSwitch>(dlsym(handle, name));
+  const char* interposer_modes[3] = {"wrappers_only", "empty_hooks", "recording"};
+  const char* cupti_modes[3] = {"callbacks_off", "empty_callbacks", "recording"};
+  for (int m = 0; m < 3; ++m)
+    found.mode_names[m] = interposed ? interposer_modes[m] : cupti_modes[m];
+  return found;
 }
 
 static void print_list(const char* name, const std::vector<double>& v, bool last) {
@@ -124,15 +142,16 @@ static void print_list(const char* name, const std::vector<double>& v, bool last
 
 // Rounds of (callbacks off, empty, recording), each mode timed in turn. The
 // order turns by one each round, so no mode always follows the same other.
-static int run_in_process(BenchmarkSwitch set_mode, cudaStream_t stream, int rounds,
+static int run_in_process(const CaptureSwitch& capture, cudaStream_t stream, int rounds,
                           int async_pairs, int sync_pairs) {
-  const char* names[3] = {"callbacks_off", "empty_callbacks", "recording"};
+  BenchmarkSwitch set_mode = capture.set_mode;
+  const char* const* names = capture.mode_names;
   std::vector<double> a[3], s[3];
   for (int r = 0; r < rounds; ++r) {
     for (int turn = 0; turn < 3; ++turn) {
       int mode = (r + turn) % 3;
       if (set_mode(mode) != 0) {
-        std::fprintf(stderr, "gpuleak_benchmark_callbacks(%d) failed\n", mode);
+        std::fprintf(stderr, "the collector's benchmark switch (%s) failed\n", names[mode]);
         return 2;
       }
       a[mode].push_back(async_pair_us(stream, async_pairs));
@@ -172,12 +191,12 @@ int main(int argc, char** argv) {
   sync_pair_us(20);
   const char* in_process = std::getenv("GPULEAK_BENCH_IN_PROCESS");
   if (in_process && in_process[0] == '1') {
-    BenchmarkSwitch set_mode = find_benchmark_switch();
-    if (!set_mode) {
+    CaptureSwitch capture = find_benchmark_switch();
+    if (!capture.set_mode) {
       std::fprintf(stderr, "GPULEAK_BENCH_IN_PROCESS=1 needs the gpuleak collector loaded\n");
       return 2;
     }
-    return run_in_process(set_mode, stream, rounds, async_pairs, sync_pairs);
+    return run_in_process(capture, stream, rounds, async_pairs, sync_pairs);
   }
   std::vector<double> a, s;
   for (int r = 0; r < rounds; ++r) {
