@@ -1,6 +1,8 @@
 // ProcessAnalysis, the growth verdict: each phase's report (the sites found
 // growing, the verdict, its cause, rates and time to a full device), and
 // the choice of the phase the report is about.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <tuple>
 
@@ -8,6 +10,7 @@
 #include "analysis/leak_cause.h"
 #include "analysis/process_analysis.h"
 #include "gpuleak/vocabulary.h"
+#include "quantity/units.h"
 
 namespace gpuleak::analysis {
 
@@ -275,6 +278,7 @@ GrowthReport ProcessAnalysis::growth_report_of_phases(const Phase** primary_phas
     g.verdict = Verdict::kNotYet;
     g.undecided_reason = hidden_allocations_reason_;
   } else {
+    if (g.verdict == Verdict::kNotYet) judge_from_step_summary(g);
     g.undecided_reason = undecided_reason(g);
   }
   if (g.verdict == Verdict::kNotYet) {
@@ -284,6 +288,46 @@ GrowthReport ProcessAnalysis::growth_report_of_phases(const Phase** primary_phas
     }
   }
   return g;
+}
+
+// The writer compacts when its file passes half the bound, which may be just
+// before the program ends (the backlog written at exit): the raw part after
+// the summary then holds too few steps for the growth tracker, while the
+// summary kept what was live at every step_resolution-th step of the whole
+// run. A run whose live memory made no new high in the second half of those
+// marks, and is no higher at its end, did not leak over them; one that did
+// stays NOT YET with the figures (the summary has no sites to name, so it
+// never says LEAK by itself).
+void ProcessAnalysis::judge_from_step_summary(GrowthReport& growth) const {
+  const GrowthOptions& o = options_.growth;
+  if (!compaction_ || events_missing_ || growth.steps >= o.warmup_steps + o.min_steps) return;
+  std::vector<const trace::StepSummaryRecord*> marks;
+  for (const auto& mark : summarized_steps_) {
+    if (mark.step > o.warmup_steps) marks.push_back(&mark);
+  }
+  if (marks.size() < 4 || marks.back()->step - marks.front()->step < o.min_steps) return;
+  std::size_t half = marks.size() / 2;
+  std::uint64_t first_high = 0, second_high = 0;
+  for (std::size_t i = 0; i < marks.size(); ++i)
+    (i < half ? first_high : second_high) =
+        std::max(i < half ? first_high : second_high, marks[i]->live_bytes);
+  std::uint64_t live_at_end = std::max(live_.device_bytes(), live_.tensor_bytes());
+  std::string span = fmt::format(
+      "the trace was compacted {} steps before the end; the summary's {} step marks "
+      "(one every {} steps, steps {} to {})",
+      growth.steps, marks.size(), compaction_->step_resolution, marks.front()->step,
+      marks.back()->step);
+  if (second_high <= first_high && live_at_end <= first_high) {
+    growth.verdict = Verdict::kNoLeak;
+    growth.note += (growth.note.empty() ? "" : "; ") + span +
+                   fmt::format(" show no new high of live memory after the first half ({})",
+                               quantity::format_bytes(first_high));
+    return;
+  }
+  growth.note += (growth.note.empty() ? "" : "; ") + span +
+                 fmt::format(" show live memory rising from a high of {} to {}",
+                             quantity::format_bytes(first_high),
+                             quantity::format_bytes(std::max(second_high, live_at_end)));
 }
 
 }  // namespace gpuleak::analysis

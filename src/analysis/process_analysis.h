@@ -177,6 +177,9 @@ class ProcessAnalysis {
   std::string phase_name(const Phase& phase);
   std::string phase_reason(const Phase& phase);
   std::string undecided_reason(const GrowthReport& primary);
+  // A compacted trace whose raw part is too short to judge: judges `growth`
+  // from the summary's step totals instead (growth_verdict.cpp says how).
+  void judge_from_step_summary(GrowthReport& growth) const;
   // Why the main script's loop could not be followed, in words, or "".
   std::string python_loop_note() const;
   // Whether a phase is judged by the pool's bytes in use: the framework

@@ -114,5 +114,28 @@ TEST(CompactedTrace, events_lost_before_the_compaction_keep_the_run_from_being_c
   EXPECT_FALSE(verdict.incomplete.empty());
 }
 
+// The writer compacts when the file passes half its bound, which may be just
+// before the program ends (a backlog written at exit): the raw part then
+// holds a few steps, too few to judge, and the summary's step totals (one
+// every step_resolution steps) are what shows how memory went.
+TEST(CompactedTrace, a_clean_run_compacted_just_before_its_end_is_judged_from_the_summary) {
+  SyntheticTrace t = training(false, 800);
+  const auto& records = t.records();
+  ProcessReport part = report_of(compacted(records, records.size() - 5 * 22));
+  ASSERT_TRUE(part.compaction);
+  EXPECT_EQ(part.growth.verdict, Verdict::kNoLeak) << part.growth.undecided_reason;
+  EXPECT_NE(part.growth.note.find("summary"), std::string::npos) << part.growth.note;
+  EXPECT_EQ(judge_process(part).kind, ProcessVerdictKind::kNoLeak);
+}
+
+TEST(CompactedTrace, a_leak_compacted_just_before_its_end_is_never_called_clean) {
+  SyntheticTrace t = training(true, 800);
+  const auto& records = t.records();
+  ProcessReport part = report_of(compacted(records, records.size() - 5 * 23));
+  ASSERT_TRUE(part.compaction);
+  EXPECT_NE(part.growth.verdict, Verdict::kNoLeak);
+  EXPECT_NE(judge_process(part).kind, ProcessVerdictKind::kNoLeak);
+}
+
 }  // namespace
 }  // namespace gpuleak::analysis
