@@ -78,6 +78,7 @@ void ProcessAnalysis::on_compaction(const trace::CompactionRecord& compaction) {
   compaction_ = compaction;
   next_seq_ = std::max(next_seq_, compaction.through_seq);
   allocations_ += compaction.allocations;
+  summary_allocations_ += compaction.allocations;
   frees_ += compaction.frees;
   peak_live_bytes_ = std::max(peak_live_bytes_, compaction.peak_live_bytes);
   if (compaction.lost_events > 0) {
@@ -145,7 +146,14 @@ void ProcessAnalysis::apply(const trace::Record& record) {
       [this, kept_by_summary](const auto& r) {
         using T = std::decay_t<decltype(r)>;
         if constexpr (std::is_same_v<T, trace::AllocRecord>) {
-          if (!kept_by_summary) ++allocations_;
+          if (!kept_by_summary) {
+            ++allocations_;
+          } else if (++summary_kept_allocations_ > summary_allocations_) {
+            // A damaged summary keeps more live blocks than it says it
+            // summarized: each one is still an allocation of the run.
+            ++allocations_;
+            ++summary_allocations_;
+          }
           vmm_site_pairs_.on_alloc(r);
           if (r.kind == MemoryKind::kTorchBlock) pool_blocks_seen_ = true;
           LiveAllocation stale;

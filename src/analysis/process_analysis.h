@@ -243,6 +243,10 @@ class ProcessAnalysis {
   // summarized, and those it kept come first, out of the loop's order.
   std::optional<trace::CompactionRecord> compaction_;
   std::vector<trace::StepSummaryRecord> summarized_steps_;
+  // Allocations the summaries say they summarized, and the live ones they
+  // kept: a consistent trace never keeps more than it summarized.
+  std::uint64_t summary_allocations_ = 0;
+  std::uint64_t summary_kept_allocations_ = 0;
   bool summarized(std::uint64_t seq) const { return compaction_ && seq < compaction_->through_seq; }
   std::uint64_t peak_live_bytes_ = 0;
   std::uint64_t first_time_ns_ = 0, last_time_ns_ = 0;
