@@ -83,7 +83,9 @@ def check_exporter_pod(spec, port):
         assert mount["name"] in volumes and mount["readOnly"] is True
     args = container["args"]
     root = args[args.index("--kubelet-log-root") + 1]
-    assert {m["mountPath"] for m in container["volumeMounts"]} == {root + "/pods", root + "/containers"}
+    socket = args[args.index("--pod-resources-socket") + 1]
+    assert {m["mountPath"] for m in container["volumeMounts"]} == {
+        root + "/pods", root + "/containers", os.path.dirname(socket)}
     return container
 
 
