@@ -3,7 +3,8 @@ in Debian, so chart_render/main.go renders it (Go's text/template with
 Debian's sprig, Helm's objects and toYaml; built here with Debian's Go,
 offline). The rendered stream must pass yamllint, decode with kubectl
 (`label --local`: `apply --dry-run=client` needs an API server for
-discovery and OpenAPI, so it cannot run without a cluster), hold the
+discovery and OpenAPI, so it cannot run without a cluster), have only
+fields of its objects' Kubernetes types (kubernetes_schema.py), hold the
 objects the values ask for, and give the same exporter pod as the plain
 manifest."""
 import os
@@ -89,6 +90,16 @@ def test_kubectl_decodes_the_rendered_chart_without_a_cluster(renderer, tmp_path
     assert result.stdout.split() == [
         "serviceaccount/gpuleak-exporter", "daemonset.apps/gpuleak-exporter",
         "service/gpuleak-exporter", "servicemonitor.monitoring.coreos.com/gpuleak-exporter"]
+
+
+def test_every_rendered_object_has_only_fields_of_its_kubernetes_type(renderer):
+    kubernetes_schema = pytest.importorskip("kubernetes_schema")
+    _, documents = rendered_documents(renderer, "serviceMonitor.enabled=true")
+    checked = [d["kind"] for d in documents if kubernetes_schema.is_checked(d)]
+    assert checked == ["ServiceAccount", "DaemonSet", "Service"]
+    for document in documents:
+        if kubernetes_schema.is_checked(document):
+            assert kubernetes_schema.schema_errors(document) == [], document["kind"]
 
 
 def test_the_rendered_daemonset_is_the_plain_manifests_pod(renderer):
