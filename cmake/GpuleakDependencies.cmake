@@ -46,3 +46,30 @@ set(GPULEAK_TS_PYTHON_DIR ${CMAKE_SOURCE_DIR}/node_modules/tree-sitter-python/sr
 if(NOT EXISTS ${GPULEAK_TS_PYTHON_DIR}/parser.c)
   message(FATAL_ERROR "tree-sitter-python is not installed: run scripts/setup (npm ci) first")
 endif()
+
+# The kubelet's pod-resources API (gRPC) names the pods GPUs were allocated
+# to (src/monitor/pod_resources.h). Optional: without Debian's libgrpc++-dev
+# and protobuf-compiler-grpc the exporter names pods from the kubelet's log
+# folders only. GPULEAK_POD_RESOURCES=ON makes its absence an error, OFF
+# leaves it out even where gRPC is installed.
+set(GPULEAK_POD_RESOURCES AUTO CACHE STRING "Read the kubelet's pod-resources API: AUTO, ON or OFF")
+set_property(CACHE GPULEAK_POD_RESOURCES PROPERTY STRINGS AUTO ON OFF)
+set(GPULEAK_HAVE_POD_RESOURCES OFF)
+if(NOT GPULEAK_POD_RESOURCES STREQUAL "OFF")
+  pkg_check_modules(GRPCPP QUIET IMPORTED_TARGET grpc++ protobuf)
+  find_program(GPULEAK_PROTOC protoc)
+  find_program(GPULEAK_GRPC_CPP_PLUGIN grpc_cpp_plugin)
+  if(GRPCPP_FOUND AND GPULEAK_PROTOC AND GPULEAK_GRPC_CPP_PLUGIN)
+    set(GPULEAK_HAVE_POD_RESOURCES ON)
+    message(STATUS "gpuleak: gRPC ${GRPCPP_grpc++_VERSION}; the exporter reads the kubelet's pod-resources API")
+  elseif(GPULEAK_POD_RESOURCES STREQUAL "ON")
+    message(FATAL_ERROR "gpuleak: GPULEAK_POD_RESOURCES is ON but gRPC is missing: "
+                        "apt-get install libgrpc++-dev protobuf-compiler-grpc")
+  else()
+    message(STATUS "gpuleak: no gRPC (libgrpc++-dev, protobuf-compiler-grpc); the exporter names "
+                   "pods from the kubelet's log folders only, not its pod-resources API")
+  endif()
+else()
+  message(STATUS "gpuleak: GPULEAK_POD_RESOURCES=OFF; the exporter names pods from the kubelet's "
+                 "log folders only, not its pod-resources API")
+endif()

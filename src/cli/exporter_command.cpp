@@ -32,6 +32,7 @@ struct ExporterFlags {
   std::string listen = kDefaultListen;
   std::string hostname;  // empty: $NODE_NAME, else gethostname()
   std::string kubelet_log_root = "/var/log";
+  std::string pod_resources_socket = monitor::kDefaultPodResourcesSocket;
   double interval_s = 5.0;
   double window_s = 600;
   std::uint64_t min_growth_bytes_per_s = 16 * 1024;
@@ -106,6 +107,7 @@ int run_exporter(const ExporterFlags& flags) {
   options.use_nvml = !flags.no_nvml;
   options.identity = {node_hostname(flags.hostname), kVersion, GPULEAK_REVISION};
   options.kubelet_log_root = flags.kubelet_log_root;
+  options.pod_resources_socket = flags.pod_resources_socket;
 
   // Block the stop signals before any thread starts, so every thread
   // inherits the mask and only the waiter below receives them.
@@ -168,6 +170,10 @@ void add_exporter_command(CLI::App& app, CommandAction& action) {
   sub->add_option("--kubelet-log-root", flags->kubelet_log_root,
                   "Directory with the kubelet's pods/ and containers/ logs, which name pods "
                   "(default /var/log; empty: no pod names)");
+  sub->add_option("--pod-resources-socket", flags->pod_resources_socket,
+                  std::string("The kubelet's pod-resources socket, which names the pods GPUs "
+                              "were allocated to (default ") +
+                      monitor::kDefaultPodResourcesSocket + "; empty: not asked)");
   sub->add_option("--interval", flags->interval_s, "Seconds between samples (default 5)")
       ->check(CLI::Range(0.05, 3600.0));
   sub->add_option("--window", flags->window_s,

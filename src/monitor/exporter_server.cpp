@@ -8,7 +8,9 @@
 
 #include "monitor/doctor.h"
 #include "monitor/metrics_exposition.h"
+#include "monitor/pod_attribution.h"
 #include "monitor/pod_names.h"
+#include "monitor/pod_resources_schedule.h"
 #include "monitor/sample_history.h"
 #include "monitor/sample_reader.h"
 #include "quantity/prometheus.h"
@@ -30,10 +32,12 @@ struct ExporterServer::State {
       : source(DeviceFilePattern::from_flag_or_environment(options.device_file_glob),
                options.use_nvml),
         history(SampleHistory::Options{options.trend, {}}),
-        pods(options.kubelet_log_root) {}
+        pods(options.kubelet_log_root),
+        pod_resources(options.pod_resources_socket, options.pod_resources_timeout_s) {}
   SampleReader source;
   SampleHistory history;
   KubeletPodNames pods;
+  PodResourcesSchedule pod_resources;
   ExporterStats stats;
 };
 
@@ -62,17 +66,22 @@ void ExporterServer::sample_once() {
   RawSample raw = state_->source.take_periodic();
   Sample sample = state_->history.add(raw);
   DoctorReport report = diagnose(raw, std::move(sample));
-  // Pod names are read only when some process is in a pod: two directory
-  // listings, no file opened, so a node without Kubernetes pays nothing.
+  // Pod names are read only when some process is in a pod (two directory
+  // listings and at most one question to the kubelet), so a node without
+  // Kubernetes pays nothing.
   bool any_pod = false;
   for (const auto& process : report.sample.processes)
     any_pod = any_pod || !process.info.pod_uid.empty();
-  if (any_pod) state_->pods.refresh();
+  PodNamesByPid pod_names;
+  if (any_pod) {
+    state_->pods.refresh();
+    pod_names = attribute_pods(report.sample, &state_->pods, state_->pod_resources.poll());
+  }
   state_->stats.samples_total += 1;
   state_->stats.last_sample_duration_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   auto text = std::make_shared<const std::string>(
-      render_metrics(report, state_->stats, options_.identity, &state_->pods));
+      render_metrics(report, state_->stats, options_.identity, &pod_names));
   std::lock_guard<std::mutex> lock(mutex_);
   metrics_text_ = std::move(text);
 }

@@ -24,6 +24,7 @@
 #include "monitor/device_files.h"
 #include "monitor/http_endpoint.h"
 #include "monitor/metrics_exposition.h"
+#include "monitor/pod_resources.h"
 #include "monitor/trend_tracker.h"
 
 namespace gpuleak::monitor {
@@ -44,6 +45,13 @@ struct ExporterOptions {
   ExporterIdentity identity;  // Hostname label, gpuleak_build_info
   // The kubelet's log root (pods/, containers/) that names pods; empty: none.
   std::string kubelet_log_root = "/var/log";
+  // The kubelet's pod-resources socket (pod_resources.h), asked while some
+  // process runs in a pod and the socket exists; empty: never asked.
+  std::string pod_resources_socket = kDefaultPodResourcesSocket;
+  // How long one question to that socket may take. It is asked from the
+  // sampling thread, never from a scrape, so a kubelet that hangs delays
+  // one sample by this much and then is left alone for a while.
+  double pod_resources_timeout_s = 1.0;
 };
 
 class ExporterServer {

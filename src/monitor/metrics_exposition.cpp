@@ -4,7 +4,6 @@
 #include <map>
 #include <optional>
 
-#include "monitor/pod_names.h"
 #include "quantity/prometheus.h"
 
 namespace gpuleak::monitor {
@@ -26,7 +25,7 @@ double until_full(const TrendSummary& trend) {
 class SeriesLabels {
  public:
   SeriesLabels(const DoctorReport& report, const ExporterIdentity& identity,
-               const KubeletPodNames* pods)
+               const PodNamesByPid* pods)
       : hostname_(identity.hostname), pods_(pods) {
     for (const auto& view : report.sample.devices) gpus_[view.device.uuid] = view.device;
   }
@@ -43,8 +42,11 @@ class SeriesLabels {
   }
 
   MetricLabels process(const ProcessView& view) const {
-    std::optional<PodNames> names;
-    if (pods_ && view.visible) names = pods_->find(view.info.pod_uid, view.info.container_id);
+    const PodNames* names = nullptr;
+    if (pods_ && view.visible) {
+      auto found = pods_->find(view.pid);
+      if (found != pods_->end()) names = &found->second;
+    }
     return {{"pid", std::to_string(view.pid)},
             {"process_name", view.visible ? view.info.comm : std::string()},
             {"container_id", view.info.container_id},
@@ -72,7 +74,7 @@ class SeriesLabels {
 
  private:
   std::string hostname_;
-  const KubeletPodNames* pods_;
+  const PodNamesByPid* pods_;
   std::map<std::string, GpuDevice> gpus_;
 };
 
@@ -112,7 +114,7 @@ void process_host_family(ExpositionWriter& out, const DoctorReport& report,
 }  // namespace
 
 std::string render_metrics(const DoctorReport& report, const ExporterStats& stats,
-                           const ExporterIdentity& identity, const KubeletPodNames* pods) {
+                           const ExporterIdentity& identity, const PodNamesByPid* pods) {
   ExpositionWriter out;
   const Sample& sample = report.sample;
   const SeriesLabels labels(report, identity, pods);

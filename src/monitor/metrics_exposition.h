@@ -7,7 +7,7 @@
 // gives it, "GPU-..."), `device` ("nvidia<minor>"), `modelName`; the node is
 // `Hostname` on every series; a process carries `pid`, `process_name`,
 // `container_id`, and `pod`, `namespace`, `container` when it runs in a
-// Kubernetes pod this node's kubelet names (pod_names.h). The label set of
+// Kubernetes pod (pod_attribution.h). The label set of
 // each family is fixed, and a process's series exist only while it is in the
 // sample, so series stay bounded.
 //
@@ -18,10 +18,9 @@
 #include <string>
 
 #include "monitor/doctor.h"
+#include "monitor/pod_attribution.h"
 
 namespace gpuleak::monitor {
-
-class KubeletPodNames;
 
 struct ExporterStats {
   std::uint64_t samples_total = 0;
@@ -37,8 +36,8 @@ struct ExporterIdentity {
 };
 
 // `report` carries the sample (with trends) and the findings of the same
-// moment; `pods` (may be null) names the pods of processes with a pod UID.
+// moment; `pods` (may be null) names the pods of processes, by pid.
 std::string render_metrics(const DoctorReport& report, const ExporterStats& stats,
-                           const ExporterIdentity& identity, const KubeletPodNames* pods);
+                           const ExporterIdentity& identity, const PodNamesByPid* pods);
 
 }  // namespace gpuleak::monitor

@@ -9,8 +9,9 @@
 // cannot hold '_', so both names split without ambiguity. These directories
 // exist on every node with a CRI runtime (containerd, CRI-O), are readable
 // from a DaemonSet through a read-only hostPath, and need neither the API
-// server nor the kubelet's gRPC pod-resources socket (which lists only pods
-// that requested a device, and not the per-process view this needs).
+// server nor the kubelet's pod-resources socket (pod_resources.h, which
+// lists only pods that requested a device; pod_attribution.h weighs the
+// two).
 //
 // A pod UID not found here gives no names (never a guess); a container id
 // whose log name disagrees with the pod found by UID gives no container.

@@ -1,6 +1,7 @@
 """deploy/ checked with the tools Debian has: yamllint on every YAML file,
 kubectl decoding each manifest without a cluster (`label --local`: no API
-server, so no schema validation), the settings the DaemonSet must have,
+server, so no schema validation), every field checked against the Kubernetes
+API's types (kubernetes_schema.py), the settings the DaemonSet must have,
 the Helm chart's structure (Helm is not in Debian: its templates are parsed
 as YAML with each template action masked, and every .Values path they use
 must exist), the Dockerfile against a real `cmake --install` tree, the
@@ -62,6 +63,17 @@ def test_kubectl_decodes_every_manifest_without_a_cluster():
         assert result.stdout.split() == kinds
 
 
+def test_every_plain_manifest_has_only_fields_of_its_kubernetes_type():
+    kubernetes_schema = pytest.importorskip("kubernetes_schema")
+    checked = []
+    for name in ("daemonset.yaml", "servicemonitor.yaml"):
+        for document in load_all(os.path.join(DEPLOY, "kubernetes", name)):
+            if kubernetes_schema.is_checked(document):
+                checked.append(document["kind"])
+                assert kubernetes_schema.schema_errors(document) == [], document["kind"]
+    assert checked == ["Namespace", "ServiceAccount", "DaemonSet", "Service"]
+
+
 def check_exporter_pod(spec, port):
     """What the exporter's pod must be, in the plain manifest and the chart alike."""
     assert spec["hostPID"] is True
@@ -83,7 +95,9 @@ def check_exporter_pod(spec, port):
         assert mount["name"] in volumes and mount["readOnly"] is True
     args = container["args"]
     root = args[args.index("--kubelet-log-root") + 1]
-    assert {m["mountPath"] for m in container["volumeMounts"]} == {root + "/pods", root + "/containers"}
+    socket = args[args.index("--pod-resources-socket") + 1]
+    assert {m["mountPath"] for m in container["volumeMounts"]} == {
+        root + "/pods", root + "/containers", os.path.dirname(socket)}
     return container
 
 
