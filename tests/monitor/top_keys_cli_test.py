@@ -1,9 +1,10 @@
 """`gpuleak top`'s keys in a real terminal: the binary runs in a tmux pane
 with the stand-in NVML, keys are sent with send-keys and the screen read
 with capture-pane. Sort, filter, tree, selection, attaching to the selected
-process, ending an orphan after y, quitting with q, and the terminal's
-settings as they were before."""
+process (and SIGTERM to top meanwhile detaching it), ending an orphan
+after y, quitting with q, and the terminal's settings as they were before."""
 import os
+import signal
 import subprocess
 
 import pytest
@@ -182,3 +183,41 @@ def test_a_attaches_to_the_selected_process_and_its_report_stays_in_view(device,
     assert (out, err, program.returncode) == (alone_out[len("ready\n"):], alone_err,
                                               alone.returncode)
     assert program.returncode == 5 and "gpuleak" not in err
+
+
+def test_sigterm_to_top_during_a_detaches_the_attach_and_the_program_goes_on(device, started,
+                                                                           pane_factory):
+    why = attach_refusal()
+    if why:
+        pytest.skip(why)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GPULEAK_")}
+    env.update(PYTHONPATH=ATTACH_PROGRAMS, PYTHONDONTWRITEBYTECODE="1")
+    loop = [PYTHON, os.path.join(ATTACH_PROGRAMS, "training_loop.py"), "2500", "1", "5"]
+    alone = started.popen(loop, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    program = started.popen(loop, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=env)
+    assert program.stdout.readline() == "ready\n"
+    pane = pane_factory(gpuleak_env(device), ["--interval", "0.2", "--pid", str(program.pid),
+                                              "--attach-duration", "600"])
+    pane.wait_for(lambda s: program.pid in pids(s) and "q quit" in s)
+    pane.keys("/", *"training_loop", "Enter")
+    pane.wait_for(lambda s: [(pid, sel) for pid, sel, _ in rows(s)] == [(program.pid, True)])
+    pane.keys("a")
+    pane.wait_for(lambda s: f"gpuleak: attached to PID {program.pid}" in s, history_lines=300,
+                  bound_s=120)
+    top = pane.top_pid()
+    os.kill(top, signal.SIGTERM)
+    # top ends at once with SIGTERM's status, the terminal as it was; the
+    # attach it ran was told too: it detaches and reports, well before its 600 s.
+    pane.wait_for(lambda s: "TOP-ENDED" in s, history_lines=300)
+    assert pane.read("status.txt").strip() == str(128 + signal.SIGTERM)
+    assert pane.read("after.txt") == pane.read("before.txt")
+    screen = pane.wait_for(lambda s: f"gpuleak: detached from PID {program.pid}" in s,
+                           history_lines=300, bound_s=120)
+    assert "Verdict: " in screen and "until it detached; the process kept running" in screen
+    assert "gpuleak" not in open(f"/proc/{program.pid}/cmdline").read()
+    assert "TracerPid:\t0\n" in open(f"/proc/{program.pid}/status").read()
+    out, err = program.communicate(timeout=120)
+    alone_out, alone_err = alone.communicate(timeout=120)
+    assert (out, err, program.returncode) == (alone_out[len("ready\n"):], alone_err,
+                                              alone.returncode)
