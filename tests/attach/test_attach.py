@@ -370,3 +370,16 @@ def test_a_process_in_its_own_user_namespace_is_refused_from_another_one(program
                           capture_output=True, text=True, timeout=60)
     refused(done, "PID %d" % program.pid, "user namespace of its own", "inside its container")
     assert program.finish() == program.expected()
+
+
+def test_a_process_in_a_user_namespace_below_gpuleaks_is_joined_as_usual(programs, tmp_path):
+    # What root sees of a container it started: its user namespace is below
+    # root's, where root keeps its rights; the refusal above must not catch it.
+    if os.geteuid() != 0 or not shutil.which("unshare"):
+        pytest.skip("needs root and unshare to start a process in a user namespace below ours")
+    program = programs(900, 1, prefix=("unshare", "--user"))
+    assert os.readlink("/proc/%d/ns/user" % program.pid) != os.readlink("/proc/self/ns/user")
+    done = attach(program.pid, "--duration", 4, "-o", tmp_path / "traces")
+    assert done.returncode == 0, done.stderr
+    assert "Verdict: LEAK +16.0 KiB/step" in done.stdout, done.stdout
+    assert program.finish() == program.expected()
