@@ -17,14 +17,22 @@ volatile sig_atomic_t g_forward_to = 0;
 // A stack overflow leaves no room on the thread's own stack for a handler.
 alignas(16) char g_signal_stack[64 * 1024];
 
+// A terminal that takes no output (its window frozen, its tmux server
+// stopped) would block the restore for ever (tcsetattr waits for the output
+// to drain, write for room): SIGALRM's default action ends top then.
+constexpr unsigned kRestoreWatchdogS = 2;
+
 void restore_then_die(int signal) {
   int saved_errno = errno;
-  restore_terminal_now();
-  pid_t child = static_cast<pid_t>(g_forward_to);
-  if ((signal == SIGTERM || signal == SIGHUP) && child > 0) ::kill(child, signal);
   struct sigaction fallback {};
   fallback.sa_handler = SIG_DFL;
   sigemptyset(&fallback.sa_mask);
+  ::sigaction(SIGALRM, &fallback, nullptr);
+  // The child first: a restore that blocks must not keep it from hearing.
+  pid_t child = static_cast<pid_t>(g_forward_to);
+  if ((signal == SIGTERM || signal == SIGHUP) && child > 0) ::kill(child, signal);
+  ::alarm(kRestoreWatchdogS);
+  restore_terminal_now();
   ::sigaction(signal, &fallback, nullptr);
   // The signal is blocked while its handler runs: raise() leaves it pending
   // and it is delivered, with the default action, as the handler returns (a
@@ -44,7 +52,8 @@ TerminalSignals::TerminalSignals() {
   ::sigaltstack(&stack, &previous_stack_);
   struct sigaction action {};
   action.sa_handler = restore_then_die;
-  sigfillset(&action.sa_mask);  // one restore at a time, never interrupted
+  sigfillset(&action.sa_mask);          // one restore at a time, never interrupted...
+  sigdelset(&action.sa_mask, SIGALRM);  // ...but by its watchdog
   action.sa_flags = SA_ONSTACK;
   for (int i = 0; i < kCount; ++i) ::sigaction(kSignals[i], &action, &previous_[i]);
 }

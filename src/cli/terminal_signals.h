@@ -13,10 +13,11 @@
 // user types `reset` (docs/monitor.md).
 //
 // The handlers make only async-signal-safe calls (tcsetattr, write, kill,
-// sigaction, raise) on an alternate signal stack, so a crash by stack
-// overflow is handled too. One TerminalSignals at a time per process; create
-// it before the RawTerminal and destroy it after (the handlers must outlive
-// the raw mode). Not thread-safe.
+// sigaction, alarm, raise) on an alternate signal stack, so a crash by stack
+// overflow is handled too. A terminal that takes no output cannot hold top:
+// after 2 s of a blocked restore, SIGALRM ends it. One TerminalSignals at a time per process;
+// create it before the RawTerminal and destroy it after (the handlers must outlive the raw mode).
+// Not thread-safe.
 #pragma once
 
 #include <signal.h>

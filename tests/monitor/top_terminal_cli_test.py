@@ -37,3 +37,24 @@ def test_the_terminal_is_restored_when_top_dies_by(signal_number, device, pane_f
     assert pane.read("status.txt").strip() == str(128 + signal_number)
     assert pane.read("after.txt") == pane.read("before.txt")
     assert "q quit" not in pane.screen()  # the shell's screen is back
+
+
+def test_a_terminal_that_takes_no_output_does_not_keep_top_from_dying(device, pane_factory):
+    pane = pane_factory(gpuleak_env(device), ["--interval", "0.05"])
+    pane.wait_for(lambda s: "q quit" in s)
+    top = pane.top_pid()
+    server = int(pane.tmux("display-message", "-p", "#{pid}").strip())
+    os.kill(server, signal.SIGSTOP)  # nothing reads the terminal's output any more
+    try:
+        def blocked_in_write():
+            with open(f"/proc/{top}/syscall") as f:
+                return f.read().split()[0] == "1"  # write(2), waiting for room
+        assert wait_until(blocked_in_write), "top never filled the terminal's buffer"
+        os.kill(top, signal.SIGTERM)
+        # The restore cannot finish (its drain waits for the stopped reader):
+        # its 2 s watchdog ends top instead of leaving it hung.
+        assert wait_until(lambda: not is_running(top), bound_s=10)
+    finally:
+        os.kill(server, signal.SIGCONT)
+    pane.wait_for(lambda s: "TOP-ENDED" in s)
+    assert pane.read("status.txt").strip() == str(128 + signal.SIGALRM)  # the watchdog's
