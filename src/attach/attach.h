@@ -62,6 +62,9 @@ bool find_python_interpreter(int pid, PythonInterpreter* found, std::string* why
 struct Limits {
   std::chrono::milliseconds stop_thread{2000};  // for the thread to stop after PTRACE_INTERRUPT
   std::chrono::milliseconds remote_call{5000};  // for one remote syscall or function call
+  // load_library: for one of the threads to wait in a safe system call
+  // (a busy program is looked at again every 10 ms until then).
+  std::chrono::milliseconds find_waiting_thread{3000};
 };
 
 // Has the interpreter run `source` on its main thread at its next safe

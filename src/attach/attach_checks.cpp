@@ -1,5 +1,9 @@
 #include "attach/attach_checks.h"
 
+#include <fcntl.h>
+#include <linux/nsfs.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -22,6 +26,7 @@ struct ProcessStatus {
   std::string name;
   char state = '?';
   std::vector<long> uids;  // real, effective, saved, filesystem
+  std::vector<long> gids;  // the same four
   int tracer_pid = 0;
   int parent_pid = 0;
   unsigned long long effective_caps = 0;
@@ -44,6 +49,9 @@ ProcessStatus read_status(const std::string& pid) {
     } else if (key == "Uid") {
       long uid = 0;
       while (value >> uid) status.uids.push_back(uid);
+    } else if (key == "Gid") {
+      long gid = 0;
+      while (value >> gid) status.gids.push_back(gid);
     } else if (key == "TracerPid") {
       value >> status.tracer_pid;
     } else if (key == "PPid") {
@@ -73,6 +81,67 @@ bool is_descendant_of_us(int pid) {
   return false;
 }
 
+// The kernel's rule for a tracer without the capability: the process's
+// real, effective and saved ids are the tracer's real ones (as /proc shows
+// them in gpuleak's namespace; an id unmapped there reads as 65534).
+bool same_ids(const ProcessStatus& target) {
+  if (target.uids.size() < 3 || target.gids.size() < 3) return false;
+  for (std::size_t i = 0; i < 3; ++i) {
+    if (target.uids[i] != static_cast<long>(::getuid())) return false;
+    if (target.gids[i] != static_cast<long>(::getgid())) return false;
+  }
+  return true;
+}
+
+// From /proc/self/uid_map: whether it is the initial namespace's identity
+// map, and gpuleak's uid outside.
+void read_own_uid_map(UserNamespaces* namespaces) {
+  std::ifstream in("/proc/self/uid_map");
+  long inside = 0, outside = 0, count = 0;
+  int lines = 0;
+  bool identity = false;
+  long uid = static_cast<long>(::getuid());
+  while (in >> inside >> outside >> count) {
+    ++lines;
+    identity = inside == 0 && outside == 0 && count == 4294967295L;
+    if (uid >= inside && uid - inside < count)
+      namespaces->gpuleak_uid_outside = outside + (uid - inside);
+  }
+  namespaces->gpuleak_in_initial = lines == 0 || (lines == 1 && identity);
+}
+
+// Walks up from the process's user namespace (NS_GET_PARENT, Linux 4.9+)
+// until gpuleak's: found, it is inside; the kernel refusing to go further
+// up (the parent is outside gpuleak's namespace) means it is outside.
+TargetUserNamespace locate_user_namespace(const std::string& pid) {
+  struct stat own {};
+  if (::stat("/proc/self/ns/user", &own) != 0) return TargetUserNamespace::kSame;
+  int fd = ::open(("/proc/" + pid + "/ns/user").c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    return errno == EACCES || errno == EPERM ? TargetUserNamespace::kUnreadable
+                                             : TargetUserNamespace::kSame;
+  }
+  TargetUserNamespace where = TargetUserNamespace::kOutside;
+  for (int depth = 0; depth < 64; ++depth) {  // the kernel nests at most 32
+    struct stat at {};
+    if (::fstat(fd, &at) != 0) break;
+    if (at.st_ino == own.st_ino && at.st_dev == own.st_dev) {
+      where = depth == 0 ? TargetUserNamespace::kSame : TargetUserNamespace::kInside;
+      break;
+    }
+    int parent = ::ioctl(fd, NS_GET_PARENT);
+    if (parent < 0) {
+      // ENOTTY: a kernel older than 4.9 cannot tell; let ptrace decide.
+      if (errno == ENOTTY || errno == EINVAL) where = TargetUserNamespace::kSame;
+      break;
+    }
+    ::close(fd);
+    fd = parent;
+  }
+  ::close(fd);
+  return where;
+}
+
 std::string read_link(const std::string& path, int* error) {
   std::vector<char> buffer(PATH_MAX + 1);
   ssize_t n = ::readlink(path.c_str(), buffer.data(), PATH_MAX);
@@ -81,6 +150,28 @@ std::string read_link(const std::string& path, int* error) {
 }
 
 }  // namespace
+
+std::string user_namespace_refusal(const UserNamespaces& namespaces, const std::string& who) {
+  bool outside = namespaces.target == TargetUserNamespace::kOutside;
+  bool unreadable = namespaces.target == TargetUserNamespace::kUnreadable;
+  if (!(outside && !namespaces.same_ids) && !(unreadable && !namespaces.gpuleak_in_initial))
+    return "";
+  std::string own =
+      namespaces.gpuleak_in_initial
+          ? std::string()
+          : " gpuleak runs in a user namespace of its own (a rootless container" +
+                (namespaces.gpuleak_uid_outside >= 0
+                     ? "; it is uid " + std::to_string(namespaces.gpuleak_uid_outside) +
+                           " outside, /proc/self/uid_map"
+                     : std::string()) +
+                "), and root there has no rights over processes outside it.";
+  std::string where = outside ? who + " lives outside gpuleak's user namespace (/proc/PID/ns/user)"
+                              : who + " may not even be looked at from gpuleak's user namespace";
+  return where + " and runs as another user, so the kernel would refuse to let gpuleak trace it." +
+         own +
+         " Run gpuleak attach where the process is: inside its container (docker exec, "
+         "kubectl exec), or outside as its user or root";
+}
 
 std::string yama_refusal(int scope, bool may_trace_any, bool target_is_descendant) {
   switch (scope) {
@@ -119,6 +210,12 @@ std::string why_not_attachable(int pid) {
   if (target.state == 'T' || target.state == 't')
     return who + " is stopped (state " + std::string(1, target.state) +
            "); continue it first (kill -CONT " + id + ")";
+  UserNamespaces namespaces;
+  read_own_uid_map(&namespaces);
+  namespaces.target = locate_user_namespace(id);
+  namespaces.same_ids = same_ids(target);
+  std::string foreign = user_namespace_refusal(namespaces, who);
+  if (!foreign.empty()) return foreign;
   ProcessStatus self = read_status("self");
   bool root = ::geteuid() == 0;
   bool may_trace_any = (self.effective_caps >> kCapSysPtrace) & 1U;
@@ -141,7 +238,8 @@ std::string why_not_attachable(int pid) {
   if (!yama.empty()) return yama;
   if (exe.empty())
     return "cannot read " + who + "'s executable (/proc/" + id +
-           "/exe): gpuleak may not look into it (another user, or PR_SET_DUMPABLE 0)";
+           "/exe): gpuleak may not look into it (another user, another user namespace, or "
+           "PR_SET_DUMPABLE 0)";
   std::string seen = "/proc/" + id + "/exe";
   if (::access(seen.c_str(), R_OK) == 0 && !is_x86_64_elf(seen))
     return who + " is not an x86-64 program; gpuleak attach supports x86-64 Linux only";

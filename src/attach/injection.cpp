@@ -5,11 +5,14 @@
 #include <sys/mman.h>
 #include <sys/syscall.h>
 
+#include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <memory>
 #include <set>
+#include <thread>
 
 #include "attach/attach.h"
 #include "attach/elf_symbols.h"
@@ -151,13 +154,27 @@ bool load_library(int pid, const std::string& path, const std::vector<std::strin
   // A thread blocked in a waiting system call is checked again once
   // stopped: the kernel's orig_rax then names the call it was in. One that
   // moved on is given back (by its destructor) and another one tried.
+  // The whole search is bounded: at most find_waiting_thread, plus one
+  // thread's stop and give-back when the last one tried does not stop.
+  using Clock = std::chrono::steady_clock;
+  const auto give_up = Clock::now() + limits.find_waiting_thread;
   std::unique_ptr<StoppedThread> chosen;
-  for (int attempt = 0; attempt < 20 && !chosen; ++attempt) {
+  for (bool first = true; !chosen; first = false) {
+    if (!first) {
+      if (Clock::now() >= give_up) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    if (::kill(pid, 0) != 0 && errno == ESRCH) {
+      *why = "PID " + std::to_string(pid) + " ended";
+      return false;
+    }
     for (int tid : threads_of(pid)) {
       if (!waits_without_allocator_locks(blocked_syscall(pid, tid))) continue;
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(give_up - Clock::now());
+      if (left <= std::chrono::milliseconds(0)) break;
       auto candidate = std::make_unique<StoppedThread>();
       std::string stop_why;
-      if (!candidate->stop(pid, tid, limits.stop_thread, &stop_why)) {
+      if (!candidate->stop(pid, tid, std::min(limits.stop_thread, left), &stop_why)) {
         if (stop_why.find("not permitted") != std::string::npos) {
           *why = stop_why;
           return false;
@@ -172,8 +189,9 @@ bool load_library(int pid, const std::string& path, const std::vector<std::strin
   }
   if (!chosen) {
     *why = "no thread of PID " + std::to_string(pid) +
-           " waits in a system call that is safe to load a library from (all are running); try "
-           "again when the program waits (for the GPU, for I/O)";
+           " waits in a system call that is safe to load a library from within " +
+           std::to_string(limits.find_waiting_thread.count()) +
+           " ms (all are running); try again when the program waits (for the GPU, for I/O)";
     return false;
   }
   StoppedThread& thread = *chosen;

@@ -126,7 +126,14 @@ StoppedThread::Stop StoppedThread::resume(const user_regs_struct& registers, boo
   modified_ = true;
   if (trace(PTRACE_SETREGS, tid_, 0, reinterpret_cast<std::uint64_t>(&wanted)) != 0) return stop;
   auto deadline = Clock::now() + limit;
-  for (;;) {
+  for (bool first = true;; first = false) {
+    // Stops that keep coming (a signal storm, repeated event stops) end at
+    // the deadline too; the thread is stopped here, and the destructor puts
+    // its registers back.
+    if (!first && Clock::now() >= deadline) {
+      stop.outcome = Outcome::kTimedOut;
+      return stop;
+    }
     stopped_ = false;
     if (trace(single_step ? PTRACE_SINGLESTEP : PTRACE_CONT, tid_, 0, 0) != 0) {
       stop.outcome = Outcome::kFailed;

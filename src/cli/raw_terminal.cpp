@@ -31,7 +31,7 @@ void write_all(int fd, const char* text, std::size_t size) {
   }
 }
 
-void enter_raw(int fd) {
+void enter_raw(int fd, bool alternate_screen) {
   struct termios raw = g_saved;
   raw.c_lflag &= ~static_cast<tcflag_t>(ICANON | ECHO | IEXTEN);
   raw.c_iflag &= ~static_cast<tcflag_t>(IXON | ICRNL);
@@ -40,7 +40,7 @@ void enter_raw(int fd) {
   if (tcsetattr(fd, TCSAFLUSH, &raw) != 0) {
     throw InputError(std::string("cannot set the terminal to raw mode: ") + std::strerror(errno));
   }
-  write_all(STDOUT_FILENO, kEnterScreen, sizeof kEnterScreen - 1);
+  if (alternate_screen) write_all(STDOUT_FILENO, kEnterScreen, sizeof kEnterScreen - 1);
 }
 
 }  // namespace
@@ -58,7 +58,7 @@ RawTerminal::RawTerminal(int fd) : fd_(fd) {
   }
   g_saved_fd = fd;
   try {
-    enter_raw(fd);
+    enter_raw(fd, true);
   } catch (...) {
     restore_terminal_now();
     g_saved_fd = -1;
@@ -75,7 +75,12 @@ void RawTerminal::suspend() { restore_terminal_now(); }
 
 void RawTerminal::resume() {
   pending_.clear();
-  enter_raw(fd_);
+  enter_raw(fd_, true);
+}
+
+void RawTerminal::keys_on_normal_screen() {
+  pending_.clear();
+  enter_raw(fd_, false);
 }
 
 Key RawTerminal::read_key(int timeout_ms) {

@@ -30,7 +30,10 @@ class RawTerminal {
   RawTerminal& operator=(const RawTerminal&) = delete;
 
   void suspend();  // the terminal as it was, cursor shown
-  void resume();   // raw again
+  void resume();   // raw again, on the alternate screen
+  // Raw keys on the normal screen, so what a child program printed there
+  // stays in view while the user reads it; resume() then goes back.
+  void keys_on_normal_screen();
 
   // Waits up to timeout_ms for a key; kNone on timeout or a signal.
   Key read_key(int timeout_ms);

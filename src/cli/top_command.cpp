@@ -18,6 +18,7 @@
 #include <cstring>
 #include <exception>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -34,6 +35,7 @@
 #include "quantity/units.h"
 #include "raw_terminal.h"
 #include "report/json_text.h"
+#include "terminal_signals.h"
 
 namespace gpuleak::cli {
 
@@ -48,6 +50,10 @@ struct TopFlags {
   std::vector<int> pids;
   bool no_nvml = false;
   std::string device_files;
+  // The bound of the `gpuleak attach` that the `a` key runs (its own
+  // defaults when unset: 60 s; with steps alone, at most an hour).
+  std::optional<double> attach_duration_s;
+  std::optional<std::uint64_t> attach_steps;
 };
 
 volatile std::sig_atomic_t g_stop_requested = 0;
@@ -57,7 +63,8 @@ void request_stop(int) { g_stop_requested = 1; }
 void request_suspend(int) { g_suspend_requested = 1; }
 
 // SIGINT/SIGTERM end the loop after the current sample instead of killing
-// the process mid-line; no SA_RESTART, so a sleep wakes up at once.
+// the process mid-line (a JSON or text stream keeps whole lines; with keys
+// on a terminal, TerminalSignals takes SIGTERM over); no SA_RESTART, so a sleep wakes up at once.
 void install_stop_handlers() {
   struct sigaction action {};
   action.sa_handler = request_stop;
@@ -269,36 +276,55 @@ class TopKeys {
   monitor::EndTarget end_target_;
 };
 
-// Runs `gpuleak attach PID` on the restored terminal and waits for it. Ctrl-C
-// belongs to the child meanwhile. Returns a line saying how it ended.
-std::string run_attach(RawTerminal& terminal, int pid) {
+// The command line of the `gpuleak attach` that the `a` key runs.
+std::vector<std::string> attach_command(int pid, const TopFlags& flags) {
+  std::vector<std::string> words = {"gpuleak", "attach", std::to_string(pid)};
+  if (flags.attach_duration_s) {
+    words.push_back("--duration");
+    words.push_back(fmt::format("{}", *flags.attach_duration_s));
+  }
+  if (flags.attach_steps) {
+    words.push_back("--steps");
+    words.push_back(std::to_string(*flags.attach_steps));
+  }
+  return words;
+}
+
+// Runs `gpuleak attach PID` on the normal screen, below what the shell
+// showed, and waits for it. Ctrl-C belongs to the child meanwhile, and
+// SIGTERM or SIGHUP that end top reach it too. Its report stays in view
+// until a key is pressed. Returns a line saying how it ended.
+std::string run_attach(RawTerminal& terminal, int pid, const TopFlags& flags) {
   terminal.suspend();
-  write_out("\x1b[2J\x1b[H");
-  std::fprintf(stdout, "gpuleak top: running gpuleak attach %d\n", pid);
+  std::vector<std::string> words = attach_command(pid, flags);
+  std::string shown;
+  for (const std::string& word : words) shown += (shown.empty() ? "" : " ") + word;
+  std::fprintf(stdout, "\ngpuleak top: running %s\n", shown.c_str());
   std::fflush(stdout);
   struct sigaction ignore {
   }, previous{};
   ignore.sa_handler = SIG_IGN;
   sigemptyset(&ignore.sa_mask);
   sigaction(SIGINT, &ignore, &previous);
-  std::string pid_text = std::to_string(pid);
+  std::vector<char*> argv;
+  for (std::string& word : words) argv.push_back(word.data());
+  argv.push_back(nullptr);
   pid_t child = fork();
   if (child == 0) {
     signal(SIGINT, SIG_DFL);
     signal(SIGPIPE, SIG_DFL);
-    char name[] = "gpuleak";
-    char attach[] = "attach";
-    char* argv[] = {name, attach, pid_text.data(), nullptr};
-    execv("/proc/self/exe", argv);
+    execv("/proc/self/exe", argv.data());
     _exit(127);
   }
   std::string result;
   if (child < 0) {
     result = std::string("cannot start gpuleak attach: ") + std::strerror(errno);
   } else {
+    forward_ending_signals_to(child);
     int status = 0;
     while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
     }
+    forward_ending_signals_to(0);
     result = WIFEXITED(status)
                  ? fmt::format("gpuleak attach {} exited with status {}", pid, WEXITSTATUS(status))
                  : fmt::format("gpuleak attach {} ended by signal {}", pid,
@@ -307,9 +333,10 @@ std::string run_attach(RawTerminal& terminal, int pid) {
   sigaction(SIGINT, &previous, nullptr);
   std::fprintf(stdout, "\n%s; press a key to return to top\n", result.c_str());
   std::fflush(stdout);
-  terminal.resume();
+  terminal.keys_on_normal_screen();
   while (!g_stop_requested && terminal.read_key(250).kind == KeyKind::kNone) {
   }
+  terminal.resume();
   write_out("\x1b[2J");
   return result;
 }
@@ -336,7 +363,9 @@ int run_top(const TopFlags& flags) {
   }
 
   install_stop_handlers();
-  // Keys only when a person is at a terminal on both ends.
+  // Keys only when a person is at a terminal on both ends. The signal
+  // handlers outlive the raw mode (declared first, destroyed last).
+  std::unique_ptr<TerminalSignals> terminal_signals;
   std::unique_ptr<RawTerminal> keys_terminal;
   TopKeys keys;
   if (terminal && isatty(STDIN_FILENO) == 1) {
@@ -347,12 +376,14 @@ int run_top(const TopFlags& flags) {
     struct sigaction stop {};
     stop.sa_handler = request_stop;
     sigemptyset(&stop.sa_mask);
-    sigaction(SIGHUP, &stop, nullptr);
     sigaction(SIGQUIT, &stop, nullptr);
     struct sigaction suspend {};
     suspend.sa_handler = request_suspend;
     sigemptyset(&suspend.sa_mask);
     sigaction(SIGTSTP, &suspend, nullptr);
+    // SIGTERM and SIGHUP now restore the terminal and end top at once, with
+    // their status (a crash too): nothing waits for the sample in progress.
+    terminal_signals = std::make_unique<TerminalSignals>();
     keys_terminal = std::make_unique<RawTerminal>(STDIN_FILENO);
   }
   monitor::RawSample last_raw;
@@ -428,7 +459,7 @@ int run_top(const TopFlags& flags) {
       TopKeys::Outcome outcome = keys.handle(key, last_sample, last_raw);
       if (outcome == TopKeys::Outcome::kQuit) return kExitOk;
       if (outcome == TopKeys::Outcome::kAttach) {
-        keys.set_message(run_attach(*keys_terminal, keys.view.selected_pid));
+        keys.set_message(run_attach(*keys_terminal, keys.view.selected_pid, flags));
       }
       if (outcome != TopKeys::Outcome::kNothing) write_out(screen());
     }
@@ -460,6 +491,12 @@ void add_top_command(CLI::App& app, CommandAction& action) {
   sub->add_option("--device-files", flags->device_files,
                   "Glob for GPU device files (default /dev/nvidia*, or $GPULEAK_DEVICE_FILE_GLOB)")
       ->group("");  // hidden: for tests and unusual device layouts
+  sub->add_option("--attach-duration", flags->attach_duration_s,
+                  "Seconds the `a` key's gpuleak attach records (default 60)")
+      ->check(CLI::Range(0.1, 7.0 * 24 * 3600));
+  sub->add_option("--attach-steps", flags->attach_steps,
+                  "Steps the `a` key's gpuleak attach records (alone: at most 3600 s)")
+      ->check(CLI::Range(std::uint64_t{1}, std::uint64_t{1} << 40));
   sub->callback([&action, flags] { action = [flags] { return run_top(*flags); }; });
 }
 

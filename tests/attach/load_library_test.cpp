@@ -111,5 +111,52 @@ TEST(LoadLibrary, the_collectors_attach_session_answers_in_a_program_without_pyt
   std::filesystem::remove_all(traces);
 }
 
+// A program whose only thread never waits in a system call (it computes):
+// the search for a thread gives up at its bound, says why, and leaves the
+// program running and untraced.
+TEST(LoadLibrary, a_busy_program_is_given_up_on_within_the_bound_and_left_untraced) {
+  pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    ::alarm(60);  // never outlives the test by much
+    volatile unsigned long spins = 0;
+    for (;;) spins = spins + 1;
+  }
+  Limits limits;
+  limits.find_waiting_thread = std::chrono::milliseconds(400);
+  long result = 0;
+  std::string why;
+  auto started = std::chrono::steady_clock::now();
+  bool loaded = load_library(pid, GPULEAK_TEST_MARKER_LIBRARY, {}, "gpuleak_test_write_marker",
+                             limits, &result, &why);
+  auto took = std::chrono::steady_clock::now() - started;
+  EXPECT_FALSE(loaded);
+  EXPECT_NE(why.find("waits in a system call that is safe to load a library from within 400 ms"),
+            std::string::npos)
+      << why;
+  EXPECT_GE(took, std::chrono::milliseconds(400));  // it kept looking until the bound
+  EXPECT_LT(took, std::chrono::seconds(3));
+  std::string status = read_file("/proc/" + std::to_string(pid) + "/status");
+  EXPECT_NE(status.find("TracerPid:\t0\n"), std::string::npos) << status;
+  EXPECT_EQ(::waitpid(pid, nullptr, WNOHANG), 0) << "the program must still run";
+  ::kill(pid, SIGKILL);
+  ::waitpid(pid, nullptr, 0);
+}
+
+// A program that is gone is said to be so at once, not searched for.
+TEST(LoadLibrary, a_program_that_ended_is_named_at_once) {
+  pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) ::_exit(0);
+  ASSERT_EQ(::waitpid(pid, nullptr, 0), pid);
+  long result = 0;
+  std::string why;
+  auto started = std::chrono::steady_clock::now();
+  EXPECT_FALSE(load_library(pid, GPULEAK_TEST_MARKER_LIBRARY, {}, "gpuleak_test_write_marker",
+                            Limits{}, &result, &why));
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::seconds(1));
+  EXPECT_FALSE(why.empty());
+}
+
 }  // namespace
 }  // namespace gpuleak::attach

@@ -57,8 +57,8 @@ def machine_allows_ptrace():
 class Program:
     """A training loop started without gpuleak; it prints `ready` once its loop runs."""
 
-    def __init__(self, steps, keep_every, exit_status=5, extra=None):
-        self.args = [PYTHON, os.path.join(PROGRAMS, extra or "training_loop.py"), str(steps),
+    def __init__(self, steps, keep_every, exit_status=5, extra=None, prefix=()):
+        self.args = [*prefix, PYTHON, os.path.join(PROGRAMS, extra or "training_loop.py"), str(steps),
                      str(keep_every), str(exit_status)]
         env = {k: v for k, v in os.environ.items() if not k.startswith("GPULEAK_")}
         env["PYTHONPATH"] = PROGRAMS
@@ -321,3 +321,65 @@ def test_a_program_blocked_in_c_code_is_left_alone_after_the_start_timeout(progr
     assert (out, status) == ("ready\ndone\n", 0), (out, err)
     assert "gpuleak" not in err
     assert not list((tmp_path / "traces").glob("*.trace"))
+
+
+# A user namespace of its own, whose root is uid 65533 outside: what root is
+# in a rootless container (podman, docker --userns-remap, Kubernetes user
+# namespaces).
+ROOTLESS_UID = 65533
+
+
+def rootless_container_refusal():
+    """Why this machine cannot make a user namespace for an unprivileged user, or None."""
+    if os.geteuid() != 0 or not (shutil.which("setpriv") and shutil.which("unshare")):
+        return "needs root, setpriv and unshare to make a rootless container's user namespace"
+    probe = subprocess.run(as_rootless_container_root(["true"]), capture_output=True, text=True,
+                           timeout=30)
+    if probe.returncode != 0:
+        return "unshare -U is not allowed here: " + probe.stderr.strip()
+    return None
+
+
+def as_rootless_container_root(command):
+    return ["setpriv", "--reuid=%d" % ROOTLESS_UID, "--regid=%d" % ROOTLESS_UID,
+            "--clear-groups", "unshare", "--user", "--map-root-user"] + command
+
+
+def test_from_a_rootless_container_a_process_outside_it_is_refused_with_the_reason(programs):
+    why = rootless_container_refusal()
+    if why:
+        pytest.skip(why)
+    program = programs(600, 0, exit_status=0)
+    done = subprocess.run(as_rootless_container_root([GPULEAK, "attach", str(program.pid)]),
+                          capture_output=True, text=True, timeout=60)
+    line = refused(done, "PID %d" % program.pid, "user namespace of its own",
+                   "it is uid %d outside" % ROOTLESS_UID, "inside its container")
+    assert "Traceback" not in done.stderr and "not permitted" not in line
+    assert program.finish() == program.expected()
+
+
+def test_a_process_in_its_own_user_namespace_is_refused_from_another_one(programs):
+    why = rootless_container_refusal()
+    if why:
+        pytest.skip(why)
+    # The program runs in a user namespace of its own (unshare -U, as a
+    # container's process), gpuleak in another one: neither is inside the other.
+    program = programs(600, 0, exit_status=0, prefix=("unshare", "--user"))
+    assert os.readlink("/proc/%d/ns/user" % program.pid) != os.readlink("/proc/self/ns/user")
+    done = subprocess.run(as_rootless_container_root([GPULEAK, "attach", str(program.pid)]),
+                          capture_output=True, text=True, timeout=60)
+    refused(done, "PID %d" % program.pid, "user namespace of its own", "inside its container")
+    assert program.finish() == program.expected()
+
+
+def test_a_process_in_a_user_namespace_below_gpuleaks_is_joined_as_usual(programs, tmp_path):
+    # What root sees of a container it started: its user namespace is below
+    # root's, where root keeps its rights; the refusal above must not catch it.
+    if os.geteuid() != 0 or not shutil.which("unshare"):
+        pytest.skip("needs root and unshare to start a process in a user namespace below ours")
+    program = programs(900, 1, prefix=("unshare", "--user"))
+    assert os.readlink("/proc/%d/ns/user" % program.pid) != os.readlink("/proc/self/ns/user")
+    done = attach(program.pid, "--duration", 4, "-o", tmp_path / "traces")
+    assert done.returncode == 0, done.stderr
+    assert "Verdict: LEAK +16.0 KiB/step" in done.stdout, done.stdout
+    assert program.finish() == program.expected()

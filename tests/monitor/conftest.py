@@ -7,6 +7,7 @@ import pytest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import process_fixtures  # noqa: E402
+import tmux_pane  # noqa: E402
 
 
 @pytest.fixture
@@ -21,6 +22,19 @@ def started():
     processes = process_fixtures.Started()
     yield processes
     processes.close()
+
+
+@pytest.fixture
+def pane_factory():
+    """Makes `gpuleak top` panes (tmux_pane.Pane); their tmux servers end with the test."""
+    panes = []
+
+    def make(env, args, **kwargs):
+        panes.append(tmux_pane.Pane(env, args, **kwargs))
+        return panes[-1]
+    yield make
+    for pane in panes:
+        pane.close()
 
 
 def pytest_configure(config):

@@ -1,21 +1,23 @@
 """`gpuleak top`'s keys in a real terminal: the binary runs in a tmux pane
 with the stand-in NVML, keys are sent with send-keys and the screen read
-with capture-pane. Sort, filter, tree, selection, ending an orphan after
-y, quitting with q, and the terminal's settings as they were before."""
+with capture-pane. Sort, filter, tree, selection, attaching to the selected
+process (and SIGTERM to top meanwhile detaching it), ending an orphan
+after y, quitting with q, and the terminal's settings as they were before."""
 import os
-import shlex
-import shutil
+import signal
 import subprocess
-import tempfile
 
 import pytest
 
 from process_fixtures import (GPULEAK, PYTHON, gpuleak_env, is_running, make_orphan, wait_until,
                               write_nvml_state)
+from tmux_pane import NO_TMUX, TMUX, pids, rows
 
-TMUX = shutil.which("tmux")
-pytestmark = pytest.mark.skipif(TMUX is None,
-                                reason="tmux is not installed (scripts/setup --tests installs it)")
+pytestmark = pytest.mark.skipif(TMUX is None, reason=NO_TMUX)
+
+# gpuleak attach's test programs: a training loop started without gpuleak.
+ATTACH_PROGRAMS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "attach",
+                               "programs")
 
 MiB = 1 << 20
 GiB = 1 << 30
@@ -46,87 +48,6 @@ def start_tagged_holder(started, device, tag):
     if child:
         started.adopt(child)
     return process.pid, child
-
-
-class Pane:
-    """gpuleak top in a tmux pane of its own server; the shell script around
-    it records the terminal's settings before and after, and top's status."""
-
-    def __init__(self, env, args):
-        self._dir = tempfile.TemporaryDirectory(prefix="gpuleak-top-tmux-")
-        self.dir = self._dir.name
-        self.socket = os.path.join(self.dir, "tmux.sock")
-        script = os.path.join(self.dir, "pane.sh")
-        with open(script, "w") as f:
-            for name in ("GPULEAK_DEVICE_FILE_GLOB", "GPULEAK_NVML_LIBRARY",
-                         "GPULEAK_STAND_IN_NVML_STATE"):
-                if name in env:
-                    f.write(f"export {name}={shlex.quote(env[name])}\n")
-            f.write(f"stty -g > {self.dir}/before.txt\n")
-            f.write(shlex.join([GPULEAK, "top", *args]) + "\n")
-            f.write(f"echo $? > {self.dir}/status.txt\n")
-            f.write(f"stty -g > {self.dir}/after.txt\n")
-            f.write("echo TOP-ENDED\nexec sleep 600\n")
-        self.tmux("-f", "/dev/null", "new-session", "-d", "-x", "200", "-y", "40",
-                  "sh " + shlex.quote(script))
-
-    def tmux(self, *args):
-        return subprocess.run([TMUX, "-S", self.socket, *args], stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True, timeout=30, check=True).stdout
-
-    def keys(self, *keys):
-        self.tmux("send-keys", *keys)
-
-    def screen(self):
-        return self.tmux("capture-pane", "-p")
-
-    def wait_for(self, condition):
-        seen = {}
-
-        def check():
-            seen["screen"] = self.screen()
-            return condition(seen["screen"])
-        assert wait_until(check), "not on the screen:\n" + seen.get("screen", "")
-        return seen["screen"]
-
-    def read(self, name):
-        with open(os.path.join(self.dir, name)) as f:
-            return f.read()
-
-    def close(self):
-        subprocess.run([TMUX, "-S", self.socket, "kill-server"], stdout=subprocess.DEVNULL,
-                       stderr=subprocess.DEVNULL, timeout=30)
-        self._dir.cleanup()
-
-
-@pytest.fixture
-def pane_factory():
-    panes = []
-
-    def make(env, args):
-        panes.append(Pane(env, args))
-        return panes[-1]
-    yield make
-    for pane in panes:
-        pane.close()
-
-
-def rows(screen):
-    """[(pid, selected, line)] of the process table, top to bottom."""
-    out = []
-    lines = screen.splitlines()
-    header = next((i for i, line in enumerate(lines) if "PID USER" in line), len(lines))
-    for line in lines[header + 1:]:
-        head = line[:8]
-        selected = head.startswith(">")
-        text = head.lstrip(">").strip()
-        if text.isdigit():
-            out.append((int(text), selected, line))
-    return out
-
-
-def pids(screen):
-    return [pid for pid, _, _ in rows(screen)]
 
 
 def test_keys_sort_filter_tree_select_and_q_restores_the_terminal(device, started, pane_factory):
@@ -209,3 +130,94 @@ def test_k_ends_a_selected_orphan_only_after_y(device, started, pane_factory):
     pane.keys("q")
     pane.wait_for(lambda s: "TOP-ENDED" in s)
     assert pane.read("after.txt") == pane.read("before.txt")
+
+
+def attach_refusal():
+    """Why `gpuleak attach` cannot run here, or None."""
+    if not os.path.exists(os.path.join(os.path.dirname(GPULEAK), "libgpuleak_collector.so")):
+        return "no collector beside gpuleak (build gpuleak_collector)"
+    if subprocess.run([PYTHON, "-c", "import torch"], capture_output=True).returncode != 0:
+        return PYTHON + " has no torch (scripts/setup --tests installs python3-torch)"
+    return None
+
+
+def test_a_attaches_to_the_selected_process_and_its_report_stays_in_view(device, started,
+                                                                        pane_factory):
+    why = attach_refusal()
+    if why:
+        pytest.skip(why)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GPULEAK_")}
+    env.update(PYTHONPATH=ATTACH_PROGRAMS, PYTHONDONTWRITEBYTECODE="1")
+    loop = [PYTHON, os.path.join(ATTACH_PROGRAMS, "training_loop.py"), "2500", "1", "5"]
+    # The same loop without gpuleak, alongside: what the joined one must print.
+    alone = started.popen(loop, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    program = started.popen(loop, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=env)
+    assert program.stdout.readline() == "ready\n"
+    pane = pane_factory(gpuleak_env(device), ["--interval", "0.2", "--pid", str(program.pid),
+                                              "--attach-duration", "3"])
+    pane.wait_for(lambda s: program.pid in pids(s) and "q quit" in s)
+    pane.keys("/", *"training_loop", "Enter")
+    pane.wait_for(lambda s: [(pid, sel) for pid, sel, _ in rows(s)] == [(program.pid, True)])
+
+    pane.keys("a")
+    ended = f"gpuleak attach {program.pid} exited with status 0; press a key to return to top"
+    screen = pane.wait_for(lambda s: ended in s, history_lines=300, bound_s=150)
+    assert f"gpuleak top: running gpuleak attach {program.pid} --duration 3" in screen
+    assert "Verdict: LEAK +16.0 KiB/step" in screen, screen
+    assert "training_loop.py:26" in screen, screen
+    # The report stays in view until a key: top draws nothing over it.
+    wait_until(lambda: False, bound_s=1.0)
+    assert ended in pane.screen(), pane.screen()
+    pane.keys("x")
+    screen = pane.wait_for(lambda s: "q quit" in s and ended not in s)
+    assert f"gpuleak attach {program.pid} exited with status 0" in screen
+    pane.keys("q")
+    pane.wait_for(lambda s: "TOP-ENDED" in s)
+    assert pane.read("status.txt").strip() == "0"
+    assert pane.read("after.txt") == pane.read("before.txt")
+
+    # The program went on and ended as it does without gpuleak.
+    out, err = program.communicate(timeout=120)
+    alone_out, alone_err = alone.communicate(timeout=120)
+    assert (out, err, program.returncode) == (alone_out[len("ready\n"):], alone_err,
+                                              alone.returncode)
+    assert program.returncode == 5 and "gpuleak" not in err
+
+
+def test_sigterm_to_top_during_a_detaches_the_attach_and_the_program_goes_on(device, started,
+                                                                           pane_factory):
+    why = attach_refusal()
+    if why:
+        pytest.skip(why)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GPULEAK_")}
+    env.update(PYTHONPATH=ATTACH_PROGRAMS, PYTHONDONTWRITEBYTECODE="1")
+    loop = [PYTHON, os.path.join(ATTACH_PROGRAMS, "training_loop.py"), "2500", "1", "5"]
+    alone = started.popen(loop, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    program = started.popen(loop, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=env)
+    assert program.stdout.readline() == "ready\n"
+    pane = pane_factory(gpuleak_env(device), ["--interval", "0.2", "--pid", str(program.pid),
+                                              "--attach-duration", "600"])
+    pane.wait_for(lambda s: program.pid in pids(s) and "q quit" in s)
+    pane.keys("/", *"training_loop", "Enter")
+    pane.wait_for(lambda s: [(pid, sel) for pid, sel, _ in rows(s)] == [(program.pid, True)])
+    pane.keys("a")
+    pane.wait_for(lambda s: f"gpuleak: attached to PID {program.pid}" in s, history_lines=300,
+                  bound_s=120)
+    top = pane.top_pid()
+    os.kill(top, signal.SIGTERM)
+    # top ends at once with SIGTERM's status, the terminal as it was; the
+    # attach it ran was told too: it detaches and reports, well before its 600 s.
+    pane.wait_for(lambda s: "TOP-ENDED" in s, history_lines=300)
+    assert pane.read("status.txt").strip() == str(128 + signal.SIGTERM)
+    assert pane.read("after.txt") == pane.read("before.txt")
+    screen = pane.wait_for(lambda s: f"gpuleak: detached from PID {program.pid}" in s,
+                           history_lines=300, bound_s=120)
+    assert "Verdict: " in screen and "until it detached; the process kept running" in screen
+    assert "gpuleak" not in open(f"/proc/{program.pid}/cmdline").read()
+    assert "TracerPid:\t0\n" in open(f"/proc/{program.pid}/status").read()
+    out, err = program.communicate(timeout=120)
+    alone_out, alone_err = alone.communicate(timeout=120)
+    assert (out, err, program.returncode) == (alone_out[len("ready\n"):], alone_err,
+                                              alone.returncode)
