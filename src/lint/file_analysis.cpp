@@ -253,7 +253,7 @@ void FileAnalysis::collect_structure() {
       s.grad_disabled = true;
     }
   }
-  uses_torch_ = imports_.imports_torch() || saw_backward;
+  uses_torch_ = imports_.imports_torch() || (saw_backward && !imports_.imports_other_autograd());
 }
 
 void FileAnalysis::collect_model_names() {

@@ -488,5 +488,62 @@ TEST(lint_real_code, a_method_of_another_class_called_per_step_does_not_make_thi
             (Lines{{"GL101", 10}}));
 }
 
+// --- other frameworks, other loops -----------------------------------------
+
+TEST(lint_real_code, backward_in_an_mxnet_file_is_not_torchs) {
+  // NVIDIA DeepLearningExamples MxNet/Classification/RN50v1.5/fit.py:307: an
+  // MXNet metric sums scalars; MXNet records no graph outside
+  // autograd.record(), and the file has no torch in it.
+  std::string source =
+      "import mxnet as mx\n"
+      "from mxnet import autograd as ag\n"
+      "class ScalarMetric(mx.metric.Loss):\n"
+      "    def update(self, _, scalar):\n"
+      "        self.sum_metric += scalar\n"
+      "def train(net, loader, trainer, loss_fn, metric):\n"
+      "    for data, label in loader:\n"
+      "        with ag.record():\n"
+      "            loss = loss_fn(net(data), label)\n"
+      "        loss.backward()\n"
+      "        trainer.step(data.shape[0])\n"
+      "        metric.update(None, loss)\n";
+  EXPECT_EQ(findings(source), Lines{});
+  // The same code without the MXNet imports reads as torch (its backward).
+  std::string torch_like = replaced(source, "import mxnet as mx\n", "");
+  torch_like = replaced(torch_like, "from mxnet import autograd as ag\n", "");
+  EXPECT_FALSE(findings(torch_like).empty());
+}
+
+TEST(lint_real_code, a_while_true_decoding_loop_of_a_module_spans_one_call) {
+  // NVIDIA DeepLearningExamples Tacotron2 model.py:576: infer() decodes until
+  // the gate fires, concatenating each time step's output; the history is
+  // that one call's.
+  std::string source =
+      "import torch\n"
+      "from torch import nn\n"
+      "class Decoder(nn.Module):\n"
+      "    def __init__(self):\n"
+      "        super().__init__()\n"
+      "        self.rnn = nn.GRUCell(4, 4)\n"
+      "        self.gate = nn.Linear(4, 1)\n"
+      "    def decode(self, x, h):\n"
+      "        h = self.rnn(x, h)\n"
+      "        return h, self.gate(h)\n"
+      "    def infer(self, memory):\n"
+      "        h = memory[0]\n"
+      "        alignments = h\n"
+      "        while True:\n"
+      "            h, gate = self.decode(memory[1], h)\n"
+      "            alignments = torch.cat((alignments, h), dim=0)\n"
+      "            if torch.sigmoid(gate) > 0.5:\n"
+      "                break\n"
+      "        return alignments\n";
+  EXPECT_EQ(findings(source), Lines{});
+  // Outside a module (a script's object holding the model), the loop runs
+  // for as long as the job and the history keeps every graph.
+  std::string script = replaced(source, "class Decoder(nn.Module):\n", "class Decoder:\n");
+  EXPECT_FALSE(findings(script).empty());
+}
+
 }  // namespace
 }  // namespace gpuleak::lint
