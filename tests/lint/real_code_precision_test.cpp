@@ -545,5 +545,29 @@ TEST(lint_real_code, a_while_true_decoding_loop_of_a_module_spans_one_call) {
   EXPECT_FALSE(findings(script).empty());
 }
 
+TEST(lint_real_code, a_running_value_updated_from_locals_made_under_no_grad_has_no_graph) {
+  // fairseq fairseq/modules/kmeans_attention.py:383: the new means are
+  // computed from the input under no_grad, then averaged into
+  // `self.new_means` outside it; nothing in that average has a graph.
+  std::string source =
+      "import torch\n"
+      "from torch import nn\n"
+      "class Kmeans(nn.Module):\n"
+      "    def __init__(self):\n"
+      "        super().__init__()\n"
+      "        self.new_means = None\n"
+      "    def forward(self, x):\n"
+      "        with torch.no_grad():\n"
+      "            means = x.mean(0)\n"
+      "        self.new_means = ema(self.new_means, means, 0.9)\n"
+      "        return x\n";
+  EXPECT_EQ(findings(source), Lines{});
+  // Computed with gradients on, the average chains every call's graph.
+  std::string with_grad =
+      replaced(source, "        with torch.no_grad():\n            means = x.mean(0)\n",
+               "        means = x.mean(0)\n");
+  EXPECT_EQ(findings(with_grad), (Lines{{"GL104", 9}}));
+}
+
 }  // namespace
 }  // namespace gpuleak::lint

@@ -223,7 +223,9 @@ bool mentions_graph_input(const FileAnalysis& file, const Scope& scope, NodeId e
     std::string_view name = tree.text(id);
     if (is_input(name)) return true;
     NodeId right = value_last_bound_to(file, name, at, scope_index);
-    if (right == kNoNode) continue;
+    // `with torch.no_grad(): means = kmeans_iter(x, ...)`: made from the
+    // input, but without a graph.
+    if (right == kNoNode || file.grad_disabled_at(right)) continue;
     for (NodeId r = right; r < tree.node(right).subtree_end; ++r) {
       if (tree.kind(r) == NodeKind::kIdentifier && is_input(tree.text(r)) && reads_values(r)) {
         return true;
