@@ -752,6 +752,17 @@ GrowthVerdict store_growth(const FileAnalysis& file, const StoreEvent& store) {
   }
   // Outside loops: only a container that outlives the call, in a function
   // that runs once per step, or a cache that gains an entry per new size.
+  // `stat_col["loss"] = loss` / `meter.update(loss)` on an object the caller
+  // hands in, in a function that runs per step: the object keeps the value in
+  // its own attributes, and it was made to outlive the call.
+  bool object_keeps_it = store.keeping_function != static_cast<std::size_t>(-1) &&
+                         file.scopes()[store.keeping_function].class_node != kNoNode &&
+                         is_parameter(scope, root) && root == v.container &&
+                         file.runs_per_step(store.scope);
+  if (object_keeps_it && !bounded_elsewhere(file, store, v.container)) {
+    v.growth = Growth::kPerCall;
+    return v;
+  }
   if (store.scope == 0 || scope.name == "__init__" || v.local ||
       (!through_self && !mutable_default && is_parameter(scope, root))) {
     return v;

@@ -623,6 +623,47 @@ TEST(lint_value_flow, one_number_per_epoch_is_not_a_growing_store) {
   EXPECT_EQ(findings(outputs), (std::vector<std::pair<std::string, int>>{{"GL201", 13}}));
 }
 
+TEST(lint_value_flow, setitem_of_an_object_that_keeps_its_value_is_a_store_at_the_assignment) {
+  // IBM/mi-prometheus#111: `stat_col['loss'] = loss` goes through
+  // StatisticsCollector.__setitem__, which appends the value to a list the
+  // collector empties only once the loop is over: every step's graph stays.
+  std::string source =
+      "import torch\n"
+      "class StatisticsCollector:\n"
+      "    def __init__(self):\n"
+      "        self.statistics = dict()\n"
+      "    def add_statistic(self, key):\n"
+      "        self.statistics[key] = list()\n"
+      "    def __setitem__(self, key, value):\n"
+      "        self.statistics[key].append(value)\n"
+      "    def empty(self):\n"
+      "        self.statistics.clear()\n"
+      "def collect(model, batch, stat_col):\n"
+      "    loss = torch.nn.functional.cross_entropy(model(batch.cuda()), batch)\n"
+      "    stat_col['loss'] = loss\n"
+      "    return loss\n"
+      "def train(model, loader, optimizer):\n"
+      "    stat_col = StatisticsCollector()\n"
+      "    stat_col.add_statistic('loss')\n"
+      "    for batch in loader:\n"
+      "        optimizer.zero_grad()\n"
+      "        loss = collect(model, batch, stat_col)\n"
+      "        loss.backward()\n"
+      "        optimizer.step()\n"
+      "    stat_col.empty()\n";
+  EXPECT_EQ(findings(source), (std::vector<std::pair<std::string, int>>{{"GL101", 13}}));
+  EXPECT_NE(message_of(source, "GL101").find("StatisticsCollector.__setitem__"), std::string::npos);
+  // A detached tensor is bounded by the emptying after the loop.
+  std::string detached = source;
+  detached.replace(detached.find("stat_col['loss'] = loss\n"), 24,
+                   "stat_col['loss'] = loss.detach()\n");
+  EXPECT_TRUE(findings(detached).empty());
+  // A method that is no `__setitem__` is not what the assignment calls.
+  std::string other = source;
+  other.replace(other.find("__setitem__"), 11, "put");
+  EXPECT_TRUE(findings(other).empty());
+}
+
 }  // namespace
 }  // namespace gpuleak::lint
 
