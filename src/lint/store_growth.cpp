@@ -488,14 +488,51 @@ bool initialises_on_first_use(const FileAnalysis& file, NodeId assignment,
 
 }  // namespace
 
+namespace {
+
+// True when `site` runs in a loop that holds a step loop of its own beside
+// it: the epoch loop, whose body runs the steps and then `site` once.
+bool runs_beside_a_step_loop(const FileAnalysis& file, NodeId site) {
+  const SyntaxTree& tree = file.tree();
+  NodeId loop = file.innermost_loop(site);
+  if (loop == kNoNode) return false;
+  NodeId body = file.loop_body(loop);
+  if (body == kNoNode) return false;
+  for (NodeId id = body; id < tree.node(body).subtree_end; ++id) {
+    NodeKind k = tree.kind(id);
+    if ((k == NodeKind::kForStatement || k == NodeKind::kWhileStatement) &&
+        !tree.contains(id, site) && is_step_loop(file, id)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
 bool container_bounded_elsewhere(const FileAnalysis& file, const std::string& path,
                                  EmptiedWhen when) {
   const SyntaxTree& tree = file.tree();
   // For graphs an emptying counts only where it runs every step: a list
   // cleared by an epoch-end hook keeps one graph per step until then.
   auto in_time = [&](NodeId at) {
-    return when == EmptiedWhen::kAnywhere || file.runs_per_step(file.scope_index_of(at)) ||
-           file.innermost_loop(at) != kNoNode;
+    if (when == EmptiedWhen::kAnywhere) return true;
+    if (!file.runs_per_step(file.scope_index_of(at))) return file.innermost_loop(at) != kNoNode;
+    // A method run per step by name alone (a hook) empties every step; one
+    // the file calls empties every step only if a call runs every step, not
+    // once per epoch beside the step loop (`stat_col.empty()` before the
+    // episode loop).
+    const Scope& scope = file.scope_of(at);
+    if (scope.class_node == kNoNode) return true;
+    for (NodeId l = file.innermost_loop(at); l != kNoNode; l = file.outer_loop(l)) {
+      if (is_step_loop(file, l)) return true;  // a loop over keys in `empty()` is none
+    }
+    const std::vector<NodeId>& calls = file.calls_named(scope.name);
+    if (calls.empty()) return true;
+    for (NodeId call : calls) {
+      if (!runs_beside_a_step_loop(file, call)) return true;
+    }
+    return false;
   };
   for (std::string_view m : {"clear", "pop", "popleft", "popitem", "remove"}) {
     for (NodeId call : file.calls_named(m)) {
