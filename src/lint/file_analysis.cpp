@@ -253,7 +253,7 @@ void FileAnalysis::collect_structure() {
       s.grad_disabled = true;
     }
   }
-  uses_torch_ = imports_.imports_torch() || saw_backward;
+  uses_torch_ = imports_.imports_torch() || (saw_backward && !imports_.imports_other_autograd());
 }
 
 void FileAnalysis::collect_model_names() {
@@ -401,9 +401,22 @@ std::vector<std::size_t> FileAnalysis::callees_of(NodeId call) const {
   // many classes) says nothing about which one runs: resolving it to all of
   // them would cost a pass over each, per call.
   if (named.size() > kMaxCalleesByName) return out;
+  // `self.D.transform(x)` where every binding of `self.D` constructs a class
+  // (`self.D = ImageTransformer(...)`): only that class's `transform` runs,
+  // none when the class is not defined here.
+  std::vector<std::string> receiver_classes;
+  if (method) receiver_classes = constructed_classes(method_receiver(call));
   for (std::size_t s : named) {
     bool is_method = scopes_[s].class_node != kNoNode;
-    if (is_method == method) out.push_back(s);
+    if (is_method != method) continue;
+    if (!receiver_classes.empty()) {
+      const ClassFacts* owner = class_facts(scopes_[s].class_node);
+      if (owner == nullptr || std::find(receiver_classes.begin(), receiver_classes.end(),
+                                        owner->name) == receiver_classes.end()) {
+        continue;
+      }
+    }
+    out.push_back(s);
   }
   if (out.empty() && !method) {
     // log = make_logger(); log(x): the def the factory returns.
@@ -413,6 +426,24 @@ std::vector<std::size_t> FileAnalysis::callees_of(NodeId call) const {
         for (std::size_t s : functions_passed_as(right)) out.push_back(s);
       }
     }
+  }
+  return out;
+}
+
+std::vector<std::string> FileAnalysis::constructed_classes(NodeId receiver) const {
+  std::vector<std::string> out;
+  if (receiver == kNoNode) return out;
+  std::string path = dotted_text(tree_, receiver);
+  if (path.empty() || path == "self" || path == "cls") return out;
+  const std::vector<NodeId>& bindings = assignments_to(path);
+  for (NodeId a : bindings) {
+    NodeId right = tree_.child_by_field(a, Field::kRight);
+    if (right == kNoNode || tree_.kind(right) != NodeKind::kCall) return {};
+    std::string_view name = callee_last_name(right);
+    // A class by the naming convention; a factory (`build_model(cfg)`) may
+    // return anything.
+    if (name.empty() || !std::isupper(static_cast<unsigned char>(name[0]))) return {};
+    out.emplace_back(name);
   }
   return out;
 }

@@ -205,6 +205,10 @@ class FileAnalysis {
   // Same-file functions a call may reach, by name: methods for `x.f()`,
   // functions for `f()` (and the def a factory `f = make()` returns).
   std::vector<std::size_t> callees_of(NodeId call) const;
+  // The classes that every binding of `receiver` constructs (`self.meter =
+  // AverageMeter()` -> {"AverageMeter"}); empty when any binding is something
+  // else, or the receiver is `self`.
+  std::vector<std::string> constructed_classes(NodeId receiver) const;
   // `util.split(out)` where `util` is a module of the project (imported, not
   // a known library) and this file defines `split` at module level: the file
   // holds that module's code (an excerpt of several files, or a module that

@@ -20,6 +20,7 @@ void GraphFlow::run() {
   std::size_t n = file_.scopes_.size();
   parameter_sinks_.assign(n, 0);
   parameter_sums_.assign(n, 0);
+  parameter_graph_sinks_.assign(n, 0);
   argument_containers_.assign(n, {});
   learnt_.returns.assign(n, 0);
   learnt_.return_elements.assign(n, {});

@@ -134,6 +134,10 @@ class GraphFlow {
   // only the graph of one that has one: such calls store graphs only.
   bool is_long_lived_container(NodeId container) const;
   void record_stores_through_parameters(NodeId call, const std::vector<NodeId>& positional);
+  // `stat_col["loss"] = loss` where a class of the file defines
+  // `__setitem__` that keeps its value: a store at the assignment.
+  void record_stores_through_setitem(NodeId site, NodeId container, NodeId value,
+                                     std::uint8_t bits);
   // Stores into a container the function was handed (`logs[k].append(z.detach())`
   // in `_log_metrics(logs, z)`): the summary "stores into argument M" with what
   // it stores (tensor facts, and which parameters they come from), so that the
@@ -150,6 +154,9 @@ class GraphFlow {
   FileAnalysis& file_;
   std::vector<std::uint8_t> parameter_sinks_;  // per scope: bit i = positional parameter i
   std::vector<std::uint8_t> parameter_sums_;   // per scope: added into a sum only
+  // Per scope: kept in a container emptied only now and then (an epoch-end
+  // `empty()`), which bounds tensors but not graphs: a sink for graphs only.
+  std::vector<std::uint8_t> parameter_graph_sinks_;
   // Per scope, per tracked parameter used as a container: what is stored
   // into it (kTensorFacts and the kParameterBits of its sources); 0 if none.
   std::vector<std::array<std::uint8_t, kGraphFlowTrackedParameters>> argument_containers_;

@@ -136,6 +136,7 @@ void GraphFlow::assign_target(NodeId target, NodeId value, std::uint8_t bits, En
       eval(container, env);
       if (key != kNoNode) eval(key, env);
       record_store(StoreKind::kSubscript, site, container, key, value, bits);
+      record_stores_through_setitem(site, container, value, bits);
       std::string holder = dotted_text(tree_, container);
       if (!holder.empty()) env.add(holder, bits);
       return;

@@ -408,7 +408,10 @@ std::uint8_t GraphFlow::eval_call(NodeId call, Env& env) {
     }
     return strip_if_no_grad(bits);
   }
-  if (receiver != kNoNode && (receiver_bits & kParameterBits) && !(receiver_bits & kValueBits)) {
+  // `problem.evaluate_loss(data, logits)`: a loss-named method of a
+  // parameter is a loss of its arguments (below), not just the parameter's.
+  if (receiver != kNoNode && (receiver_bits & kParameterBits) && !(receiver_bits & kValueBits) &&
+      !(file_.is_loss_callee(call) && (arg_bits & kTensorBits))) {
     // A method of a parameter we know nothing more about (`stats.items()`,
     // `val.float()`): the result still comes from that parameter.
     return receiver_bits & kParameterBits;

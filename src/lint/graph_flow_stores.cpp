@@ -1,6 +1,8 @@
 // GraphFlow recording stores (StoreEvent): a value put into a container,
 // attribute or global, and the parameters a function stores, so that a call
 // passing a tensor to such a function counts as a store at the call.
+#include <algorithm>
+
 #include "graph_flow.h"
 #include "graph_flow_shared.h"
 #include "store_growth.h"
@@ -31,10 +33,23 @@ void GraphFlow::record_store(StoreKind kind, NodeId site, NodeId container, Node
           sums ? sum_restarted_every_step(file_, path) : container_bounded_elsewhere(file_, path);
       memo = bounded_containers_.emplace(memo_key, bounded).first;
     }
+    auto parameters = static_cast<std::uint8_t>((bits & kParameterBits) >> 4);
     if (!memo->second) {
-      (sums ? parameter_sums_ : parameter_sinks_)[scope_] |=
-          static_cast<std::uint8_t>((bits & kParameterBits) >> 4);
+      (sums ? parameter_sums_ : parameter_sinks_)[scope_] |= parameters;
       any_parameter_sinks_ = true;
+    } else if (!sums) {
+      // Emptied somewhere, but maybe not every step: graphs stay until then.
+      auto step = bounded_containers_.find("!" + path);
+      if (step == bounded_containers_.end()) {
+        step = bounded_containers_
+                   .emplace("!" + path,
+                            container_bounded_elsewhere(file_, path, EmptiedWhen::kEveryStep))
+                   .first;
+      }
+      if (!step->second) {
+        parameter_graph_sinks_[scope_] |= parameters;
+        any_parameter_sinks_ = true;
+      }
     }
   }
   note_store_into_parameter(kind, container, key, value, bits);
@@ -126,21 +141,49 @@ void GraphFlow::record_stores_through_parameters(NodeId call,
   std::uint8_t sinks = 0;
   std::uint8_t sums = 0;
   std::size_t keeper = static_cast<std::size_t>(-1);
+  std::uint8_t graph_sinks = 0;
   for (std::size_t s : file_.callees_of(call)) {
-    if (parameter_sinks_[s] || parameter_sums_[s]) keeper = s;
+    if (parameter_sinks_[s] || parameter_sums_[s] || parameter_graph_sinks_[s]) keeper = s;
     sinks |= parameter_sinks_[s];
     sums |= parameter_sums_[s];
+    graph_sinks |= parameter_graph_sinks_[s];
   }
-  if (sinks == 0 && sums == 0) return;
+  if (sinks == 0 && sums == 0 && graph_sinks == 0) return;
   for (std::size_t i = 0; i < positional.size() && i < kTrackedParameters; ++i) {
     std::uint8_t bits = file_.bits_[positional[i]] & kValueBits;
-    bool kept = (sinks & (1u << i)) != 0;
+    bool kept =
+        (sinks & (1u << i)) != 0 || ((graph_sinks & (1u << i)) != 0 && (bits & kCarriesGraph) != 0);
     bool summed_graph = (sums & (1u << i)) != 0 && (bits & kCarriesGraph) != 0;
     if (!kept && !summed_graph) continue;
     if (!(bits & kTensorBits)) continue;
     NodeId receiver = file_.method_receiver(call);
     record_store(StoreKind::kAppend, call, receiver != kNoNode ? receiver : file_.callee(call),
                  kNoNode, positional[i], bits, keeper);
+  }
+}
+
+void GraphFlow::record_stores_through_setitem(NodeId site, NodeId container, NodeId value,
+                                              std::uint8_t bits) {
+  if (!any_parameter_sinks_ || container == kNoNode || value == kNoNode) return;
+  if (!(bits & kTensorBits)) return;
+  std::vector<std::string> classes = file_.constructed_classes(container);
+  // `__setitem__(self, key, value)`: the value is its second parameter.
+  constexpr std::uint8_t kValueParameter = 1u << 1;
+  for (std::size_t s : file_.scopes_named("__setitem__")) {
+    const Scope& scope = file_.scopes_[s];
+    if (scope.class_node == kNoNode) continue;
+    if (!classes.empty()) {
+      const ClassFacts* owner = file_.class_facts(scope.class_node);
+      if (owner == nullptr ||
+          std::find(classes.begin(), classes.end(), owner->name) == classes.end()) {
+        continue;
+      }
+    }
+    bool kept = (parameter_sinks_[s] & kValueParameter) != 0 ||
+                ((parameter_graph_sinks_[s] & kValueParameter) != 0 && (bits & kCarriesGraph));
+    if (!kept) continue;
+    record_store(StoreKind::kAppend, site, container, kNoNode, value, bits & kValueBits, s);
+    return;
   }
 }
 

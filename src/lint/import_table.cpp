@@ -14,6 +14,20 @@ bool is_gpu_framework(std::string_view module) {
   return false;
 }
 
+// Frameworks with an autograd of their own: a file of theirs calls
+// `loss.backward()` too, but its tensors follow that framework's rules
+// (MXNet records a graph only under `autograd.record()`).
+bool is_other_autograd_framework(std::string_view module) {
+  for (std::string_view root :
+       {"mxnet", "tensorflow", "jax", "paddle", "mindspore", "oneflow", "chainer", "keras"}) {
+    if (module == root || (module.size() > root.size() && module.substr(0, root.size()) == root &&
+                           module[root.size()] == '.')) {
+      return true;
+    }
+  }
+  return false;
+}
+
 std::string without_spaces(std::string_view s) {
   std::string out;
   for (char c : s) {
@@ -55,10 +69,12 @@ ImportTable::ImportTable(const SyntaxTree& tree) {
           std::string alias(tree.text(tree.child_by_field(c, Field::kAlias)));
           alias_to_module_[alias] = module;
           imports_torch_ |= is_gpu_framework(module);
+          imports_other_autograd_ |= is_other_autograd_framework(module);
         } else {
           std::string module = without_spaces(tree.text(c));
           // `import torch.nn` binds `torch`, which already maps to itself.
           imports_torch_ |= is_gpu_framework(module);
+          imports_other_autograd_ |= is_other_autograd_framework(module);
         }
       }
     } else if (kind == NodeKind::kImportFromStatement) {
@@ -66,6 +82,7 @@ ImportTable::ImportTable(const SyntaxTree& tree) {
       if (module_node == kNoNode) continue;
       std::string module = without_spaces(tree.text(module_node));
       imports_torch_ |= is_gpu_framework(module);
+      imports_other_autograd_ |= is_other_autograd_framework(module);
       for (NodeId c = tree.first_child(id); c != kNoNode; c = tree.next_sibling(c)) {
         if (tree.node(c).field != Field::kName) continue;
         if (tree.kind(c) == NodeKind::kAliasedImport) {

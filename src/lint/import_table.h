@@ -27,6 +27,10 @@ class ImportTable {
   // lightning, transformers, accelerate).
   bool imports_torch() const { return imports_torch_; }
 
+  // True when the file imports another framework with its own autograd
+  // (mxnet, tensorflow, jax, paddle ...): its `.backward()` is not torch's.
+  bool imports_other_autograd() const { return imports_other_autograd_; }
+
   // True when `name` was bound by an import (`import os`, `from x import y`).
   bool is_imported(std::string_view name) const {
     return alias_to_module_.count(std::string(name)) != 0;
@@ -35,6 +39,7 @@ class ImportTable {
  private:
   std::unordered_map<std::string, std::string> alias_to_module_;
   bool imports_torch_ = false;
+  bool imports_other_autograd_ = false;
 };
 
 // The plain dotted text of a name/attribute chain ("self.model.fc"), or "".

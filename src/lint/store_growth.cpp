@@ -275,6 +275,93 @@ bool replaces_slot_with_itself(const FileAnalysis& file, const StoreEvent& store
          tree.text(container) == tree.text(store.container);
 }
 
+// `x[a:b] = v`, `x[..., 0] = v`, `boxes[idx, 2] = v`: an index with a slice,
+// an ellipsis or `None`, or several indices one of which is a number, is
+// array indexing. It writes into slots that exist (a tensor, an array, a list
+// slice); no dictionary is keyed like that.
+bool key_indexes_an_array(const FileAnalysis& file, NodeId key) {
+  const SyntaxTree& tree = file.tree();
+  if (key == kNoNode) return false;
+  NodeId subscript = tree.parent(key);
+  if (subscript == kNoNode || tree.kind(subscript) != NodeKind::kSubscript) return false;
+  int indices = 0;
+  bool number = false;
+  for (NodeId c : tree.named_children(subscript)) {
+    if (tree.node(c).field != Field::kSubscriptIndex) continue;
+    ++indices;
+    NodeKind k = tree.kind(c);
+    if (k == NodeKind::kSlice || k == NodeKind::kNone || tree.text(c) == "...") return true;
+    if (k == NodeKind::kInteger || (k == NodeKind::kUnaryOperator &&
+                                    tree.kind(tree.first_named_child(c)) == NodeKind::kInteger)) {
+      number = true;
+    }
+  }
+  return indices > 1 && number;
+}
+
+// The names a list's length is made of: `max_iterations` in `[None] *
+// max_iterations`, `self._num_gpus` in `[[None] * 4 for i in
+// range(self._num_gpus)]`; not the called functions, nor the comprehension's
+// own variables.
+void length_names(const SyntaxTree& tree, NodeId root, std::vector<std::string>& out) {
+  std::vector<std::string> bound;
+  for (NodeId id = root; id < tree.node(root).subtree_end; ++id) {
+    if (tree.kind(id) == NodeKind::kForInClause) {
+      NodeId left = tree.child_by_field(id, Field::kLeft);
+      if (left != kNoNode) bound.emplace_back(tree.text(left));
+    }
+  }
+  for (NodeId id = root; id < tree.node(root).subtree_end; ++id) {
+    NodeKind k = tree.kind(id);
+    if (k != NodeKind::kIdentifier && k != NodeKind::kAttribute) continue;
+    NodeId parent = tree.parent(id);
+    if (parent != kNoNode && tree.kind(parent) == NodeKind::kAttribute) continue;
+    if (tree.node(id).field == Field::kFunction || tree.node(id).field == Field::kLeft) continue;
+    std::string d = dotted_text(tree, id);
+    if (d.empty() || std::find(bound.begin(), bound.end(), d) != bound.end()) continue;
+    out.push_back(std::move(d));
+  }
+}
+
+// Every binding of the container makes a list of a fixed length (`[None] *
+// n`, `[[None] * 4 for _ in gpus]`, `[a, b]`): an index assignment replaces a
+// slot (a list raises rather than grow), so the list keeps at most its length.
+// Not when that length is what a loop around `site` counts to (`losses =
+// [None] * max_iterations` filled by `while i < max_iterations`): one slot
+// per iteration (of a step loop or a `while`) is an append in all but name.
+bool container_is_fixed_list(const FileAnalysis& file, const std::string& path, NodeId site) {
+  const SyntaxTree& tree = file.tree();
+  const auto& bindings = file.assignments_to(path);
+  if (bindings.empty()) return false;
+  std::vector<std::string> lengths;
+  for (NodeId id : bindings) {
+    NodeId right = tree.child_by_field(id, Field::kRight);
+    if (right == kNoNode) return false;
+    NodeKind k = tree.kind(right);
+    if (k == NodeKind::kBinaryOperator) {
+      NodeId left = tree.child_by_field(right, Field::kLeft);
+      if (left == kNoNode || tree.kind(left) != NodeKind::kList) return false;
+    } else if (k != NodeKind::kListComprehension &&
+               !(k == NodeKind::kList && tree.first_named_child(right) != kNoNode)) {
+      return false;
+    }
+    length_names(tree, right, lengths);
+  }
+  for (NodeId loop = file.innermost_loop(site); loop != kNoNode; loop = file.outer_loop(loop)) {
+    // A loop over devices or layers fills its slots once; steps and open
+    // `while` loops fill one per iteration.
+    if (tree.kind(loop) != NodeKind::kWhileStatement && !is_step_loop(file, loop)) continue;
+    NodeId body = file.loop_body(loop);
+    for (NodeId id = loop; id < (body != kNoNode ? body : tree.node(loop).subtree_end); ++id) {
+      NodeKind k = tree.kind(id);
+      if (k != NodeKind::kIdentifier && k != NodeKind::kAttribute) continue;
+      std::string d = dotted_text(tree, id);
+      if (std::find(lengths.begin(), lengths.end(), d) != lengths.end()) return false;
+    }
+  }
+  return true;
+}
+
 bool is_parameter(const Scope& scope, const std::string& name) {
   for (const auto& p : scope.parameters) {
     if (p == name) return true;
@@ -401,14 +488,51 @@ bool initialises_on_first_use(const FileAnalysis& file, NodeId assignment,
 
 }  // namespace
 
+namespace {
+
+// True when `site` runs in a loop that holds a step loop of its own beside
+// it: the epoch loop, whose body runs the steps and then `site` once.
+bool runs_beside_a_step_loop(const FileAnalysis& file, NodeId site) {
+  const SyntaxTree& tree = file.tree();
+  NodeId loop = file.innermost_loop(site);
+  if (loop == kNoNode) return false;
+  NodeId body = file.loop_body(loop);
+  if (body == kNoNode) return false;
+  for (NodeId id = body; id < tree.node(body).subtree_end; ++id) {
+    NodeKind k = tree.kind(id);
+    if ((k == NodeKind::kForStatement || k == NodeKind::kWhileStatement) &&
+        !tree.contains(id, site) && is_step_loop(file, id)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
 bool container_bounded_elsewhere(const FileAnalysis& file, const std::string& path,
                                  EmptiedWhen when) {
   const SyntaxTree& tree = file.tree();
   // For graphs an emptying counts only where it runs every step: a list
   // cleared by an epoch-end hook keeps one graph per step until then.
   auto in_time = [&](NodeId at) {
-    return when == EmptiedWhen::kAnywhere || file.runs_per_step(file.scope_index_of(at)) ||
-           file.innermost_loop(at) != kNoNode;
+    if (when == EmptiedWhen::kAnywhere) return true;
+    if (!file.runs_per_step(file.scope_index_of(at))) return file.innermost_loop(at) != kNoNode;
+    // A method run per step by name alone (a hook) empties every step; one
+    // the file calls empties every step only if a call runs every step, not
+    // once per epoch beside the step loop (`stat_col.empty()` before the
+    // episode loop).
+    const Scope& scope = file.scope_of(at);
+    if (scope.class_node == kNoNode) return true;
+    for (NodeId l = file.innermost_loop(at); l != kNoNode; l = file.outer_loop(l)) {
+      if (is_step_loop(file, l)) return true;  // a loop over keys in `empty()` is none
+    }
+    const std::vector<NodeId>& calls = file.calls_named(scope.name);
+    if (calls.empty()) return true;
+    for (NodeId call : calls) {
+      if (!runs_beside_a_step_loop(file, call)) return true;
+    }
+    return false;
   };
   for (std::string_view m : {"clear", "pop", "popleft", "popitem", "remove"}) {
     for (NodeId call : file.calls_named(m)) {
@@ -604,6 +728,15 @@ GrowthVerdict store_growth(const FileAnalysis& file, const StoreEvent& store) {
         v.into_tensor = true;
         break;
       }
+      // A slice or a multi-dimensional index writes into existing slots; so
+      // does any index into a list made at a fixed length. Graphs written so
+      // into a tensor still chain (above); into a list, they replace a slot.
+      if (key_indexes_an_array(file, store.key)) {
+        if (!(store.value_bits & kCarriesGraph)) return v;
+        v.into_tensor = true;
+        break;
+      }
+      if (container_is_fixed_list(file, v.container, store.site)) return v;
       // `states[i] = states[i].to(device)`: the slot replaced by a copy of itself.
       if (replaces_slot_with_itself(file, store)) return v;
       if (key_varies_with_sizes(file, store.key)) {
@@ -656,6 +789,17 @@ GrowthVerdict store_growth(const FileAnalysis& file, const StoreEvent& store) {
   }
   // Outside loops: only a container that outlives the call, in a function
   // that runs once per step, or a cache that gains an entry per new size.
+  // `stat_col["loss"] = loss` / `meter.update(loss)` on an object the caller
+  // hands in, in a function that runs per step: the object keeps the value in
+  // its own attributes, and it was made to outlive the call.
+  bool object_keeps_it = store.keeping_function != static_cast<std::size_t>(-1) &&
+                         file.scopes()[store.keeping_function].class_node != kNoNode &&
+                         is_parameter(scope, root) && root == v.container &&
+                         file.runs_per_step(store.scope);
+  if (object_keeps_it && !bounded_elsewhere(file, store, v.container)) {
+    v.growth = Growth::kPerCall;
+    return v;
+  }
   if (store.scope == 0 || scope.name == "__init__" || v.local ||
       (!through_self && !mutable_default && is_parameter(scope, root))) {
     return v;

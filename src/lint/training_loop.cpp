@@ -146,8 +146,18 @@ bool is_small_constant_loop(const FileAnalysis& file, NodeId loop) {
 
 bool is_step_loop(const FileAnalysis& file, NodeId loop) {
   if (is_small_constant_loop(file, loop)) return false;
-  return iterates_over_batches(file, loop) || loop_calls_backward(file, loop) ||
-         loop_steps_optimizer(file, loop) || file.is_unbounded_loop(loop);
+  if (iterates_over_batches(file, loop) || loop_calls_backward(file, loop) ||
+      loop_steps_optimizer(file, loop)) {
+    return true;
+  }
+  if (!file.is_unbounded_loop(loop)) return false;
+  // `while True:` in a method of an nn.Module decodes time steps of one call
+  // (Tacotron2's inference until the gate fires): what it collects spans
+  // that call, like the time steps of forward().
+  const Scope& scope = file.scope_of(loop);
+  const ClassFacts* owner =
+      scope.class_node != kNoNode ? file.class_facts(scope.class_node) : nullptr;
+  return owner == nullptr || !owner->is_module;
 }
 
 bool any_step_loop(const FileAnalysis& file, NodeId loop, int count) {

@@ -361,5 +361,213 @@ TEST(lint_real_code, predict_step_of_a_script_that_only_fits_is_never_run) {
             (Lines{{"GL204", 10}}));
 }
 
+// --- writes into slots that exist -----------------------------------------
+
+TEST(lint_real_code, a_slice_or_multi_dimensional_write_fills_existing_slots) {
+  // fairseq examples/MMPT/scripts/video_feature_extractor/extract.py:143 and
+  // detectron2 structures/rotated_boxes.py:302: `features[a:b] = batch`,
+  // `self.tensor[idx, 2] = ...` write into an array; nothing is added.
+  std::string source =
+      "import torch\n"
+      "def extract(model, loader, features, batch_size):\n"
+      "    for i, batch in enumerate(loader):\n"
+      "        out = model(batch.cuda())\n"
+      "        features[i * batch_size:(i + 1) * batch_size] = out.detach()\n"
+      "    return features\n";
+  EXPECT_EQ(findings(source), Lines{});
+  EXPECT_EQ(
+      findings(replaced(source, "features[i * batch_size:(i + 1) * batch_size]", "features[i, 0]")),
+      Lines{});
+  // A list extended by a slice at its end does grow; a dictionary keyed per
+  // step does too (the key decides, as before).
+  std::string keyed = replaced(source, "def extract(model, loader, features, batch_size):\n",
+                               "features = {}\ndef extract(model, loader, batch_size):\n");
+  EXPECT_EQ(
+      findings(replaced(keyed, "features[i * batch_size:(i + 1) * batch_size]", "features[i]")),
+      (Lines{{"GL201", 6}}));
+  EXPECT_EQ(findings(replaced(keyed, "features[i * batch_size:(i + 1) * batch_size]",
+                              "features[i * batch_size:(i + 1) * batch_size]")),
+            Lines{});
+}
+
+TEST(lint_real_code, an_index_store_into_a_list_of_fixed_length_replaces_a_slot) {
+  // NVIDIA DeepLearningExamples SSD/ssd/coco_pipeline.py:258: one slot per
+  // GPU of a list made `[[None] * 4 for i in range(self._num_gpus)]`,
+  // written again on every batch.
+  std::string source =
+      "import torch\n"
+      "class Iterator:\n"
+      "    def __init__(self, pipes):\n"
+      "        self._num_gpus = len(pipes)\n"
+      "        self._data_batches = [[None] * 4 for i in range(self._num_gpus)]\n"
+      "        self._current_data_batch = 0\n"
+      "    def __next__(self):\n"
+      "        for i in range(self._num_gpus):\n"
+      "            images = torch.zeros(3, device='cuda')\n"
+      "            self._data_batches[i][self._current_data_batch] = images\n"
+      "        self._current_data_batch = (self._current_data_batch + 1) % 4\n"
+      "        return self._data_batches\n"
+      "def train(loader):\n"
+      "    for step in range(100):\n"
+      "        batch = next(loader)\n";
+  EXPECT_EQ(findings(source), Lines{});
+  // A dictionary made in __init__ gains a key per step.
+  std::string dictionary = replaced(source, "[[None] * 4 for i in range(self._num_gpus)]", "{}");
+  dictionary = replaced(dictionary, "self._data_batches[i][self._current_data_batch]",
+                        "self._data_batches[self._step]");
+  dictionary = replaced(dictionary,
+                        "        self._current_data_batch = (self._current_data_batch + 1) % 4\n",
+                        "        self._step += 1\n");
+  EXPECT_EQ(findings(dictionary), (Lines{{"GL201", 10}}));
+}
+
+// --- recurrent state restarted per call ------------------------------------
+
+TEST(lint_real_code, a_state_restarted_by_the_method_that_runs_the_steps_spans_one_call) {
+  // NVIDIA DeepLearningExamples Tacotron2 model.py:389 (and fairseq's copy):
+  // forward() calls initialize_decoder_states(), which binds the state
+  // afresh, then decode() once per time step, which feeds it back.
+  std::string source =
+      "import torch\n"
+      "from torch import nn\n"
+      "class Decoder(nn.Module):\n"
+      "    def __init__(self):\n"
+      "        super().__init__()\n"
+      "        self.rnn = nn.LSTMCell(4, 4)\n"
+      "    def initialize_decoder_states(self, memory):\n"
+      "        self.hidden = memory.new_zeros(memory.size(0), 4)\n"
+      "        self.cell = memory.new_zeros(memory.size(0), 4)\n"
+      "    def decode(self, x):\n"
+      "        self.hidden, self.cell = self.rnn(x, (self.hidden, self.cell))\n"
+      "        return self.hidden\n"
+      "    def forward(self, memory, inputs):\n"
+      "        self.initialize_decoder_states(memory)\n"
+      "        outputs = []\n"
+      "        for x in inputs:\n"
+      "            outputs.append(self.decode(x))\n"
+      "        return torch.stack(outputs)\n";
+  EXPECT_EQ(findings(source), Lines{});
+  // Restarted only by a method nothing calls with decode: every call chains.
+  EXPECT_EQ(findings(replaced(source, "        self.initialize_decoder_states(memory)\n", "")),
+            (Lines{{"GL104", 11}}));
+}
+
+// --- which class's method a call reaches -----------------------------------
+
+TEST(lint_real_code, a_method_of_another_class_called_per_step_does_not_make_this_one_per_step) {
+  // NVIDIA DeepLearningExamples syngen ctab.py:787: the training loop calls
+  // `self.Dtransformer.transform(fake)` of an imported class; the file's own
+  // `DataPreprocessing.transform`, which records a data frame's columns,
+  // neither runs per step nor receives that tensor.
+  std::string source =
+      "import torch\n"
+      "from lib import ImageTransformer\n"
+      "class DataPreprocessing:\n"
+      "    def __init__(self):\n"
+      "        self.columns = []\n"
+      "    def transform(self, df):\n"
+      "        for column in df.columns:\n"
+      "            entry = dict()\n"
+      "            entry['column'] = column\n"
+      "            self.columns.append(entry)\n"
+      "        return df\n"
+      "class Generator:\n"
+      "    def __init__(self):\n"
+      "        self.Dtransformer = ImageTransformer(4)\n"
+      "    def fit(self, loader, model, optimizer):\n"
+      "        for epoch in range(10):\n"
+      "            for batch in loader:\n"
+      "                optimizer.zero_grad()\n"
+      "                fake = model(batch.cuda())\n"
+      "                loss = self.Dtransformer.transform(fake).sum()\n"
+      "                loss.backward()\n"
+      "                optimizer.step()\n";
+  EXPECT_EQ(findings(source), Lines{});
+  // Bound to the file's own class, the call hands it the graph on every step.
+  EXPECT_EQ(findings(replaced(source, "ImageTransformer(4)", "DataPreprocessing()")),
+            (Lines{{"GL101", 10}}));
+}
+
+// --- other frameworks, other loops -----------------------------------------
+
+TEST(lint_real_code, backward_in_an_mxnet_file_is_not_torchs) {
+  // NVIDIA DeepLearningExamples MxNet/Classification/RN50v1.5/fit.py:307: an
+  // MXNet metric sums scalars; MXNet records no graph outside
+  // autograd.record(), and the file has no torch in it.
+  std::string source =
+      "import mxnet as mx\n"
+      "from mxnet import autograd as ag\n"
+      "class ScalarMetric(mx.metric.Loss):\n"
+      "    def update(self, _, scalar):\n"
+      "        self.sum_metric += scalar\n"
+      "def train(net, loader, trainer, loss_fn, metric):\n"
+      "    for data, label in loader:\n"
+      "        with ag.record():\n"
+      "            loss = loss_fn(net(data), label)\n"
+      "        loss.backward()\n"
+      "        trainer.step(data.shape[0])\n"
+      "        metric.update(None, loss)\n";
+  EXPECT_EQ(findings(source), Lines{});
+  // The same code without the MXNet imports reads as torch (its backward).
+  std::string torch_like = replaced(source, "import mxnet as mx\n", "");
+  torch_like = replaced(torch_like, "from mxnet import autograd as ag\n", "");
+  EXPECT_FALSE(findings(torch_like).empty());
+}
+
+TEST(lint_real_code, a_while_true_decoding_loop_of_a_module_spans_one_call) {
+  // NVIDIA DeepLearningExamples Tacotron2 model.py:576: infer() decodes until
+  // the gate fires, concatenating each time step's output; the history is
+  // that one call's.
+  std::string source =
+      "import torch\n"
+      "from torch import nn\n"
+      "class Decoder(nn.Module):\n"
+      "    def __init__(self):\n"
+      "        super().__init__()\n"
+      "        self.rnn = nn.GRUCell(4, 4)\n"
+      "        self.gate = nn.Linear(4, 1)\n"
+      "    def decode(self, x, h):\n"
+      "        h = self.rnn(x, h)\n"
+      "        return h, self.gate(h)\n"
+      "    def infer(self, memory):\n"
+      "        h = memory[0]\n"
+      "        alignments = h\n"
+      "        while True:\n"
+      "            h, gate = self.decode(memory[1], h)\n"
+      "            alignments = torch.cat((alignments, h), dim=0)\n"
+      "            if torch.sigmoid(gate) > 0.5:\n"
+      "                break\n"
+      "        return alignments\n";
+  EXPECT_EQ(findings(source), Lines{});
+  // Outside a module (a script's object holding the model), the loop runs
+  // for as long as the job and the history keeps every graph.
+  std::string script = replaced(source, "class Decoder(nn.Module):\n", "class Decoder:\n");
+  EXPECT_FALSE(findings(script).empty());
+}
+
+TEST(lint_real_code, a_running_value_updated_from_locals_made_under_no_grad_has_no_graph) {
+  // fairseq fairseq/modules/kmeans_attention.py:383: the new means are
+  // computed from the input under no_grad, then averaged into
+  // `self.new_means` outside it; nothing in that average has a graph.
+  std::string source =
+      "import torch\n"
+      "from torch import nn\n"
+      "class Kmeans(nn.Module):\n"
+      "    def __init__(self):\n"
+      "        super().__init__()\n"
+      "        self.new_means = None\n"
+      "    def forward(self, x):\n"
+      "        with torch.no_grad():\n"
+      "            means = x.mean(0)\n"
+      "        self.new_means = ema(self.new_means, means, 0.9)\n"
+      "        return x\n";
+  EXPECT_EQ(findings(source), Lines{});
+  // Computed with gradients on, the average chains every call's graph.
+  std::string with_grad =
+      replaced(source, "        with torch.no_grad():\n            means = x.mean(0)\n",
+               "        means = x.mean(0)\n");
+  EXPECT_EQ(findings(with_grad), (Lines{{"GL104", 9}}));
+}
+
 }  // namespace
 }  // namespace gpuleak::lint

@@ -623,6 +623,99 @@ TEST(lint_value_flow, one_number_per_epoch_is_not_a_growing_store) {
   EXPECT_EQ(findings(outputs), (std::vector<std::pair<std::string, int>>{{"GL201", 13}}));
 }
 
+TEST(lint_value_flow, setitem_of_an_object_that_keeps_its_value_is_a_store_at_the_assignment) {
+  // IBM/mi-prometheus#111: `stat_col['loss'] = loss` goes through
+  // StatisticsCollector.__setitem__, which appends the value to a list the
+  // collector empties only once the loop is over: every step's graph stays.
+  std::string source =
+      "import torch\n"
+      "class StatisticsCollector:\n"
+      "    def __init__(self):\n"
+      "        self.statistics = dict()\n"
+      "    def add_statistic(self, key):\n"
+      "        self.statistics[key] = list()\n"
+      "    def __setitem__(self, key, value):\n"
+      "        self.statistics[key].append(value)\n"
+      "    def empty(self):\n"
+      "        self.statistics.clear()\n"
+      "def collect(model, batch, stat_col):\n"
+      "    loss = torch.nn.functional.cross_entropy(model(batch.cuda()), batch)\n"
+      "    stat_col['loss'] = loss\n"
+      "    return loss\n"
+      "def train(model, loader, optimizer):\n"
+      "    stat_col = StatisticsCollector()\n"
+      "    stat_col.add_statistic('loss')\n"
+      "    for batch in loader:\n"
+      "        optimizer.zero_grad()\n"
+      "        loss = collect(model, batch, stat_col)\n"
+      "        loss.backward()\n"
+      "        optimizer.step()\n"
+      "    stat_col.empty()\n";
+  EXPECT_EQ(findings(source), (std::vector<std::pair<std::string, int>>{{"GL101", 13}}));
+  EXPECT_NE(message_of(source, "GL101").find("StatisticsCollector.__setitem__"), std::string::npos);
+  // A detached tensor is bounded by the emptying after the loop.
+  std::string detached = source;
+  detached.replace(detached.find("stat_col['loss'] = loss\n"), 24,
+                   "stat_col['loss'] = loss.detach()\n");
+  EXPECT_TRUE(findings(detached).empty());
+  // A method that is no `__setitem__` is not what the assignment calls.
+  std::string other = source;
+  other.replace(other.find("__setitem__"), 11, "put");
+  EXPECT_TRUE(findings(other).empty());
+}
+
+TEST(lint_value_flow, a_loss_named_method_of_a_parameter_is_a_loss_of_its_arguments) {
+  // IBM/mi-prometheus worker.py: `loss = problem.evaluate_loss(data_dict,
+  // logits)` with `problem` a parameter: the loss of the model's logits.
+  std::string source =
+      "import torch\n"
+      "class Worker:\n"
+      "    def collect(self, model, problem, data_dict):\n"
+      "        logits = model(data_dict)\n"
+      "        loss = problem.evaluate_loss(data_dict, logits)\n"
+      "        stats = problem.summary(data_dict, logits)\n"
+      "        return loss\n";
+  EXPECT_NE(bits_of(source, "problem.evaluate_loss(data_dict, logits)") & kCarriesGraph, 0);
+  // Any other method of the parameter says nothing of its result.
+  EXPECT_EQ(bits_of(source, "problem.summary(data_dict, logits)") & kCarriesGraph, 0);
+}
+
+TEST(lint_value_flow, an_emptying_method_called_once_per_epoch_does_not_bound_graphs) {
+  // IBM/mi-prometheus offline_trainer.py: `stat_col.empty()` runs at the
+  // start of each epoch, beside the episode loop; its own loop over the keys
+  // is no step loop. Every episode's loss graph stays until the next epoch.
+  std::string source =
+      "import torch\n"
+      "class StatisticsCollector:\n"
+      "    def __init__(self):\n"
+      "        self.statistics = dict()\n"
+      "    def __setitem__(self, key, value):\n"
+      "        self.statistics[key].append(value)\n"
+      "    def empty(self):\n"
+      "        for key in self.statistics.keys():\n"
+      "            del self.statistics[key][:]\n"
+      "def collect(model, batch, stat_col):\n"
+      "    loss = torch.nn.functional.cross_entropy(model(batch.cuda()), batch)\n"
+      "    stat_col['loss'] = loss\n"
+      "    return loss\n"
+      "def train(model, loader, optimizer, epochs):\n"
+      "    stat_col = StatisticsCollector()\n"
+      "    for epoch in range(epochs):\n"
+      "        stat_col.empty()\n"
+      "        for batch in loader:\n"
+      "            optimizer.zero_grad()\n"
+      "            loss = collect(model, batch, stat_col)\n"
+      "            loss.backward()\n"
+      "            optimizer.step()\n";
+  EXPECT_EQ(findings(source), (std::vector<std::pair<std::string, int>>{{"GL101", 12}}));
+  // Emptied inside the step loop, it holds one step's graph at most.
+  std::string per_step = source;
+  per_step.replace(per_step.find("        stat_col.empty()\n"), 25, "");
+  per_step.replace(per_step.find("            optimizer.step()\n"), 29,
+                   "            optimizer.step()\n            stat_col.empty()\n");
+  EXPECT_TRUE(findings(per_step).empty());
+}
+
 }  // namespace
 }  // namespace gpuleak::lint
 

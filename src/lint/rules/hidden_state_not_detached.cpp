@@ -223,11 +223,64 @@ bool mentions_graph_input(const FileAnalysis& file, const Scope& scope, NodeId e
     std::string_view name = tree.text(id);
     if (is_input(name)) return true;
     NodeId right = value_last_bound_to(file, name, at, scope_index);
-    if (right == kNoNode) continue;
+    // `with torch.no_grad(): means = kmeans_iter(x, ...)`: made from the
+    // input, but without a graph.
+    if (right == kNoNode || file.grad_disabled_at(right)) continue;
     for (NodeId r = right; r < tree.node(right).subtree_end; ++r) {
       if (tree.kind(r) == NodeKind::kIdentifier && is_input(tree.text(r)) && reads_values(r)) {
         return true;
       }
+    }
+  }
+  return false;
+}
+
+// The method of `class_node` that `statement` lies in; empty outside one.
+std::string method_name_of(const FileAnalysis& file, NodeId statement) {
+  const Scope& s = file.scope_of(statement);
+  return s.class_node != kNoNode ? s.name : std::string();
+}
+
+// True when `self.X` (`name`) restarts on every call that feeds it back: a
+// method other than __init__ binds it afresh (the right side does not read
+// it: `self.h = memory.new_zeros(...)`, `self.h = None`), and a method of the
+// class calls both that method and `feeding` (a decoder's forward calls
+// `initialize_decoder_states` and then `decode` per time step), or `feeding`
+// calls it itself. The chain then spans one call, which is one graph by design.
+bool restarted_by_each_call(const FileAnalysis& file, NodeId class_node, const std::string& name,
+                            const std::string& feeding) {
+  const SyntaxTree& tree = file.tree();
+  std::vector<std::string> restarting;
+  for (NodeId a : file.assignments_to(name)) {
+    if (!tree.contains(class_node, a)) continue;
+    std::string method = method_name_of(file, a);
+    if (method.empty() || method == "__init__" || method == feeding) continue;
+    NodeId right = tree.child_by_field(a, Field::kRight);
+    if (right == kNoNode || mentions(tree, right, name)) continue;
+    restarting.push_back(method);
+  }
+  if (restarting.empty()) return false;
+  auto self_calls_in = [&](const std::string& caller, const std::string& callee) {
+    for (NodeId call : file.calls_named(callee)) {
+      NodeId receiver = file.method_receiver(call);
+      if (receiver == kNoNode || tree.text(receiver) != "self" ||
+          !tree.contains(class_node, call)) {
+        continue;
+      }
+      if (caller.empty() || method_name_of(file, call) == caller) return true;
+    }
+    return false;
+  };
+  for (const auto& r : restarting) {
+    if (self_calls_in(feeding, r)) return true;
+    for (NodeId call : file.calls_named(r)) {
+      NodeId receiver = file.method_receiver(call);
+      if (receiver == kNoNode || tree.text(receiver) != "self" ||
+          !tree.contains(class_node, call)) {
+        continue;
+      }
+      std::string caller = method_name_of(file, call);
+      if (!caller.empty() && self_calls_in(caller, feeding)) return true;
     }
   }
   return false;
@@ -368,7 +421,8 @@ class HiddenStateNotDetached final : public Rule {
         if (scope.class_node == kNoNode || scope.name == "__init__") continue;
         for (const auto& h : carried) {
           if (h.rfind("self.", 0) != 0) continue;
-          if (!cut_in(file, scope.class_node, h, id, true)) {
+          if (!cut_in(file, scope.class_node, h, id, true) &&
+              !restarted_by_each_call(file, scope.class_node, h, scope.name)) {
             carried_name = h;
             break;
           }
