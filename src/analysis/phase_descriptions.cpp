@@ -88,11 +88,15 @@ std::string ProcessAnalysis::undecided_reason(const GrowthReport& primary) {
                        : 0;
   std::uint64_t needed = options_.growth.warmup_steps + options_.growth.min_steps;
   if (primary.step_source == trace::step_source_name(trace::StepSource::kTimeWindow)) {
+    // The windows seen and needed as well: a short program (a second of a
+    // thread per iteration, which no thread's own allocations show as a
+    // loop) is told how far it was from a verdict by time alone.
     return fmt::format(
         "no repeating loop was found in {:.1f} s of the program ({} allocations), and it "
-        "marks no steps; mark each iteration with gpuleak.step() (a verdict needs {} "
-        "iterations)",
-        seconds, allocations_, needed);
+        "marks no steps; judged by time instead: {} window{} of {:g} s, a verdict needs {}; "
+        "mark each iteration with gpuleak.step() (a verdict needs {} iterations)",
+        seconds, allocations_, primary.steps, primary.steps == 1 ? "" : "s", options_.time_window_s,
+        needed, needed);
   }
   return fmt::format("only {} {} so far; a verdict needs {} ({} warm-up)", primary.steps,
                      primary.phase.empty() ? "steps" : primary.phase, needed,

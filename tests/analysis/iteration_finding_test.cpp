@@ -1,6 +1,7 @@
 // Finding iterations without marks: the repetition detector on synthetic key
 // streams (noise, varying length, nested periods, none at all), the clock
 // arbiter's trust order, and whole analyses of loops that call no optimizer.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <random>
@@ -518,6 +519,33 @@ TEST(IterationFinding, when_nothing_repeats_the_report_says_why) {
   EXPECT_EQ(g.verdict, Verdict::kNotYet);
   EXPECT_NE(g.undecided_reason.find("no repeating loop"), std::string::npos) << g.undecided_reason;
   EXPECT_NE(g.undecided_reason.find("gpuleak.step()"), std::string::npos);
+  // How far it was from a verdict: the time windows seen and needed.
+  EXPECT_NE(g.undecided_reason.find(fmt::format("{} windows of 1 s, a verdict needs {}", g.steps,
+                                                g.warmup_steps + GrowthOptions{}.min_steps)),
+            std::string::npos)
+      << g.undecided_reason;
+}
+
+// A new thread per iteration (a worker started for each batch, each making its
+// library handle): no thread repeats anything, so no loop is found; a run of
+// a second says how many time windows it saw and how many a verdict needs.
+TEST(IterationFinding, a_thread_per_iteration_in_a_short_run_says_what_it_saw_and_needs) {
+  SyntheticTrace t;
+  auto create = t.native_stack({0x401000, 0x401200, 0x402030, 0x7f0000001000});
+  for (std::uint32_t i = 0; i < 80; ++i) {
+    t.set_thread(100 + i);
+    t.alloc(create, 9 << 20, trace::MemoryKind::kDevice);
+    t.alloc(create, 64 << 10, trace::MemoryKind::kDevice);
+    t.advance_ms(19);
+  }
+  GrowthReport g = growth_of(t);
+  EXPECT_EQ(g.verdict, Verdict::kNotYet) << g.undecided_reason;
+  EXPECT_EQ(g.step_source, "time-window");
+  EXPECT_LE(g.steps, 2u);
+  std::string seen =
+      fmt::format("{} window{} of 1 s, a verdict needs {}", g.steps, g.steps == 1 ? "" : "s",
+                  g.warmup_steps + GrowthOptions{}.min_steps);
+  EXPECT_NE(g.undecided_reason.find(seen), std::string::npos) << g.undecided_reason;
 }
 
 TEST(IterationFinding, explicit_step_once_per_epoch_leaves_optimizer_steps_pacing) {
