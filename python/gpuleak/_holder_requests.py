@@ -316,8 +316,9 @@ class HolderRequests:
                                  for site_id, pairs in candidates]}
             from gpuleak import holders
 
-            answer, failure = run_isolated(lambda: holders.answer_request(request, self.seconds),
-                                           self.seconds + 3.0)
+            seconds = min(self.seconds, MAX_REQUESTED_SECONDS)
+            answer, failure = run_isolated(lambda: holders.answer_request(request, seconds),
+                                           seconds + 3.0)
             self._annotate(answer if answer is not None else _failed_answer(request, failure))
             self.collector.flush()
         except Exception:
