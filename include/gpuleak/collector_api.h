@@ -101,6 +101,15 @@ int gpuleak_take_growth_candidates(uint32_t* site_ids, uint32_t* allocation_coun
  * addresses). Records nothing in the trace. */
 void gpuleak_growth_tick(int index_driver_allocations);
 
+/* The program is ending (called by the Python package at exit when no
+ * in-process holder walk ran): sites whose live tensor allocations rose at 4
+ * or more step boundaries, not necessarily in a row, and hold 4 or more
+ * allocations more than at the first boundary that saw them, become growth
+ * candidates for gpuleak_take_growth_candidates (largest rise first), so a
+ * short run, or a leak of every other step, still gets its holder walked
+ * once. Records nothing in the trace. */
+void gpuleak_growth_candidates_at_exit(void);
+
 /* lend = 1 as a backward pass begins, 0 as it ends (called with the GIL
  * held, through the registered frame reader): while lent, allocations on
  * threads that run no Python code (autograd's engine threads) carry the

@@ -72,12 +72,24 @@ class Collector:
             self._growth_tick = entry("gpuleak_growth_tick", [i32])
         except AttributeError:
             self._growth_tick = None
+        try:  # older collectors have no candidates at exit
+            self._candidates_at_exit = entry("gpuleak_growth_candidates_at_exit", [])
+        except AttributeError:
+            self._candidates_at_exit = None
 
     def growth_tick(self, index_driver_allocations):
         """A growth boundary without a step (see gpuleak_growth_tick); False if unsupported."""
         if self._growth_tick is None:
             return False
         self._growth_tick(1 if index_driver_allocations else 0)
+        return True
+
+    def growth_candidates_at_exit(self):
+        """Sites that grew at several steps, not in a row, made candidates (the program ends
+        before any was walked); take them with take_growth_candidates(). False if unsupported."""
+        if self._candidates_at_exit is None:
+            return False
+        self._candidates_at_exit()
         return True
 
     def take_growth_candidates(self, max_sites=16, max_allocations=64):

@@ -32,6 +32,7 @@ the main thread walks for its holder at once, as a step boundary does with
 the candidates of a torch loop.
 """
 
+import atexit
 import ctypes
 import json
 import os
@@ -222,6 +223,9 @@ class HolderRequests:
         self.next_poll = 0.0
         self.pid = None
         self.path = None
+        self.walks = 0  # walks started in this process (candidates and requests)
+        self.exit_pid = os.getpid()
+        atexit.register(self.walk_at_exit)
 
     def request_path(self):
         pid = os.getpid()
@@ -259,6 +263,7 @@ class HolderRequests:
         self.answer(path)
 
     def answer_candidates(self, candidates):
+        self.walks += 1
         self.in_process_requests = getattr(self, "in_process_requests", 0) + 1
         request = {"request_id": "in-process-%d" % self.in_process_requests,
                    "sites": [{"site_id": site_id, "addresses": pairs} for site_id, pairs in candidates]}
@@ -281,10 +286,43 @@ class HolderRequests:
                 os.unlink(taken)
             except OSError:
                 pass
+        self.walks += 1
         if not isinstance(request, dict):
             self._annotate(_failed_answer(request, "the request is not a JSON object"))
         else:
             answer_in_background(request, requested_seconds(request, self.seconds), self._annotate)
+
+    def walk_at_exit(self):
+        """At the program's exit, when no holder walk ran in it: one walk for the sites that
+        grew at several steps, not in a row or not long enough to become candidates while it
+        ran (a short job; a leak of every other step), so its report still names what holds
+        them. Bounded by the walk's budget (GPULEAK_HOLDER_SECONDS, 2 s by default, plus 3 s
+        for the copy to end); silent, and never changes the program's output or exit status."""
+        try:
+            if os.getpid() != self.exit_pid or self.walks:
+                return  # a forked child (not its parent's job), or a walk ran already
+            tracking = sys.modules.get("gpuleak.tracking")
+            if tracking is not None and tracking._process.next_block > 1:
+                return  # tracked blocks walked for their own reports, which are read
+            at_exit = getattr(self.collector, "growth_candidates_at_exit", None)
+            if at_exit is None or not self.collector.is_recording() or not at_exit():
+                return
+            candidates = self.collector.take_growth_candidates()
+            if not candidates:
+                return
+            self.walks += 1
+            request = {"request_id": "at-exit",
+                       "sites": [{"site_id": site_id, "addresses": pairs}
+                                 for site_id, pairs in candidates]}
+            from gpuleak import holders
+
+            seconds = min(self.seconds, MAX_REQUESTED_SECONDS)
+            answer, failure = run_isolated(lambda: holders.answer_request(request, seconds),
+                                           seconds + 3.0)
+            self._annotate(answer if answer is not None else _failed_answer(request, failure))
+            self.collector.flush()
+        except Exception:
+            pass  # the program has ended; its output and status are its own
 
     def _annotate(self, answer):
         self.collector.annotate("holder", json.dumps(answer, default=str))

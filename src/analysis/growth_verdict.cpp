@@ -141,6 +141,13 @@ GrowthReport ProcessAnalysis::phase_report(const Phase& phase) {
       g.verdict_step = growth.step_number_at(first_detection);
     }
     g.first_growing_step = first_growing;
+    if (auto dated = date_from_summary(phase, first_growing, g.rate_bytes_per_step)) {
+      g.first_growing_step = *dated;
+      for (SiteGrowth& s : leaking) {
+        if (auto site = date_from_summary(phase, s.first_growing_step, s.rate_bytes_per_step))
+          s.first_growing_step = *site;
+      }
+    }
     if (seconds_per_step > 0) g.rate_bytes_per_second = g.rate_bytes_per_step / seconds_per_step;
     if (device_total_ && g.rate_bytes_per_second > 0) {
       std::uint64_t used = device_used_.value_or(live_.device_bytes());
@@ -178,6 +185,49 @@ GrowthReport ProcessAnalysis::phase_report(const Phase& phase) {
   g.sites = std::move(leaking);
   for (auto& s : bounded) g.sites.push_back(std::move(s));
   return g;
+}
+
+std::optional<std::uint64_t> ProcessAnalysis::date_from_summary(const Phase& phase,
+                                                                std::uint64_t first_growing_step,
+                                                                double rate_bytes_per_step) const {
+  if (!compaction_ || rate_bytes_per_step <= 0 || phase.growth.boundaries() == 0) return {};
+  // Growth that began inside the raw part is dated there already; growth
+  // under way at its first steps (the warm-up the raw part judges again
+  // included) may be older.
+  std::uint64_t raw_first_step = phase.growth.step_number_at(0);
+  if (first_growing_step > raw_first_step + phase.growth.options().warmup_steps + 1) return {};
+  std::vector<const trace::StepSummaryRecord*> points;
+  for (const auto& step : summarized_steps_) {
+    if (step.source == phase.clock.source && step.clock == phase.clock.clock &&
+        step.step < raw_first_step && (points.empty() || step.step > points.back()->step))
+      points.push_back(&step);
+  }
+  if (points.empty()) return {};
+  // What was live at each kept step is every kind of memory together: a
+  // stretch grew with this leak when it rose by at least half of what the
+  // leak's rate gives over it. Stretches of at least kStretchSteps steps,
+  // then step by step inside the last one that grew: a leak of one block
+  // every 50th step rises over a stretch, not at every step.
+  constexpr std::uint64_t kStretchSteps = 64;
+  auto grew = [&](const trace::StepSummaryRecord* from, const trace::StepSummaryRecord* to) {
+    double rise = static_cast<double>(to->live_bytes) - static_cast<double>(from->live_bytes);
+    return rise >= 0.5 * rate_bytes_per_step * static_cast<double>(to->step - from->step);
+  };
+  std::size_t begin = points.size() - 1;  // growing from points[begin] on
+  while (begin > 0) {
+    std::size_t from = begin;
+    while (from > 0 && points[begin]->step - points[from]->step < kStretchSteps) --from;
+    if (!grew(points[from], points[begin])) {
+      // Inside this stretch: back step by step while each step grew.
+      while (begin > from && grew(points[begin - 1], points[begin])) --begin;
+      break;
+    }
+    begin = from;
+  }
+  // A stretch that grew may begin flat (the leak began inside it).
+  while (begin + 1 < points.size() && !grew(points[begin], points[begin + 1])) ++begin;
+  if (begin + 1 == points.size()) return {};  // flat up to the raw part: growth began there
+  return points[begin]->step;
 }
 
 GrowthReport ProcessAnalysis::growth_report() { return growth_report_of_phases(nullptr); }

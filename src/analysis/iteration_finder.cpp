@@ -85,7 +85,7 @@ IterationFinder::HeldEvent IterationFinder::to_held_event(const trace::Record& r
 }
 
 bool FoundLoop::runs_on(std::uint32_t thread) const {
-  return std::find(threads.begin(), threads.end(), thread) != threads.end();
+  return thread_per_iteration || std::find(threads.begin(), threads.end(), thread) != threads.end();
 }
 
 IterationFinder::IterationFinder(IterationFinderOptions options)
@@ -332,7 +332,8 @@ void IterationFinder::maybe_search(bool at_end) {
 }
 
 std::optional<IterationFinder::Candidate> IterationFinder::search_thread(
-    const std::vector<std::uint32_t>& stacks, std::size_t below_depth, bool require_ongoing) {
+    const std::vector<std::uint32_t>& stacks, std::size_t below_depth, bool require_ongoing,
+    const std::vector<bool>* thread_starts) {
   RepetitionOptions repetition = options_.repetition;
   repetition.max_pieces_since_last = require_ongoing ? options_.lost_after_pieces : 0;
   std::size_t max_length = 0;
@@ -351,7 +352,8 @@ std::optional<IterationFinder::Candidate> IterationFinder::search_thread(
     origin.clear();
     for (std::size_t e = 0; e < stacks.size(); ++e) {
       std::uint64_t key = key_at(stacks[e], depth);
-      if ((key & kLeafBit) == 0 && !keys.empty() && keys.back() == key) continue;
+      bool new_thread = thread_starts != nullptr && (*thread_starts)[e];
+      if ((key & kLeafBit) == 0 && !keys.empty() && keys.back() == key && !new_thread) continue;
       keys.push_back(key);
       origin.push_back(e);
     }
@@ -470,7 +472,11 @@ bool IterationFinder::search(bool require_ongoing, std::size_t held_end, double 
       best_python = python;
     }
   }
-  if (!best) return false;
+  if (!best) {
+    best = search_short_threads(by_thread, held_end, require_ongoing, &best_python);
+    if (!best) return false;
+    python_thread_undecided = false;
+  }
   // A loop of a thread Python does not run (autograd's backward thread)
   // repeats sooner than the Python loop that drives it; while a Python
   // thread's allocations might still show theirs, wait (within reason).
@@ -493,6 +499,46 @@ bool IterationFinder::search(bool require_ongoing, std::size_t held_end, double 
   }
   follow(adopt(*best), held_end);
   return true;
+}
+
+std::optional<FoundLoop> IterationFinder::search_short_threads(
+    const std::unordered_map<std::uint32_t, std::vector<std::uint32_t>>& by_thread,
+    std::size_t held_end, bool require_ongoing, bool* python) {
+  std::size_t short_threads = 0;
+  for (const auto& [thread, stacks] : by_thread) {
+    if (stacks.size() < options_.min_search_events) ++short_threads;
+  }
+  if (short_threads < 2 * options_.repetition.min_occurrences) return std::nullopt;
+  std::vector<std::uint32_t> stacks;
+  std::vector<bool> starts;
+  std::uint32_t first_thread = 0, previous_thread = 0;
+  for (std::size_t i = 0; i < held_end; ++i) {
+    const trace::AllocRecord* a = as_alloc(held_[i].event);
+    if (a == nullptr) continue;
+    auto it = by_thread.find(a->thread_id);
+    if (it == by_thread.end() || it->second.size() >= options_.min_search_events) continue;
+    if (stacks.empty()) first_thread = a->thread_id;
+    starts.push_back(stacks.empty() || a->thread_id != previous_thread);
+    stacks.push_back(a->stack_id);
+    previous_thread = a->thread_id;
+  }
+  if (stacks.size() > options_.search_window_events) {
+    auto cut = static_cast<std::ptrdiff_t>(stacks.size() - options_.search_window_events);
+    stacks.erase(stacks.begin(), stacks.begin() + cut);
+    starts.erase(starts.begin(), starts.begin() + cut);
+    starts.front() = true;
+  }
+  auto found = search_thread(stacks, SIZE_MAX, require_ongoing, &starts);
+  // Each time round must be a thread of its own: the anchor at a thread's
+  // start (one made per batch), not a call repeated within each thread.
+  if (!found || !starts[found->first]) return std::nullopt;
+  FoundLoop loop = loop_of(first_thread, stacks, *found);
+  loop.thread_per_iteration = true;
+  *python = std::any_of(stacks.begin(), stacks.end(), [&](std::uint32_t id) {
+    const trace::StackRecord* s = catalog_->stack(id);
+    return s != nullptr && !s->python.empty();
+  });
+  return loop;
 }
 
 void IterationFinder::follow(std::uint32_t id, std::size_t held_end) {
@@ -696,6 +742,7 @@ std::uint32_t IterationFinder::adopt(const FoundLoop& candidate) {
     if (known.depth == candidate.depth && known.anchor_key == candidate.anchor_key) {
       known.mean_piece_events = candidate.mean_piece_events;
       known.retired = false;
+      known.thread_per_iteration |= candidate.thread_per_iteration;
       for (std::uint32_t thread : candidate.threads) {
         if (!known.runs_on(thread)) known.threads.push_back(thread);
       }

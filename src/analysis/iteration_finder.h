@@ -77,6 +77,10 @@ struct FoundLoop {
   double mean_piece_all_events = 0;  // every thread's allocations per iteration
   double similarity = 0;             // how alike its iterations were when it was found
   bool retired = false;              // a loop inside another one, found first and dropped
+  // Each time round is a thread of its own (a worker started per batch):
+  // found in the allocations of threads too short-lived to repeat anything
+  // alone, taken one after another; every thread runs it.
+  bool thread_per_iteration = false;
   bool runs_on(std::uint32_t thread) const;
 
   // The statements of its body (keys at its depth) and in how many of the
@@ -197,8 +201,16 @@ class IterationFinder {
   };
   // The shallowest depth (below `below_depth`) at which a thread's
   // allocations, given by their stacks in order, repeat.
+  // `thread_starts` (for threads taken one after another): where each
+  // thread's allocations begin; calls are not folded across them.
   std::optional<Candidate> search_thread(const std::vector<std::uint32_t>& stacks,
-                                         std::size_t below_depth, bool require_ongoing);
+                                         std::size_t below_depth, bool require_ongoing,
+                                         const std::vector<bool>* thread_starts = nullptr);
+  // Threads too short-lived to repeat anything alone, one after another: a
+  // thread started per iteration. Searched when no thread shows a loop.
+  std::optional<FoundLoop> search_short_threads(
+      const std::unordered_map<std::uint32_t, std::vector<std::uint32_t>>& by_thread,
+      std::size_t held_end, bool require_ongoing, bool* python);
   FoundLoop loop_of(std::uint32_t thread, const std::vector<std::uint32_t>& stacks,
                     const Candidate& candidate) const;
   // Whether a stack's frame at `depth` (its innermost Python frame when it

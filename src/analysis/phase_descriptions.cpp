@@ -23,6 +23,21 @@ std::string ProcessAnalysis::phase_name(const Phase& phase) {
       break;
     case trace::StepSource::kAllocationPeriod: {
       name = "iterations of a loop";
+      const FoundLoop* loop = finder_.loop(phase.clock.clock);
+      if (loop != nullptr && loop->thread_per_iteration) {
+        // Its anchor is the threads' common start (libc's), not a line of
+        // the program: name the first frame with a source line instead.
+        name = "threads started one per iteration";
+        std::vector<Frame> frames = catalog_.frames(loop->anchor_stack);
+        for (auto f = frames.rbegin(); f != frames.rend(); ++f) {
+          if (f->file.empty() || f->function.empty()) continue;
+          std::string file = f->file.substr(f->file.find_last_of('/') + 1);
+          name +=
+              " (each running " + f->function.substr(0, f->function.find('(')) + ", " + file + ")";
+          break;
+        }
+        break;
+      }
       if (auto frame = finder_.loop_frame(phase.clock.clock, catalog_)) {
         // A C++ function's name without its parameter list.
         std::string function = frame->function.substr(0, frame->function.find('('));
@@ -62,6 +77,13 @@ std::string ProcessAnalysis::phase_reason(const Phase& phase) {
     case trace::StepSource::kAllocationPeriod: {
       const FoundLoop* loop = finder_.loop(phase.clock.clock);
       if (loop == nullptr) return "a loop found in the allocations";
+      if (loop->thread_per_iteration) {
+        return fmt::format(
+            "the program marks no steps here, and no thread repeats anything, but the threads it "
+            "starts one after another allocate alike: each thread is one time round (~{:.0f} "
+            "allocations, {:.0f} % alike from one to the next)",
+            loop->mean_piece_events, 100 * loop->similarity);
+      }
       return fmt::format(
           "the program marks no steps here, and its allocations repeat: the same places "
           "every ~{:.0f} allocations ({:.0f} % alike from one time round to the next)",
@@ -88,11 +110,15 @@ std::string ProcessAnalysis::undecided_reason(const GrowthReport& primary) {
                        : 0;
   std::uint64_t needed = options_.growth.warmup_steps + options_.growth.min_steps;
   if (primary.step_source == trace::step_source_name(trace::StepSource::kTimeWindow)) {
+    // The windows seen and needed as well: a short program whose loop
+    // allocates nothing the collector sees (an executable graph launched per
+    // iteration) is told how far it was from a verdict by time alone.
     return fmt::format(
         "no repeating loop was found in {:.1f} s of the program ({} allocations), and it "
-        "marks no steps; mark each iteration with gpuleak.step() (a verdict needs {} "
-        "iterations)",
-        seconds, allocations_, needed);
+        "marks no steps; judged by time instead: {} window{} of {:g} s, a verdict needs {}; "
+        "mark each iteration with gpuleak.step() (a verdict needs {} iterations)",
+        seconds, allocations_, primary.steps, primary.steps == 1 ? "" : "s", options_.time_window_s,
+        needed, needed);
   }
   return fmt::format("only {} {} so far; a verdict needs {} ({} warm-up)", primary.steps,
                      primary.phase.empty() ? "steps" : primary.phase, needed,

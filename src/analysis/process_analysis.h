@@ -171,6 +171,13 @@ class ProcessAnalysis {
   // phase it grew in (the caller adds what the phase knows of its stop).
   SiteGrowth describe_site(const SiteTrend& trend);
   GrowthReport phase_report(const Phase& phase);
+  // A compacted trace: growth that was already going on where the raw
+  // events begin is dated from the summary's steps (what was live at each),
+  // not from the first raw step. Returns the step it began at, or nothing
+  // when the summary says nothing older (growth began in the raw part).
+  std::optional<std::uint64_t> date_from_summary(const Phase& phase,
+                                                 std::uint64_t first_growing_step,
+                                                 double rate_bytes_per_step) const;
   // The growth report of the primary phase, with every phase summarised;
   // `primary_phase` (if given) receives that phase, or null.
   GrowthReport growth_report_of_phases(const Phase** primary_phase);

@@ -422,6 +422,12 @@ extern "C" __attribute__((visibility("default"))) int gpuleak_take_growth_candid
   return filled;
 }
 
+// The program is ending: sites that grew at several steps, not in a row,
+// become growth candidates for gpuleak_take_growth_candidates.
+extern "C" __attribute__((visibility("default"))) void gpuleak_growth_candidates_at_exit(void) {
+  guarded([](Recorder& r) { r.growth_candidates_at_exit(); });
+}
+
 extern "C" __attribute__((visibility("default"))) void gpuleak_growth_tick(
     int index_driver_allocations) {
   guarded([&](Recorder& r) { r.growth_tick(index_driver_allocations != 0); });

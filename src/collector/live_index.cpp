@@ -1,6 +1,7 @@
 #include "collector/live_index.h"
 
 #include <algorithm>
+#include <functional>
 #include <mutex>
 
 namespace gpuleak::collector {
@@ -73,7 +74,9 @@ void LiveIndex::on_boundary() {
       bool rose = count.live > count.at_last_boundary ||
                   (count.live == count.at_last_boundary && count.live > 0 &&
                    count.live_bytes > count.bytes_at_last_boundary);
+      if (count.boundary_epoch == ~0ull) count.first_live = count.live;
       count.streak = rose ? count.streak + 1 : 0;
+      if (rose) ++count.rises;
       count.at_last_boundary = count.live;
       count.bytes_at_last_boundary = count.live_bytes;
       count.boundary_epoch = ending;
@@ -84,6 +87,30 @@ void LiveIndex::on_boundary() {
     }
     shard.touched.clear();
   }
+  make_pending(std::move(grown));
+}
+
+void LiveIndex::on_exit() {
+  std::vector<std::pair<std::int64_t, std::uint32_t>> risen;  // (rise, stack)
+  for (CountShard& shard : counts_) {
+    std::lock_guard<SpinLock> lock(shard.lock);
+    for (auto& [stack_id, count] : shard.counts) {
+      std::int64_t rise = count.live - count.first_live;
+      if (count.reported || count.boundary_epoch == ~0ull || count.rises < kExitRises ||
+          rise < kExitRises)
+        continue;
+      count.reported = true;
+      risen.emplace_back(rise, stack_id);
+    }
+  }
+  std::sort(risen.begin(), risen.end(), std::greater<>());
+  std::vector<std::uint32_t> grown;
+  grown.reserve(risen.size());
+  for (const auto& [rise, stack_id] : risen) grown.push_back(stack_id);
+  make_pending(std::move(grown));
+}
+
+void LiveIndex::make_pending(std::vector<std::uint32_t> grown) {
   if (grown.empty()) return;
   {
     std::lock_guard<SpinLock> lock(pending_lock_);

@@ -36,6 +36,13 @@ class LiveIndex {
 
   // A step boundary: moves new candidates into the pending list.
   void on_boundary();
+  // The program is ending (or its loop ended) before any candidate was
+  // walked: stacks that rose at kExitRises boundaries or more, not in a row
+  // (a leak every other step, a run too short for kStreak), and hold at
+  // least kExitRises more allocations than at the first boundary that
+  // judged them, become candidates too (pending, largest rise first).
+  void on_exit();
+  static constexpr int kExitRises = 4;
   // Takes the pending candidates.
   std::vector<GrowthCandidate> take_candidates();
 
@@ -57,6 +64,8 @@ class LiveIndex {
     std::uint64_t touched_epoch = ~0ull;   // epoch of the last change
     std::uint64_t boundary_epoch = ~0ull;  // epoch whose boundary last judged it
     int streak = 0;
+    int rises = 0;                // boundaries at which it rose, in a row or not
+    std::int64_t first_live = 0;  // live at the first boundary that judged it
     bool reported = false;
   };
   struct CountShard {
@@ -65,6 +74,9 @@ class LiveIndex {
     std::vector<std::uint32_t> touched;  // stacks changed during the current epoch
   };
   void change(std::uint32_t stack_id, int delta, std::int64_t bytes);
+  // Moves `grown` (up to the room left of kMaxCandidates) into pending_ with
+  // their live allocations.
+  void make_pending(std::vector<std::uint32_t> grown);
 
   AddressShard addresses_[kShards];
   CountShard counts_[kShards];

@@ -98,6 +98,9 @@ class Recorder {
   void growth_tick(bool index_driver_allocations);
   // Sites that kept growing step after step, for the in-process holder walk.
   std::vector<GrowthCandidate> take_growth_candidates() { return live_index_.take_candidates(); }
+  // The program ends before any of them was walked: sites that grew at
+  // enough steps, not in a row, become candidates (LiveIndex::on_exit).
+  void growth_candidates_at_exit() { live_index_.on_exit(); }
 
   // For the step-time benchmark only (gpuleak_benchmark_tensor_recording).
   StackTable& stacks_for_benchmark() { return stacks_; }

@@ -51,7 +51,8 @@ ProcessReport report_of(const std::vector<trace::Record>& records) {
 }
 
 // A training loop: a working set, churn, and (leak) one 4 KiB block kept a step.
-SyntheticTrace training(bool leak, std::uint64_t steps, std::uint64_t lose_at_step = 0) {
+SyntheticTrace training(bool leak, std::uint64_t steps, std::uint64_t lose_at_step = 0,
+                        std::uint64_t leak_from_step = 1) {
   SyntheticTrace t;
   t.annotate("torch_tracking", R"({"mode": "allocator-hook"})");
   auto weights = t.python_site("/work/train.py", 10, "build");
@@ -62,7 +63,7 @@ SyntheticTrace training(bool leak, std::uint64_t steps, std::uint64_t lose_at_st
     std::vector<std::uint64_t> churn;
     for (int i = 0; i < 10; ++i) churn.push_back(t.alloc(activation, 256 << 10));
     for (auto address : churn) t.free(address);
-    if (leak) t.alloc(kept, 4096);
+    if (leak && step >= leak_from_step) t.alloc(kept, 4096);
     if (step == lose_at_step) {
       t.lose_events(3);
       t.lost_record(3);
@@ -96,6 +97,33 @@ TEST(CompactedTrace, a_leak_keeps_its_verdict_site_and_whole_live_count) {
   EXPECT_GT(part.compaction->summarized_steps, 300u);
   EXPECT_FALSE(part.compaction->steps.empty());
   EXPECT_TRUE(judge_process(part).incomplete.empty());
+}
+
+// A leak under way before the compaction is dated from the summary's steps
+// (what was live at each), not from the first raw step.
+TEST(CompactedTrace, a_leak_that_began_in_the_summarized_part_is_dated_there) {
+  SyntheticTrace t = training(true, 800, 0, /*leak_from_step=*/100);
+  ProcessReport whole = report_of(t.records());
+  ProcessReport part = report_of(compacted(t.records(), t.records().size() / 2));
+  ASSERT_EQ(whole.growth.verdict, Verdict::kLeak);
+  ASSERT_EQ(part.growth.verdict, Verdict::kLeak);
+  ASSERT_TRUE(whole.growth.first_growing_step);
+  EXPECT_NEAR(static_cast<double>(*whole.growth.first_growing_step), 100, 2);
+  ASSERT_TRUE(part.growth.first_growing_step);
+  EXPECT_NEAR(static_cast<double>(*part.growth.first_growing_step), 100, 2);
+  ASSERT_FALSE(part.growth.sites.empty());
+  EXPECT_NEAR(static_cast<double>(part.growth.sites[0].first_growing_step), 100, 2);
+}
+
+TEST(CompactedTrace, a_leak_that_began_in_the_raw_part_keeps_its_raw_date) {
+  SyntheticTrace t = training(true, 800, 0, /*leak_from_step=*/600);
+  ProcessReport whole = report_of(t.records());
+  ProcessReport part = report_of(compacted(t.records(), t.records().size() / 2));
+  ASSERT_EQ(part.growth.verdict, Verdict::kLeak);
+  ASSERT_TRUE(part.growth.first_growing_step);
+  EXPECT_NEAR(static_cast<double>(*part.growth.first_growing_step), 600, 2);
+  ASSERT_TRUE(whole.growth.first_growing_step);
+  EXPECT_EQ(*part.growth.first_growing_step, *whole.growth.first_growing_step);
 }
 
 TEST(CompactedTrace, a_clean_run_stays_clean) {

@@ -1,6 +1,7 @@
 // Finding iterations without marks: the repetition detector on synthetic key
 // streams (noise, varying length, nested periods, none at all), the clock
 // arbiter's trust order, and whole analyses of loops that call no optimizer.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <random>
@@ -518,6 +519,77 @@ TEST(IterationFinding, when_nothing_repeats_the_report_says_why) {
   EXPECT_EQ(g.verdict, Verdict::kNotYet);
   EXPECT_NE(g.undecided_reason.find("no repeating loop"), std::string::npos) << g.undecided_reason;
   EXPECT_NE(g.undecided_reason.find("gpuleak.step()"), std::string::npos);
+  // How far it was from a verdict: the time windows seen and needed.
+  EXPECT_NE(g.undecided_reason.find(fmt::format("{} windows of 1 s, a verdict needs {}", g.steps,
+                                                g.warmup_steps + GrowthOptions{}.min_steps)),
+            std::string::npos)
+      << g.undecided_reason;
+}
+
+// A new thread per iteration (a worker started for each batch that makes a
+// library handle and never destroys it, as the depth corpus's cuDNN case):
+// no thread repeats anything, but the threads, one after another, do: each
+// thread is one iteration, and 80 of them are a verdict with steps counted.
+TEST(IterationFinding, a_thread_started_per_iteration_is_one_iteration_each) {
+  SyntheticTrace t;
+  auto create = t.native_stack({0x401000, 0x401200, 0x402030, 0x7f0000001000});
+  auto scratch = t.native_stack({0x401000, 0x401200, 0x402040, 0x7f0000002000});
+  t.alloc(t.native_stack({0x400100, 0x400200}), 8 << 20, trace::MemoryKind::kDevice);  // main
+  for (std::uint32_t i = 0; i < 80; ++i) {
+    t.set_thread(100 + i);
+    t.alloc(create, 9 << 20, trace::MemoryKind::kDevice);  // never freed
+    std::uint64_t s = t.alloc(scratch, 64 << 10, trace::MemoryKind::kDevice);
+    t.free(s, trace::MemoryKind::kDevice);
+    t.advance_ms(19);
+  }
+  GrowthReport g = growth_of(t);
+  EXPECT_EQ(g.step_source, "allocation-period") << g.undecided_reason;
+  EXPECT_GE(g.steps, 75u);
+  ASSERT_EQ(g.verdict, Verdict::kLeak) << g.undecided_reason;
+  ASSERT_FALSE(g.sites.empty());
+  EXPECT_NEAR(g.sites[0].rate_bytes_per_step, 9 << 20, 1 << 16);
+  EXPECT_EQ(g.phase.rfind("threads started one per iteration", 0), 0u) << g.phase;
+  EXPECT_NE(g.step_source_reason.find("each thread is one time round"), std::string::npos)
+      << g.step_source_reason;
+}
+
+// Its control: each thread frees what it made; the same loop, no growth.
+TEST(IterationFinding, threads_per_iteration_that_free_what_they_made_are_no_leak) {
+  SyntheticTrace t;
+  auto create = t.native_stack({0x401000, 0x401200, 0x402030, 0x7f0000001000});
+  for (std::uint32_t i = 0; i < 80; ++i) {
+    t.set_thread(100 + i);
+    std::uint64_t a = t.alloc(create, 9 << 20, trace::MemoryKind::kDevice);
+    t.free(a, trace::MemoryKind::kDevice);
+    t.advance_ms(19);
+  }
+  GrowthReport g = growth_of(t);
+  EXPECT_EQ(g.step_source, "allocation-period") << g.undecided_reason;
+  EXPECT_EQ(g.verdict, Verdict::kNoLeak) << g.undecided_reason;
+}
+
+// Threads that each allocate at random places: nothing repeats, no loop is
+// found; a run of a second says how many time windows it saw and needs.
+TEST(IterationFinding, threads_with_nothing_alike_in_a_short_run_say_what_they_saw_and_need) {
+  SyntheticTrace t;
+  std::vector<std::uint32_t> sites;
+  for (std::uint64_t i = 0; i < 60; ++i)
+    sites.push_back(t.native_stack({0x401000 + i * 0x100, 0x402000 + i * 0x10}));
+  std::mt19937 random(3);
+  for (std::uint32_t i = 0; i < 80; ++i) {
+    t.set_thread(100 + i);
+    t.alloc(sites[random() % sites.size()], 9 << 20, trace::MemoryKind::kDevice);
+    t.alloc(sites[random() % sites.size()], 64 << 10, trace::MemoryKind::kDevice);
+    t.advance_ms(19);
+  }
+  GrowthReport g = growth_of(t);
+  EXPECT_EQ(g.verdict, Verdict::kNotYet) << g.undecided_reason;
+  EXPECT_EQ(g.step_source, "time-window");
+  EXPECT_LE(g.steps, 2u);
+  std::string seen =
+      fmt::format("{} window{} of 1 s, a verdict needs {}", g.steps, g.steps == 1 ? "" : "s",
+                  g.warmup_steps + GrowthOptions{}.min_steps);
+  EXPECT_NE(g.undecided_reason.find(seen), std::string::npos) << g.undecided_reason;
 }
 
 TEST(IterationFinding, explicit_step_once_per_epoch_leaves_optimizer_steps_pacing) {

@@ -165,6 +165,20 @@ MODULE_SOURCE = textwrap.dedent('''
             except RuntimeError:
                 failures.append(sys.exc_info())  # KEPT exc-info
         return ask(addresses([tb.tb_next.tb_frame.f_locals["batch"] for _, _, tb in failures]))
+
+    def evaluate_sum(steps):
+        layer = torch.nn.Linear(8, 8)
+        total_loss = 0
+        for _ in range(steps):
+            loss = layer(torch.randn(4, 8)).tanh().mean()
+            total_loss += loss  # KEPT returned-sum
+        return total_loss
+
+    def sum_returned_to_a_variable():
+        # Asked after evaluate_sum returned (as at a tracked block's end): the holder is
+        # `kept`, the statement that made it keep every step's graph is in evaluate_sum.
+        kept = evaluate_sum(3)  # CALLER returned-sum
+        return ask(addresses([kept]))
 ''')
 
 CASES = {
@@ -180,6 +194,12 @@ CASES = {
     "meter_updated_with_the_loss_tensor": ("meter", "sum", "augmented-assignment"),
     "exceptions_kept_through_exc_info": ("exc-info", "failures", "append"),
     "loss_kept_every_repetition": ("shared-list", "shared_losses", "append"),
+    "sum_returned_to_a_variable": ("returned-sum", "kept", "augmented-assignment"),
+}
+# The program's call the keeping statement is reached from: (function, statement).
+CALLERS = {
+    "meter": ("meter_updated_with_the_loss_tensor", "meter.update(loss, 8)"),
+    "returned-sum": ("sum_returned_to_a_variable", "kept = evaluate_sum(3)"),
 }
 
 
@@ -220,8 +240,8 @@ def test_the_keeping_statement_is_the_marked_line(program, function):
     if "caller " + marker in lines:
         assert caller is not None, kept
         assert caller["line"] == lines["caller " + marker], (caller, lines)
-        assert caller["function"] == "meter_updated_with_the_loss_tensor"
-        assert "meter.update(loss, 8)" in caller["statement"]
+        assert caller["function"] == CALLERS[marker][0]
+        assert CALLERS[marker][1] in caller["statement"]
     elif kept["function"].count(".") == 0:
         assert caller is None, kept
 

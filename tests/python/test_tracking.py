@@ -122,6 +122,35 @@ show(block)
     assert "history.append" in r["kept"]
 
 
+def test_a_sum_returned_from_the_block_names_the_statement_that_grows_it(run_program):
+    # The in-process GPU suite's shape: the sum of every step's loss tensor is returned into a
+    # variable; the holder walk at the block's end sees only that variable, and the line to
+    # change is `total_loss += loss` in the function that returned it.
+    program = PRELUDE + '''
+import torch
+weight = torch.ones(1, requires_grad=True)
+def evaluate(steps):
+    total_loss = 0
+    for _ in range(steps):
+        loss = (gpu_tensor(1 << 16) * weight).mean()
+        total_loss += loss   # the keeping line
+    return total_loss
+with gpuleak.track("sums") as block:
+    kept = evaluate(4)   # the caller
+show(block)
+'''
+    done, results = run_program(program)
+    assert done.returncode == 0, done.stderr
+    [r] = results
+    assert r["verdict"] == "left behind", r
+    assert r["left"] == 4 << 18, r
+    assert "`kept`" in r["holder"], r
+    keeping = line_of(program, "# the keeping line")
+    assert r["kept"].endswith("program.py:%d  total_loss += loss   # the keeping line"
+                              % keeping), r
+    assert "kept at %s" % r["kept"] in r["summary"], r
+
+
 def test_blocks_nest_and_follow_each_other(run_program):
     done, results = run_program(PRELUDE + '''
 outer_keep, inner_keep = [], []

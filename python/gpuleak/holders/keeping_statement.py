@@ -64,6 +64,7 @@ class Store:
         self.in_loop = in_loop
         self.span = span  # first and last line of the function it is in
         self.stores_a_number = _stores_a_number(node)
+        self.value = getattr(node, "value", None)  # what an assignment stores
 
     def rank(self):
         growing = self.kind != "assignment"
@@ -324,8 +325,8 @@ class KeepingStatements:
             return None
         qualname = getattr(code, "co_qualname", code.co_name)
         prefix = qualname.rsplit(".", 1)[0] if "." in qualname else ""
-        return self.answer(best(self.search(path, node, _name_matcher(name), prefix),
-                                self.allocation_lines))
+        return self.through_return(best(self.search(path, node, _name_matcher(name), prefix),
+                                        self.allocation_lines))
 
     def in_module(self, module_name, name):
         """Stores into global `name` anywhere in the module's file."""
@@ -333,8 +334,8 @@ class KeepingStatements:
         path = getattr(module, "__file__", None) if module is not None else None
         tree = self.sources.tree(path) if path and not is_library_file(path) else None
         if tree is not None:
-            return self.answer(best(self.search(path, tree, _name_matcher(name)),
-                                    self.allocation_lines))
+            return self.through_return(best(self.search(path, tree, _name_matcher(name)),
+                                            self.allocation_lines))
         if module_name != "__main__":
             return None
         # An interactive __main__ (a notebook's kernel, IPython) has no file: its globals
@@ -344,7 +345,46 @@ class KeepingStatements:
             tree = self.sources.tree(cell) if not is_library_file(cell) else None
             if tree is not None:
                 stores.extend(self.search(cell, tree, _name_matcher(name)))
-        return self.answer(best(stores, self.allocation_lines))
+        return self.through_return(best(stores, self.allocation_lines))
+
+    def through_return(self, store):
+        """The answer for `store`; when it is `kept = evaluate(...)`, a plain assignment of what
+        a function of the program returns, and that function returns a local it grows in a loop
+        (`total_loss += loss` ... `return total_loss`), the statement that grows it, with the
+        assignment as the call it is reached from. A walk that runs after the function returned
+        (a tracked block's end, the program's exit) finds only the variable the result went
+        to; the line to change is the one that made it keep every step's memory."""
+        if store is None or store.kind != "assignment" or not isinstance(store.value, ast.Call):
+            return self.answer(store)
+        func = store.value.func
+        called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+        inner = []
+        for path in dict.fromkeys([store.path] + self.user_files):
+            tree = self.sources.tree(path)
+            if tree is None:
+                continue
+            for node in ast.walk(tree):
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and \
+                        node.name == called:
+                    inner.extend(self.growing_returned(path, node))
+        found = best(inner, self.allocation_lines)
+        if found is None:
+            return self.answer(store)
+        answer = self.answer(found)
+        answer["called_from"] = {"file": store.path, "line": store.line,
+                                 "function": store.function,
+                                 "statement": self.sources.line_text(store.path, store.line)}
+        return answer
+
+    def growing_returned(self, path, function):
+        """Stores that grow, inside a loop, a local that `function` returns by name."""
+        returned = {node.value.id for node in ast.walk(function)
+                    if isinstance(node, ast.Return) and isinstance(node.value, ast.Name)}
+        stores = []
+        for name in returned:
+            stores.extend(s for s in self.search(path, function, _name_matcher(name))
+                          if s.in_loop and s.kind != "assignment" and not s.stores_a_number)
+        return stores
 
     def for_attribute(self, cls, attribute):
         """Stores into `<anything>.attribute` in the class's own source, else in the program's files."""

@@ -22,6 +22,9 @@ CLIMB_SAMPLE_TOTAL = 96
 _CLIMB_MAX_DEPTH = 10
 _CLIMB_MAX_FRONTIER = 128
 _CO_OPTIMIZED = 0x0001  # inspect.CO_OPTIMIZED: a function body with fast locals
+# The end of the owner of a local of a frame that has returned, kept by an exception's
+# traceback (ReferrerClimb.finished_local).
+FINISHED_FRAME_OWNER = ", which has returned; an exception's traceback keeps its frame"
 # Objects that only relay a reference when naming: the name is found above them.
 RELAY_TYPES = (types.CellType, types.FrameType, types.TracebackType, BaseException,
                types.MethodType, functools.partial)
@@ -197,7 +200,9 @@ class ReferrerClimb:
         if self.frame_locals is None:
             self.frame_locals = self.collect_frame_locals()
         found = self.frame_locals.get(id(obj))
-        return None if found is None else ("frame",) + found
+        if found is None:
+            return self.finished_local(obj)
+        return ("frame",) + found
 
     def collect_frame_locals(self):
         """id(value) -> (owner, name, function, code) for the locals of every running frame.
@@ -224,6 +229,63 @@ class ReferrerClimb:
         except Exception:
             pass
         return table
+
+    def finished_outer_frames(self, running):
+        """Frames the climb went through that have returned but are kept (by an exception's
+        traceback): at the program's exit, `skipped.append(error)` in a main() that has
+        returned keeps its exceptions in a cycle (exception -> traceback -> main's frame ->
+        `skipped`) that no running frame reaches. Only the outermost of them: a frame with
+        a running or climbed frame of the program further out (forward() below main()) is
+        not where the program keeps what it keeps."""
+        climbed = {key for key, obj in self.keep.items() if is_a(obj, types.FrameType)}
+        found = []
+        for key in climbed:
+            frame = self.keep[key]
+            if key in running or not self.user_frame(frame):
+                continue
+            outer = frame.f_back
+            while outer is not None and not ((id(outer) in climbed or id(outer) in running)
+                                             and self.user_frame(outer)):
+                outer = outer.f_back
+            if outer is None:
+                found.append(frame)
+            outer = frame = None
+        return found
+
+    def user_frame(self, frame):
+        code = frame.f_code
+        return not code.co_filename.startswith(self.package_dir) and \
+            bool(code.co_flags & _CO_OPTIMIZED)
+
+    def finished_local(self, obj):
+        """("frame", ...) when obj is a local of a returned frame a traceback keeps, else None."""
+        if getattr(self, "finished_locals_size", None) != len(self.keep):
+            self.finished_locals_size = len(self.keep)
+            table = {}
+            running = set()
+            for frame in sys._current_frames().values():
+                while frame is not None:
+                    running.add(id(frame))
+                    frame = frame.f_back
+            finished = self.finished_outer_frames(running)
+            try:
+                for frame in finished:
+                    code = frame.f_code
+                    function = getattr(code, "co_qualname", code.co_name)
+                    owner = "local of %s (%s:%d)%s" % (function, code.co_filename,
+                                                       code.co_firstlineno, FINISHED_FRAME_OWNER)
+                    self.user_code.append(code)
+                    for name, value in frame.f_locals.items():
+                        table.setdefault(id(value), (owner, name, function, code))
+                    value = None
+            except Exception:
+                pass
+            finally:
+                del finished[:]
+                frame = None
+            self.finished_locals = table
+        found = self.finished_locals.get(id(obj))
+        return None if found is None else ("frame",) + found
 
     def read_frame_locals(self, frames, table):
         for frame in sys._current_frames().values():

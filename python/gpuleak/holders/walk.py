@@ -27,7 +27,7 @@ from gpuleak.holders.keeping_statement import KeepingStatements, is_library_file
 from gpuleak.holders.naming import Naming
 from gpuleak.holders.object_reads import LRU_CACHE_TYPE, is_a, members
 from gpuleak.holders.referrer_climb import (CLIMB_SAMPLE_PER_SITE, CLIMB_SAMPLE_TOTAL,
-                                            ReferrerClimb)
+                                            FINISHED_FRAME_OWNER, ReferrerClimb)
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -294,7 +294,8 @@ class Walk(HeapScan, GraphWalk, ReferrerClimb, Naming):
         holder_obj = self.keep[holder_key]
         holder = self.describe(chain, holder_obj)
         through_traceback = climb.traceback.get(holder_key, False) or \
-            holder["owner"] == "exception being handled"
+            holder["owner"] == "exception being handled" or \
+            holder["owner"].endswith(FINISHED_FRAME_OWNER)
         facts = set()
         if is_a(holder_obj, dict) and id(holder_obj) in self.hook_dicts:
             facts.add("hook-dict")
