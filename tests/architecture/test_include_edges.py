@@ -8,8 +8,8 @@ import subprocess
 
 ROOT = os.path.abspath(os.environ.get("GPULEAK_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", "..")))
 SOURCE_SUFFIXES = (".c", ".cc", ".cpp", ".h", ".hpp", ".cu")
-# Headers a build generates into the build tree (src/report/html/html_assets.cmake).
-# Headers the build writes: the HTML report's inlined assets, the gRPC client
+# Headers the build writes: the HTML report's inlined assets (src/report/html/
+# html_assets.cmake), the gRPC client
 # protoc makes from src/monitor/pod_resources.proto.
 GENERATED = {"generated/html_report_assets.h", "pod_resources.grpc.pb.h", "pod_resources.pb.h"}
 
