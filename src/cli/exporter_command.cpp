@@ -91,7 +91,7 @@ std::string node_hostname(const std::string& flag) {
 }
 
 bool is_loopback(const std::string& host) {
-  return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
+  return host == "localhost" || host == "::1" || host.starts_with("127.");
 }
 
 int run_exporter(const ExporterFlags& flags) {

@@ -49,8 +49,8 @@ int main(int argc, char** argv) {
     if (dynamic_cast<const CLI::RequiredError*>(&e) && app.get_subcommands().empty() &&
         !unknown.empty()) {
       message =
-          unknown.front() + (unknown.front().rfind('-', 0) == 0 ? " is not a known option"
-                                                                : " is not a gpuleak subcommand");
+          unknown.front() + (unknown.front().starts_with('-') ? " is not a known option"
+                                                              : " is not a gpuleak subcommand");
     }
     std::fprintf(stderr, "gpuleak: %s (see 'gpuleak --help')\n", message.c_str());
     return kExitUsage;
