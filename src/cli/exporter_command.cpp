@@ -34,7 +34,7 @@ struct ExporterFlags {
   std::string kubelet_log_root = "/var/log";
   double interval_s = 5.0;
   double window_s = 600;
-  std::uint64_t min_growth_bytes_per_s = 16 * 1024;
+  std::uint64_t min_growth_bytes_per_s = std::uint64_t{16} * 1024;
   bool no_nvml = false;
   std::string device_files;
 };
@@ -150,7 +150,9 @@ int run_exporter(const ExporterFlags& flags) {
   });
   server.run();
   // run() can also end without a signal (the socket failed); wake the waiter.
-  pthread_kill(waiter.native_handle(), SIGTERM);
+  // SIGTERM is blocked in every thread and the waiter takes it with
+  // sigwait: this wakes it, it does not end it.
+  pthread_kill(waiter.native_handle(), SIGTERM);  // NOLINT(bugprone-bad-signal-to-kill-thread)
   waiter.join();
   return kExitOk;
 }

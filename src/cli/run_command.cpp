@@ -1,6 +1,7 @@
 // gpuleak run [options] -- PROGRAM ARGS: runs a program with the collector,
 // says while it runs when memory leaks, and reports at exit.
 #include <dlfcn.h>
+#include <fmt/format.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -87,7 +88,7 @@ class Environment {
   }
   std::vector<std::string> entries() const {
     std::vector<std::string> out;
-    for (const auto& [k, v] : values_) out.push_back(k + "=" + v);
+    for (const auto& [k, v] : values_) out.push_back(fmt::format("{}={}", k, v));
     return out;
   }
 
