@@ -422,9 +422,14 @@ extern "C" __attribute__((visibility("default"))) int gpuleak_take_growth_candid
   return filled;
 }
 
+extern "C" __attribute__((visibility("default"))) void gpuleak_mark_growth_boundary(
+    int index_driver_allocations) {
+  guarded([&](Recorder& r) { r.mark_growth_boundary(index_driver_allocations != 0); });
+}
+
 extern "C" __attribute__((visibility("default"))) void gpuleak_growth_tick(
     int index_driver_allocations) {
-  guarded([&](Recorder& r) { r.growth_tick(index_driver_allocations != 0); });
+  gpuleak_mark_growth_boundary(index_driver_allocations);
 }
 
 extern "C" __attribute__((visibility("default"))) void gpuleak_flush(void) {
