@@ -89,9 +89,9 @@ void gpuleak_set_python_frame_reader(void* frames, void* line, void* code_info);
 int gpuleak_take_growth_candidates(uint32_t* site_ids, uint32_t* allocation_counts,
                                    uint64_t* allocations, int max_sites, int max_allocations);
 
-/* A growth boundary without a step, for processes that mark none in the
- * process (a CuPy or JAX loop, whose iterations gpuleak finds later from the
- * trace): called every few tens of milliseconds by the Python package, it
+/* A step boundary for the live index without a step, for processes that
+ * mark none in the process (a CuPy or JAX loop, whose steps gpuleak finds
+ * later from the trace): called every few tens of milliseconds by the Python package, it
  * judges the live index as a step boundary would, so a site that keeps
  * growing becomes a candidate while a short job still runs. With
  * index_driver_allocations = 1, driver allocations and virtual-memory
@@ -99,6 +99,9 @@ int gpuleak_take_growth_candidates(uint32_t* site_ids, uint32_t* allocation_coun
  * its arrays in them; not with CuPy,
  * whose arrays lie inside its pool's driver allocations, at the same
  * addresses). Records nothing in the trace. */
+void gpuleak_mark_growth_boundary(int index_driver_allocations);
+/* The same, by its first name (docs/glossary.md: not a tick but a step
+ * boundary); kept so that packages built against it still load. */
 void gpuleak_growth_tick(int index_driver_allocations);
 
 /* The program is ending (called by the Python package at exit when no

@@ -9,6 +9,7 @@
 // The handshake files live in a private control folder inside the output
 // folder (docs/attach.md).
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>

@@ -35,7 +35,7 @@ struct ExporterFlags {
   std::string pod_resources_socket = monitor::kDefaultPodResourcesSocket;
   double interval_s = 5.0;
   double window_s = 600;
-  std::uint64_t min_growth_bytes_per_s = 16 * 1024;
+  std::uint64_t min_growth_bytes_per_s = std::uint64_t{16} * 1024;
   bool no_nvml = false;
   std::string device_files;
 };
@@ -92,7 +92,7 @@ std::string node_hostname(const std::string& flag) {
 }
 
 bool is_loopback(const std::string& host) {
-  return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
+  return host == "localhost" || host == "::1" || host.starts_with("127.");
 }
 
 int run_exporter(const ExporterFlags& flags) {
@@ -152,7 +152,9 @@ int run_exporter(const ExporterFlags& flags) {
   });
   server.run();
   // run() can also end without a signal (the socket failed); wake the waiter.
-  pthread_kill(waiter.native_handle(), SIGTERM);
+  // SIGTERM is blocked in every thread and the waiter takes it with
+  // sigwait: this wakes it, it does not end it.
+  pthread_kill(waiter.native_handle(), SIGTERM);  // NOLINT(bugprone-bad-signal-to-kill-thread)
   waiter.join();
   return kExitOk;
 }

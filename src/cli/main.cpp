@@ -15,7 +15,9 @@ constexpr const char* kDescription =
 
 }  // namespace
 
-int main(int argc, char** argv) {
+// A function try block: whatever escapes (out of memory while the commands
+// are set up, say) ends gpuleak with one line and status 1, never an abort.
+int main(int argc, char** argv) try {
   using namespace gpuleak::cli;
   CLI::App app{kDescription, "gpuleak"};
   app.set_version_flag("--version", std::string(gpuleak::kVersion));
@@ -49,8 +51,8 @@ int main(int argc, char** argv) {
     if (dynamic_cast<const CLI::RequiredError*>(&e) && app.get_subcommands().empty() &&
         !unknown.empty()) {
       message =
-          unknown.front() + (unknown.front().rfind('-', 0) == 0 ? " is not a known option"
-                                                                : " is not a gpuleak subcommand");
+          unknown.front() + (unknown.front().starts_with('-') ? " is not a known option"
+                                                              : " is not a gpuleak subcommand");
     }
     std::fprintf(stderr, "gpuleak: %s (see 'gpuleak --help')\n", message.c_str());
     return kExitUsage;
@@ -71,4 +73,10 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "gpuleak: internal error: %s\n", e.what());
     return 1;
   }
+} catch (const std::exception& e) {
+  std::fprintf(stderr, "gpuleak: internal error: %s\n", e.what());
+  return 1;
+} catch (...) {
+  std::fprintf(stderr, "gpuleak: internal error\n");
+  return 1;
 }

@@ -65,6 +65,7 @@ std::vector<std::string> write_export_file(const TraceReports& reports,
     detailed.push_back(std::move(*read.report));
   }
   std::vector<const analysis::ProcessReport*> processes;
+  processes.reserve(detailed.size());
   for (const auto& r : detailed) processes.push_back(&r);
   report::ExportOptions export_options;
   export_options.view = *report::parse_flame_view(flags.view);

@@ -1,6 +1,7 @@
 // gpuleak run [options] -- PROGRAM ARGS: runs a program with the collector,
 // says while it runs when memory leaks, and reports at exit.
 #include <dlfcn.h>
+#include <fmt/format.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -54,7 +55,7 @@ std::string program_name(const std::string& argv0) { return fs::path(argv0).file
 
 bool looks_like_python(const std::vector<std::string>& program) {
   std::string name = program_name(program.front());
-  return name.rfind("python", 0) == 0 || name == "torchrun" || fs::path(name).extension() == ".py";
+  return name.starts_with("python") || name == "torchrun" || fs::path(name).extension() == ".py";
 }
 
 std::string default_output_dir(const std::string& argv0) {
@@ -87,7 +88,7 @@ class Environment {
   }
   std::vector<std::string> entries() const {
     std::vector<std::string> out;
-    for (const auto& [k, v] : values_) out.push_back(k + "=" + v);
+    for (const auto& [k, v] : values_) out.push_back(fmt::format("{}={}", k, v));
     return out;
   }
 
@@ -100,7 +101,7 @@ class Environment {
 bool prebuild_torch_hook(const std::vector<std::string>& program, const Environment& env,
                          std::string* why) {
   std::string python =
-      program_name(program.front()).rfind("python", 0) == 0 ? program.front() : "python3";
+      program_name(program.front()).starts_with("python") ? program.front() : "python3";
   std::vector<std::string> argv = {python, "-m", "gpuleak.torch_hook", "--build"};
   Environment quiet = env;
   quiet.set("CUDA_INJECTION64_PATH", "");  // the build must not start the collector

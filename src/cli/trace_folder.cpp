@@ -1,5 +1,6 @@
 #include "cli/trace_folder.h"
 
+#include <fmt/format.h>
 #include <sys/stat.h>
 
 #include <cerrno>
@@ -54,7 +55,8 @@ std::vector<std::string> embed_symbols_and_sources(const std::vector<std::string
     // source line can be read.
     if (!symbolize::embed_symbols(file, &written, &error) ||
         !analysis::embed_site_source_lines(file, &written, &error))
-      problems.push_back("could not add symbols and source lines to " + file + ": " + error);
+      problems.push_back(
+          fmt::format("could not add symbols and source lines to {}: {}", file, error));
   }
   return problems;
 }

@@ -428,9 +428,14 @@ extern "C" __attribute__((visibility("default"))) void gpuleak_growth_candidates
   guarded([](Recorder& r) { r.growth_candidates_at_exit(); });
 }
 
+extern "C" __attribute__((visibility("default"))) void gpuleak_mark_growth_boundary(
+    int index_driver_allocations) {
+  guarded([&](Recorder& r) { r.mark_growth_boundary(index_driver_allocations != 0); });
+}
+
 extern "C" __attribute__((visibility("default"))) void gpuleak_growth_tick(
     int index_driver_allocations) {
-  guarded([&](Recorder& r) { r.growth_tick(index_driver_allocations != 0); });
+  gpuleak_mark_growth_boundary(index_driver_allocations);
 }
 
 extern "C" __attribute__((visibility("default"))) void gpuleak_flush(void) {

@@ -181,7 +181,7 @@ bool Recorder::indexed(trace::MemoryKind kind) const {
          index_live_allocations_.load(std::memory_order_relaxed);
 }
 
-void Recorder::growth_tick(bool index_driver_allocations) {
+void Recorder::mark_growth_boundary(bool index_driver_allocations) {
   index_live_allocations_.store(true, std::memory_order_relaxed);
   if (index_driver_allocations) index_device_allocations_.store(true, std::memory_order_relaxed);
   live_index_.on_boundary();

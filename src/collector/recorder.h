@@ -92,10 +92,10 @@ class Recorder {
     state_.store(kStopped);
   }
 
-  // A live-index boundary without a step (gpuleak_growth_tick), for
+  // A live-index step boundary without a step (gpuleak_mark_growth_boundary), for
   // processes that mark no step; with `index_driver_allocations`, driver
   // allocations are indexed from then on as well.
-  void growth_tick(bool index_driver_allocations);
+  void mark_growth_boundary(bool index_driver_allocations);
   // Sites that kept growing step after step, for the in-process holder walk.
   std::vector<GrowthCandidate> take_growth_candidates() { return live_index_.take_candidates(); }
   // The program ends before any of them was walked: sites that grew at

@@ -48,43 +48,34 @@ bool is_valid_label_name(std::string_view name) {
   return true;
 }
 
-std::string escape_label_value(std::string_view value) {
+namespace {
+
+// Both escapings of the format: \ and newline always, " only in label values.
+std::string escape_exposition_text(std::string_view text, bool escape_quote) {
   std::string out;
-  out.reserve(value.size());
-  for (char c : value) {
-    switch (c) {
-      case '\\':
-        out += "\\\\";
-        break;
-      case '"':
-        out += "\\\"";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      default:
-        out += c;
+  out.reserve(text.size());
+  for (char c : text) {
+    if (c == '\\') {
+      out += "\\\\";
+    } else if (c == '\n') {
+      out += "\\n";
+    } else if (c == '"' && escape_quote) {
+      out += "\\\"";
+    } else {
+      out += c;
     }
   }
   return out;
 }
 
+}  // namespace
+
+std::string escape_label_value(std::string_view value) {
+  return escape_exposition_text(value, /*escape_quote=*/true);
+}
+
 std::string escape_help_text(std::string_view help) {
-  std::string out;
-  out.reserve(help.size());
-  for (char c : help) {
-    switch (c) {
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
+  return escape_exposition_text(help, /*escape_quote=*/false);
 }
 
 std::string format_sample_value(double value) {

@@ -37,7 +37,7 @@ std::string format_duration_seconds(double seconds) {
   if (seconds < 0) seconds = 0;
   if (seconds < 1.0) return fmt::format("{:.0f} ms", seconds * 1000.0);
   if (seconds < 60.0) return fmt::format("{:.0f} s", seconds);
-  auto total = static_cast<std::uint64_t>(seconds + 0.5);
+  auto total = static_cast<std::uint64_t>(std::llround(seconds));
   std::uint64_t days = total / 86400, hours = (total % 86400) / 3600;
   std::uint64_t minutes = (total % 3600) / 60, secs = total % 60;
   if (days > 0) return fmt::format("{} d {} h", days, hours);

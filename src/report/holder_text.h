@@ -25,8 +25,8 @@ std::string holder_text(const std::optional<analysis::HolderAnswer>& answer);
 // Empty when there is no answer or it names no keeping statement.
 std::string kept_at_text(const std::optional<analysis::HolderAnswer>& answer);
 
-// "since step 7" ("since batch 7": `noun` names the iteration), or "since
-// warm-up" when growth began inside the warm-up iterations (which the
+// "since step 7" ("since batch 7": `noun` is the step source's word for a step), or "since
+// warm-up" when growth began inside the warm-up steps (which the
 // verdict ignores, so a number there misleads).
 std::string growth_start_text(std::uint64_t first_growing_step, std::uint64_t warmup_steps,
                               const std::string& noun = "step");

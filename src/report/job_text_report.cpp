@@ -51,7 +51,7 @@ void write_job_text_report(std::ostream& out, const analysis::JobReport& job,
   for (const auto& p : job.processes) {
     std::string line = fmt::format("  PID {:<8} {:<{}}  {}", p.pid, shortened(p.role.text, 44),
                                    width, process_memory_text(p));
-    if (several_hosts) line = "  " + (p.host.empty() ? std::string("?") : p.host) + line;
+    if (several_hosts) line = fmt::format("  {}{}", p.host.empty() ? "?" : p.host, line);
     if (p.first_use) {
       std::string where = first_use_text(*p.first_use);
       if (!where.empty()) line += "; CUDA first used at " + where;

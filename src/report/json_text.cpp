@@ -31,7 +31,7 @@ std::size_t utf8_sequence_bytes(std::string_view text, std::size_t i) {
 namespace {
 
 void append_hex_escape(std::string& out, const char* prefix, unsigned value) {
-  static const char* kHex = "0123456789abcdef";
+  static constexpr char kHex[] = "0123456789abcdef";
   out += prefix;
   out += kHex[(value >> 4) & 0xf];
   out += kHex[value & 0xf];

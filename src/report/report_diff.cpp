@@ -41,7 +41,7 @@ std::string program_of(const json& process) {
     std::size_t end = command.find(' ', at);
     if (end == std::string::npos) end = command.size();
     std::string word = command.substr(at, end - at);
-    if (word.size() > 3 && word.compare(word.size() - 3, 3, ".py") == 0) {
+    if (word.size() > 3 && word.ends_with(".py")) {
       return program + " " + base_name(word);
     }
     at = end + 1;

@@ -82,7 +82,7 @@ void write_phases(std::ostream& out, const analysis::GrowthReport& g) {
   if (g.phases.size() < 2) return;
   out << "  Phases (each judged on its own iterations):\n";
   for (const analysis::PhaseSummary& p : g.phases) {
-    std::string noun = iteration_noun(p.step_source);
+    std::string noun = step_noun(p.step_source);
     std::string verdict = analysis::verdict_name(p.verdict);
     if (p.verdict == analysis::Verdict::kLeak) {
       verdict += " " + format_rate(p.rate_bytes_per_step, noun.c_str());
@@ -98,7 +98,7 @@ void write_verdict(std::ostream& out, const ProcessReport& r, const analysis::Pr
   out << "  Verdict: " << analysis::process_verdict_name(v.kind);
   switch (v.kind) {
     case analysis::ProcessVerdictKind::kLeak: {
-      std::string noun = iteration_noun(g.step_source);
+      std::string noun = step_noun(g.step_source);
       out << fmt::format(" {} since {} {}", format_rate(g.rate_bytes_per_step, noun.c_str()), noun,
                          g.first_growing_step.value_or(0));
       if (g.verdict_step) out << fmt::format(" (found at {} {})", noun, *g.verdict_step);
@@ -114,7 +114,7 @@ void write_verdict(std::ostream& out, const ProcessReport& r, const analysis::Pr
       if (g.pool_judged) {
         out << " (the pool's bytes in use do not keep growing)";
       } else if (g.steps > 0 && g.detection_floor_bytes_per_step) {
-        std::string noun = iteration_noun(g.step_source);
+        std::string noun = step_noun(g.step_source);
         out << fmt::format(
             " (no allocation site keeps growing; this run would show one growing by {})",
             format_rate(*g.detection_floor_bytes_per_step, noun.c_str()));
@@ -144,7 +144,7 @@ void write_verdict(std::ostream& out, const ProcessReport& r, const analysis::Pr
 void write_growth(std::ostream& out, const ProcessReport& r) {
   const analysis::GrowthReport& g = r.growth;
   if (g.steps == 0) return;  // the Verdict line says why nothing was judged
-  std::string noun = iteration_noun(g.step_source);
+  std::string noun = step_noun(g.step_source);
   out << fmt::format("\n  Iterations: {} {}, first {} ignored as warm-up\n", g.steps,
                      g.phase.empty() ? g.step_source : g.phase, g.warmup_steps);
   if (!g.step_source_reason.empty()) {
@@ -207,7 +207,7 @@ void write_growth(std::ostream& out, const ProcessReport& r) {
 
 }  // namespace
 
-std::string iteration_noun(const std::string& step_source) {
+std::string step_noun(const std::string& step_source) {
   if (step_source == "dataloader") return "batch";
   if (step_source == "allocation-period") return "iteration";
   if (step_source == "python-loop") return "iteration";
@@ -216,7 +216,7 @@ std::string iteration_noun(const std::string& step_source) {
 }
 
 std::string live_leak_message(const analysis::GrowthReport& g) {
-  std::string noun = iteration_noun(g.step_source);
+  std::string noun = step_noun(g.step_source);
   std::string message =
       fmt::format("LEAK {} {}", format_rate(g.rate_bytes_per_step, noun.c_str()),
                   growth_start_text(g.first_growing_step.value_or(0), g.warmup_steps, noun));

@@ -33,9 +33,9 @@ void write_job_text_report(std::ostream& out, const analysis::JobReport& job,
 // "LEAK +38.0 MiB/step since step 12 from train.py:42 `out = model(x)`; held by ...".
 std::string live_leak_message(const analysis::GrowthReport& growth);
 
-// What one iteration of a step source is called in reports: "step"
+// What one step is called in reports, by its step source: "step"
 // (optimizer, gpuleak.step()), "batch" (DataLoader), "iteration" (a loop
 // found in the allocations), "window" (time windows).
-std::string iteration_noun(const std::string& step_source);
+std::string step_noun(const std::string& step_source);
 
 }  // namespace gpuleak::report

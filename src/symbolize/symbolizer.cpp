@@ -143,9 +143,10 @@ void add_inline_chain(Dwfl_Module* module, Dwarf_Addr address, NativeFrame* fram
 
 }  // namespace
 
-struct Symbolizer::Dwarf {
+// Its own name: libdw declares a global `struct Dwarf` already.
+struct Symbolizer::DwflSession {
   Dwfl* session = nullptr;
-  ~Dwarf() {
+  ~DwflSession() {
     if (session) dwfl_end(session);
   }
 };
@@ -200,7 +201,7 @@ NativeFrame Symbolizer::lookup(std::uint64_t return_address) {
   frame.module_offset = address - module->load_bias;
 
   if (!dwarf_ || modules_changed_) {
-    dwarf_ = std::make_unique<Dwarf>();
+    dwarf_ = std::make_unique<DwflSession>();
     dwarf_->session = dwfl_begin(&kOfflineCallbacks);
     if (dwarf_->session) {
       dwfl_report_begin(dwarf_->session);

@@ -60,8 +60,8 @@ class Symbolizer {
   std::vector<trace::ModuleRecord> modules_;
   std::unordered_map<std::uint64_t, NativeFrame> cache_;
   std::unordered_map<std::uint64_t, trace::SymbolRecord> embedded_;
-  struct Dwarf;
-  std::unique_ptr<Dwarf> dwarf_;
+  struct DwflSession;
+  std::unique_ptr<DwflSession> dwarf_;
   bool modules_changed_ = false;
 };
 

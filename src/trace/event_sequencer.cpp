@@ -14,7 +14,8 @@ constexpr std::size_t kMaxSkippedKept = 4096;
 }  // namespace
 
 Record EventSequencer::to_record(HeldEvent&& event) {
-  return std::visit([](auto&& e) -> Record { return std::move(e); }, std::move(event));
+  return std::visit([](auto&& e) -> Record { return std::forward<decltype(e)>(e); },
+                    std::move(event));
 }
 
 void EventSequencer::note_lost(const LostRecord& lost) {
@@ -159,7 +160,7 @@ void EventSequencer::push(Record record) {
       [&](auto&& r) {
         using T = std::decay_t<decltype(r)>;
         if constexpr (std::is_constructible_v<HeldEvent, T&&> && requires { r.seq; }) {
-          hold(seq, HeldEvent(std::move(r)));
+          hold(seq, HeldEvent(std::forward<decltype(r)>(r)));
         }
       },
       std::move(record));

@@ -84,7 +84,7 @@ enum class StepSource : std::uint8_t {
   // Found by the analysis in the allocation stream itself (a loop body that
   // repeats); never written into a trace.
   kAllocationPeriod = GPULEAK_STEP_FROM_ALLOCATION_PERIOD,
-  // A time round the loop of the program's main script that the Python
+  // A pass of the loop of the program's main script that the Python
   // package follows (sys.monitoring back-edges, Python 3.12+).
   kPythonLoop = GPULEAK_STEP_FROM_PYTHON_LOOP,
 };
@@ -318,7 +318,7 @@ struct StepRecord {
   std::uint64_t time_ns = 0;
   std::uint64_t step = 0;
   StepSource source = StepSource::kExplicit;
-  // Which clock of that source ticked: two DataLoaders are two clocks (a
+  // Which clock of that source marked the step: two DataLoaders are two clocks (a
   // `clock` annotation may describe it). Appended in format 1.2: 0 in
   // traces written before it, and for sources with one clock.
   std::uint32_t clock = 0;

@@ -121,7 +121,7 @@ def test_docs_list_every_step_source_of_the_header_in_their_order_of_trust():
                       if line.startswith("| `step_source` |"))
     assert set(re.findall(r"`([a-z]+(?:-[a-z]+)*)`", schema_row.split("|")[2])) >= set(names), \
         "docs/json-schema.md's step_source row misses a step source"
-    # docs/torch.md's "Iterations" table: | order | `name` | ... in trust order,
+    # docs/torch.md's "Steps" table: | order | `name` | ... in trust order,
     # the order src/analysis/clock_arbiter.cpp's trust_rank gives.
     table = re.findall(r"^\| ([0-9]+) \| `([a-z-]+)` \|", read("docs", "torch.md"), re.M)
     assert sorted(name for _, name in table) == sorted(names), "docs/torch.md's order-of-trust table"

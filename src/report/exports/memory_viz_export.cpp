@@ -183,7 +183,7 @@ void write_segment(PickleWriter& p, FrameLists& frames, Segment& s) {
   p.key("stream");
   p.integer(0);
   p.key("segment_type");
-  p.string(s.size >= 1024 * 1024 ? "large" : "small");
+  p.string(s.size >= std::uint64_t{1024} * 1024 ? "large" : "small");
   p.key("segment_pool_id");
   p.begin_tuple();
   p.integer(0);
