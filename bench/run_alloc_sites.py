@@ -26,8 +26,9 @@ import tempfile
 
 
 def run(argv, env):
-    out = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         env=dict(os.environ, **env), timeout=120)
+    out = subprocess.run(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ, **env), timeout=120
+    )
     for line in reversed(out.stdout.splitlines()):
         if line.startswith("{"):
             return json.loads(line)
@@ -52,11 +53,25 @@ def main():
         row = {"native_async_us": [], "reuse": [], "no_reuse": []}
         for p in range(args.processes):
             for name, env in (
-                    ("native", {}),
-                    ("reuse", {"CUDA_INJECTION64_PATH": args.collector, "GPULEAK_BENCH_IN_PROCESS": "1",
-                               "GPULEAK_TRACE_DIR": traces}),
-                    ("no_reuse", {"CUDA_INJECTION64_PATH": args.collector, "GPULEAK_BENCH_IN_PROCESS": "1",
-                                  "GPULEAK_TRACE_DIR": traces, "GPULEAK_REUSE_STACKS": "0"})):
+                ("native", {}),
+                (
+                    "reuse",
+                    {
+                        "CUDA_INJECTION64_PATH": args.collector,
+                        "GPULEAK_BENCH_IN_PROCESS": "1",
+                        "GPULEAK_TRACE_DIR": traces,
+                    },
+                ),
+                (
+                    "no_reuse",
+                    {
+                        "CUDA_INJECTION64_PATH": args.collector,
+                        "GPULEAK_BENCH_IN_PROCESS": "1",
+                        "GPULEAK_TRACE_DIR": traces,
+                        "GPULEAK_REUSE_STACKS": "0",
+                    },
+                ),
+            ):
                 try:
                     result = run(argv, env)
                 except Exception as error:
@@ -67,36 +82,56 @@ def main():
                 else:
                     a = result["async_median_us"]
                     s = result["sync_median_us"]
-                    row[name].append({"async_recording_over_off": a["recording"] / a["callbacks_off"],
-                                      "async_empty_over_off": a["empty_callbacks"] / a["callbacks_off"],
-                                      "sync_recording_over_off": s["recording"] / s["callbacks_off"],
-                                      "async_us": a, "sync_us": s})
+                    row[name].append(
+                        {
+                            "async_recording_over_off": a["recording"] / a["callbacks_off"],
+                            "async_empty_over_off": a["empty_callbacks"] / a["callbacks_off"],
+                            "sync_recording_over_off": s["recording"] / s["callbacks_off"],
+                            "async_us": a,
+                            "sync_us": s,
+                        }
+                    )
             for f in os.listdir(traces):
                 os.remove(os.path.join(traces, f))
-        summary = {"native_async_pair_us": statistics.median(row["native_async_us"])
-                   if row["native_async_us"] else None}
+        summary = {
+            "native_async_pair_us": statistics.median(row["native_async_us"]) if row["native_async_us"] else None
+        }
         for name in ("reuse", "no_reuse"):
             if row[name]:
-                summary[name + "_async_ratio"] = round(statistics.median(
-                    r["async_recording_over_off"] for r in row[name]), 3)
-                summary[name + "_sync_ratio"] = round(statistics.median(
-                    r["sync_recording_over_off"] for r in row[name]), 3)
+                summary[name + "_async_ratio"] = round(
+                    statistics.median(r["async_recording_over_off"] for r in row[name]), 3
+                )
+                summary[name + "_sync_ratio"] = round(
+                    statistics.median(r["sync_recording_over_off"] for r in row[name]), 3
+                )
         summary["processes"] = row
         results[str(sites)] = summary
-        print("%2d sites: async recording/off %s with reuse, %s without; sync %s" % (
-            sites, summary.get("reuse_async_ratio"), summary.get("no_reuse_async_ratio"),
-            summary.get("reuse_sync_ratio")), flush=True)
+        print(
+            "%2d sites: async recording/off %s with reuse, %s without; sync %s"
+            % (
+                sites,
+                summary.get("reuse_async_ratio"),
+                summary.get("no_reuse_async_ratio"),
+                summary.get("reuse_sync_ratio"),
+            ),
+            flush=True,
+        )
     # Remembered stacks must stay a win (or at worst even) for any number of sites.
     verdict = {}
     for sites, summary in results.items():
         if "reuse_async_ratio" in summary and "no_reuse_async_ratio" in summary:
             verdict["reuse_not_slower_at_%s_sites" % sites] = (
-                summary["reuse_async_ratio"] <= summary["no_reuse_async_ratio"] * 1.02)
-    report = {"what": "1 MiB stream-ordered (and synchronous) pair from SITES call sites in turn: "
-                      "recording over CUPTI callbacks off in the same process, with and without "
-                      "remembered stacks; native processes for the absolute time",
-              "command": " ".join([sys.argv[0]] + sys.argv[1:]),
-              "results": results, "remembered_stacks_win": verdict, "errors": errors}
+                summary["reuse_async_ratio"] <= summary["no_reuse_async_ratio"] * 1.02
+            )
+    report = {
+        "what": "1 MiB stream-ordered (and synchronous) pair from SITES call sites in turn: "
+        "recording over CUPTI callbacks off in the same process, with and without "
+        "remembered stacks; native processes for the absolute time",
+        "command": " ".join([sys.argv[0]] + sys.argv[1:]),
+        "results": results,
+        "remembered_stacks_win": verdict,
+        "errors": errors,
+    }
     with open(args.out, "w") as f:
         json.dump(report, f, indent=1)
         f.write("\n")

@@ -57,8 +57,9 @@ def quartiles(values):
 def run(argv, env_extra, cpus=None):
     env = dict(os.environ, **env_extra)
     pin = (lambda: os.sched_setaffinity(0, cpus)) if cpus else None
-    out = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, timeout=180,
-                         preexec_fn=pin)
+    out = subprocess.run(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, timeout=180, preexec_fn=pin
+    )
     for line in reversed(out.stdout.splitlines()):
         if line.startswith("{"):
             return json.loads(line), out.stderr
@@ -75,10 +76,12 @@ def main():
     parser.add_argument("--seconds", type=float, default=330)
     parser.add_argument("--async-pairs", type=int, default=20000)
     parser.add_argument("--sync-pairs", type=int, default=200)
-    parser.add_argument("--breakdown-sites", type=int, default=0,
-                        help="also run the skip_PART configurations at this number of sites")
-    parser.add_argument("--cpus", default="",
-                        help="comma-separated CPUs each run is pinned to (default: the first four allowed)")
+    parser.add_argument(
+        "--breakdown-sites", type=int, default=0, help="also run the skip_PART configurations at this number of sites"
+    )
+    parser.add_argument(
+        "--cpus", default="", help="comma-separated CPUs each run is pinned to (default: the first four allowed)"
+    )
     args = parser.parse_args()
     allowed = sorted(os.sched_getaffinity(0))
     cpus = {int(c) for c in args.cpus.split(",")} if args.cpus else set(allowed[:4])
@@ -87,8 +90,18 @@ def main():
 
     def pairs_argv(sites, sanitizer=False):
         if sanitizer:
-            return ["compute-sanitizer", "--tool", "memcheck", "--leak-check", "full", args.alloc_pairs, "3",
-                    str(args.async_pairs // 4), str(args.sync_pairs // 2), str(sites)]
+            return [
+                "compute-sanitizer",
+                "--tool",
+                "memcheck",
+                "--leak-check",
+                "full",
+                args.alloc_pairs,
+                "3",
+                str(args.async_pairs // 4),
+                str(args.sync_pairs // 2),
+                str(sites),
+            ]
         return [args.alloc_pairs, "5", str(args.async_pairs), str(args.sync_pairs), str(sites)]
 
     configs = {
@@ -99,15 +112,18 @@ def main():
         "native_again": lambda sites: (pairs_argv(sites), {}),
     }
     for part in BREAKDOWN_PARTS if args.breakdown_sites else ():
-        configs["skip_" + part] = (lambda part: lambda sites: (
-            under_gpuleak + pairs_argv(sites), {"GPULEAK_BENCH_SKIP": part}))(part)
+        configs["skip_" + part] = (
+            lambda part: lambda sites: (under_gpuleak + pairs_argv(sites), {"GPULEAK_BENCH_SKIP": part})
+        )(part)
     names = list(configs)
-    in_process_argv = (lambda sites: under_gpuleak + pairs_argv(sites))
+    in_process_argv = lambda sites: under_gpuleak + pairs_argv(sites)
     sites_list = [int(s) for s in args.sites.split(",")]
     # Which backend `gpuleak run` records with, and that it records (one short verbose run).
     check, check_err = run(under_gpuleak + [args.alloc_pairs, "1", "1000", "10", "1"], {"GPULEAK_VERBOSE": "1"})
-    backend = next((line.split("capture backend: ", 1)[1] for line in check_err.splitlines()
-                    if "capture backend: " in line), "unknown: " + check_err[-300:])
+    backend = next(
+        (line.split("capture backend: ", 1)[1] for line in check_err.splitlines() if "capture backend: " in line),
+        "unknown: " + check_err[-300:],
+    )
     samples = {str(s): {n: {"async": [], "sync": []} for n in names} for s in sites_list}
     in_process = {str(s): [] for s in sites_list}
     errors = []
@@ -121,8 +137,9 @@ def main():
             for i in range(len(turn) + 1):
                 if i == len(turn):  # the in-process comparison, once a round
                     try:
-                        result, _ = run(in_process_argv(sites), {"GPULEAK_TRACE_DIR": traces,
-                                                                 "GPULEAK_BENCH_IN_PROCESS": "1"}, cpus)
+                        result, _ = run(
+                            in_process_argv(sites), {"GPULEAK_TRACE_DIR": traces, "GPULEAK_BENCH_IN_PROCESS": "1"}, cpus
+                        )
                         in_process[str(sites)].append(result)
                     except Exception as error:
                         errors.append("in-process sites %d round %d: %s" % (sites, r, error))
@@ -158,10 +175,14 @@ def main():
                 if not ratios:
                     continue
                 q1, q2, q3 = quartiles(ratios)
-                entry[kind] = {"round_ratios": [round(x, 3) for x in ratios],
-                               "median_round_ratio": round(q2, 3), "iqr_round_ratio": round(q3 - q1, 3),
-                               "ratio_of_medians": round(statistics.median(mine) /
-                                                         statistics.median([b for b in native[kind] if b]), 3)}
+                entry[kind] = {
+                    "round_ratios": [round(x, 3) for x in ratios],
+                    "median_round_ratio": round(q2, 3),
+                    "iqr_round_ratio": round(q3 - q1, 3),
+                    "ratio_of_medians": round(
+                        statistics.median(mine) / statistics.median([b for b in native[kind] if b]), 3
+                    ),
+                }
             row[name] = entry
         ratios = {"recording": [], "empty": []}
         for result in in_process[sites]:
@@ -173,26 +194,36 @@ def main():
             entry = {}
             for what, values in ratios.items():
                 q1, q2, q3 = quartiles(values)
-                entry[what] = {"process_ratios": [round(x, 3) for x in values],
-                               "median_ratio": round(q2, 3), "iqr": round(q3 - q1, 3)}
+                entry[what] = {
+                    "process_ratios": [round(x, 3) for x in values],
+                    "median_ratio": round(q2, 3),
+                    "iqr": round(q3 - q1, 3),
+                }
             entry["modes"] = list(in_process[sites][0]["async_median_us"])
-            entry["median_us_async"] = {k: round(statistics.median(r["async_median_us"][k] for r in in_process[sites]), 4)
-                                        for k in entry["modes"]}
+            entry["median_us_async"] = {
+                k: round(statistics.median(r["async_median_us"][k] for r in in_process[sites]), 4)
+                for k in entry["modes"]
+            }
             row["gpuleak_in_process"] = entry
         g = row["gpuleak"].get("async")
-        row["meets_target"] = bool(g) and g["median_round_ratio"] <= TARGET_RATIO and \
-            g["iqr_round_ratio"] <= TARGET_IQR
+        row["meets_target"] = bool(g) and g["median_round_ratio"] <= TARGET_RATIO and g["iqr_round_ratio"] <= TARGET_IQR
         figures[sites] = row
-    result = {"what": "1 MiB cudaMallocAsync+cudaFreeAsync (async) and cudaMalloc+cudaFree (sync) pairs, us per "
-                      "pair (median of each process's 5 inner rounds), fresh processes, configurations interleaved "
-                      "in turning order; round ratios against native of the same round and sites",
-              "command": " ".join(["python3", sys.argv[0]] + sys.argv[1:]),
-              "capture_backend": backend.strip(), "rounds_done": rounds_done,
-              "seconds": round(time.time() - started, 1),
-              "target": {"async_median_round_ratio_max": TARGET_RATIO, "async_iqr_max": TARGET_IQR},
-              "cpus": sorted(cpus), "samples_us": samples, "in_process": in_process,
-              "figures": figures, "errors": errors,
-              "meets_target": all(f["meets_target"] for f in figures.values()) and rounds_done >= 8}
+    result = {
+        "what": "1 MiB cudaMallocAsync+cudaFreeAsync (async) and cudaMalloc+cudaFree (sync) pairs, us per "
+        "pair (median of each process's 5 inner rounds), fresh processes, configurations interleaved "
+        "in turning order; round ratios against native of the same round and sites",
+        "command": " ".join(["python3", sys.argv[0]] + sys.argv[1:]),
+        "capture_backend": backend.strip(),
+        "rounds_done": rounds_done,
+        "seconds": round(time.time() - started, 1),
+        "target": {"async_median_round_ratio_max": TARGET_RATIO, "async_iqr_max": TARGET_IQR},
+        "cpus": sorted(cpus),
+        "samples_us": samples,
+        "in_process": in_process,
+        "figures": figures,
+        "errors": errors,
+        "meets_target": all(f["meets_target"] for f in figures.values()) and rounds_done >= 8,
+    }
     with open(args.out, "w") as f:
         json.dump(result, f, indent=1)
         f.write("\n")
@@ -202,14 +233,28 @@ def main():
                 continue
             a = row[name].get("async") or {}
             s = row[name].get("sync") or {}
-            print("%2s sites %-26s async %5.2fx (IQR %.2f)  sync %5.2fx" % (
-                sites, name, a.get("median_round_ratio", float("nan")), a.get("iqr_round_ratio", float("nan")),
-                s.get("median_round_ratio", float("nan"))))
+            print(
+                "%2s sites %-26s async %5.2fx (IQR %.2f)  sync %5.2fx"
+                % (
+                    sites,
+                    name,
+                    a.get("median_round_ratio", float("nan")),
+                    a.get("iqr_round_ratio", float("nan")),
+                    s.get("median_round_ratio", float("nan")),
+                )
+            )
         inside = row.get("gpuleak_in_process")
         if inside:
-            print("%2s sites %-26s async %5.2fx (IQR %.2f)  empty hooks %5.2fx" % (
-                sites, "gpuleak_in_process", inside["recording"]["median_ratio"], inside["recording"]["iqr"],
-                inside["empty"]["median_ratio"]))
+            print(
+                "%2s sites %-26s async %5.2fx (IQR %.2f)  empty hooks %5.2fx"
+                % (
+                    sites,
+                    "gpuleak_in_process",
+                    inside["recording"]["median_ratio"],
+                    inside["recording"]["iqr"],
+                    inside["empty"]["median_ratio"],
+                )
+            )
     print("backend: %s; rounds %d; meets 1.2x / IQR 0.15: %s" % (backend.strip(), rounds_done, result["meets_target"]))
 
 

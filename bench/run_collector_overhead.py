@@ -52,8 +52,9 @@ def backend_used(pairs, env_extra, gpuleak):
     # keyword given twice to dict() is a TypeError: the benchmark never ran).
     env = dict(os.environ, **env_extra)
     env.update(GPULEAK_VERBOSE="1", GPULEAK_TRACE_DIR=trace_dir)
-    out = subprocess.run([pairs, "1", "1000", "10"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         text=True, env=env, timeout=120)
+    out = subprocess.run(
+        [pairs, "1", "1000", "10"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, timeout=120
+    )
     seen = {"backend": "unknown", "allocations": None}
     for line in out.stderr.splitlines():
         if "capture backend: " in line:
@@ -61,8 +62,13 @@ def backend_used(pairs, env_extra, gpuleak):
         if "collector disabled" in line:
             seen["backend"] = "disabled: " + line.split(": ", 2)[-1][:200]
     if gpuleak and os.path.exists(gpuleak):
-        report = subprocess.run([gpuleak, "report", "--json", trace_dir], stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True, timeout=120)
+        report = subprocess.run(
+            [gpuleak, "report", "--json", trace_dir],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+        )
         try:
             processes = json.loads(report.stdout)["processes"]
             seen["allocations"] = sum((p.get("events") or {}).get("allocations", 0) for p in processes)
@@ -112,6 +118,7 @@ def ratio_by_state(samples, name):
     apart than the sync pair's); both of its pairs are counted in that state.
     None unless both configurations have samples in both states.
     """
+
     def by_state(config):
         threshold = split_by_state(samples[config]["async"])
         if threshold is None:
@@ -122,6 +129,7 @@ def ratio_by_state(samples, name):
             group["async"].append(a)
             group["sync"].append(s)
         return groups
+
     native, mine = by_state("native"), by_state(name)
     if not native or not mine:
         return None
@@ -131,8 +139,11 @@ def ratio_by_state(samples, name):
         for kind in ("async", "sync"):
             mine_median = statistics.median(mine[state][kind])
             native_median = statistics.median(native[state][kind])
-            out[state][kind] = {"ratio": mine_median / native_median, "median_us": mine_median,
-                                "native_median_us": native_median}
+            out[state][kind] = {
+                "ratio": mine_median / native_median,
+                "median_us": mine_median,
+                "native_median_us": native_median,
+            }
     return out
 
 
@@ -149,9 +160,12 @@ def measure_in_process(pin, pairs, traced, processes):
     unwinding every stack instead of reusing one unwound at the same place.
     """
     out = {}
-    for variant, extra in (("full", {}), ("no_native_stacks", {"GPULEAK_NATIVE_DEPTH": "0"}),
-                           ("precise_clock", {"GPULEAK_CLOCK": "precise"}),
-                           ("no_stack_reuse", {"GPULEAK_REUSE_STACKS": "0"})):
+    for variant, extra in (
+        ("full", {}),
+        ("no_native_stacks", {"GPULEAK_NATIVE_DEPTH": "0"}),
+        ("precise_clock", {"GPULEAK_CLOCK": "precise"}),
+        ("no_stack_reuse", {"GPULEAK_REUSE_STACKS": "0"}),
+    ):
         ratios = {"async": [], "sync": []}
         empty_ratios = {"async": [], "sync": []}
         processes_out = []
@@ -160,8 +174,9 @@ def measure_in_process(pin, pairs, traced, processes):
             processes_out.append(result)
             for kind in ("async", "sync"):
                 series = result[kind + "_all_us"]
-                for off, empty, recording in zip(series["callbacks_off"], series["empty_callbacks"],
-                                                 series["recording"]):
+                for off, empty, recording in zip(
+                    series["callbacks_off"], series["empty_callbacks"], series["recording"]
+                ):
                     ratios[kind].append(recording / off)
                     empty_ratios[kind].append(empty / off)
         out[variant] = {
@@ -189,17 +204,23 @@ def judge(result):
     # the two configurations' processes landed in them in different
     # proportions).
     by_state = result["ratio_by_state"].get("gpuleak")
-    counted = [state for state in ("fast", "slow") if by_state and
-               min(by_state[state]["processes"], by_state[state]["native_processes"]) >= MIN_PROCESSES_PER_STATE]
+    counted = [
+        state
+        for state in ("fast", "slow")
+        if by_state
+        and min(by_state[state]["processes"], by_state[state]["native_processes"]) >= MIN_PROCESSES_PER_STATE
+    ]
     result["states_counted"] = counted
     if counted:
-        result["meets_targets"] = all(by_state[state]["async"]["ratio"] <= 2.0 and
-                                      by_state[state]["sync"]["ratio"] <= 1.1 for state in counted)
+        result["meets_targets"] = all(
+            by_state[state]["async"]["ratio"] <= 2.0 and by_state[state]["sync"]["ratio"] <= 1.1 for state in counted
+        )
     else:
         ratio = result["ratio_to_native"]["gpuleak"]
         paired = result["median_of_round_ratios"]["gpuleak"]
-        result["meets_targets"] = max(ratio["async"], paired["async"]) <= 2.0 and \
-            max(ratio["sync"], paired["sync"]) <= 1.1
+        result["meets_targets"] = (
+            max(ratio["async"], paired["async"]) <= 2.0 and max(ratio["sync"], paired["sync"]) <= 1.1
+        )
     if in_process:
         # Against CUPTI's callbacks switched off in the same process: steadier,
         # but its baseline carries CUPTI's subscription, which a process
@@ -219,12 +240,17 @@ def target_met(result, name, async_target):
     if name not in result["samples_us"]:
         return None
     by_state = result["ratio_by_state"].get(name)
-    counted = [state for state in ("fast", "slow") if by_state and
-               min(by_state[state]["processes"], by_state[state]["native_processes"]) >= MIN_PROCESSES_PER_STATE]
+    counted = [
+        state
+        for state in ("fast", "slow")
+        if by_state
+        and min(by_state[state]["processes"], by_state[state]["native_processes"]) >= MIN_PROCESSES_PER_STATE
+    ]
     if counted:
         return all(by_state[state]["async"]["ratio"] <= async_target for state in counted)
-    return max(result["ratio_to_native"][name]["async"],
-               result["median_of_round_ratios"][name]["async"]) <= async_target
+    return (
+        max(result["ratio_to_native"][name]["async"], result["median_of_round_ratios"][name]["async"]) <= async_target
+    )
 
 
 def main():
@@ -245,27 +271,33 @@ def main():
     parser.add_argument("out_json")
     parser.add_argument("rounds", nargs="?", type=int, default=3)
     parser.add_argument("--cpus", default=None, help="taskset CPU list for every run")
-    parser.add_argument("--interposer", default=None,
-                        help="libgpuleak_interposer.so (default: beside the collector)")
+    parser.add_argument("--interposer", default=None, help="libgpuleak_interposer.so (default: beside the collector)")
     parser.add_argument("--configs", default=None, help="comma-separated subset (native is always run)")
-    parser.add_argument("--in-process", type=int, default=0, metavar="PROCESSES",
-                        help="also run this many processes that compare callbacks off / empty / "
-                             "recording inside one process (GPULEAK_BENCH_IN_PROCESS=1)")
+    parser.add_argument(
+        "--in-process",
+        type=int,
+        default=0,
+        metavar="PROCESSES",
+        help="also run this many processes that compare callbacks off / empty / "
+        "recording inside one process (GPULEAK_BENCH_IN_PROCESS=1)",
+    )
     options = parser.parse_args()
     pairs, collector, out_json, rounds = options.pairs, options.collector, options.out_json, options.rounds
     trace_dir = tempfile.mkdtemp(prefix="gpuleak-bench-")
-    traced = {"CUDA_INJECTION64_PATH": collector, "GPULEAK_TRACE_DIR": trace_dir,
-              "GPULEAK_BACKEND": "cupti"}
-    interposer = options.interposer or os.path.join(os.path.dirname(os.path.abspath(collector)),
-                                                    "libgpuleak_interposer.so")
+    traced = {"CUDA_INJECTION64_PATH": collector, "GPULEAK_TRACE_DIR": trace_dir, "GPULEAK_BACKEND": "cupti"}
+    interposer = options.interposer or os.path.join(
+        os.path.dirname(os.path.abspath(collector)), "libgpuleak_interposer.so"
+    )
     interposed = dict(traced, LD_PRELOAD=interposer, GPULEAK_BACKEND="interposer")
     configs = {
         "native": ([pairs, "7", "20000", "500"], {}),
         "gpuleak": ([pairs, "7", "20000", "500"], traced),
         # The driver interposer instead of CUPTI: what `gpuleak run` uses.
         "gpuleak_interposer": ([pairs, "7", "20000", "500"], interposed),
-        "gpuleak_interposer_no_native_stacks": ([pairs, "7", "20000", "500"],
-                                                dict(interposed, GPULEAK_NATIVE_DEPTH="0")),
+        "gpuleak_interposer_no_native_stacks": (
+            [pairs, "7", "20000", "500"],
+            dict(interposed, GPULEAK_NATIVE_DEPTH="0"),
+        ),
         # What the parts cost: CUPTI's callbacks alone, and recording without native stacks.
         "cupti_empty_callbacks": ([pairs, "7", "20000", "500"], dict(traced, GPULEAK_EMPTY_CALLBACKS="1")),
         "gpuleak_no_native_stacks": ([pairs, "7", "20000", "500"], dict(traced, GPULEAK_NATIVE_DEPTH="0")),
@@ -274,8 +306,10 @@ def main():
         # coarse clock where a precise read is a system call.
         "gpuleak_precise_clock": ([pairs, "7", "20000", "500"], dict(traced, GPULEAK_CLOCK="precise")),
         "gpuleak_coarse_clock": ([pairs, "7", "20000", "500"], dict(traced, GPULEAK_CLOCK="coarse")),
-        "compute_sanitizer": (["compute-sanitizer", "--tool", "memcheck", "--leak-check", "full", pairs, "5",
-                               "5000", "200"], {}),
+        "compute_sanitizer": (
+            ["compute-sanitizer", "--tool", "memcheck", "--leak-check", "full", pairs, "5", "5000", "200"],
+            {},
+        ),
     }
     if options.configs:
         wanted = set(options.configs.split(",")) | {"native"}
@@ -299,18 +333,28 @@ def main():
     result = {
         "command": "python3 bench/run_collector_overhead.py " + " ".join(sys.argv[1:]),
         "cpus": options.cpus,
-        "what": "median microseconds per 1 MiB allocate+free pair; each configuration run %d times, interleaved" % rounds,
+        "what": "median microseconds per 1 MiB allocate+free pair; each configuration run %d times, interleaved"
+        % rounds,
         "samples_us": samples,
         "median_us": medians,
         "ratio_to_native": {
             name: {kind: medians[name][kind] / medians["native"][kind] for kind in ("async", "sync")}
-            for name in configs if name != "native"},
+            for name in configs
+            if name != "native"
+        },
         "median_of_round_ratios": {
-            name: {kind: statistics.median(v / b for v, b in zip(samples[name][kind], samples["native"][kind]))
-                   for kind in ("async", "sync")}
-            for name in configs if name != "native"},
-        "targets": {"gpuleak_async_max_ratio": 2.0, "gpuleak_sync_max_ratio": 1.1,
-                    "gpuleak_interposer_async_max_ratio": INTERPOSER_ASYNC_TARGET},
+            name: {
+                kind: statistics.median(v / b for v, b in zip(samples[name][kind], samples["native"][kind]))
+                for kind in ("async", "sync")
+            }
+            for name in configs
+            if name != "native"
+        },
+        "targets": {
+            "gpuleak_async_max_ratio": 2.0,
+            "gpuleak_sync_max_ratio": 1.1,
+            "gpuleak_interposer_async_max_ratio": INTERPOSER_ASYNC_TARGET,
+        },
         "seconds": round(time.time() - started, 1),
         # Which capture backend each traced configuration really ran with
         # (GPULEAK_VERBOSE=1 of one short run): a fallback would time the wrong thing.
@@ -325,14 +369,26 @@ def main():
     with open(out_json, "w") as f:
         json.dump(result, f, indent=2)
     if in_process:
-        print(json.dumps({variant: {k: v for k, v in value.items() if k != "processes"}
-                          for variant, value in in_process.items()}), flush=True)
-    print(json.dumps({"median_us": medians, "ratio_to_native": result["ratio_to_native"],
-                      "ratio_by_state": result["ratio_by_state"],
-                      "median_of_round_ratios": result["median_of_round_ratios"],
-                      "meets_targets": result["meets_targets"],
-                      "meets_interposer_target": result.get("meets_interposer_target"),
-                      "meets_targets_in_process": result.get("meets_targets_in_process")}), flush=True)
+        print(
+            json.dumps(
+                {variant: {k: v for k, v in value.items() if k != "processes"} for variant, value in in_process.items()}
+            ),
+            flush=True,
+        )
+    print(
+        json.dumps(
+            {
+                "median_us": medians,
+                "ratio_to_native": result["ratio_to_native"],
+                "ratio_by_state": result["ratio_by_state"],
+                "median_of_round_ratios": result["median_of_round_ratios"],
+                "meets_targets": result["meets_targets"],
+                "meets_interposer_target": result.get("meets_interposer_target"),
+                "meets_targets_in_process": result.get("meets_targets_in_process"),
+            }
+        ),
+        flush=True,
+    )
 
 
 if __name__ == "__main__":

@@ -25,8 +25,14 @@ import tempfile
 
 def ns_per_pair(program, collector, pairs, depth, sites, env_extra, traces):
     env = dict(os.environ, GPULEAK_TRACE_DIR=traces, **env_extra)
-    out = subprocess.run([program, collector, str(pairs), str(depth), str(sites)],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, timeout=300)
+    out = subprocess.run(
+        [program, collector, str(pairs), str(depth), str(sites)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     for name in os.listdir(traces):
         os.remove(os.path.join(traces, name))
     result = json.loads(out.stdout.strip().splitlines()[-1])
@@ -59,14 +65,16 @@ def main():
                         continue
                     key = (cname, mode, sites)
                     samples.setdefault(key, []).append(
-                        ns_per_pair(program, collector, args.pairs, args.depth, sites, env, traces))
+                        ns_per_pair(program, collector, args.pairs, args.depth, sites, env, traces)
+                    )
         print("round %d done" % r, flush=True)
     results = {}
     for (cname, mode, sites), values in sorted(samples.items()):
         results.setdefault(cname, {}).setdefault(mode, {})[str(sites)] = {
             "ns_per_pair": round(statistics.median(v[0] for v in values), 1),
             "wall_ns_per_pair": round(statistics.median(v[1] for v in values), 1),
-            "all_cpu_ns": [v[0] for v in values]}
+            "all_cpu_ns": [v[0] for v in values],
+        }
     for cname, per_mode in results.items():
         for sites in args.sites.split(","):
             line = "%-8s %2s sites:" % (cname, sites)
@@ -74,15 +82,18 @@ def main():
                 if mode in per_mode:
                     line += "  %s %6.1f ns" % (mode, per_mode[mode][sites]["ns_per_pair"])
             print(line)
-    report = {"what": "ns per allocate/free pair recorded through the collector's C API with native "
-                      "stacks, SITES call sites in turn through one allocating function "
-                      "(bench/cpu/collector_api_pairs.cpp), in the recording thread's CPU time (the wall "
-                      "clock also counts other processes on a shared machine: wall_ns_per_pair); "
-                      "reuse = remembered stacks, no_reuse = "
-                      "GPULEAK_REUSE_STACKS=0, calls_alone = GPULEAK_DISABLE=1; medians of rounds",
-              "command": " ".join([sys.argv[0]] + sys.argv[1:]),
-              "machine": {"cpus": os.cpu_count(), "load_before": os.getloadavg()},
-              "collectors": collectors, "results": results}
+    report = {
+        "what": "ns per allocate/free pair recorded through the collector's C API with native "
+        "stacks, SITES call sites in turn through one allocating function "
+        "(bench/cpu/collector_api_pairs.cpp), in the recording thread's CPU time (the wall "
+        "clock also counts other processes on a shared machine: wall_ns_per_pair); "
+        "reuse = remembered stacks, no_reuse = "
+        "GPULEAK_REUSE_STACKS=0, calls_alone = GPULEAK_DISABLE=1; medians of rounds",
+        "command": " ".join([sys.argv[0]] + sys.argv[1:]),
+        "machine": {"cpus": os.cpu_count(), "load_before": os.getloadavg()},
+        "collectors": collectors,
+        "results": results,
+    }
     with open(args.out, "w") as f:
         json.dump(report, f, indent=1)
         f.write("\n")

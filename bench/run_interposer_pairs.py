@@ -52,8 +52,9 @@ def configurations():
 
 def run_once(build, collector, hooks, env_extra, pairs, depth, sites, traces):
     program = os.path.join(build, "bench", "interposer_pairs")
-    env = dict(os.environ, GPULEAK_TRACE_DIR=traces,
-               LD_LIBRARY_PATH=os.path.join(build, "stand-in-driver"), **env_extra)
+    env = dict(
+        os.environ, GPULEAK_TRACE_DIR=traces, LD_LIBRARY_PATH=os.path.join(build, "stand-in-driver"), **env_extra
+    )
     for name in ("LD_PRELOAD", "CUDA_INJECTION64_PATH", "GPULEAK_DISABLE", "GPULEAK_BENCH_SKIP"):
         if name not in env_extra:
             env.pop(name, None)
@@ -61,8 +62,14 @@ def run_once(build, collector, hooks, env_extra, pairs, depth, sites, traces):
         env["LD_PRELOAD"] = os.path.join(build, "libgpuleak_interposer.so")
         env["CUDA_INJECTION64_PATH"] = collector
         env["GPULEAK_BACKEND"] = "interposer"
-    out = subprocess.run([program, hooks, str(pairs), str(depth), str(sites)], stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True, env=env, timeout=300)
+    out = subprocess.run(
+        [program, hooks, str(pairs), str(depth), str(sites)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     for name in os.listdir(traces):
         os.remove(os.path.join(traces, name))
     if out.returncode != 0:
@@ -107,7 +114,8 @@ def main():
                 "cpu_ns_per_pair": round(statistics.median(v["cpu_ns_per_pair"] for v in values), 1),
                 "process_cpu_ns_per_pair": round(statistics.median(v["process_cpu_ns_per_pair"] for v in values), 1),
                 "wall_ns_per_pair": round(statistics.median(v["ns_per_pair"] for v in values), 1),
-                "all_cpu_ns": [v["cpu_ns_per_pair"] for v in values]}
+                "all_cpu_ns": [v["cpu_ns_per_pair"] for v in values],
+            }
     # The parts, from the medians: each step's difference to the one before it.
     parts = {}
     for sites in map(str, sites_list):
@@ -117,6 +125,7 @@ def main():
         def step(label, high, low):
             if high in m and low in m:
                 row[label] = round(m[high] - m[low], 1)
+
         step("interposer_wrappers", "detached", "native")
         step("hook_calls", "empty_hooks", "detached")
         step("recording_without_native_stacks", "no_native_stacks", "empty_hooks")
@@ -127,17 +136,21 @@ def main():
         step("collector_total", "recording", "native")
         parts[sites] = row
     for sites in map(str, sites_list):
-        print("%2s sites: %s" % (sites, "  ".join("%s %.1f" % (n, results[n][sites]["cpu_ns_per_pair"])
-                                                for n in results)))
+        print(
+            "%2s sites: %s" % (sites, "  ".join("%s %.1f" % (n, results[n][sites]["cpu_ns_per_pair"]) for n in results))
+        )
         print("   parts (ns/pair): %s" % json.dumps(parts[sites]))
-    report = {"what": "ns per cuMemAllocAsync+cuMemFreeAsync pair through libgpuleak_interposer.so into the "
-                      "stand-in libcuda (bench/cpu/interposer_pairs.cpp), SITES call sites in turn, in the "
-                      "calling thread's CPU time (process_cpu adds the writer thread; wall counts other "
-                      "processes on a shared machine); medians of rounds of fresh processes; parts are "
-                      "differences of medians (bench/run_interposer_pairs.py's docstring)",
-              "command": " ".join(["python3", sys.argv[0]] + sys.argv[1:]),
-              "machine": {"cpus": os.cpu_count(), "load_before": os.getloadavg()},
-              "results": results, "parts_ns_per_pair": parts}
+    report = {
+        "what": "ns per cuMemAllocAsync+cuMemFreeAsync pair through libgpuleak_interposer.so into the "
+        "stand-in libcuda (bench/cpu/interposer_pairs.cpp), SITES call sites in turn, in the "
+        "calling thread's CPU time (process_cpu adds the writer thread; wall counts other "
+        "processes on a shared machine); medians of rounds of fresh processes; parts are "
+        "differences of medians (bench/run_interposer_pairs.py's docstring)",
+        "command": " ".join(["python3", sys.argv[0]] + sys.argv[1:]),
+        "machine": {"cpus": os.cpu_count(), "load_before": os.getloadavg()},
+        "results": results,
+        "parts_ns_per_pair": parts,
+    }
     with open(args.out, "w") as f:
         json.dump(report, f, indent=1)
         f.write("\n")

@@ -41,18 +41,22 @@ def run_wait4(argv):
         os.execv(argv[0], argv)
     _, status, usage = os.wait4(pid, 0)
     seconds = time.monotonic() - begin
-    return (os.waitstatus_to_exitcode(status), seconds, usage.ru_maxrss * 1024,
-            usage.ru_utime + usage.ru_stime)
+    return (os.waitstatus_to_exitcode(status), seconds, usage.ru_maxrss * 1024, usage.ru_utime + usage.ru_stime)
 
 
 def commit():
     """The checkout's commit, marked when its tracked files differ from it."""
     here = os.path.dirname(os.path.abspath(__file__))
     try:
-        head = subprocess.run(["git", "-C", here, "rev-parse", "--short", "HEAD"], check=True,
-                       stdout=subprocess.PIPE, text=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", here, "status", "--porcelain", "--untracked-files=no"],
-                        check=True, stdout=subprocess.PIPE, text=True).stdout.strip()
+        head = subprocess.run(
+            ["git", "-C", here, "rev-parse", "--short", "HEAD"], check=True, stdout=subprocess.PIPE, text=True
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", here, "status", "--porcelain", "--untracked-files=no"],
+            check=True,
+            stdout=subprocess.PIPE,
+            text=True,
+        ).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return None
     return head + (" (with uncommitted changes)" if dirty else "")
@@ -100,8 +104,9 @@ def main():
             trace = os.path.join(work, "%s-%d.trace" % (shape, events))
             if not os.path.exists(trace):
                 begin = time.monotonic()
-                made = subprocess.run([shapes_tool, shape, str(events), trace], check=True,
-                                      stdout=subprocess.PIPE, text=True)
+                made = subprocess.run(
+                    [shapes_tool, shape, str(events), trace], check=True, stdout=subprocess.PIPE, text=True
+                )
                 facts = json.loads(made.stdout)
                 facts["write_seconds"] = round(time.monotonic() - begin, 2)
                 with open(trace + ".json", "w") as f:
@@ -112,9 +117,15 @@ def main():
             for _ in range(args.rounds):
                 load_before_round = os.getloadavg()[0]
                 status, seconds, rss, cpu = run_wait4([gpuleak, "report", "--json", trace])
-                rounds.append({"exit": status, "seconds": round(seconds, 3), "cpu_seconds": round(cpu, 3),
-                               "peak_rss_bytes": rss,
-                               "load_1min": [round(load_before_round, 2), round(os.getloadavg()[0], 2)]})
+                rounds.append(
+                    {
+                        "exit": status,
+                        "seconds": round(seconds, 3),
+                        "cpu_seconds": round(cpu, 3),
+                        "peak_rss_bytes": rss,
+                        "load_1min": [round(load_before_round, 2), round(os.getloadavg()[0], 2)],
+                    }
+                )
             row = {
                 "shape": shape,
                 "events": facts["events"],
@@ -128,25 +139,43 @@ def main():
             }
             row["cpu_ns_per_event"] = round(row["cpu_seconds"] * 1e9 / row["events"], 1)
             results.append(row)
-            print("%-11s %11d events  %7.2f s (cpu %7.2f s)  %6.0f MiB  (%s; load %s)" % (
-                shape, row["events"], row["seconds"], row["cpu_seconds"], row["peak_rss_bytes"] / 2**20,
-                ", ".join("exit %d" % r["exit"] for r in rounds),
-                ", ".join("%.1f-%.1f" % tuple(r["load_1min"]) for r in rounds)), flush=True)
+            print(
+                "%-11s %11d events  %7.2f s (cpu %7.2f s)  %6.0f MiB  (%s; load %s)"
+                % (
+                    shape,
+                    row["events"],
+                    row["seconds"],
+                    row["cpu_seconds"],
+                    row["peak_rss_bytes"] / 2**20,
+                    ", ".join("exit %d" % r["exit"] for r in rounds),
+                    ", ".join("%.1f-%.1f" % tuple(r["load_1min"]) for r in rounds),
+                ),
+                flush=True,
+            )
     laws = {}
     for shape in args.shapes.split(","):
         rows = [r for r in results if r["shape"] == shape]
-        laws[shape] = [{"from_events": a["events"], "to_events": b["events"],
-                        "time_exponent": exponent(a, b, "seconds"),
-                        "cpu_time_exponent": exponent(a, b, "cpu_seconds"),
-                        "memory_exponent": exponent(a, b, "peak_rss_bytes")}
-                       for a, b in zip(rows, rows[1:])]
+        laws[shape] = [
+            {
+                "from_events": a["events"],
+                "to_events": b["events"],
+                "time_exponent": exponent(a, b, "seconds"),
+                "cpu_time_exponent": exponent(a, b, "cpu_seconds"),
+                "memory_exponent": exponent(a, b, "peak_rss_bytes"),
+            }
+            for a, b in zip(rows, rows[1:])
+        ]
     report = {
         "what": "gpuleak report --json on synthetic traces (bench/cpu/trace_shapes.cpp): wall time "
-                "and peak RSS per size and shape; growth law: exponent k of time ~ events^k",
+        "and peak RSS per size and shape; growth law: exponent k of time ~ events^k",
         "command": " ".join([sys.argv[0]] + sys.argv[1:]),
         "gpuleak": gpuleak,
-        "machine": {"cpus": os.cpu_count(), "cpu": cpu_model(), "load_before": load_before,
-                    "load_after": os.getloadavg()},
+        "machine": {
+            "cpus": os.cpu_count(),
+            "cpu": cpu_model(),
+            "load_before": load_before,
+            "load_after": os.getloadavg(),
+        },
         "commit": commit(),
         "results": results,
         "growth_law": laws,

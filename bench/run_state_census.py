@@ -35,23 +35,32 @@ def main():
     for _ in range(count):
         for name, env in configs.items():
             samples[name].append(run([pairs, "3", "4000", "20"], env)["async_pair_us"])
-    result = {"command": "python3 bench/run_state_census.py " + " ".join(sys.argv[1:]),
-              "what": "median microseconds per 1 MiB cudaMallocAsync+cudaFreeAsync pair, one sample per process",
-              "samples_us": samples, "states": {}, "seconds": round(time.time() - started, 1)}
+    result = {
+        "command": "python3 bench/run_state_census.py " + " ".join(sys.argv[1:]),
+        "what": "median microseconds per 1 MiB cudaMallocAsync+cudaFreeAsync pair, one sample per process",
+        "samples_us": samples,
+        "states": {},
+        "seconds": round(time.time() - started, 1),
+    }
     for name, values in samples.items():
         states = states_of(values)
         if states is None:
             result["states"][name] = {"one_state": len(values), "median_us": statistics.median(values)}
             continue
         fast, slow = states
-        result["states"][name] = {"fast": len(fast), "slow": len(slow),
-                                  "fast_median_us": statistics.median(fast),
-                                  "slow_median_us": statistics.median(slow)}
+        result["states"][name] = {
+            "fast": len(fast),
+            "slow": len(slow),
+            "fast_median_us": statistics.median(fast),
+            "slow_median_us": statistics.median(slow),
+        }
     native = result["states"]["native"]
     for name, state in result["states"].items():
         if name != "native" and "fast" in state and "fast" in native:
-            state["ratio_to_native"] = {"fast": state["fast_median_us"] / native["fast_median_us"],
-                                        "slow": state["slow_median_us"] / native["slow_median_us"]}
+            state["ratio_to_native"] = {
+                "fast": state["fast_median_us"] / native["fast_median_us"],
+                "slow": state["slow_median_us"] / native["slow_median_us"],
+            }
     with open(out_json, "w") as f:
         json.dump(result, f, indent=2)
     print(json.dumps(result["states"]), flush=True)

@@ -24,11 +24,11 @@ from lint_speed import timed_with_rss  # the same child timing as the speed benc
 
 def lint_alone(gpuleak, path, timeout_s):
     seconds, exit_code, peak_rss_bytes, _ = timed_with_rss(
-        [gpuleak, "lint", "--no-config", "--format", "json", "-j", "1", path], timeout_s)
+        [gpuleak, "lint", "--no-config", "--format", "json", "-j", "1", path], timeout_s
+    )
     if seconds >= timeout_s:
         return {"timed_out": True, "seconds": timeout_s}
-    return {"timed_out": False, "seconds": round(seconds, 3), "exit": exit_code,
-            "peak_rss_bytes": peak_rss_bytes}
+    return {"timed_out": False, "seconds": round(seconds, 3), "exit": exit_code, "peak_rss_bytes": peak_rss_bytes}
 
 
 def main():
@@ -37,8 +37,7 @@ def main():
     parser.add_argument("--gpuleak", default=os.path.join(repo, "build", "gpuleak"))
     parser.add_argument("--sizes-mb", type=float, nargs="+", default=[1, 2, 5, 10])
     parser.add_argument("--timeout", type=float, default=600)
-    parser.add_argument("--out", default=os.path.join(repo, "bench", "results",
-                                                      "lint-large-file-scaling.json"))
+    parser.add_argument("--out", default=os.path.join(repo, "bench", "results", "lint-large-file-scaling.json"))
     args = parser.parse_args()
     maker = os.path.join(repo, "bench", "lint", "make_large_python_file.py")
     result = {"suite": "lint-large-file-scaling", "gpuleak": args.gpuleak, "shapes": {}}
@@ -47,8 +46,7 @@ def main():
             rows = []
             for mb in args.sizes_mb:
                 path = os.path.join(folder, f"{shape}-{mb}.py")
-                subprocess.run([sys.executable, maker, "--shape", shape, "--mb", str(mb),
-                                "--out", path], check=True)
+                subprocess.run([sys.executable, maker, "--shape", shape, "--mb", str(mb), "--out", path], check=True)
                 size = os.path.getsize(path)
                 row = {"mb": mb, "bytes": size, **lint_alone(args.gpuleak, path, args.timeout)}
                 if not row["timed_out"]:
@@ -60,8 +58,7 @@ def main():
             first, last = rows[0], rows[-1]
             growth = None
             if not first["timed_out"] and not last["timed_out"]:
-                growth = round((last["seconds"] / max(first["seconds"], 1e-9)) /
-                               (last["bytes"] / first["bytes"]), 2)
+                growth = round((last["seconds"] / max(first["seconds"], 1e-9)) / (last["bytes"] / first["bytes"]), 2)
             result["shapes"][shape] = {"runs": rows, "growth_over_linear": growth}
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     with open(args.out, "w", encoding="utf-8") as out:

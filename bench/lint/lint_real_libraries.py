@@ -62,9 +62,12 @@ def main():
     parser.add_argument("--classes", required=True)
     parser.add_argument("--out", required=True)
     parser.add_argument("--jobs", type=int, default=2)
-    parser.add_argument("--site-packages", default=None,
-                        help="a lint-site-packages summary (tests/gpu/lint_site_packages.py): each of "
-                             "its sample findings is looked for among the findings here")
+    parser.add_argument(
+        "--site-packages",
+        default=None,
+        help="a lint-site-packages summary (tests/gpu/lint_site_packages.py): each of "
+        "its sample findings is looked for among the findings here",
+    )
     parser.add_argument("trees", nargs="+", metavar="NAME=FOLDER[@REPO@COMMIT]")
     args = parser.parse_args()
 
@@ -82,8 +85,18 @@ def main():
         # Paths start with the package folder's name (`transformers/trainer.py`), as in
         # site-packages.
         base = os.path.dirname(os.path.abspath(folder).rstrip("/"))
-        command = [args.gpuleak, "lint", "--no-config", "--color", "never", "--format", "json",
-                   "-j", str(args.jobs), folder]
+        command = [
+            args.gpuleak,
+            "lint",
+            "--no-config",
+            "--color",
+            "never",
+            "--format",
+            "json",
+            "-j",
+            str(args.jobs),
+            folder,
+        ]
         start = time.monotonic()
         run = subprocess.run(command, capture_output=True, text=True, check=False)
         seconds = time.monotonic() - start
@@ -108,29 +121,34 @@ def main():
         not_parsed = []
         for s in report.get("statements_not_parsed", []) + report.get("files_not_linted", []):
             path = s["path"]
-            not_parsed.append({
-                "where": f"{os.path.relpath(path, base)}:{s.get('line')}",
-                "message": s["message"],
-                "cpython_parses": cpython_parses(path),
-            })
-        trees.append({
-            "name": name,
-            "repo": repo or None,
-            "commit": commit or None,
-            "command": " ".join(command),
-            "exit": run.returncode,
-            "seconds": round(seconds, 2),
-            "files": files,
-            "findings": len(findings),
-            "findings_per_1000_files": round(1000.0 * len(findings) / files, 3) if files else None,
-            "valid_files_not_fully_parsed": [p["where"] for p in not_parsed if p["cpython_parses"]],
-            "not_parsed": not_parsed,
-            "finding_list": findings,
-        })
+            not_parsed.append(
+                {
+                    "where": f"{os.path.relpath(path, base)}:{s.get('line')}",
+                    "message": s["message"],
+                    "cpython_parses": cpython_parses(path),
+                }
+            )
+        trees.append(
+            {
+                "name": name,
+                "repo": repo or None,
+                "commit": commit or None,
+                "command": " ".join(command),
+                "exit": run.returncode,
+                "seconds": round(seconds, 2),
+                "files": files,
+                "findings": len(findings),
+                "findings_per_1000_files": round(1000.0 * len(findings) / files, 3) if files else None,
+                "valid_files_not_fully_parsed": [p["where"] for p in not_parsed if p["cpython_parses"]],
+                "not_parsed": not_parsed,
+                "finding_list": findings,
+            }
+        )
         totals["files"] += files
         totals["findings"] += len(findings)
-        print(f"{name:24} {files:6} files {len(findings):4} findings "
-              f"{len(not_parsed)} not parsed  {seconds:6.1f} s")
+        print(
+            f"{name:24} {files:6} files {len(findings):4} findings " f"{len(not_parsed)} not parsed  {seconds:6.1f} s"
+        )
     site = None
     if args.site_packages:
         # A finding from site-packages is reproduced when a tree here has one of the same
@@ -147,28 +165,34 @@ def main():
                 match = None
                 for name, e in local:
                     lpath, _, lrule = e["where"].rsplit(":", 2)
-                    if lrule == rule and e["code"] == sample["code"].strip() and (
-                            lpath.endswith(tail) or tail.endswith(lpath)):
+                    if (
+                        lrule == rule
+                        and e["code"] == sample["code"].strip()
+                        and (lpath.endswith(tail) or tail.endswith(lpath))
+                    ):
                         match = (name, e)
                         break
                 judged = by_key.get((path, rule, sample["code"].strip()))
-                site.append({
-                    "where": f"{package['package']}: {sample['where']}",
-                    "code": sample["code"].strip(),
-                    "reproduced_here": f"{match[0]}: {match[1]['where']}" if match else None,
-                    "class": judged["class"] if judged else "unclassified",
-                    "reason": judged["reason"] if judged else "",
-                })
+                site.append(
+                    {
+                        "where": f"{package['package']}: {sample['where']}",
+                        "code": sample["code"].strip(),
+                        "reproduced_here": f"{match[0]}: {match[1]['where']}" if match else None,
+                        "class": judged["class"] if judged else "unclassified",
+                        "reason": judged["reason"] if judged else "",
+                    }
+                )
     out = {
         "about": "gpuleak lint on real library trees; every finding judged by a person "
-                 "(class: false_positive, real_pattern or unclassified)",
+        "(class: false_positive, real_pattern or unclassified)",
         "command": " ".join([os.path.relpath(sys.argv[0])] + sys.argv[1:]),
         "trees": trees,
         "totals": {
             "files": totals["files"],
             "findings": totals["findings"],
             "findings_per_1000_files": round(1000.0 * totals["findings"] / totals["files"], 3)
-            if totals["files"] else None,
+            if totals["files"]
+            else None,
             "findings_by_class": dict(by_class),
         },
     }

@@ -130,11 +130,15 @@ def main():
     parser.add_argument("--seed", type=int, default=20240611)
     parser.add_argument("--repeats", type=int, default=5, help="gpuleak runs per timing (median)")
     parser.add_argument("--out", default=os.path.join(repo, "bench", "results", "lint-speed.json"))
-    parser.add_argument("--baseline-gpuleak", default=None,
-                        help="another gpuleak build measured in the same run (e.g. a copy of main's)")
+    parser.add_argument(
+        "--baseline-gpuleak",
+        default=None,
+        help="another gpuleak build measured in the same run (e.g. a copy of main's)",
+    )
     parser.add_argument("--large-mb", type=float, default=50, help="size of the memory test file")
-    parser.add_argument("--baseline-large-mb", type=float, default=8,
-                        help="size of the file both builds lint for the memory ratio")
+    parser.add_argument(
+        "--baseline-large-mb", type=float, default=8, help="size of the file both builds lint for the memory ratio"
+    )
     args = parser.parse_args()
 
     gpuleak = os.path.abspath(args.gpuleak)
@@ -165,7 +169,8 @@ def main():
         for _ in range(args.repeats):
             for name, binary in binaries:
                 seconds, code, peak, stdout = timed_with_rss(
-                    gpuleak_lint(binary, ["--format", "json", "-j", jobs, args.stdlib]))
+                    gpuleak_lint(binary, ["--format", "json", "-j", jobs, args.stdlib])
+                )
                 if code not in (0, 1, 3):
                     sys.exit(f"{name} failed on the whole corpus (exit {code})")
                 times[name].append(seconds)
@@ -183,15 +188,18 @@ def main():
             (whole if name == "gpuleak" else baseline_whole)[label] = entry
         if baseline:
             whole[label]["speed_ratio_over_baseline"] = round(
-                baseline_whole[label]["seconds_median"] / whole[label]["seconds_median"], 3)
+                baseline_whole[label]["seconds_median"] / whole[label]["seconds_median"], 3
+            )
     whole_summary = {
         "files": report["summary"]["files"],
         "bytes": report["summary"]["bytes"],
         "findings": report["summary"]["findings"],
         "findings_by_rule": report["summary"]["by_rule"],
         "files_not_linted": len(report["files_not_linted"]),
-        "not_linted": [{"path": os.path.relpath(f["path"], args.stdlib), "message": f["message"]}
-                       for f in report["files_not_linted"]],
+        "not_linted": [
+            {"path": os.path.relpath(f["path"], args.stdlib), "message": f["message"]}
+            for f in report["files_not_linted"]
+        ],
     }
     print(f"gpuleak whole corpus: {whole}", file=sys.stderr)
     if baseline:
@@ -200,11 +208,13 @@ def main():
     # 2. One process per file: a crash is any exit other than 0, 1, 3.
     crashes = []
     for f in files:
-        run = subprocess.run(gpuleak_lint(gpuleak, ["--format", "json", f]),
-                             capture_output=True, text=True, check=False)
+        run = subprocess.run(
+            gpuleak_lint(gpuleak, ["--format", "json", f]), capture_output=True, text=True, check=False
+        )
         if run.returncode not in (0, 1, 3):
-            crashes.append({"path": os.path.relpath(f, args.stdlib), "exit": run.returncode,
-                            "stderr": run.stderr[-500:]})
+            crashes.append(
+                {"path": os.path.relpath(f, args.stdlib), "exit": run.returncode, "stderr": run.stderr[-500:]}
+            )
     print(f"per-file runs: {len(files)}, crashes: {len(crashes)}", file=sys.stderr)
 
     # 3. The same fixed random subset for gpuleak and pylint.
@@ -237,19 +247,25 @@ def main():
             with open(path, "wb") as fh:
                 fh.write(data)
             run = subprocess.run(gpuleak_lint(gpuleak, [path]), capture_output=True, text=True, check=False)
-            bad_inputs.append({"input": name, "exit": run.returncode,
-                               "message": run.stderr.strip().replace(tmp + "/", "")})
+            bad_inputs.append(
+                {"input": name, "exit": run.returncode, "message": run.stderr.strip().replace(tmp + "/", "")}
+            )
 
     # 5. Memory on one large file: peak RSS per source byte.
     memory = {"bound_rss_bytes_per_source_byte": 20}
     with tempfile.TemporaryDirectory() as tmp:
+
         def measure(binary, path):
-            seconds, code, peak, stdout = timed_with_rss(
-                gpuleak_lint(binary, ["--format", "json", "-j", "1", path]))
+            seconds, code, peak, stdout = timed_with_rss(gpuleak_lint(binary, ["--format", "json", "-j", "1", path]))
             size = os.path.getsize(path)
-            entry = {"bytes": size, "exit": code, "seconds": round(seconds, 3),
-                     "mb_per_s": mb_per_s(size, seconds), "peak_rss_bytes": peak,
-                     "rss_bytes_per_source_byte": round(peak / size, 2)}
+            entry = {
+                "bytes": size,
+                "exit": code,
+                "seconds": round(seconds, 3),
+                "mb_per_s": mb_per_s(size, seconds),
+                "peak_rss_bytes": peak,
+                "rss_bytes_per_source_byte": round(peak / size, 2),
+            }
             if code in (0, 1, 3):
                 doc = json.loads(stdout)
                 entry["findings"] = doc["summary"]["findings"]
@@ -263,32 +279,35 @@ def main():
         # Only a run that finished says what the file needs (a killed one stopped growing).
         memory["large_file"]["finished"] = memory["large_file"]["exit"] in (0, 1, 3)
         memory["large_file"]["within_bound"] = memory["large_file"]["finished"] and (
-            memory["large_file"]["rss_bytes_per_source_byte"] <= memory["bound_rss_bytes_per_source_byte"])
+            memory["large_file"]["rss_bytes_per_source_byte"] <= memory["bound_rss_bytes_per_source_byte"]
+        )
         print(f"large file: {memory['large_file']}", file=sys.stderr)
         if baseline:
             small = os.path.join(tmp, "baseline_large.py")
             large_file(files, int(args.baseline_large_mb * 1e6), small)
-            memory["same_file_both_builds"] = {"gpuleak": measure(gpuleak, small),
-                                               "baseline": measure(baseline, small)}
+            memory["same_file_both_builds"] = {"gpuleak": measure(gpuleak, small), "baseline": measure(baseline, small)}
             both = memory["same_file_both_builds"]
             both["rss_ratio_baseline_over_gpuleak"] = round(
-                both["baseline"]["peak_rss_bytes"] / both["gpuleak"]["peak_rss_bytes"], 2)
-            both["speed_ratio_over_baseline"] = round(
-                both["baseline"]["seconds"] / both["gpuleak"]["seconds"], 3)
+                both["baseline"]["peak_rss_bytes"] / both["gpuleak"]["peak_rss_bytes"], 2
+            )
+            both["speed_ratio_over_baseline"] = round(both["baseline"]["seconds"] / both["gpuleak"]["seconds"], 3)
             print(f"same file, both builds: {both}", file=sys.stderr)
 
     result = {
         "what": "gpuleak lint speed and robustness on the Python standard library, against pylint",
         "date": time.strftime("%Y-%m-%d"),
-        "machine": {"cpus": cores, "cpu": platform.processor() or platform.machine(),
-                    "system": platform.platform(),
-                    "load_average_1_5_15_at_start": [round(x, 2) for x in load_at_start],
-                    "load_average_1_5_15_at_end": [round(x, 2) for x in os.getloadavg()]},
-        "gpuleak": {"binary": os.path.relpath(gpuleak, repo),
-                    "version": subprocess.run([gpuleak, "--version"], capture_output=True,
-                                              text=True).stdout.strip()},
-        "baseline_gpuleak": ({"binary": baseline,
-                              "whole_corpus": baseline_whole} if baseline else None),
+        "machine": {
+            "cpus": cores,
+            "cpu": platform.processor() or platform.machine(),
+            "system": platform.platform(),
+            "load_average_1_5_15_at_start": [round(x, 2) for x in load_at_start],
+            "load_average_1_5_15_at_end": [round(x, 2) for x in os.getloadavg()],
+        },
+        "gpuleak": {
+            "binary": os.path.relpath(gpuleak, repo),
+            "version": subprocess.run([gpuleak, "--version"], capture_output=True, text=True).stdout.strip(),
+        },
+        "baseline_gpuleak": ({"binary": baseline, "whole_corpus": baseline_whole} if baseline else None),
         "pylint": subprocess.run([pylint, "--version"], capture_output=True, text=True).stdout.split("\n")[0],
         "corpus": {"root": args.stdlib, "files": len(files), "bytes": all_bytes},
         "whole_corpus": {**whole, **whole_summary},
@@ -320,20 +339,26 @@ def main():
         json.dump(result, fh, indent=2)
         fh.write("\n")
     s = result["subset"]
-    print(f"whole corpus: {whole['one_thread']['mb_per_s']} MB/s (1 thread), "
-          f"{whole['all_cores']['mb_per_s']} MB/s ({cores} threads); "
-          f"{whole_summary['files_not_linted']} files not parsed; {len(crashes)} crashes\n"
-          f"subset of {s['files']} files ({s['bytes'] / 1e6:.2f} MB): gpuleak {s['gpuleak_mb_per_s']} MB/s, "
-          f"pylint {s['pylint_mb_per_s']} MB/s, ratio {s['ratio_gpuleak_over_pylint']}x\n"
-          f"large file ({memory['large_file']['bytes'] / 1e6:.0f} MB): peak RSS "
-          f"{memory['large_file']['rss_bytes_per_source_byte']} bytes per source byte (bound 20), "
-          f"{memory['large_file']['mb_per_s']} MB/s\n"
-          + (f"against the baseline build: whole corpus {whole['one_thread']['speed_ratio_over_baseline']}x "
-             f"(1 thread), {whole['all_cores']['speed_ratio_over_baseline']}x ({cores} threads) as fast; "
-             f"same {args.baseline_large_mb:.0f} MB file: "
-             f"{memory['same_file_both_builds']['rss_ratio_baseline_over_gpuleak']}x less memory, "
-             f"{memory['same_file_both_builds']['speed_ratio_over_baseline']}x as fast\n" if baseline else "")
-          + f"written to {os.path.relpath(args.out, repo)}")
+    print(
+        f"whole corpus: {whole['one_thread']['mb_per_s']} MB/s (1 thread), "
+        f"{whole['all_cores']['mb_per_s']} MB/s ({cores} threads); "
+        f"{whole_summary['files_not_linted']} files not parsed; {len(crashes)} crashes\n"
+        f"subset of {s['files']} files ({s['bytes'] / 1e6:.2f} MB): gpuleak {s['gpuleak_mb_per_s']} MB/s, "
+        f"pylint {s['pylint_mb_per_s']} MB/s, ratio {s['ratio_gpuleak_over_pylint']}x\n"
+        f"large file ({memory['large_file']['bytes'] / 1e6:.0f} MB): peak RSS "
+        f"{memory['large_file']['rss_bytes_per_source_byte']} bytes per source byte (bound 20), "
+        f"{memory['large_file']['mb_per_s']} MB/s\n"
+        + (
+            f"against the baseline build: whole corpus {whole['one_thread']['speed_ratio_over_baseline']}x "
+            f"(1 thread), {whole['all_cores']['speed_ratio_over_baseline']}x ({cores} threads) as fast; "
+            f"same {args.baseline_large_mb:.0f} MB file: "
+            f"{memory['same_file_both_builds']['rss_ratio_baseline_over_gpuleak']}x less memory, "
+            f"{memory['same_file_both_builds']['speed_ratio_over_baseline']}x as fast\n"
+            if baseline
+            else ""
+        )
+        + f"written to {os.path.relpath(args.out, repo)}"
+    )
 
 
 if __name__ == "__main__":

@@ -37,28 +37,43 @@ def main():
 
     with open(os.path.join(args.examples, "corpus.json"), encoding="utf-8") as fh:
         corpus = json.load(fh)
-    run = subprocess.run([args.gpuleak, "lint", "--no-config", "--format", "json", args.examples],
-                         capture_output=True, text=True, check=False)
+    run = subprocess.run(
+        [args.gpuleak, "lint", "--no-config", "--format", "json", args.examples],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     if run.returncode not in (0, 1, 3):
         sys.exit(f"gpuleak failed (exit {run.returncode}): {run.stderr}")
     report = json.loads(run.stdout)
     by_file = {}
     for f in report["findings"]:
         by_file.setdefault(os.path.basename(f["path"]), []).append(
-            {"rule": f["rule"], "line": f["line"], "message": f["message"]})
+            {"rule": f["rule"], "line": f["line"], "message": f["message"]}
+        )
 
     cases = []
     leaks_visible = leaks_found = controls_clean = controls = 0
     for case in corpus["cases"]:
         findings = by_file.get(case["script"], [])
-        entry = {"script": case["script"], "kind": case["kind"], "covers": case["covers"],
-                 "findings": [{"rule": f["rule"], "line": f["line"]} for f in findings]}
+        entry = {
+            "script": case["script"],
+            "kind": case["kind"],
+            "covers": case["covers"],
+            "findings": [{"rule": f["rule"], "line": f["line"]} for f in findings],
+        }
         if case["kind"] == "leak":
             marked = int(case["marked_line"].rsplit(":", 1)[1]) if case.get("marked_line") else None
             visible = case["expected"].get("cause") not in INVISIBLE
             hit = [f["rule"] for f in findings if f["line"] == marked]
-            entry.update({"marked_line": marked, "visible_to_static_review": visible,
-                          "found_on_marked_line": bool(hit), "rules_on_marked_line": hit})
+            entry.update(
+                {
+                    "marked_line": marked,
+                    "visible_to_static_review": visible,
+                    "found_on_marked_line": bool(hit),
+                    "rules_on_marked_line": hit,
+                }
+            )
             if visible:
                 leaks_visible += 1
                 leaks_found += bool(hit)
@@ -75,8 +90,7 @@ def main():
         "command": f"gpuleak lint --no-config --format json {os.path.relpath(args.examples, repo)}",
         "leaks_visible_to_static_review": leaks_visible,
         "leaks_found_on_marked_line": leaks_found,
-        "leaks_invisible": [c["script"] for c in cases
-                            if c["kind"] == "leak" and not c["visible_to_static_review"]],
+        "leaks_invisible": [c["script"] for c in cases if c["kind"] == "leak" and not c["visible_to_static_review"]],
         "controls": controls,
         "controls_without_leak_findings": controls_clean,
         "cases": cases,
@@ -85,9 +99,11 @@ def main():
     with open(args.out, "w", encoding="utf-8") as fh:
         json.dump(result, fh, indent=2)
         fh.write("\n")
-    print(f"leaks found on their marked line: {leaks_found}/{leaks_visible} "
-          f"(+{len(result['leaks_invisible'])} not visible to static review); "
-          f"controls without leak findings: {controls_clean}/{controls}")
+    print(
+        f"leaks found on their marked line: {leaks_found}/{leaks_visible} "
+        f"(+{len(result['leaks_invisible'])} not visible to static review); "
+        f"controls without leak findings: {controls_clean}/{controls}"
+    )
 
 
 if __name__ == "__main__":

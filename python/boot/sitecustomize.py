@@ -35,8 +35,7 @@ def _run_next_sitecustomize():
         try:
             spec.loader.exec_module(module)
         except Exception as error:  # what site.py would have said, in one line
-            return "the sitecustomize at %s raised %s: %s" % (spec.origin, type(error).__name__,
-                                                              error)
+            return "the sitecustomize at %s raised %s: %s" % (spec.origin, type(error).__name__, error)
         return None
     return None
 

@@ -11,8 +11,7 @@ without `gpuleak run` (gpuleak/tracking.py); the pytest plugin
 gpuleak/notebook_magics.py) are built on it.
 """
 
-__all__ = ["step", "phase", "begin_phase", "end_phase", "annotate", "is_recording",
-           "track", "start", "stop"]
+__all__ = ["step", "phase", "begin_phase", "end_phase", "annotate", "is_recording", "track", "start", "stop"]
 
 
 _explicit_step = None  # the clock's bound method, looked up once

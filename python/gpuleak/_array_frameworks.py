@@ -82,8 +82,7 @@ def watch():
             watcher = ArrayFrameworkWatcher(missing)
             # Ahead of the finders that would find cupy or jax; behind torch's
             # watcher, which stays first.
-            at = next((i + 1 for i, f in enumerate(sys.meta_path)
-                       if type(f).__name__ == "TorchImportWatcher"), 0)
+            at = next((i + 1 for i, f in enumerate(sys.meta_path) if type(f).__name__ == "TorchImportWatcher"), 0)
             sys.meta_path.insert(at, watcher)
     except Exception as error:
         say_once("array-frameworks", "CuPy/JAX tracking could not start (%s)" % error)

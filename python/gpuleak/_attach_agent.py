@@ -61,13 +61,17 @@ def _refusal(settings):
     if os.path.exists(os.path.join(settings["control_dir"], "stop")):
         return "gpuleak attach asked to stop before the boot ran"
     if _session is not None:
-        return ("this process was attached to before (PID %d records into one trace in its life; "
-                "restart it under `gpuleak run` to record it again)" % os.getpid())
+        return (
+            "this process was attached to before (PID %d records into one trace in its life; "
+            "restart it under `gpuleak run` to record it again)" % os.getpid()
+        )
     from gpuleak import _collector
 
     if _collector.loaded_in_process() and _collector.load().is_recording():
-        return ("this process is already recorded by gpuleak (`gpuleak run` or `gpuleak.track()`; "
-                "its trace is in %s)" % (os.environ.get("GPULEAK_TRACE_DIR") or "?"))
+        return (
+            "this process is already recorded by gpuleak (`gpuleak run` or `gpuleak.track()`; "
+            "its trace is in %s)" % (os.environ.get("GPULEAK_TRACE_DIR") or "?")
+        )
     return None
 
 
@@ -122,17 +126,25 @@ class _Session:
             _write(self.control, "failed.json", {"reason": why_not})
             return
         self.collector = tracking._process.collector
-        self.collector.annotate("attach", json.dumps({
-            "event": "begin", "cli_pid": int(self.settings.get("cli_pid") or 0),
-            "baseline": _baseline()}))
+        self.collector.annotate(
+            "attach",
+            json.dumps({"event": "begin", "cli_pid": int(self.settings.get("cli_pid") or 0), "baseline": _baseline()}),
+        )
         driver = _start_driver_capture(self.collector)
         _boot.install_python_loop()
         self.clock = _runtime.clock()
         self.first_step = self.clock.step
         self.started_at = time.monotonic()
-        _write(self.control, "started.json", {
-            "pid": os.getpid(), "trace": tracking._process.trace_path(), "driver_calls": driver,
-            "torch": _torch_state()})
+        _write(
+            self.control,
+            "started.json",
+            {
+                "pid": os.getpid(),
+                "trace": tracking._process.trace_path(),
+                "driver_calls": driver,
+                "torch": _torch_state(),
+            },
+        )
         watcher = threading.Thread(target=self.watch, name="gpuleak-attach", daemon=True)
         watcher.start()
 
@@ -160,9 +172,17 @@ class _Session:
             pass
         steps = self.clock.step - self.first_step
         try:
-            self.collector.annotate("attach", json.dumps({
-                "event": "end", "reason": reason, "steps": steps,
-                "seconds": round(time.monotonic() - self.started_at, 3)}))
+            self.collector.annotate(
+                "attach",
+                json.dumps(
+                    {
+                        "event": "end",
+                        "reason": reason,
+                        "steps": steps,
+                        "seconds": round(time.monotonic() - self.started_at, 3),
+                    }
+                ),
+            )
             self.collector.flush()
         except Exception:
             pass
@@ -203,8 +223,10 @@ def _baseline():
     torch = sys.modules.get("torch")
     try:
         if torch is not None and torch.cuda.is_initialized():
-            return {"torch_allocated_bytes": int(torch.cuda.memory_allocated()),
-                    "torch_reserved_bytes": int(torch.cuda.memory_reserved())}
+            return {
+                "torch_allocated_bytes": int(torch.cuda.memory_allocated()),
+                "torch_reserved_bytes": int(torch.cuda.memory_reserved()),
+            }
     except Exception:
         pass
     return {}

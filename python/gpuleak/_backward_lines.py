@@ -53,6 +53,5 @@ def lend_stacks_during_backward(torch, collector):
             autograd._engine_run_backward = _engine_run_backward
         return True
     except Exception as error:
-        say_once("backward-lines", "backward-pass allocations keep their C++ stacks only (%s)"
-                 % error)
+        say_once("backward-lines", "backward-pass allocations keep their C++ stacks only (%s)" % error)
         return False

@@ -59,13 +59,14 @@ class TorchImportWatcher(ImportWatcher):
     """Runs on_torch_imported right after torch/__init__.py (_import_watch.py)."""
 
     def __init__(self):
-        super().__init__(("torch",), lambda name, module: on_torch_imported(module),
-                         _torch_unwatchable)
+        super().__init__(("torch",), lambda name, module: on_torch_imported(module), _torch_unwatchable)
 
 
 def _torch_unwatchable(name, loader):
-    say_once("boot-loader", "cannot watch the import of torch (its loader is %s); "
-             "gpuleak marks no steps" % type(loader).__name__)
+    say_once(
+        "boot-loader",
+        "cannot watch the import of torch (its loader is %s); " "gpuleak marks no steps" % type(loader).__name__,
+    )
 
 
 def on_torch_imported(torch):
@@ -82,13 +83,17 @@ def on_torch_imported(torch):
         register_dataloader_clock(clock)
         lazy_call = getattr(getattr(torch, "cuda", None), "_lazy_call", None)
         if lazy_call is None:
-            say_once("cuda-hook", "torch %s has no torch.cuda._lazy_call; no allocator hook "
-                     "and no memory samples" % getattr(torch, "__version__", "?"))
+            say_once(
+                "cuda-hook",
+                "torch %s has no torch.cuda._lazy_call; no allocator hook "
+                "and no memory samples" % getattr(torch, "__version__", "?"),
+            )
             return
         lazy_call(lambda: on_cuda_initialized(torch, collector, clock))
     except Exception as error:
-        say_once("torch-setup", "setting up for torch failed (%s); the program runs "
-                 "without gpuleak's step hooks" % error)
+        say_once(
+            "torch-setup", "setting up for torch failed (%s); the program runs " "without gpuleak's step hooks" % error
+        )
 
 
 _frame_reader_registered = False
@@ -114,8 +119,11 @@ def register_frame_reader(build_if_missing):
     if ok:
         _frame_reader_registered = True
     elif build_if_missing:
-        say_once("frame-reader", "Python lines of allocations made while the GIL is released are "
-                 "not available (%s)" % short_reason(message))
+        say_once(
+            "frame-reader",
+            "Python lines of allocations made while the GIL is released are "
+            "not available (%s)" % short_reason(message),
+        )
 
 
 def register_step_hooks(torch, clock):
@@ -133,8 +141,11 @@ def register_step_hooks(torch, clock):
     optimizer_class = optimizer_module.Optimizer
     after_step = optimizer_class.__dict__.get("_optimizer_step_code")
     if after_step is None:
-        say_once("step-hook", "torch %s has no optimizer step hook; call gpuleak.step() at the "
-                 "end of each training step" % torch.__version__)
+        say_once(
+            "step-hook",
+            "torch %s has no optimizer step hook; call gpuleak.step() at the "
+            "end of each training step" % torch.__version__,
+        )
         return
     finished = clock.on_optimizer_step_finished
 
@@ -176,9 +187,16 @@ def register_dataloader_clock(clock):
             try:
                 import json
 
-                clock.collector.annotate("iteration_clock", json.dumps({
-                    "source": _collector.STEP_FROM_DATALOADER, "clock": number,
-                    "description": "batches of the DataLoader over %s" % name}))
+                clock.collector.annotate(
+                    "iteration_clock",
+                    json.dumps(
+                        {
+                            "source": _collector.STEP_FROM_DATALOADER,
+                            "clock": number,
+                            "description": "batches of the DataLoader over %s" % name,
+                        }
+                    ),
+                )
             except Exception:
                 pass
         return number
@@ -209,10 +227,13 @@ def on_cuda_initialized(torch, collector, clock):
         import json
 
         mode = os.environ.get("GPULEAK_TORCH_MODE", "off")
-        alloc_conf = os.environ.get("PYTORCH_CUDA_ALLOC_CONF") or \
-            os.environ.get("PYTORCH_ALLOC_CONF") or ""
-        tracking = {"mode": "driver-only", "alloc_conf": alloc_conf,
-                    "torch": str(getattr(torch, "__version__", "?")), "hook_error": None}
+        alloc_conf = os.environ.get("PYTORCH_CUDA_ALLOC_CONF") or os.environ.get("PYTORCH_ALLOC_CONF") or ""
+        tracking = {
+            "mode": "driver-only",
+            "alloc_conf": alloc_conf,
+            "torch": str(getattr(torch, "__version__", "?")),
+            "hook_error": None,
+        }
         backend = allocator_backend(torch)
         if backend == "cudaMallocAsync":
             tracking["mode"] = "cudaMallocAsync"
@@ -222,11 +243,13 @@ def on_cuda_initialized(torch, collector, clock):
                 tracking["mode"] = "allocator-hook"
             else:
                 tracking["hook_error"] = message
-                say_once("allocator-hook", "the PyTorch allocator hook is off (%s); tensors are "
-                         "seen through driver calls only" % short_reason(message))
+                say_once(
+                    "allocator-hook",
+                    "the PyTorch allocator hook is off (%s); tensors are "
+                    "seen through driver calls only" % short_reason(message),
+                )
         elif mode == "async":
-            tracking["hook_error"] = ("GPULEAK_TORCH_MODE=async, but torch uses the %s "
-                                      "allocator backend" % backend)
+            tracking["hook_error"] = "GPULEAK_TORCH_MODE=async, but torch uses the %s " "allocator backend" % backend
         collector.annotate("torch_tracking", json.dumps(tracking))
         from gpuleak._distributed import distributed_role
 
@@ -264,8 +287,11 @@ def attach_allocator_hook(torch, collector):
         from gpuleak import torch_hook
 
         if not os.path.exists(torch_hook.shim_path(torch)):
-            say_once("hook-build", "building the PyTorch allocator hook for torch %s (once; "
-                     "`python3 -m gpuleak.torch_hook --build` does it ahead)" % torch.__version__)
+            say_once(
+                "hook-build",
+                "building the PyTorch allocator hook for torch %s (once; "
+                "`python3 -m gpuleak.torch_hook --build` does it ahead)" % torch.__version__,
+            )
         return torch_hook.attach(torch, collector.library)
     except Exception as error:
         return False, "%s: %s" % (type(error).__name__, error)

@@ -15,10 +15,20 @@ from gpuleak._notice import say_once
 
 # The ids passed to the C API are the vocabulary's (include/gpuleak/vocabulary.h).
 from gpuleak._vocabulary import (  # noqa: F401 (re-exported for the package's modules)
-    FRAMEWORK_CUPY, FRAMEWORK_JAX, METRIC_DEVICE_TOTAL_BYTES, METRIC_DEVICE_USED_BYTES,
-    METRIC_HOST_RSS_BYTES, METRIC_POOL_RESERVED_BYTES, METRIC_POOL_USED_BYTES,
-    METRIC_TORCH_ALLOCATED_BYTES, METRIC_TORCH_RESERVED_BYTES, STEP_FROM_DATALOADER,
-    STEP_FROM_EXPLICIT, STEP_FROM_OPTIMIZER_HOOK, STEP_FROM_PYTHON_LOOP)
+    FRAMEWORK_CUPY,
+    FRAMEWORK_JAX,
+    METRIC_DEVICE_TOTAL_BYTES,
+    METRIC_DEVICE_USED_BYTES,
+    METRIC_HOST_RSS_BYTES,
+    METRIC_POOL_RESERVED_BYTES,
+    METRIC_POOL_USED_BYTES,
+    METRIC_TORCH_ALLOCATED_BYTES,
+    METRIC_TORCH_RESERVED_BYTES,
+    STEP_FROM_DATALOADER,
+    STEP_FROM_EXPLICIT,
+    STEP_FROM_OPTIMIZER_HOOK,
+    STEP_FROM_PYTHON_LOOP,
+)
 
 
 class Collector:
@@ -40,8 +50,7 @@ class Collector:
         self.start_recording = entry("gpuleak_start_recording", [], i32)
         self.mark_step = entry("gpuleak_mark_step", [u64, i32])
         try:  # collectors before clocks had one clock per source
-            self.mark_clock_step = entry("gpuleak_mark_clock_step",
-                                         [u64, i32, ctypes.c_uint32, i32])
+            self.mark_clock_step = entry("gpuleak_mark_clock_step", [u64, i32, ctypes.c_uint32, i32])
         except AttributeError:
             self.mark_clock_step = lambda step, source, clock, pacing: self.mark_step(step, source)
         self._record_sample = entry("gpuleak_record_sample", [i32, i32, u64])
@@ -52,8 +61,9 @@ class Collector:
         # so do those made before the library was loaded (_startup_annotations).
         from gpuleak import _startup_annotations
 
-        self._waiting_annotations = [(key.encode("utf-8"), value.encode("utf-8", "replace"))
-                                     for key, value in _startup_annotations.take()]
+        self._waiting_annotations = [
+            (key.encode("utf-8"), value.encode("utf-8", "replace")) for key, value in _startup_annotations.take()
+        ]
         self.flush = entry("gpuleak_flush", [])
         try:  # older collectors have no array events
             self._record_array_alloc = entry("gpuleak_record_array_alloc", [u64, u64, i32, u64, i32])
@@ -63,8 +73,15 @@ class Collector:
         try:  # older collectors have no growth candidates
             self._take_candidates = entry(
                 "gpuleak_take_growth_candidates",
-                [ctypes.POINTER(ctypes.c_uint32), ctypes.POINTER(ctypes.c_uint32),
-                 ctypes.POINTER(ctypes.c_uint64), i32, i32], i32)
+                [
+                    ctypes.POINTER(ctypes.c_uint32),
+                    ctypes.POINTER(ctypes.c_uint32),
+                    ctypes.POINTER(ctypes.c_uint64),
+                    i32,
+                    i32,
+                ],
+                i32,
+            )
         except AttributeError:
             self._take_candidates = None
         self._candidate_buffers = None
@@ -99,8 +116,11 @@ class Collector:
         import ctypes
 
         if self._candidate_buffers is None:
-            self._candidate_buffers = ((ctypes.c_uint32 * max_sites)(), (ctypes.c_uint32 * max_sites)(),
-                                       (ctypes.c_uint64 * (max_sites * max_allocations * 2))())
+            self._candidate_buffers = (
+                (ctypes.c_uint32 * max_sites)(),
+                (ctypes.c_uint32 * max_sites)(),
+                (ctypes.c_uint64 * (max_sites * max_allocations * 2))(),
+            )
         ids, counts, allocations = self._candidate_buffers
         found = self._take_candidates(ids, counts, allocations, max_sites, max_allocations)
         sites = []
@@ -148,6 +168,7 @@ MAX_WAITING_ANNOTATIONS = 64
 _loaded = None
 _load_tried = False
 
+
 def loaded_in_process():
     """Whether the collector is in the process already (the CUDA driver's injection, or
     the package), without loading it: RTLD_NOLOAD. Loads the package's handle then."""
@@ -179,7 +200,6 @@ def load():
 
         _loaded = Collector(ctypes.PyDLL(path))
     except Exception as error:
-        say_once("collector-load", "cannot load the collector %s (%s); gpuleak is off in this process"
-                 % (path, error))
+        say_once("collector-load", "cannot load the collector %s (%s); gpuleak is off in this process" % (path, error))
         _loaded = None
     return _loaded

@@ -15,8 +15,10 @@ def native_dir():
 def main():
     binary = os.path.join(native_dir(), "gpuleak")
     if not os.access(binary, os.X_OK):
-        sys.stderr.write("gpuleak: this installation has no gpuleak binary (%s): the command comes "
-                         "with the wheel that scripts/package builds\n" % binary)
+        sys.stderr.write(
+            "gpuleak: this installation has no gpuleak binary (%s): the command comes "
+            "with the wheel that scripts/package builds\n" % binary
+        )
         return 3
     os.execv(binary, [binary] + sys.argv[1:])
     return 3  # not reached

@@ -119,8 +119,11 @@ def _collect_isolated(child, timeout_s):
         except OSError:
             status = 0
     if status != 0:
-        how = ("killed by signal %d" % os.WTERMSIG(status)) if os.WIFSIGNALED(status) \
+        how = (
+            ("killed by signal %d" % os.WTERMSIG(status))
+            if os.WIFSIGNALED(status)
             else "exit status %d" % os.WEXITSTATUS(status)
+        )
         return None, "the holder walk failed in its isolated copy (%s); the program is unaffected" % how
     try:
         return json.loads(b"".join(chunks).decode("utf-8")), None
@@ -129,8 +132,12 @@ def _collect_isolated(child, timeout_s):
 
 
 def _failed_answer(request, failure):
-    return {"request_id": request.get("request_id") if isinstance(request, dict) else None,
-            "seconds": 0.0, "sites": [], "error": failure}
+    return {
+        "request_id": request.get("request_id") if isinstance(request, dict) else None,
+        "seconds": 0.0,
+        "sites": [],
+        "error": failure,
+    }
 
 
 # Walks whose answers are still being read (threads of run_in_background).
@@ -239,8 +246,11 @@ class HolderRequests:
         # in the process, so short jobs get their holders too (a request from
         # gpuleak run can only come after the trace reached it).
         self.last_step = self.clock()
-        if not self.stepped and driver_allocations_are_arrays() and \
-                getattr(self.collector, "growth_tick", None) is not None:
+        if (
+            not self.stepped
+            and driver_allocations_are_arrays()
+            and getattr(self.collector, "growth_tick", None) is not None
+        ):
             # The first step of a JAX loop with the platform allocator (the
             # main script's loop, python_loop.py) ends the watcher's growth
             # ticks: its driver allocations, which are its arrays, must stay
@@ -265,8 +275,10 @@ class HolderRequests:
     def answer_candidates(self, candidates):
         self.walks += 1
         self.in_process_requests = getattr(self, "in_process_requests", 0) + 1
-        request = {"request_id": "in-process-%d" % self.in_process_requests,
-                   "sites": [{"site_id": site_id, "addresses": pairs} for site_id, pairs in candidates]}
+        request = {
+            "request_id": "in-process-%d" % self.in_process_requests,
+            "sites": [{"site_id": site_id, "addresses": pairs} for site_id, pairs in candidates],
+        }
         answer_in_background(request, self.seconds, self._annotate)
 
     def answer(self, path):
@@ -311,14 +323,14 @@ class HolderRequests:
             if not candidates:
                 return
             self.walks += 1
-            request = {"request_id": "at-exit",
-                       "sites": [{"site_id": site_id, "addresses": pairs}
-                                 for site_id, pairs in candidates]}
+            request = {
+                "request_id": "at-exit",
+                "sites": [{"site_id": site_id, "addresses": pairs} for site_id, pairs in candidates],
+            }
             from gpuleak import holders
 
             seconds = min(self.seconds, MAX_REQUESTED_SECONDS)
-            answer, failure = run_isolated(lambda: holders.answer_request(request, seconds),
-                                           seconds + 3.0)
+            answer, failure = run_isolated(lambda: holders.answer_request(request, seconds), seconds + 3.0)
             self._annotate(answer if answer is not None else _failed_answer(request, failure))
             self.collector.flush()
         except Exception:
@@ -358,8 +370,11 @@ GROWTH_TICK_S = 0.05
 def ticks_growth(requests):
     """Whether growth ticks serve this process: no in-process step so far, no torch (whose
     allocations are judged at its own boundaries), and a collector that has them."""
-    return (not requests.stepped and "torch" not in sys.modules
-            and getattr(requests.collector, "growth_tick", None) is not None)
+    return (
+        not requests.stepped
+        and "torch" not in sys.modules
+        and getattr(requests.collector, "growth_tick", None) is not None
+    )
 
 
 def driver_allocations_are_arrays():
@@ -420,15 +435,20 @@ class RequestWatcher(threading.Thread):
                 if not found and not os.path.exists(self.requests.request_path()):
                     continue
                 if self.add_pending_call is None:
-                    say_once("holder-watcher", "this Python cannot queue calls to its main thread; "
-                             "holder requests are answered at step boundaries only")
+                    say_once(
+                        "holder-watcher",
+                        "this Python cannot queue calls to its main thread; "
+                        "holder requests are answered at step boundaries only",
+                    )
                     return
                 self.queued.set()
                 if self.add_pending_call(self.callback, None) != 0:
                     self.queued.clear()  # the queue was full: try again next interval
             except Exception as error:
-                say_once("holder-watcher", "watching for holder requests failed (%s); they are "
-                         "answered at step boundaries only" % error)
+                say_once(
+                    "holder-watcher",
+                    "watching for holder requests failed (%s); they are " "answered at step boundaries only" % error,
+                )
                 return
 
     def tick(self):

@@ -19,8 +19,7 @@ def _candidates():
     yield os.path.join(native, "gpuleak"), os.path.join(native, "lib", "libgpuleak_collector.so")
     python_dir = os.path.dirname(_PACKAGE_DIR)
     prefix = os.path.dirname(os.path.dirname(python_dir))  # P of P/share/gpuleak/python
-    yield (os.path.join(prefix, "bin", "gpuleak"),
-           os.path.join(prefix, "lib", "gpuleak", "libgpuleak_collector.so"))
+    yield (os.path.join(prefix, "bin", "gpuleak"), os.path.join(prefix, "lib", "gpuleak", "libgpuleak_collector.so"))
     checkout = os.path.dirname(python_dir)  # python/ or build/python/ of a checkout
     for build in (os.path.join(checkout, "build"), checkout):
         yield os.path.join(build, "gpuleak"), os.path.join(build, "libgpuleak_collector.so")

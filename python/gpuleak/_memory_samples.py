@@ -32,17 +32,22 @@ def _interval_from_environment(name, default_s):
 
 
 class MemorySampler:
-    def __init__(self, torch, collector, pool_backend,
-                 torch_interval_s=None, device_interval_s=None, clock=time.monotonic):
+    def __init__(
+        self, torch, collector, pool_backend, torch_interval_s=None, device_interval_s=None, clock=time.monotonic
+    ):
         self.cuda = torch.cuda
         self.read_stats = getattr(torch._C, "_cuda_memoryStats", None)
         self.capturing = getattr(torch.cuda, "is_current_stream_capturing", None)
         self.record = collector.record_sample
         self.pool_backend = pool_backend
-        self.torch_interval_s = _interval_from_environment("GPULEAK_SAMPLE_MS", 0.05) \
-            if torch_interval_s is None else torch_interval_s
-        self.device_interval_s = _interval_from_environment("GPULEAK_DEVICE_SAMPLE_MS", 0.5) \
-            if device_interval_s is None else device_interval_s
+        self.torch_interval_s = (
+            _interval_from_environment("GPULEAK_SAMPLE_MS", 0.05) if torch_interval_s is None else torch_interval_s
+        )
+        self.device_interval_s = (
+            _interval_from_environment("GPULEAK_DEVICE_SAMPLE_MS", 0.5)
+            if device_interval_s is None
+            else device_interval_s
+        )
         self.clock = clock
         self.next_torch_sample = 0.0
         self.next_device_sample = 0.0

@@ -39,8 +39,7 @@ def describe_process_role():
         try:
             current = multiprocessing.current_process()
             if current.name != "MainProcess":
-                parent = multiprocessing.parent_process() if hasattr(
-                    multiprocessing, "parent_process") else None
+                parent = multiprocessing.parent_process() if hasattr(multiprocessing, "parent_process") else None
                 role["multiprocessing"] = {
                     "name": str(current.name),
                     "parent_pid": parent.pid if parent is not None else None,

@@ -2,10 +2,21 @@
 
 import re
 
-_UNITS = {"": 1, "b": 1,
-          "kb": 10 ** 3, "mb": 10 ** 6, "gb": 10 ** 9, "tb": 10 ** 12,
-          "kib": 2 ** 10, "mib": 2 ** 20, "gib": 2 ** 30, "tib": 2 ** 40,
-          "k": 2 ** 10, "m": 2 ** 20, "g": 2 ** 30}
+_UNITS = {
+    "": 1,
+    "b": 1,
+    "kb": 10**3,
+    "mb": 10**6,
+    "gb": 10**9,
+    "tb": 10**12,
+    "kib": 2**10,
+    "mib": 2**20,
+    "gib": 2**30,
+    "tib": 2**40,
+    "k": 2**10,
+    "m": 2**20,
+    "g": 2**30,
+}
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$")
 
 
@@ -29,6 +40,7 @@ def parse_size(text):
         return text
     found = _SIZE.match(str(text))
     if not found or found.group(2).lower() not in _UNITS:
-        raise ValueError("%r is not a size: write a number and a unit, such as \"1 MiB\", "
-                         "\"512 kB\" or \"2 GiB\"" % (text,))
+        raise ValueError(
+            '%r is not a size: write a number and a unit, such as "1 MiB", ' '"512 kB" or "2 GiB"' % (text,)
+        )
     return int(float(found.group(1)) * _UNITS[found.group(2).lower()])

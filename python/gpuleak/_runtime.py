@@ -19,9 +19,11 @@ def clock():
             from gpuleak._holder_requests import HolderRequests
 
             made.holder_requests = HolderRequests(
-                collector, os.environ.get("GPULEAK_TRACE_DIR") or "gpuleak-traces",
+                collector,
+                os.environ.get("GPULEAK_TRACE_DIR") or "gpuleak-traces",
                 seconds=_number_from_environment("GPULEAK_HOLDER_SECONDS", 2.0),
-                poll_interval_s=_number_from_environment("GPULEAK_HOLDER_POLL_MS", 100.0) / 1000)
+                poll_interval_s=_number_from_environment("GPULEAK_HOLDER_POLL_MS", 100.0) / 1000,
+            )
             _start_request_watcher(made.holder_requests)
         _clock = made
     return _clock
@@ -45,5 +47,7 @@ def _start_request_watcher(requests):
     except Exception as error:
         from gpuleak._notice import say_once
 
-        say_once("holder-watcher", "cannot start the holder-request watcher (%s); requests are "
-                 "answered at step boundaries only" % error)
+        say_once(
+            "holder-watcher",
+            "cannot start the holder-request watcher (%s); requests are " "answered at step boundaries only" % error,
+        )

@@ -40,25 +40,29 @@ from gpuleak._notice import say_once
 
 
 # In-process trust of the sources (0 most trusted), as in clock_arbiter.h.
-_RANK = {_collector.STEP_FROM_EXPLICIT: 0, _collector.STEP_FROM_OPTIMIZER_HOOK: 1,
-         _collector.STEP_FROM_DATALOADER: 2, _collector.STEP_FROM_PYTHON_LOOP: 3}
+_RANK = {
+    _collector.STEP_FROM_EXPLICIT: 0,
+    _collector.STEP_FROM_OPTIMIZER_HOOK: 1,
+    _collector.STEP_FROM_DATALOADER: 2,
+    _collector.STEP_FROM_PYTHON_LOOP: 3,
+}
 
 
 class StepClock:
     def __init__(self, collector):
         self.collector = collector
         self._mark = collector.mark_clock_step if collector is not None else None
-        self.step = 0                # pacing ticks so far
-        self._counts = {}            # (source, clock) -> ticks so far
-        self._last_tick = {}         # (source, clock) -> tick order of its latest tick
+        self.step = 0  # pacing ticks so far
+        self._counts = {}  # (source, clock) -> ticks so far
+        self._last_tick = {}  # (source, clock) -> tick order of its latest tick
         self._order = 0
         self._optimizer_off = False  # its hook failed once
-        self.sampler = None          # set once CUDA is initialized
-        self.pool_reader = None      # a framework pool's bytes in use (jax_arrays.py)
+        self.sampler = None  # set once CUDA is initialized
+        self.pool_reader = None  # a framework pool's bytes in use (jax_arrays.py)
         self.holder_requests = None  # set when GPULEAK_HOLDER_REQUESTS=1
-        self._pacer = None           # weakref (or a callable returning it) to the pacer
-        self._others = {}            # id(optimizer) -> steps since the pacer last stepped
-        self._outermost = None       # id of the optimizer whose step() began first
+        self._pacer = None  # weakref (or a callable returning it) to the pacer
+        self._others = {}  # id(optimizer) -> steps since the pacer last stepped
+        self._outermost = None  # id of the optimizer whose step() began first
         self._nested_steps = 0
 
     # ---- torch optimizer hooks (signature: optimizer, args, kwargs) ---------
@@ -85,8 +89,10 @@ class StepClock:
             if self._is_pacer(optimizer, key):
                 self.boundary(_collector.STEP_FROM_OPTIMIZER_HOOK)
         except Exception as error:
-            say_once("optimizer-hook", "the optimizer step hook failed (%s); "
-                     "steps are not marked from optimizers any more" % error)
+            say_once(
+                "optimizer-hook",
+                "the optimizer step hook failed (%s); " "steps are not marked from optimizers any more" % error,
+            )
             self._optimizer_off = True
 
     def _is_pacer(self, optimizer, key):
@@ -145,15 +151,17 @@ class StepClock:
             # The pool is read before the mark, so the boundary sees its level
             # at this iteration's end (a loop of 0.5 ms iterations would
             # otherwise have none: the sampler thread reads every 500 ms).
-            self._run_part("pool_reader", "pool-reader",
-                           "reading the framework's pool at steps failed (%s); it is off from now on")
+            self._run_part(
+                "pool_reader", "pool-reader", "reading the framework's pool at steps failed (%s); it is off from now on"
+            )
         self._mark(count, source, clock, 1 if pacing else 0)
         if not pacing:
             return
         self.step += 1
         self._run_part("sampler", "sampler", "memory sampling failed (%s); it is off from now on")
-        self._run_part("holder_requests", "holder-requests",
-                       "answering holder requests failed (%s); it is off from now on")
+        self._run_part(
+            "holder_requests", "holder-requests", "answering holder requests failed (%s); it is off from now on"
+        )
 
     def _run_part(self, attribute, notice, message):
         """Calls on_step() of the part held in `attribute`, if any; a part that

@@ -28,15 +28,15 @@ def make_hook_class(memory_hook_base, record_alloc, record_free):
 
         def malloc_postprocess(self, **kwargs):
             try:
-                record_alloc(int(kwargs["mem_ptr"]), int(kwargs["mem_size"]),
-                             int(kwargs.get("device_id", -1)), 0, FRAMEWORK_CUPY)
+                record_alloc(
+                    int(kwargs["mem_ptr"]), int(kwargs["mem_size"]), int(kwargs.get("device_id", -1)), 0, FRAMEWORK_CUPY
+                )
             except Exception as error:
                 say_once("cupy-hook", "CuPy array tracking failed (%s)" % error)
 
         def free_postprocess(self, **kwargs):
             try:
-                record_free(int(kwargs["mem_ptr"]), int(kwargs.get("device_id", -1)),
-                            FRAMEWORK_CUPY)
+                record_free(int(kwargs["mem_ptr"]), int(kwargs.get("device_id", -1)), FRAMEWORK_CUPY)
             except Exception as error:
                 say_once("cupy-hook", "CuPy array tracking failed (%s)" % error)
 
@@ -57,11 +57,18 @@ def install(cupy, collector):
         hook = hook_class()
         hook.__enter__()
         _installed = hook
-        collector.annotate("framework_tracking", json.dumps({
-            "framework": "CuPy", "mode": "memory-hook", "hidden_allocations": False,
-            "version": str(getattr(cupy, "__version__", "?"))}))
+        collector.annotate(
+            "framework_tracking",
+            json.dumps(
+                {
+                    "framework": "CuPy",
+                    "mode": "memory-hook",
+                    "hidden_allocations": False,
+                    "version": str(getattr(cupy, "__version__", "?")),
+                }
+            ),
+        )
         return hook
     except Exception as error:
-        say_once("cupy-hook", "CuPy array tracking is off (%s); CuPy's pool is seen through "
-                 "the driver only" % error)
+        say_once("cupy-hook", "CuPy array tracking is off (%s); CuPy's pool is seen through " "the driver only" % error)
         return None

@@ -24,7 +24,8 @@ _loaded = None  # the loaded reader library; kept for the life of the process
 
 def _cache_dir():
     return os.environ.get("GPULEAK_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "gpuleak")
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "gpuleak"
+    )
 
 
 def abi_tag():
@@ -35,8 +36,9 @@ def abi_tag():
 
 def prebuilt_path():
     """Where a reader built ahead for this Python is shipped (it may not be)."""
-    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "_prebuilt",
-                        "python-frame-reader-%s.so" % abi_tag())
+    return os.path.join(
+        os.path.dirname(os.path.abspath(__file__)), "_prebuilt", "python-frame-reader-%s.so" % abi_tag()
+    )
 
 
 def reader_path():
@@ -106,8 +108,10 @@ def register(collector_library, build_if_missing=True):
             reader = _load_matching(path)
             if reader is None:
                 return False, "the reader at %s was built for another Python" % path
-        functions = [ctypes.cast(getattr(reader, name), ctypes.c_void_p) for name in
-                     ("gpuleak_python_frames", "gpuleak_python_line", "gpuleak_python_code_info")]
+        functions = [
+            ctypes.cast(getattr(reader, name), ctypes.c_void_p)
+            for name in ("gpuleak_python_frames", "gpuleak_python_line", "gpuleak_python_code_info")
+        ]
         collector_library.gpuleak_set_python_frame_reader(*functions)
         _loaded = reader
         return True, path
@@ -120,8 +124,7 @@ def _build_into(folder):
     build and scripts/package run it with each Python they ship a reader for)."""
     target = os.path.join(folder, os.path.basename(prebuilt_path()))
     done, text = build(target)
-    print("gpuleak: %s the Python frame reader for %s: %s"
-          % ("built" if done else "could not build", abi_tag(), text))
+    print("gpuleak: %s the Python frame reader for %s: %s" % ("built" if done else "could not build", abi_tag(), text))
     return 0 if done else 1
 
 
@@ -136,7 +139,8 @@ if __name__ == "__main__":
     if sys.argv[1:] == ["--can-build"]:
         # For the build: prints the shipped name when this Python's headers are there.
         ok = sys.version_info >= (3, 11) and os.path.exists(
-            os.path.join(sysconfig.get_paths()["include"], "internal", "pycore_frame.h"))
+            os.path.join(sysconfig.get_paths()["include"], "internal", "pycore_frame.h")
+        )
         print(os.path.basename(prebuilt_path()) if ok else "")
         sys.exit(0)
     print("usage: python3 -m gpuleak.frame_reader --build | --build-into FOLDER | --can-build")

@@ -54,8 +54,12 @@ def tracking_annotation(environ):
     # buffer, or virtual-memory granules it maps buffers into: seen on the
     # H200 with JAX 0.11) holds its arrays only: what grows there is arrays
     # kept alive, not memory outside the framework.
-    value = {"framework": "JAX", "mode": mode, "hidden_allocations": hidden,
-             "device_memory_holds_arrays": mode == "platform"}
+    value = {
+        "framework": "JAX",
+        "mode": mode,
+        "hidden_allocations": hidden,
+        "device_memory_holds_arrays": mode == "platform",
+    }
     if hidden:
         value["how_to_see"] = HOW_TO_SEE
     fraction = environ.get("XLA_PYTHON_CLIENT_MEM_FRACTION")
@@ -66,8 +70,7 @@ def tracking_annotation(environ):
 
 def first_gpu(jax):
     """The first GPU device, or None; never initializes JAX's backends itself."""
-    bridge = getattr(getattr(getattr(jax, "_src", None), "xla_bridge", None),
-                     "backends_are_initialized", None)
+    bridge = getattr(getattr(getattr(jax, "_src", None), "xla_bridge", None), "backends_are_initialized", None)
     if bridge is not None and not bridge():
         return None  # asking for devices now would start the backends early
     gpus = [d for d in jax.devices() if d.platform == "gpu"]
@@ -117,7 +120,7 @@ class PoolReader:
         self.next_s = 0.0
         self.last_used = None
         self.rises = 0
-        self.before = None    # array ranges live when the pool had risen STREAK // 2 times
+        self.before = None  # array ranges live when the pool had risen STREAK // 2 times
         self.asked = False
 
     def on_step(self):
@@ -157,7 +160,7 @@ class PoolReader:
         requests = self.requests()
         if requests is None:
             return
-        new = [list(r) for r in self.array_ranges() if r not in self.before][:self.MAX_ARRAYS]
+        new = [list(r) for r in self.array_ranges() if r not in self.before][: self.MAX_ARRAYS]
         self.before = None
         if new:
             requests.answer_candidates([(POOL_SITE_ID, new)])

@@ -26,9 +26,9 @@ def _call(name, *args):
     except Exception as error:
         say_once("callback-" + name, "gpuleak.%s() failed in the %s (%s)" % (name, __name__, error))
 
+
 # Lightning's loop names, as the phases they become.
-PHASES = {"sanity_check": "sanity-check", "validation": "validation", "test": "test",
-          "predict": "predict"}
+PHASES = {"sanity_check": "sanity-check", "validation": "validation", "test": "test", "predict": "predict"}
 
 
 def make_callback_class(callback_base):
@@ -61,8 +61,7 @@ def make_callback_class(callback_base):
         def on_validation_end(self, trainer, pl_module):
             self._end("validation")
 
-        def on_validation_batch_end(self, trainer, pl_module, outputs, batch, batch_idx,
-                                    dataloader_idx=0):
+        def on_validation_batch_end(self, trainer, pl_module, outputs, batch, batch_idx, dataloader_idx=0):
             _call("step")
 
         def on_test_start(self, trainer, pl_module):
@@ -71,8 +70,7 @@ def make_callback_class(callback_base):
         def on_test_end(self, trainer, pl_module):
             self._end("test")
 
-        def on_test_batch_end(self, trainer, pl_module, outputs, batch, batch_idx,
-                              dataloader_idx=0):
+        def on_test_batch_end(self, trainer, pl_module, outputs, batch, batch_idx, dataloader_idx=0):
             _call("step")
 
         def on_predict_start(self, trainer, pl_module):
@@ -81,8 +79,7 @@ def make_callback_class(callback_base):
         def on_predict_end(self, trainer, pl_module):
             self._end("predict")
 
-        def on_predict_batch_end(self, trainer, pl_module, outputs, batch, batch_idx,
-                                 dataloader_idx=0):
+        def on_predict_batch_end(self, trainer, pl_module, outputs, batch, batch_idx, dataloader_idx=0):
             _call("step")
 
         def on_exception(self, trainer, pl_module, exception):

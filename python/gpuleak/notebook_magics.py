@@ -73,9 +73,12 @@ def _gpuleak_cell(line, cell):
             print("gpuleak: no HTML report (%s)" % error)
             return
     # In an iframe of its own: the report's scripts and styles stay out of the notebook's.
-    display(HTML('<iframe style="width:100%%;height:%dpx;border:1px solid #ccc" '
-                 'sandbox="allow-scripts" srcdoc="%s"></iframe>'
-                 % (options.height, html.escape(text, quote=True))))
+    display(
+        HTML(
+            '<iframe style="width:100%%;height:%dpx;border:1px solid #ccc" '
+            'sandbox="allow-scripts" srcdoc="%s"></iframe>' % (options.height, html.escape(text, quote=True))
+        )
+    )
 
 
 def _gpuleak_top(line):
@@ -85,6 +88,10 @@ def _gpuleak_top(line):
     if cli is None:
         print("gpuleak: this installation has no gpuleak binary")
         return
-    done = subprocess.run([cli, "top", "--count", "1"] + shlex.split(line or ""),
-                          stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=60)
+    done = subprocess.run(
+        [cli, "top", "--count", "1"] + shlex.split(line or ""),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        timeout=60,
+    )
     print(done.stdout.decode("utf-8", "replace").rstrip())

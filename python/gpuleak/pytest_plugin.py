@@ -29,24 +29,35 @@ DEFAULT_REPEATS = 12
 
 def pytest_addoption(parser):
     group = parser.getgroup("gpuleak", "GPU memory leaks (gpuleak)")
-    group.addoption("--gpuleak", action="store_true", default=False,
-                    help="track every test's GPU memory; list the tests that left memory "
-                         "allocated or leaked")
-    group.addoption("--gpuleak-repeat", type=int, default=0, metavar="N",
-                    help="run each tracked test's body N times and fail on growth per "
-                         "repetition (N >= 10)")
+    group.addoption(
+        "--gpuleak",
+        action="store_true",
+        default=False,
+        help="track every test's GPU memory; list the tests that left memory " "allocated or leaked",
+    )
+    group.addoption(
+        "--gpuleak-repeat",
+        type=int,
+        default=0,
+        metavar="N",
+        help="run each tracked test's body N times and fail on growth per " "repetition (N >= 10)",
+    )
 
 
 def pytest_configure(config):
     config.addinivalue_line(
-        "markers", "gpuleak_limit_leaks(size): fail when the test leaves more than `size` "
-                   "(\"1 MiB\") of GPU memory allocated at its end, or its memory grows")
+        "markers",
+        "gpuleak_limit_leaks(size): fail when the test leaves more than `size` "
+        '("1 MiB") of GPU memory allocated at its end, or its memory grows',
+    )
     config.addinivalue_line(
-        "markers", "gpuleak_limit_memory(size): fail when the GPU memory the test allocates "
-                   "peaks above `size` (\"2 GiB\")")
+        "markers",
+        "gpuleak_limit_memory(size): fail when the GPU memory the test allocates " 'peaks above `size` ("2 GiB")',
+    )
     config.addinivalue_line(
-        "markers", "gpuleak_repeat(n=12): run the test body n times, one step each, and fail "
-                   "on growth per repetition")
+        "markers",
+        "gpuleak_repeat(n=12): run the test body n times, one step each, and fail " "on growth per repetition",
+    )
 
 
 class _Limits:
@@ -57,16 +68,14 @@ class _Limits:
 
         self.leaks = self.memory = None
         self.repeats = 0
-        self.asked = bool(item.config.getoption("gpuleak") or
-                          item.config.getoption("gpuleak_repeat"))
-        for name, attribute in (("gpuleak_limit_leaks", "leaks"),
-                                ("gpuleak_limit_memory", "memory")):
+        self.asked = bool(item.config.getoption("gpuleak") or item.config.getoption("gpuleak_repeat"))
+        for name, attribute in (("gpuleak_limit_leaks", "leaks"), ("gpuleak_limit_memory", "memory")):
             marker = item.get_closest_marker(name)
             if marker is None:
                 continue
             self.asked = True
             if len(marker.args) != 1 or marker.kwargs:
-                raise ValueError("@pytest.mark.%s takes one size, such as \"1 MiB\"" % name)
+                raise ValueError('@pytest.mark.%s takes one size, such as "1 MiB"' % name)
             try:
                 setattr(self, attribute, parse_size(marker.args[0]))
             except ValueError as error:
@@ -78,8 +87,10 @@ class _Limits:
             repeats = marker.args[0] if marker.args else marker.kwargs.get("n", DEFAULT_REPEATS)
         if repeats:
             if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 10:
-                raise ValueError("gpuleak_repeat needs at least 10 repetitions (got %r): growth "
-                                 "is judged over 8 after 2 of warm-up" % (repeats,))
+                raise ValueError(
+                    "gpuleak_repeat needs at least 10 repetitions (got %r): growth "
+                    "is judged over 8 after 2 of warm-up" % (repeats,)
+                )
             self.repeats = repeats
 
 
@@ -148,20 +159,30 @@ def _over_the_limits(result, limits):
     if limits.leaks is not None or limits.repeats:
         if result.leak:
             return "GPU memory grew by %s per repetition over %d repetitions" % (
-                format_bytes(result.growth_bytes_per_step), result.steps)
+                format_bytes(result.growth_bytes_per_step),
+                result.steps,
+            )
     if limits.leaks is not None and result.left_behind_bytes > limits.leaks:
         return "the test left %s of GPU memory allocated (limit %s)" % (
-            format_bytes(result.left_behind_bytes), format_bytes(limits.leaks))
+            format_bytes(result.left_behind_bytes),
+            format_bytes(limits.leaks),
+        )
     if limits.memory is not None and result.peak_bytes > limits.memory:
         return "the test's GPU memory peaked at %s (limit %s)" % (
-            format_bytes(result.peak_bytes), format_bytes(limits.memory))
+            format_bytes(result.peak_bytes),
+            format_bytes(limits.memory),
+        )
     return None
 
 
 def _summary_of(result):
-    return {"verdict": result.verdict, "left_behind_bytes": result.left_behind_bytes,
-            "growth_bytes_per_step": result.growth_bytes_per_step,
-            "peak_bytes": result.peak_bytes, "summary": result.summary()}
+    return {
+        "verdict": result.verdict,
+        "left_behind_bytes": result.left_behind_bytes,
+        "growth_bytes_per_step": result.growth_bytes_per_step,
+        "peak_bytes": result.peak_bytes,
+        "summary": result.summary(),
+    }
 
 
 def pytest_terminal_summary(terminalreporter):
@@ -180,9 +201,10 @@ def pytest_terminal_summary(terminalreporter):
     kept = [(nodeid, r) for nodeid, r in found if r["verdict"] in ("leak", "left behind")]
     not_tracked = [(nodeid, r) for nodeid, r in found if r["verdict"] == "not tracked"]
     terminalreporter.section("gpuleak: GPU memory per test")
-    terminalreporter.write_line("%d tests tracked, %d left GPU memory allocated or leaked%s" % (
-        len(found), len(kept),
-        ", %d not tracked" % len(not_tracked) if not_tracked else ""))
+    terminalreporter.write_line(
+        "%d tests tracked, %d left GPU memory allocated or leaked%s"
+        % (len(found), len(kept), ", %d not tracked" % len(not_tracked) if not_tracked else "")
+    )
     for nodeid, r in sorted(kept, key=lambda entry: -entry[1]["left_behind_bytes"]):
         if r["verdict"] == "leak":
             what = "LEAK +%s/repetition" % format_bytes(r["growth_bytes_per_step"])

@@ -68,8 +68,12 @@ def unavailable_reason(version_info=None, environ=None, monitoring=None):
     if str(environ.get("GPULEAK_PYTHON_LOOP", "1")).strip().lower() in ("0", "false", "no", "off"):
         return "turned off by GPULEAK_PYTHON_LOOP=0"
     if tuple(version_info[:2]) < NEEDS:
-        return ("Python %d.%d has no sys.monitoring; following the main script's loop needs "
-                "Python %d.%d or later" % (version_info[0], version_info[1], NEEDS[0], NEEDS[1]))
+        return "Python %d.%d has no sys.monitoring; following the main script's loop needs " "Python %d.%d or later" % (
+            version_info[0],
+            version_info[1],
+            NEEDS[0],
+            NEEDS[1],
+        )
     if monitoring is None:
         monitoring = getattr(sys, "monitoring", None)
     if monitoring is None:
@@ -78,6 +82,7 @@ def unavailable_reason(version_info=None, environ=None, monitoring=None):
 
 
 # ---- the loops of a code object, and how deep a frame stands in them -----------
+
 
 def loop_ranges(code):
     """[(first, last)] byte offsets of each loop of `code`: a back-edge's target and the
@@ -88,8 +93,11 @@ def loop_ranges(code):
 
     furthest = {}
     for instruction in dis.get_instructions(code):
-        if "JUMP" in instruction.opname and isinstance(instruction.argval, int) and \
-                instruction.argval < instruction.offset:
+        if (
+            "JUMP" in instruction.opname
+            and isinstance(instruction.argval, int)
+            and instruction.argval < instruction.offset
+        ):
             target = instruction.argval
             furthest[target] = max(furthest.get(target, 0), instruction.offset)
     return sorted(furthest.items())
@@ -108,8 +116,7 @@ def enclosing_loops(frame, ranges_of):
         if ranges:
             at = frame.f_lasti
             # Innermost first within one frame, as callers are walked inner to outer.
-            loops.extend((frame.f_code, first) for first, last in reversed(ranges)
-                         if first <= at <= last)
+            loops.extend((frame.f_code, first) for first, last in reversed(ranges) if first <= at <= last)
         frame = frame.f_back
     loops.reverse()
     return tuple(loops)
@@ -137,11 +144,11 @@ class _Loop:
     def __init__(self, now_ns):
         self.ticks = 0
         self.first_ns = self.last_ns = now_ns
-        self.fast = 0       # intervals shorter than tight_interval_ns in the current block
+        self.fast = 0  # intervals shorter than tight_interval_ns in the current block
         # The loop keys it stands in (enclosing_of), itself last; known once it
         # went round min_ticks times. Its depth is their number.
         self.enclosing = None
-        self.clock = 0      # its clock number once it was chosen
+        self.clock = 0  # its clock number once it was chosen
 
 
 class LoopChooser:
@@ -155,17 +162,16 @@ class LoopChooser:
     `encloses` lists the clocks of loops chosen before that stand inside
     this one (an inner loop chosen first, then the loop around it)."""
 
-    def __init__(self, min_ticks=8, tight_block=256, tight_interval_ns=50_000, max_loops=32,
-                 idle_iterations=10):
+    def __init__(self, min_ticks=8, tight_block=256, tight_interval_ns=50_000, max_loops=32, idle_iterations=10):
         self.min_ticks = min_ticks
         self.tight_block = tight_block
         self.tight_interval_ns = tight_interval_ns
         self.max_loops = max_loops
         self.idle_iterations = idle_iterations
         self.loops = {}
-        self.chosen = None      # key of the chosen loop
-        self.clocks = 0         # clock numbers handed out
-        self.disabled = 0       # loops disabled as too tight (or beyond max_loops)
+        self.chosen = None  # key of the chosen loop
+        self.clocks = 0  # clock numbers handed out
+        self.disabled = 0  # loops disabled as too tight (or beyond max_loops)
         self.clock = 0
         self.step = 0
         self.new_clock = False
@@ -212,9 +218,10 @@ class LoopChooser:
                 self.clocks += 1
                 loop.clock = self.clocks
                 self.encloses = sorted(
-                    other.clock for other_key, other in self.loops.items()
-                    if other is not _TIGHT and other.clock and other_key != key
-                    and key in other.enclosing)  # a loop with a clock knows its enclosing
+                    other.clock
+                    for other_key, other in self.loops.items()
+                    if other is not _TIGHT and other.clock and other_key != key and key in other.enclosing
+                )  # a loop with a clock knows its enclosing
         else:
             self.new_clock = False
         self.clock = loop.clock
@@ -235,6 +242,7 @@ class LoopChooser:
 
 # ---- sys.monitoring -------------------------------------------------------------------
 
+
 class LoopSignal:
     """The installed signal: sys.monitoring callbacks feeding a LoopChooser and the step clock."""
 
@@ -242,11 +250,11 @@ class LoopSignal:
         self.monitoring = monitoring
         self.events = monitoring.events
         self.collector = collector
-        self.mark = mark          # mark(clock_number) at each time round the chosen loop
+        self.mark = mark  # mark(clock_number) at each time round the chosen loop
         self.chooser = LoopChooser()
         self.tool = None
         self.main_file = None
-        self.codes = {}           # main-script code object -> its loop_ranges (computed when asked)
+        self.codes = {}  # main-script code object -> its loop_ranges (computed when asked)
         self.on = False
         self._clock_ns = time.perf_counter_ns
 
@@ -261,7 +269,8 @@ class LoopSignal:
                 break
         if self.tool is None:
             return "sys.monitoring's free tool ids (%s) are taken by other tools" % (
-                ", ".join(str(t) for t in TOOL_IDS))
+                ", ".join(str(t) for t in TOOL_IDS)
+            )
         monitoring.register_callback(self.tool, self.events.PY_START, self.on_start)
         monitoring.register_callback(self.tool, self.events.JUMP, self.on_jump)
         monitoring.set_events(self.tool, self.events.PY_START)
@@ -271,8 +280,11 @@ class LoopSignal:
     def on_start(self, code, offset):
         """PY_START until the main script's module code starts; disabled at every other code."""
         try:
-            if code.co_name == "<module>" and self.main_file is None and \
-                    sys._getframe(1).f_globals.get("__name__") == "__main__":
+            if (
+                code.co_name == "<module>"
+                and self.main_file is None
+                and sys._getframe(1).f_globals.get("__name__") == "__main__"
+            ):
                 self.main_file = code.co_filename
                 self.monitoring.set_events(self.tool, 0)
                 self.follow(code)
@@ -292,8 +304,9 @@ class LoopSignal:
             self.codes[code] = None
             self.monitoring.set_local_events(self.tool, code, self.events.JUMP)
             pending.extend(c for c in code.co_consts if isinstance(c, types.CodeType))
-        self.annotate({"available": True, "tool_id": self.tool, "script": self.main_file,
-                       "code_objects": len(self.codes)})
+        self.annotate(
+            {"available": True, "tool_id": self.tool, "script": self.main_file, "code_objects": len(self.codes)}
+        )
 
     # -- each back-edge --
 
@@ -334,10 +347,15 @@ class LoopSignal:
 
         line = line_of(code, offset)
         function = getattr(code, "co_qualname", code.co_name)
-        value = {"source": _collector.STEP_FROM_PYTHON_LOOP, "clock": clock,
-                 "description": "iterations of the loop in %s (%s:%d)" % (
-                     function, os.path.basename(code.co_filename), line),
-                 "file": code.co_filename, "line": line, "function": function}
+        value = {
+            "source": _collector.STEP_FROM_PYTHON_LOOP,
+            "clock": clock,
+            "description": "iterations of the loop in %s (%s:%d)"
+            % (function, os.path.basename(code.co_filename), line),
+            "file": code.co_filename,
+            "line": line,
+            "function": function,
+        }
         if encloses:
             # Clocks of inner loops followed before this one: pieces of its
             # iterations, which the analysis never makes the report's phase
@@ -351,8 +369,10 @@ class LoopSignal:
         if not self.on:
             return
         self.on = False
-        say_once("python-loop", "following the main script's loop failed (%s); it is off from "
-                 "now on, the program runs on" % error)
+        say_once(
+            "python-loop",
+            "following the main script's loop failed (%s); it is off from " "now on, the program runs on" % error,
+        )
         try:
             self.monitoring.set_events(self.tool, 0)
             for code in list(self.codes):

@@ -23,7 +23,8 @@ _SOURCE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "torch_alloca
 
 def _cache_dir():
     base = os.environ.get("GPULEAK_CACHE_DIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "gpuleak")
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "gpuleak"
+    )
     return base
 
 
@@ -79,9 +80,23 @@ def build_shim(torch, output):
     abi = int(getattr(torch._C, "_GLIBCXX_USE_CXX11_ABI", 1))
     os.makedirs(os.path.dirname(output), exist_ok=True)
     partial = output + ".%d.tmp" % os.getpid()
-    command = [compiler, "-O1", "-shared", "-fPIC", "-std=c++20", "-w",
-               "-D_GLIBCXX_USE_CXX11_ABI=%d" % abi, _SOURCE, "-o", partial,
-               "-L" + torch_lib, "-lc10", "-lc10_cuda", "-ldl", "-Wl,-rpath," + torch_lib]
+    command = [
+        compiler,
+        "-O1",
+        "-shared",
+        "-fPIC",
+        "-std=c++20",
+        "-w",
+        "-D_GLIBCXX_USE_CXX11_ABI=%d" % abi,
+        _SOURCE,
+        "-o",
+        partial,
+        "-L" + torch_lib,
+        "-lc10",
+        "-lc10_cuda",
+        "-ldl",
+        "-Wl,-rpath," + torch_lib,
+    ]
     for path in includes:
         command.insert(1, "-I" + path)
     result = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -108,8 +123,11 @@ def attach(torch, collector):
     # Backward-pass blocks named by their autograd node (collectors before it
     # have no such entry: those blocks are then recorded like the others).
     # GPULEAK_BACKWARD_NATIVE_STACKS=1 unwinds them: the node is not even asked.
-    in_node = None if os.environ.get("GPULEAK_BACKWARD_NATIVE_STACKS") == "1" else \
-        getattr(collector, "gpuleak_record_torch_alloc_in_node", None)
+    in_node = (
+        None
+        if os.environ.get("GPULEAK_BACKWARD_NATIVE_STACKS") == "1"
+        else getattr(collector, "gpuleak_record_torch_alloc_in_node", None)
+    )
     alloc_in_node_fn = ctypes.cast(in_node, ctypes.c_void_p) if in_node is not None else None
     shim.gpuleak_attach_torch_tracker.restype = ctypes.c_int
     shim.gpuleak_attach_torch_tracker.argtypes = [ctypes.c_void_p] * 3
@@ -142,8 +160,7 @@ def _build_ahead():
         print("gpuleak: cannot import torch (%s); no allocator hook to build" % error)
         return 1
     if getattr(torch.version, "cuda", None) is None:
-        print("gpuleak: torch %s was built without CUDA; there is no CUDA allocator to hook"
-              % torch.__version__)
+        print("gpuleak: torch %s was built without CUDA; there is no CUDA allocator to hook" % torch.__version__)
         return 1
     path = shim_path(torch)
     if os.path.exists(path):
@@ -156,8 +173,7 @@ def _build_ahead():
     if ok:
         print("gpuleak: built the allocator hook for torch %s: %s" % (torch.__version__, message))
         return 0
-    print("gpuleak: could not build the allocator hook for torch %s: %s"
-          % (torch.__version__, message))
+    print("gpuleak: could not build the allocator hook for torch %s: %s" % (torch.__version__, message))
     return 1
 
 

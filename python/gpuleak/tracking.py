@@ -91,12 +91,12 @@ class _ProcessTracking:
 
         cli, collector_path = native_parts()
         if collector_path is None or cli is None:
-            self.unavailable = ("this installation of gpuleak has no %s (install the wheel, or "
-                                "build with scripts/setup)" % ("collector" if collector_path is None
-                                                               else "gpuleak binary"))
+            self.unavailable = (
+                "this installation of gpuleak has no %s (install the wheel, or "
+                "build with scripts/setup)" % ("collector" if collector_path is None else "gpuleak binary")
+            )
             return self.unavailable
-        trace_dir = os.path.abspath(output_dir) if output_dir else \
-            tempfile.mkdtemp(prefix="gpuleak-track-")
+        trace_dir = os.path.abspath(output_dir) if output_dir else tempfile.mkdtemp(prefix="gpuleak-track-")
         os.makedirs(trace_dir, mode=0o700, exist_ok=True)
         # The package's parts read their settings from the environment when
         # they start (the allocator hook at CUDA's initialization, which may
@@ -105,8 +105,7 @@ class _ProcessTracking:
         os.environ["GPULEAK_TRACE_DIR"] = trace_dir
         os.environ.setdefault("GPULEAK_HOLDER_REQUESTS", "1")
         if "GPULEAK_TORCH_MODE" not in os.environ:
-            user_conf = os.environ.get("PYTORCH_CUDA_ALLOC_CONF") or \
-                os.environ.get("PYTORCH_ALLOC_CONF")
+            user_conf = os.environ.get("PYTORCH_CUDA_ALLOC_CONF") or os.environ.get("PYTORCH_ALLOC_CONF")
             os.environ["GPULEAK_TORCH_MODE"] = "user" if user_conf else "hook"
         collector = _collector.load()
         if collector is None or not collector.start_recording():
@@ -141,8 +140,7 @@ _process = _ProcessTracking()
 class TrackedBlock:
     """One tracked block. Its results are there once it has ended (`with` left, or stop())."""
 
-    def __init__(self, name=None, warmup_steps=DEFAULT_WARMUP_STEPS, min_steps=DEFAULT_MIN_STEPS,
-                 output_dir=None):
+    def __init__(self, name=None, warmup_steps=DEFAULT_WARMUP_STEPS, min_steps=DEFAULT_MIN_STEPS, output_dir=None):
         self.name = None if name is None else str(name)
         self.warmup_steps = int(warmup_steps)
         self.min_steps = int(min_steps)
@@ -205,8 +203,7 @@ class TrackedBlock:
 
         @functools.wraps(function)
         def tracked(*args, **kwargs):
-            block = TrackedBlock(self.name or function.__qualname__, self.warmup_steps,
-                                 self.min_steps, self.output_dir)
+            block = TrackedBlock(self.name or function.__qualname__, self.warmup_steps, self.min_steps, self.output_dir)
             with block:
                 value = function(*args, **kwargs)
             tracked.last = block.result
@@ -249,8 +246,11 @@ def _release_library_caches():
         if torch.cuda.is_initialized():
             clear()
     except Exception as error:
-        say_once("track-workspaces", "could not release PyTorch's cuBLAS workspaces before the "
-                 "block's end (%s); they may be counted as left behind" % error)
+        say_once(
+            "track-workspaces",
+            "could not release PyTorch's cuBLAS workspaces before the "
+            "block's end (%s); they may be counted as left behind" % error,
+        )
 
 
 def _mark(block, event, name):
@@ -274,11 +274,10 @@ def _report_block(block):
         from gpuleak import holders
 
         answer, failure = _holder_requests.run_isolated(
-            lambda: holders.answer_request(request, HOLDER_WALK_SECONDS),
-            HOLDER_WALK_SECONDS + 3)
+            lambda: holders.answer_request(request, HOLDER_WALK_SECONDS), HOLDER_WALK_SECONDS + 3
+        )
         if answer is None:
-            answer = {"request_id": request["request_id"], "seconds": 0.0, "sites": [],
-                      "error": failure}
+            answer = {"request_id": request["request_id"], "seconds": 0.0, "sites": [], "error": failure}
         _process.collector.annotate("holder", json.dumps(answer, default=str))
         _process.collector.flush()
         process = _read_report(block)
@@ -286,16 +285,28 @@ def _report_block(block):
 
 
 def _read_report(block):
-    command = [_process.cli, "report", "--json", "--block", str(block.block),
-               "--warmup-steps", str(block.warmup_steps), "--min-steps", str(block.min_steps),
-               _process.trace_path()]
+    command = [
+        _process.cli,
+        "report",
+        "--json",
+        "--block",
+        str(block.block),
+        "--warmup-steps",
+        str(block.warmup_steps),
+        "--min-steps",
+        str(block.min_steps),
+        _process.trace_path(),
+    ]
     env = dict(os.environ)
     env.pop("LD_PRELOAD", None)  # the CLI is not a CUDA program
-    done = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
-                          timeout=REPORT_TIMEOUT_S)
+    done = subprocess.run(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, timeout=REPORT_TIMEOUT_S)
     if not done.stdout.strip():
-        raise RuntimeError((done.stderr.decode("utf-8", "replace").strip() or
-                            "gpuleak report exited with status %d" % done.returncode)[:500])
+        raise RuntimeError(
+            (
+                done.stderr.decode("utf-8", "replace").strip()
+                or "gpuleak report exited with status %d" % done.returncode
+            )[:500]
+        )
     report = json.loads(done.stdout.decode("utf-8"))
     pid = os.getpid()
     for process in report.get("processes", []):
@@ -314,12 +325,14 @@ def _holder_request_for_left_behind(block, process):
     for group in (process.get("leaks") or {}).get("groups", []):
         if not group.get("sample_blocks") or not group.get("stack_ids"):
             continue
-        lines = [[frame.get("file"), frame.get("line")] for frame in group.get("frames") or []
-                 if frame.get("language") == "python" and frame.get("line")]
+        lines = [
+            [frame.get("file"), frame.get("line")]
+            for frame in group.get("frames") or []
+            if frame.get("language") == "python" and frame.get("line")
+        ]
         if _named_on_its_stack(group.get("holder"), lines):
             continue
-        sites.append({"site_id": group["stack_ids"][0], "addresses": group["sample_blocks"],
-                      "lines": lines})
+        sites.append({"site_id": group["stack_ids"][0], "addresses": group["sample_blocks"], "lines": lines})
         if len(sites) == _HOLDER_GROUPS:
             break
     if not sites:
@@ -369,17 +382,28 @@ class TrackResult:
         leaks = process.get("leaks") or {}
         self.steps = int(growth.get("steps") or 0)
         self.leak = growth.get("verdict") == "LEAK"
-        self.growth_bytes_per_step = float(growth.get("rate_bytes_per_step") or 0.0) \
-            if self.leak else 0.0
+        self.growth_bytes_per_step = float(growth.get("rate_bytes_per_step") or 0.0) if self.leak else 0.0
         self.growing_sites = [
-            Site(s.get("site"), s.get("frames"), bytes_per_step=s.get("rate_bytes_per_step"),
-                 live_bytes=s.get("live_bytes"))
-            for s in growth.get("sites") or [] if not s.get("bounded")]
+            Site(
+                s.get("site"),
+                s.get("frames"),
+                bytes_per_step=s.get("rate_bytes_per_step"),
+                live_bytes=s.get("live_bytes"),
+            )
+            for s in growth.get("sites") or []
+            if not s.get("bounded")
+        ]
         self.left_behind_bytes = int(leaks.get("bytes") or 0)
         self.left_behind = [
-            Site(g.get("site"), g.get("frames"), bytes=g.get("bytes"),
-                 allocations=g.get("allocations"), holder=g.get("holder"))
-            for g in leaks.get("groups") or []]
+            Site(
+                g.get("site"),
+                g.get("frames"),
+                bytes=g.get("bytes"),
+                allocations=g.get("allocations"),
+                holder=g.get("holder"),
+            )
+            for g in leaks.get("groups") or []
+        ]
         self.peak_bytes = int(process.get("peak_live_bytes") or 0)
         self.allocations = int((process.get("events") or {}).get("allocations") or 0)
         answer = growth.get("holder") if self.leak else None
@@ -396,8 +420,7 @@ class TrackResult:
                 self.keeping_line += "  " + kept["statement"]
         self.fix = (growth.get("fix") if self.leak else None) or (answer or {}).get("fix")
         block_state = process.get("tracked_block") or {}
-        self.complete = bool(block_state.get("ended")) and \
-            bool((process.get("verdict") or {}).get("complete", True))
+        self.complete = bool(block_state.get("ended")) and bool((process.get("verdict") or {}).get("complete", True))
         if self.leak:
             self.verdict = LEAK
         elif self.left_behind_bytes > 0:
@@ -408,8 +431,7 @@ class TrackResult:
     @classmethod
     def not_tracked(cls, name, reason):
         result = cls.__new__(cls)
-        result.name, result.block, result.report, result.trace, result._cli = \
-            name, None, None, None, None
+        result.name, result.block, result.report, result.trace, result._cli = name, None, None, None, None
         result.reason = reason
         result.steps = 0
         result.leak = False
@@ -435,23 +457,33 @@ class TrackResult:
         lines = []
         if self.leak:
             top = self.growing_sites[0] if self.growing_sites else None
-            lines.append("%s LEAK +%s/step over %d steps%s" % (
-                title, format_bytes(self.growth_bytes_per_step), self.steps,
-                (" at %s" % _where(top)) if top else ""))
+            lines.append(
+                "%s LEAK +%s/step over %d steps%s"
+                % (title, format_bytes(self.growth_bytes_per_step), self.steps, (" at %s" % _where(top)) if top else "")
+            )
         elif self.left_behind_bytes:
             places = len(self.left_behind)
-            lines.append("%s left %s allocated at its end (%d place%s)" % (
-                title, format_bytes(self.left_behind_bytes), places, "" if places == 1 else "s"))
+            lines.append(
+                "%s left %s allocated at its end (%d place%s)"
+                % (title, format_bytes(self.left_behind_bytes), places, "" if places == 1 else "s")
+            )
             for site in self.left_behind[:5]:
                 count = site.allocations or 0
-                lines.append("  %s in %d allocation%s at %s" % (
-                    format_bytes(site.bytes or 0), count, "" if count == 1 else "s",
-                    _where(site)))
+                lines.append(
+                    "  %s in %d allocation%s at %s"
+                    % (format_bytes(site.bytes or 0), count, "" if count == 1 else "s", _where(site))
+                )
         else:
-            lines.append("%s clean: nothing it allocated is still allocated (peak %s, %d "
-                         "allocations%s)" % (title, format_bytes(self.peak_bytes),
-                                             self.allocations,
-                                             ", %d steps" % self.steps if self.steps else ""))
+            lines.append(
+                "%s clean: nothing it allocated is still allocated (peak %s, %d "
+                "allocations%s)"
+                % (
+                    title,
+                    format_bytes(self.peak_bytes),
+                    self.allocations,
+                    ", %d steps" % self.steps if self.steps else "",
+                )
+            )
         if self.holder:
             lines.append("  held by %s" % self.holder)
         if self.keeping_line:
@@ -459,8 +491,9 @@ class TrackResult:
         if self.fix:
             lines.append("  fix: %s" % self.fix)
         if not self.complete:
-            lines.append("  (the block's record is incomplete: events were lost or it was cut "
-                         "short; the figures may be low)")
+            lines.append(
+                "  (the block's record is incomplete: events were lost or it was cut " "short; the figures may be low)"
+            )
         return "\n".join(lines)
 
     def text(self):
@@ -475,9 +508,12 @@ class TrackResult:
     def _run_cli(self, extra):
         if not self.tracked:
             raise TrackingError("gpuleak: the block was not tracked (%s)" % self.reason)
-        done = subprocess.run([self._cli, "report", "--block", str(self.block)] + extra +
-                              [self.trace], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                              timeout=REPORT_TIMEOUT_S)
+        done = subprocess.run(
+            [self._cli, "report", "--block", str(self.block)] + extra + [self.trace],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            timeout=REPORT_TIMEOUT_S,
+        )
         return done.stdout.decode("utf-8", "replace")
 
     def __str__(self):
@@ -487,8 +523,11 @@ class TrackResult:
         from gpuleak._quantities import format_bytes
 
         return "<gpuleak block %s: %s, %s left behind, peak %s>" % (
-            self.name or self.block, self.verdict, format_bytes(self.left_behind_bytes),
-            format_bytes(self.peak_bytes))
+            self.name or self.block,
+            self.verdict,
+            format_bytes(self.left_behind_bytes),
+            format_bytes(self.peak_bytes),
+        )
 
 
 def _where(site):
@@ -510,8 +549,7 @@ def _describe_holder(holder):
     return text
 
 
-def track(name=None, warmup_steps=DEFAULT_WARMUP_STEPS, min_steps=DEFAULT_MIN_STEPS,
-          output_dir=None):
+def track(name=None, warmup_steps=DEFAULT_WARMUP_STEPS, min_steps=DEFAULT_MIN_STEPS, output_dir=None):
     """A block to track: `with gpuleak.track("eval") as block: ...`, then `block.verdict`.
 
     Also a decorator (`@gpuleak.track()`: every call is a block). `output_dir`: where

@@ -26,6 +26,7 @@ def _call(name, *args):
     except Exception as error:
         say_once("callback-" + name, "gpuleak.%s() failed in the %s (%s)" % (name, __name__, error))
 
+
 PHASE = "evaluation"
 
 

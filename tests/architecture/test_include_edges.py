@@ -33,14 +33,18 @@ def allowed_edges():
 
 
 def tracked_sources():
-    out = subprocess.run(["git", "-C", ROOT, "ls-files", "src", "include", "python/gpuleak"],
-                         capture_output=True, text=True)
+    out = subprocess.run(
+        ["git", "-C", ROOT, "ls-files", "src", "include", "python/gpuleak"], capture_output=True, text=True
+    )
     if out.returncode == 0 and out.stdout.strip():
         files = out.stdout.split()
     else:  # not a git checkout (a source tarball): walk the folders
-        files = [os.path.relpath(os.path.join(d, n), ROOT)
-                 for top in ("src", "include", "python/gpuleak")
-                 for d, _, names in os.walk(os.path.join(ROOT, top)) for n in names]
+        files = [
+            os.path.relpath(os.path.join(d, n), ROOT)
+            for top in ("src", "include", "python/gpuleak")
+            for d, _, names in os.walk(os.path.join(ROOT, top))
+            for n in names
+        ]
     return [f for f in files if f.endswith(SOURCE_SUFFIXES)]
 
 
@@ -85,11 +89,11 @@ def test_every_include_is_an_allowed_edge():
         target, target_file = target_of(path, name)
         if target is None:
             if name not in GENERATED:
-                broken.append("%s:%d includes \"%s\", which is no file of the tree" % (path, number, name))
+                broken.append('%s:%d includes "%s", which is no file of the tree' % (path, number, name))
             continue
         if target == module or target in table[module] or target_file in table[module]:
             continue
-        broken.append("%s:%d: %s -> %s (\"%s\") is not an allowed edge" % (path, number, module, target, name))
+        broken.append('%s:%d: %s -> %s ("%s") is not an allowed edge' % (path, number, module, target, name))
     assert not broken, "include edges docs/architecture.md does not allow:\n" + "\n".join(broken)
 
 
@@ -123,8 +127,9 @@ def test_python_calls_only_declared_c_functions():
                 for found in re.findall(r'["\.](gpuleak_[a-z_0-9]+)\b', text):
                     called.setdefault(found, os.path.relpath(path, ROOT))
     unknown = {n: where for n, where in called.items() if n not in declared | defined_by_package}
-    assert not unknown, ("the Python package calls C functions that include/gpuleak/collector_api.h "
-                         "does not declare: %s" % unknown)
+    assert not unknown, (
+        "the Python package calls C functions that include/gpuleak/collector_api.h " "does not declare: %s" % unknown
+    )
 
 
 def test_the_collector_exports_every_declared_function():

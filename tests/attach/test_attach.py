@@ -41,8 +41,7 @@ def ptrace_refusal():
 
 @pytest.fixture(scope="session", autouse=True)
 def machine_allows_ptrace():
-    if not (os.path.exists(GPULEAK) and os.path.exists(os.path.join(BUILD,
-                                                                     "libgpuleak_collector.so"))):
+    if not (os.path.exists(GPULEAK) and os.path.exists(os.path.join(BUILD, "libgpuleak_collector.so"))):
         pytest.skip("no gpuleak and collector in %s (GPULEAK_BUILD_DIR)" % BUILD)
     try:
         import torch  # noqa: F401  (the programs' stand-in tensors)
@@ -58,14 +57,21 @@ class Program:
     """A training loop started without gpuleak; it prints `ready` once its loop runs."""
 
     def __init__(self, steps, keep_every, exit_status=5, extra=None, prefix=()):
-        self.args = [*prefix, PYTHON, os.path.join(PROGRAMS, extra or "training_loop.py"), str(steps),
-                     str(keep_every), str(exit_status)]
+        self.args = [
+            *prefix,
+            PYTHON,
+            os.path.join(PROGRAMS, extra or "training_loop.py"),
+            str(steps),
+            str(keep_every),
+            str(exit_status),
+        ]
         env = {k: v for k, v in os.environ.items() if not k.startswith("GPULEAK_")}
         env["PYTHONPATH"] = PROGRAMS
         env["PYTHONDONTWRITEBYTECODE"] = "1"
         self.env = env
-        self.process = subprocess.Popen(self.args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                        text=True, env=env, cwd=PROGRAMS)
+        self.process = subprocess.Popen(
+            self.args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=PROGRAMS
+        )
         first = self.process.stdout.readline()
         assert first == "ready\n", (first, self.process.stderr.read())
         self.pid = self.process.pid
@@ -76,8 +82,7 @@ class Program:
 
     def expected(self):
         """The output and status of the same program run without gpuleak."""
-        done = subprocess.run(self.args, capture_output=True, text=True, env=self.env, cwd=PROGRAMS,
-                              timeout=300)
+        done = subprocess.run(self.args, capture_output=True, text=True, env=self.env, cwd=PROGRAMS, timeout=300)
         return done.stdout, done.stderr, done.returncode
 
     def kill(self):
@@ -101,15 +106,16 @@ def programs():
 
 
 def attach(pid, *args, timeout=180):
-    return subprocess.run([GPULEAK, "attach", str(pid)] + [str(a) for a in args],
-                          capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [GPULEAK, "attach", str(pid)] + [str(a) for a in args], capture_output=True, text=True, timeout=timeout
+    )
 
 
 def test_attach_to_a_leaking_loop_names_the_site_holder_and_keeping_line_and_the_program_ends_as_without_it(
-        programs, tmp_path):
+    programs, tmp_path
+):
     program = programs(900, 1)
-    done = attach(program.pid, "--duration", 5, "-o", tmp_path / "traces",
-                  "--json-report", tmp_path / "report.json")
+    done = attach(program.pid, "--duration", 5, "-o", tmp_path / "traces", "--json-report", tmp_path / "report.json")
     assert done.returncode == 0, done.stderr
     assert "Verdict: LEAK +16.0 KiB/step" in done.stdout, done.stdout
     assert "Held by: list `history` (module __main__)" in done.stdout, done.stdout
@@ -147,8 +153,7 @@ def test_a_leak_on_every_other_step_is_found_with_its_site(programs, tmp_path):
 def test_steps_bound_the_recording(programs, tmp_path):
     program = programs(1200, 1)
     started = time.monotonic()
-    done = attach(program.pid, "--steps", 60, "-o", tmp_path / "traces", "--json-report",
-                  tmp_path / "report.json")
+    done = attach(program.pid, "--steps", 60, "-o", tmp_path / "traces", "--json-report", tmp_path / "report.json")
     assert done.returncode == 0, done.stderr
     assert time.monotonic() - started < 30
     [process] = json.loads((tmp_path / "report.json").read_text())["processes"]
@@ -168,9 +173,12 @@ def test_a_program_that_ends_during_the_attach_is_reported_and_ends_normally(pro
 
 
 def start_attach(pid, tmp_path, *args):
-    return subprocess.Popen([GPULEAK, "attach", str(pid), "-o", str(tmp_path / "traces")] +
-                            [str(a) for a in args], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [GPULEAK, "attach", str(pid), "-o", str(tmp_path / "traces")] + [str(a) for a in args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def wait_until_attached(attaching, tmp_path):
@@ -190,15 +198,13 @@ def test_ctrl_c_detaches_cleanly_and_reports(programs, tmp_path):
     out, err = attaching.communicate(timeout=60)
     assert attaching.returncode == 0, err
     assert "gpuleak: detached from PID %d" % program.pid in err
-    report = subprocess.run([GPULEAK, "report", "--json", str(tmp_path / "traces")],
-                            capture_output=True, text=True)
+    report = subprocess.run([GPULEAK, "report", "--json", str(tmp_path / "traces")], capture_output=True, text=True)
     [process] = json.loads(report.stdout)["processes"]
     assert process["attach"]["end_reason"] == "asked"
     assert program.finish() == program.expected()
 
 
-def test_gpuleak_killed_mid_attach_leaves_the_program_running_and_its_trace_closed(
-        programs, tmp_path):
+def test_gpuleak_killed_mid_attach_leaves_the_program_running_and_its_trace_closed(programs, tmp_path):
     program = programs(1000, 1)
     attaching = start_attach(program.pid, tmp_path, "--duration", 120)
     wait_until_attached(attaching, tmp_path)
@@ -228,6 +234,7 @@ def test_dry_run_says_what_it_would_do_and_touches_nothing(programs, tmp_path):
 
 
 # ---- refusals: one line, exit status 3, the process untouched ----------------------------
+
 
 def refused(done, *words):
     assert done.returncode == 3, (done.returncode, done.stdout, done.stderr)
@@ -299,13 +306,15 @@ def test_an_undumpable_process_is_refused_when_the_kernel_says_no(programs):
 def test_another_users_process_is_refused():
     if os.geteuid() != 0 or not shutil.which("setpriv"):
         pytest.skip("needs root and setpriv to run two processes as two other users")
-    other = subprocess.Popen(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
-                              "sleep", "30"])
+    other = subprocess.Popen(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "sleep", "30"])
     try:
         time.sleep(0.2)
-        done = subprocess.run(["setpriv", "--reuid=65533", "--regid=65533", "--clear-groups",
-                               GPULEAK, "attach", str(other.pid)],
-                              capture_output=True, text=True, timeout=60)
+        done = subprocess.run(
+            ["setpriv", "--reuid=65533", "--regid=65533", "--clear-groups", GPULEAK, "attach", str(other.pid)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         refused(done, "belongs to another user (uid 65534)")
     finally:
         other.kill()
@@ -333,16 +342,22 @@ def rootless_container_refusal():
     """Why this machine cannot make a user namespace for an unprivileged user, or None."""
     if os.geteuid() != 0 or not (shutil.which("setpriv") and shutil.which("unshare")):
         return "needs root, setpriv and unshare to make a rootless container's user namespace"
-    probe = subprocess.run(as_rootless_container_root(["true"]), capture_output=True, text=True,
-                           timeout=30)
+    probe = subprocess.run(as_rootless_container_root(["true"]), capture_output=True, text=True, timeout=30)
     if probe.returncode != 0:
         return "unshare -U is not allowed here: " + probe.stderr.strip()
     return None
 
 
 def as_rootless_container_root(command):
-    return ["setpriv", "--reuid=%d" % ROOTLESS_UID, "--regid=%d" % ROOTLESS_UID,
-            "--clear-groups", "unshare", "--user", "--map-root-user"] + command
+    return [
+        "setpriv",
+        "--reuid=%d" % ROOTLESS_UID,
+        "--regid=%d" % ROOTLESS_UID,
+        "--clear-groups",
+        "unshare",
+        "--user",
+        "--map-root-user",
+    ] + command
 
 
 def test_from_a_rootless_container_a_process_outside_it_is_refused_with_the_reason(programs):
@@ -350,10 +365,16 @@ def test_from_a_rootless_container_a_process_outside_it_is_refused_with_the_reas
     if why:
         pytest.skip(why)
     program = programs(600, 0, exit_status=0)
-    done = subprocess.run(as_rootless_container_root([GPULEAK, "attach", str(program.pid)]),
-                          capture_output=True, text=True, timeout=60)
-    line = refused(done, "PID %d" % program.pid, "user namespace of its own",
-                   "it is uid %d outside" % ROOTLESS_UID, "inside its container")
+    done = subprocess.run(
+        as_rootless_container_root([GPULEAK, "attach", str(program.pid)]), capture_output=True, text=True, timeout=60
+    )
+    line = refused(
+        done,
+        "PID %d" % program.pid,
+        "user namespace of its own",
+        "it is uid %d outside" % ROOTLESS_UID,
+        "inside its container",
+    )
     assert "Traceback" not in done.stderr and "not permitted" not in line
     assert program.finish() == program.expected()
 
@@ -366,8 +387,9 @@ def test_a_process_in_its_own_user_namespace_is_refused_from_another_one(program
     # container's process), gpuleak in another one: neither is inside the other.
     program = programs(600, 0, exit_status=0, prefix=("unshare", "--user"))
     assert os.readlink("/proc/%d/ns/user" % program.pid) != os.readlink("/proc/self/ns/user")
-    done = subprocess.run(as_rootless_container_root([GPULEAK, "attach", str(program.pid)]),
-                          capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        as_rootless_container_root([GPULEAK, "attach", str(program.pid)]), capture_output=True, text=True, timeout=60
+    )
     refused(done, "PID %d" % program.pid, "user namespace of its own", "inside its container")
     assert program.finish() == program.expected()
 

@@ -50,8 +50,12 @@ def test_rejudge_recomputes_the_verdict_of_a_saved_result_and_keeps_its_samples(
     for key in ("ratio_by_state", "meets_targets", "states_counted"):
         before.pop(key, None)
     copy.write_text(json.dumps(before))
-    run = subprocess.run([sys.executable, os.path.join(BENCH, "run_collector_overhead.py"), "--rejudge", str(copy)],
-                         capture_output=True, text=True, timeout=60)
+    run = subprocess.run(
+        [sys.executable, os.path.join(BENCH, "run_collector_overhead.py"), "--rejudge", str(copy)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert run.returncode == 0, run.stderr
     after = json.loads(copy.read_text())
     assert after["samples_us"] == before["samples_us"]

@@ -29,19 +29,22 @@ def first_line(path):
 
 
 def resolve(text, case_dir):
-    return text.replace("{dir}", str(case_dir)).replace("{fifo}", str(case_dir / "fifo")) \
+    return (
+        text.replace("{dir}", str(case_dir))
+        .replace("{fifo}", str(case_dir / "fifo"))
         .replace("{huge}", str(case_dir / "huge"))
+    )
 
 
 def never_shown_strings(case):
     out = []
     for item in case.get("never_shown", []):
         if item.startswith("{first_line:"):
-            line = first_line(item[len("{first_line:"):-1])
+            line = first_line(item[len("{first_line:") : -1])
             if line:
                 out.append(line)
         elif item.startswith("{env:"):
-            out.append(os.environ.get(item[len("{env:"):-1], CANARY) or CANARY)
+            out.append(os.environ.get(item[len("{env:") : -1], CANARY) or CANARY)
         else:
             out.append(item)
     return out
@@ -54,7 +57,7 @@ def make_special(path, kind):
         with open(path, "wb") as f:
             f.truncate(HUGE_BYTES)  # sparse: zeros, no newline
     elif kind.startswith("symlink:"):
-        os.symlink(kind[len("symlink:"):], path)
+        os.symlink(kind[len("symlink:") :], path)
     else:
         raise ValueError(kind)
 
@@ -78,11 +81,14 @@ def run_limited(args, env):
     """Runs gpuleak with a wall-clock limit; returns (exit status, stdout,
     stderr, seconds, peak RSS bytes), the peak from wait4() of this child."""
     started = time.monotonic()
-    process = subprocess.Popen([GPULEAK, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               env=env, start_new_session=True)
+    process = subprocess.Popen(
+        [GPULEAK, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, start_new_session=True
+    )
     chunks = {"out": [], "err": []}
-    readers = [threading.Thread(target=lambda s=stream, k=key: chunks[k].extend(iter(lambda: s.read(65536), b"")))
-               for key, stream in (("out", process.stdout), ("err", process.stderr))]
+    readers = [
+        threading.Thread(target=lambda s=stream, k=key: chunks[k].extend(iter(lambda: s.read(65536), b"")))
+        for key, stream in (("out", process.stdout), ("err", process.stderr))
+    ]
     for r in readers:
         r.start()
     status = rusage = None
@@ -171,8 +177,7 @@ def test_every_export_of_a_crafted_trace_is_written_or_refused_in_one_line(case_
             output = tmp_path / f"export.{fmt}"
             if output.exists():
                 output.unlink()
-            status, out, err, seconds, peak = run_limited(
-                ["report", trace, "--format", fmt, "-o", str(output)], env)
+            status, out, err, seconds, peak = run_limited(["report", trace, "--format", fmt, "-o", str(output)], env)
             where = f"gpuleak report {trace} --format {fmt}\n--- stderr\n{err[-2000:]!r}"
             assert status in (0, 3), where
             assert peak < MAX_RSS_BYTES, f"{peak >> 20} MiB peak RSS: {where}"

@@ -50,18 +50,46 @@ def answer_requests(cut_then_full):
         with open(path) as handle:
             request = json.load(handle)
         os.unlink(path)
-        holder = dict(answer, sites=[dict(answer["sites"][0], site_id=request["sites"][0]["site_id"])],
-                      request_id=request["request_id"])
+        holder = dict(
+            answer,
+            sites=[dict(answer["sites"][0], site_id=request["sites"][0]["site_id"])],
+            request_id=request["request_id"],
+        )
         lib.gpuleak_annotate(b"holder", json.dumps(holder).encode())
     return request
 
 
-CUT_WALK = {"timed_out": True, "sites": [{"kind": "tensor", "matched_addresses": 9, "holder": {
-    "type": "Tensor", "name": "?", "owner": "attribute of Parameter", "path": "Parameter.?",
-    "bounded": False}}]}
-FULL_WALK = {"sites": [{"kind": "tensor", "matched_addresses": 9, "holder": {
-    "type": "defaultdict", "name": "state", "owner": "attribute of Adam", "path": "Adam.state",
-    "bounded": False}}]}
+CUT_WALK = {
+    "timed_out": True,
+    "sites": [
+        {
+            "kind": "tensor",
+            "matched_addresses": 9,
+            "holder": {
+                "type": "Tensor",
+                "name": "?",
+                "owner": "attribute of Parameter",
+                "path": "Parameter.?",
+                "bounded": False,
+            },
+        }
+    ],
+}
+FULL_WALK = {
+    "sites": [
+        {
+            "kind": "tensor",
+            "matched_addresses": 9,
+            "holder": {
+                "type": "defaultdict",
+                "name": "state",
+                "owner": "attribute of Adam",
+                "path": "Adam.state",
+                "bounded": False,
+            },
+        }
+    ]
+}
 
 
 def main():

@@ -22,13 +22,17 @@ BOUND = 16 << 20
 def run_day(tmp_path, shape):
     trace = tmp_path / f"gpuleak-{shape}.trace"
     done = subprocess.run(
-        [LONG_JOB, str(trace), "--shape", shape, "--hours", "24", "--rate", "40",
-         "--bound", str(BOUND)],
-        capture_output=True, text=True, timeout=300, check=False)
+        [LONG_JOB, str(trace), "--shape", shape, "--hours", "24", "--rate", "40", "--bound", str(BOUND)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     facts = json.loads(done.stdout)
-    report = subprocess.run([GPULEAK, "report", "--json", str(trace)], capture_output=True,
-                            text=True, timeout=120, check=False)
+    report = subprocess.run(
+        [GPULEAK, "report", "--json", str(trace)], capture_output=True, text=True, timeout=120, check=False
+    )
     assert report.returncode in (0, 1), report.stderr
     return facts, json.loads(report.stdout)["processes"][0]
 
@@ -69,10 +73,27 @@ def test_the_collector_compacts_its_trace_under_gpuleak_run(tmp_path, shape):
     leak_line = next(i for i, line in enumerate(open(program), 1) if "# LEAK" in line)
     traces = tmp_path / "traces"
     done = subprocess.run(
-        [GPULEAK, "run", "-q", "-o", str(traces), "--trace-max-bytes", "16M",
-         "--json-report", str(tmp_path / "report.json"), "--",
-         "/usr/bin/python3", program, "60000", shape],
-        capture_output=True, text=True, timeout=300, check=False)
+        [
+            GPULEAK,
+            "run",
+            "-q",
+            "-o",
+            str(traces),
+            "--trace-max-bytes",
+            "16M",
+            "--json-report",
+            str(tmp_path / "report.json"),
+            "--",
+            "/usr/bin/python3",
+            program,
+            "60000",
+            shape,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert done.returncode in (0, 1), done.stderr
     assert "collector disabled" not in done.stderr
     (trace,) = [p for p in traces.iterdir() if p.suffix == ".trace"]

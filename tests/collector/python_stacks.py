@@ -24,7 +24,9 @@ def allocate_with_gil(i):
 
 
 def allocate_without_gil(i):
-    without_gil_lib.gpuleak_record_torch_alloc(u64(WITHOUT_GIL_BASE + i * 4096), u64(4096), 0, u64(0))  # MARK: without GIL
+    without_gil_lib.gpuleak_record_torch_alloc(
+        u64(WITHOUT_GIL_BASE + i * 4096), u64(4096), 0, u64(0)
+    )  # MARK: without GIL
 
 
 def main():

@@ -14,8 +14,7 @@ import subprocess
 import pytest
 import yaml
 
-from manifests_test import (CHART, DEFAULT_PORT, DEPLOY, YAMLLINT_CONFIG, check_exporter_pod,
-                            daemonset_in, load_all)
+from manifests_test import CHART, DEFAULT_PORT, DEPLOY, YAMLLINT_CONFIG, check_exporter_pod, daemonset_in, load_all
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 GOCODE = "/usr/share/gocode/src"
@@ -33,12 +32,18 @@ def renderer(tmp_path_factory):
     shim.mkdir(parents=True)
     (shim / "v3").symlink_to(os.path.join(GOCODE, "github.com", "Masterminds", "semver"))
     binary = str(folder / "chart_render")
-    env = dict(os.environ, GO111MODULE="off", GOFLAGS="", GOPROXY="off",
-               GOPATH=f"{folder / 'gopath'}:/usr/share/gocode")
+    env = dict(
+        os.environ, GO111MODULE="off", GOFLAGS="", GOPROXY="off", GOPATH=f"{folder / 'gopath'}:/usr/share/gocode"
+    )
     env.setdefault("GOCACHE", str(folder / "gocache"))
-    built = subprocess.run(["go", "build", "-o", binary, os.path.join(HERE, "chart_render", "main.go")],
-                           env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                           timeout=240)
+    built = subprocess.run(
+        ["go", "build", "-o", binary, os.path.join(HERE, "chart_render", "main.go")],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=240,
+    )
     assert built.returncode == 0, built.stdout
     return binary
 
@@ -47,8 +52,7 @@ def render(renderer, *sets, chart=CHART):
     args = [renderer, "--release", "gpuleak-exporter", "--namespace", "gpuleak"]
     for assignment in sets:
         args += ["--set", assignment]
-    return subprocess.run(args + [chart], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                          text=True, timeout=60)
+    return subprocess.run(args + [chart], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=60)
 
 
 def rendered_documents(renderer, *sets):
@@ -60,8 +64,10 @@ def rendered_documents(renderer, *sets):
 def test_the_default_chart_renders_the_exporter_objects_and_no_servicemonitor(renderer):
     _, documents = rendered_documents(renderer)
     assert [(d["kind"], d["metadata"]["name"]) for d in documents] == [
-        ("ServiceAccount", "gpuleak-exporter"), ("DaemonSet", "gpuleak-exporter"),
-        ("Service", "gpuleak-exporter")]
+        ("ServiceAccount", "gpuleak-exporter"),
+        ("DaemonSet", "gpuleak-exporter"),
+        ("Service", "gpuleak-exporter"),
+    ]
     assert {d["metadata"]["namespace"] for d in documents} == {"gpuleak"}
     _, documents = rendered_documents(renderer, "serviceMonitor.enabled=true")
     assert [d["kind"] for d in documents][-1] == "ServiceMonitor"
@@ -73,8 +79,12 @@ def test_the_rendered_chart_passes_yamllint(renderer, tmp_path, sets):
     text, _ = rendered_documents(renderer, *sets)
     path = tmp_path / "rendered.yaml"
     path.write_text(text)
-    result = subprocess.run(["yamllint", "-f", "parsable", "-d", YAMLLINT_CONFIG, str(path)],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    result = subprocess.run(
+        ["yamllint", "-f", "parsable", "-d", YAMLLINT_CONFIG, str(path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     assert result.returncode == 0, result.stdout
 
 
@@ -83,13 +93,21 @@ def test_kubectl_decodes_the_rendered_chart_without_a_cluster(renderer, tmp_path
     text, _ = rendered_documents(renderer, "serviceMonitor.enabled=true")
     path = tmp_path / "rendered.yaml"
     path.write_text(text)
-    result = subprocess.run(["kubectl", "label", "--local", "-f", str(path), "checked=yes",
-                             "-o", "name"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, timeout=60, env=dict(os.environ, KUBECONFIG="/nonexistent"))
+    result = subprocess.run(
+        ["kubectl", "label", "--local", "-f", str(path), "checked=yes", "-o", "name"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        timeout=60,
+        env=dict(os.environ, KUBECONFIG="/nonexistent"),
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == [
-        "serviceaccount/gpuleak-exporter", "daemonset.apps/gpuleak-exporter",
-        "service/gpuleak-exporter", "servicemonitor.monitoring.coreos.com/gpuleak-exporter"]
+        "serviceaccount/gpuleak-exporter",
+        "daemonset.apps/gpuleak-exporter",
+        "service/gpuleak-exporter",
+        "servicemonitor.monitoring.coreos.com/gpuleak-exporter",
+    ]
 
 
 def test_every_rendered_object_has_only_fields_of_its_kubernetes_type(renderer):
@@ -106,14 +124,19 @@ def test_the_rendered_daemonset_is_the_plain_manifests_pod(renderer):
     _, documents = rendered_documents(renderer)
     chart_pod = daemonset_in(documents)["spec"]["template"]["spec"]
     check_exporter_pod(chart_pod, DEFAULT_PORT)
-    plain_pod = daemonset_in(load_all(os.path.join(DEPLOY, "kubernetes", "daemonset.yaml")))[
-        "spec"]["template"]["spec"]
-    for key in ("hostPID", "nodeSelector", "tolerations", "priorityClassName", "volumes",
-                "automountServiceAccountToken", "serviceAccountName"):
+    plain_pod = daemonset_in(load_all(os.path.join(DEPLOY, "kubernetes", "daemonset.yaml")))["spec"]["template"]["spec"]
+    for key in (
+        "hostPID",
+        "nodeSelector",
+        "tolerations",
+        "priorityClassName",
+        "volumes",
+        "automountServiceAccountToken",
+        "serviceAccountName",
+    ):
         assert chart_pod[key] == plain_pod[key], key
     chart_container, plain_container = chart_pod["containers"][0], plain_pod["containers"][0]
-    for key in ("securityContext", "volumeMounts", "env", "ports", "readinessProbe",
-                "livenessProbe", "resources"):
+    for key in ("securityContext", "volumeMounts", "env", "ports", "readinessProbe", "livenessProbe", "resources"):
         assert chart_container[key] == plain_container[key], key
     # The chart passes --window too; every flag of the plain one is there with its value.
     chart_args = dict(zip(chart_container["args"][::2], chart_container["args"][1::2]))
@@ -122,8 +145,9 @@ def test_the_rendered_daemonset_is_the_plain_manifests_pod(renderer):
 
 
 def test_values_set_on_the_command_line_reach_every_place_they_belong(renderer):
-    _, documents = rendered_documents(renderer, "port=10500", "intervalSeconds=2",
-                                      "kubeletPodResourcesDir=/data/kubelet/pod-resources")
+    _, documents = rendered_documents(
+        renderer, "port=10500", "intervalSeconds=2", "kubeletPodResourcesDir=/data/kubelet/pod-resources"
+    )
     pod = daemonset_in(documents)["spec"]["template"]["spec"]
     [container] = pod["containers"]
     assert container["ports"][0]["containerPort"] == 10500

@@ -12,11 +12,27 @@ from prometheus_client.parser import text_string_to_metric_families
 import exporter_cli_test
 from process_fixtures import gpuleak_env, start_holder, write_nvml_state
 
-DASHBOARD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "deploy", "grafana",
-                         "gpuleak-dashboard.json")
+DASHBOARD = os.path.join(
+    os.path.dirname(os.path.abspath(__file__)), "..", "..", "deploy", "grafana", "gpuleak-dashboard.json"
+)
 GiB = 1 << 30
-KEYWORDS = {"by", "without", "on", "ignoring", "group_left", "group_right", "and", "or", "unless",
-            "bool", "offset", "Inf", "NaN", "inf", "nan"}
+KEYWORDS = {
+    "by",
+    "without",
+    "on",
+    "ignoring",
+    "group_left",
+    "group_right",
+    "and",
+    "or",
+    "unless",
+    "bool",
+    "offset",
+    "Inf",
+    "NaN",
+    "inf",
+    "nan",
+}
 GROUPING = re.compile(r"\b(by|without|on|ignoring|group_left|group_right)\s*\(([^)]*)\)")
 SELECTOR = re.compile(r"([A-Za-z_:][\w:]*)?\s*\{([^}]*)\}")
 MATCHER = re.compile(r"([A-Za-z_]\w*)\s*(=~|!~|!=|=)\s*\"(?:[^\"\\]|\\.)*\"")
@@ -49,7 +65,7 @@ def names_in(expr):
     metrics = set()
     for match in re.finditer(r"[A-Za-z_:][\w:]*", rest):
         word = match.group(0)
-        after = rest[match.end():].lstrip()
+        after = rest[match.end() :].lstrip()
         if word in KEYWORDS or after.startswith("(") or word.startswith("$"):
             continue
         if rest[max(0, match.start() - 1)] == "$":
@@ -60,10 +76,13 @@ def names_in(expr):
 
 def test_every_dashboard_query_uses_served_metrics_and_labels(device, started):
     holder = start_holder(started, device)
-    state = write_nvml_state(device, [
-        f"device GPU-7777-stand-in {80 * GiB} {2 * GiB} 0 Stand-in H200",
-        f"process 0 {holder} {GiB}",
-    ])
+    state = write_nvml_state(
+        device,
+        [
+            f"device GPU-7777-stand-in {80 * GiB} {2 * GiB} 0 Stand-in H200",
+            f"process 0 {holder} {GiB}",
+        ],
+    )
     with exporter_cli_test.exporter(["--listen", "127.0.0.1:0"], gpuleak_env(device, state)) as (_, host, port):
         body = exporter_cli_test.urllib.request.urlopen(f"http://{host}:{port}/metrics", timeout=10).read()
     labels_of = {}
@@ -92,5 +111,5 @@ def test_the_checker_catches_a_wrong_metric_and_a_wrong_label():
     assert metrics == {"gpuleak_gpu_used"}
     assert matchers == {"gpuleak_gpu_used": {"Hostname", "x"}}
     assert grouping == {"gpu_index"}
-    metrics, _, _ = names_in("gpuleak_process_gpu_memory_leak{pod!=\"\"} == 1 and on (pid) rate(x_total[5m]) > 0")
+    metrics, _, _ = names_in('gpuleak_process_gpu_memory_leak{pod!=""} == 1 and on (pid) rate(x_total[5m]) > 0')
     assert metrics == {"gpuleak_process_gpu_memory_leak", "x_total"}

@@ -21,7 +21,9 @@ CHART = os.path.join(DEPLOY, "helm", "gpuleak-exporter")
 BUILD_DIR = os.environ.get("GPULEAK_BUILD_DIR", os.path.join(ROOT, "build"))
 GPULEAK = os.environ.get("GPULEAK_BIN", os.path.join(BUILD_DIR, "gpuleak"))
 DEFAULT_PORT = 10417
-YAMLLINT_CONFIG = "{extends: default, rules: {line-length: {max: 280}, document-start: disable, truthy: {check-keys: false}}}"
+YAMLLINT_CONFIG = (
+    "{extends: default, rules: {line-length: {max: 280}, document-start: disable, truthy: {check-keys: false}}}"
+)
 
 
 def plain_yaml_files():
@@ -30,8 +32,10 @@ def plain_yaml_files():
         if os.path.join("helm", "gpuleak-exporter", "templates") in folder:
             continue  # Go templates, checked below
         found += [os.path.join(folder, n) for n in names if n.endswith((".yaml", ".yml"))]
-    return sorted(found) + [os.path.join(ROOT, "docs", "prometheus", n)
-                            for n in ("prometheus.yml", "gpuleak-alerts.yml", "gpuleak-alerts.test.yml")]
+    return sorted(found) + [
+        os.path.join(ROOT, "docs", "prometheus", n)
+        for n in ("prometheus.yml", "gpuleak-alerts.yml", "gpuleak-alerts.test.yml")
+    ]
 
 
 def load_all(path):
@@ -46,19 +50,45 @@ def daemonset_in(documents):
 
 @pytest.mark.skipif(shutil.which("yamllint") is None, reason="Debian's yamllint is not installed")
 def test_every_plain_yaml_file_passes_yamllint():
-    result = subprocess.run(["yamllint", "-f", "parsable", "-d", YAMLLINT_CONFIG, *plain_yaml_files()],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    result = subprocess.run(
+        ["yamllint", "-f", "parsable", "-d", YAMLLINT_CONFIG, *plain_yaml_files()],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     assert result.returncode == 0, result.stdout
 
 
 @pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed")
 def test_kubectl_decodes_every_manifest_without_a_cluster():
-    for name, kinds in (("daemonset.yaml", ["namespace/gpuleak", "serviceaccount/gpuleak-exporter",
-                                            "daemonset.apps/gpuleak-exporter", "service/gpuleak-exporter"]),
-                        ("servicemonitor.yaml", ["servicemonitor.monitoring.coreos.com/gpuleak-exporter"])):
-        result = subprocess.run(["kubectl", "label", "--local", "-f",
-                                 os.path.join(DEPLOY, "kubernetes", name), "checked=yes", "-o", "name"],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=60)
+    for name, kinds in (
+        (
+            "daemonset.yaml",
+            [
+                "namespace/gpuleak",
+                "serviceaccount/gpuleak-exporter",
+                "daemonset.apps/gpuleak-exporter",
+                "service/gpuleak-exporter",
+            ],
+        ),
+        ("servicemonitor.yaml", ["servicemonitor.monitoring.coreos.com/gpuleak-exporter"]),
+    ):
+        result = subprocess.run(
+            [
+                "kubectl",
+                "label",
+                "--local",
+                "-f",
+                os.path.join(DEPLOY, "kubernetes", name),
+                "checked=yes",
+                "-o",
+                "name",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=60,
+        )
         assert result.returncode == 0, result.stderr
         assert result.stdout.split() == kinds
 
@@ -97,7 +127,10 @@ def check_exporter_pod(spec, port):
     root = args[args.index("--kubelet-log-root") + 1]
     socket = args[args.index("--pod-resources-socket") + 1]
     assert {m["mountPath"] for m in container["volumeMounts"]} == {
-        root + "/pods", root + "/containers", os.path.dirname(socket)}
+        root + "/pods",
+        root + "/containers",
+        os.path.dirname(socket),
+    }
     return container
 
 
@@ -194,8 +227,13 @@ def dockerfile_instructions():
 
 def test_the_dockerfile_copies_files_a_real_install_tree_has(tmp_path):
     prefix = tmp_path / "install"
-    result = subprocess.run(["cmake", "--install", BUILD_DIR, "--prefix", str(prefix)],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=120)
+    result = subprocess.run(
+        ["cmake", "--install", BUILD_DIR, "--prefix", str(prefix)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 0, result.stdout
     instructions = dockerfile_instructions()
     known = {"FROM", "RUN", "COPY", "ENV", "USER", "EXPOSE", "ENTRYPOINT", "CMD", "LABEL", "WORKDIR", "ARG"}
@@ -220,8 +258,12 @@ def test_the_dockerfile_copies_files_a_real_install_tree_has(tmp_path):
             spellings.add(path[4:] if path.startswith("/usr/lib/") else "/usr" + path)
         owner = ""
         for path in sorted(spellings):
-            owner = owner or subprocess.run(["dpkg", "-S", path], stdout=subprocess.PIPE,
-                                            stderr=subprocess.DEVNULL, text=True).stdout.split(":")[0]
+            owner = (
+                owner
+                or subprocess.run(
+                    ["dpkg", "-S", path], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+                ).stdout.split(":")[0]
+            )
         assert owner, library
         assert owner in packages or owner in base, f"{library} ({owner}) is not installed in the image"
 
@@ -231,22 +273,35 @@ def test_the_systemd_unit_verifies_cleanly(tmp_path):
     with open(os.path.join(DEPLOY, "systemd", "gpuleak-exporter.service")) as f:
         unit = f.read()
     assert "ExecStart=/usr/local/bin/gpuleak exporter" in unit
-    for setting in ("DynamicUser=yes", "ProtectSystem=strict", "NoNewPrivileges=yes",
-                    "AmbientCapabilities=CAP_SYS_PTRACE CAP_DAC_READ_SEARCH"):
+    for setting in (
+        "DynamicUser=yes",
+        "ProtectSystem=strict",
+        "NoNewPrivileges=yes",
+        "AmbientCapabilities=CAP_SYS_PTRACE CAP_DAC_READ_SEARCH",
+    ):
         assert setting in unit.splitlines(), setting
     # verify checks that ExecStart's program exists: point it at the built one.
     copy = tmp_path / "gpuleak-exporter.service"
     copy.write_text(unit.replace("/usr/local/bin/gpuleak", os.path.abspath(GPULEAK)))
-    result = subprocess.run(["systemd-analyze", "verify", str(copy)], stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True, timeout=60)
+    result = subprocess.run(
+        ["systemd-analyze", "verify", str(copy)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=60,
+    )
     assert result.returncode == 0 and result.stdout.strip() == "", result.stdout
 
 
 @pytest.mark.skipif(shutil.which("promtool") is None, reason="Debian's prometheus is not installed")
 def test_promtool_accepts_the_static_scrape_config():
-    result = subprocess.run(["promtool", "check", "config",
-                             os.path.join(ROOT, "docs", "prometheus", "prometheus.yml")],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=60)
+    result = subprocess.run(
+        ["promtool", "check", "config", os.path.join(ROOT, "docs", "prometheus", "prometheus.yml")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        timeout=60,
+    )
     assert result.returncode == 0, result.stdout
 
 
@@ -257,5 +312,7 @@ def test_the_pod_scrape_job_keeps_only_exporter_pods_and_their_labels():
     assert job["honor_labels"] is True
     assert job["kubernetes_sd_configs"] == [{"role": "pod", "namespaces": {"names": ["gpuleak"]}}]
     keeps = {r["source_labels"][0]: r["regex"] for r in job["relabel_configs"] if r.get("action") == "keep"}
-    assert keeps == {"__meta_kubernetes_pod_label_app_kubernetes_io_name": "gpuleak-exporter",
-                     "__meta_kubernetes_pod_container_port_name": "metrics"}
+    assert keeps == {
+        "__meta_kubernetes_pod_label_app_kubernetes_io_name": "gpuleak-exporter",
+        "__meta_kubernetes_pod_container_port_name": "metrics",
+    }

@@ -24,16 +24,20 @@ def markers(source):
         for number, text in enumerate(f, 1):
             m = MARKER.search(text)
             if m:
-                found.append({"line": number, "count": int(m.group(1)), "bytes": m.group(2),
-                              "process": m.group(3)})
+                found.append({"line": number, "count": int(m.group(1)), "bytes": m.group(2), "process": m.group(3)})
     return found
 
 
 def run_example(gpuleak, binary, out_dir):
     report_file = os.path.join(out_dir, "report.json")
     started = time.time()
-    proc = subprocess.run([gpuleak, "run", "-o", os.path.join(out_dir, "traces"), "--json-report", report_file,
-                           "--", binary], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=300)
+    proc = subprocess.run(
+        [gpuleak, "run", "-o", os.path.join(out_dir, "traces"), "--json-report", report_file, "--", binary],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        timeout=300,
+    )
     seconds = time.time() - started
     with open(os.path.join(out_dir, "stderr.txt"), "w") as f:
         f.write(proc.stderr)
@@ -86,12 +90,15 @@ def check(name, src_dir, proc, report):
                 continue
             g = group_at(p, name + ".cu", e["line"])
             if not g or g["allocations"] != e["count"] or g["bytes"] != e["count"] * e["bytes"]:
-                problems.append("%s: expected %d x %d at line %d, got %s" % (
-                    e["process"], e["count"], e["bytes"], e["line"],
-                    g and (g["allocations"], g["bytes"])))
+                problems.append(
+                    "%s: expected %d x %d at line %d, got %s"
+                    % (e["process"], e["count"], e["bytes"], e["line"], g and (g["allocations"], g["bytes"]))
+                )
             if p["leaks"]["bytes"] != e["count"] * e["bytes"]:
-                problems.append("%s leaked %d bytes in all, expected %d" % (
-                    e["process"], p["leaks"]["bytes"], e["count"] * e["bytes"]))
+                problems.append(
+                    "%s leaked %d bytes in all, expected %d"
+                    % (e["process"], p["leaks"]["bytes"], e["count"] * e["bytes"])
+                )
         return problems
     if len(processes) != 1:
         problems.append("expected 1 trace, got %d" % len(processes))
@@ -102,19 +109,31 @@ def check(name, src_dir, proc, report):
     for e in expected:
         g = group_at(p, name + ".cu", e["line"])
         if not g:
-            problems.append("nothing reported at %s.cu:%d (groups: %s)" % (
-                name, e["line"], [(x["site"]["label"], x["allocations"], x["bytes"]) for x in p["leaks"]["groups"]]))
+            problems.append(
+                "nothing reported at %s.cu:%d (groups: %s)"
+                % (name, e["line"], [(x["site"]["label"], x["allocations"], x["bytes"]) for x in p["leaks"]["groups"]])
+            )
         elif g["allocations"] != e["count"] or g["bytes"] != e["count"] * e["bytes"]:
-            problems.append("at line %d expected %d allocations / %d bytes, got %d / %d" % (
-                e["line"], e["count"], e["count"] * e["bytes"], g["allocations"], g["bytes"]))
+            problems.append(
+                "at line %d expected %d allocations / %d bytes, got %d / %d"
+                % (e["line"], e["count"], e["count"] * e["bytes"], g["allocations"], g["bytes"])
+            )
     if p["leaks"]["bytes"] != total_expected or p["leaks"]["allocations"] != count_expected:
-        problems.append("leaked in all %d bytes in %d allocations, expected %d in %d; groups %s" % (
-            p["leaks"]["bytes"], p["leaks"]["allocations"], total_expected, count_expected,
-            [(x["site"]["label"], x["kind"], x["allocations"], x["bytes"]) for x in p["leaks"]["groups"]]))
+        problems.append(
+            "leaked in all %d bytes in %d allocations, expected %d in %d; groups %s"
+            % (
+                p["leaks"]["bytes"],
+                p["leaks"]["allocations"],
+                total_expected,
+                count_expected,
+                [(x["site"]["label"], x["kind"], x["allocations"], x["bytes"]) for x in p["leaks"]["groups"]],
+            )
+        )
     if name == "stress":
         if p["events"]["allocations"] != 8 * 100000 + 36:
-            problems.append("stress: %d allocations recorded, expected %d" % (
-                p["events"]["allocations"], 8 * 100000 + 36))
+            problems.append(
+                "stress: %d allocations recorded, expected %d" % (p["events"]["allocations"], 8 * 100000 + 36)
+            )
         if p["events"]["unmatched_frees"]:
             problems.append("stress: %d unmatched frees" % p["events"]["unmatched_frees"])
     if name == "out_of_memory":
@@ -134,8 +153,17 @@ def main():
     gpuleak, bin_dir, src_dir, out = sys.argv[1:5]
     os.makedirs(out, exist_ok=True)
     results = []
-    names = ["forgot_free", "async_leak", "thread_leak", "child_leak", "pinned_leak", "vmm_leak", "clean",
-             "out_of_memory", "stress"]
+    names = [
+        "forgot_free",
+        "async_leak",
+        "thread_leak",
+        "child_leak",
+        "pinned_leak",
+        "vmm_leak",
+        "clean",
+        "out_of_memory",
+        "stress",
+    ]
     for name in names:
         case_dir = os.path.join(out, name)
         os.makedirs(case_dir, exist_ok=True)
@@ -145,21 +173,46 @@ def main():
             exit_code = proc.returncode
         except Exception as e:  # a crash of the checker must not hide the other cases
             problems, seconds, exit_code = ["checker error: %r" % e], 0, None
-        results.append({"example": name, "pass": not problems, "problems": problems,
-                        "seconds": round(seconds, 2), "exit_code": exit_code})
-        print("%-14s %-4s %6.1fs %s" % (name, "ok" if not problems else "FAIL", seconds, "; ".join(problems)[:300]),
-              flush=True)
+        results.append(
+            {
+                "example": name,
+                "pass": not problems,
+                "problems": problems,
+                "seconds": round(seconds, 2),
+                "exit_code": exit_code,
+            }
+        )
+        print(
+            "%-14s %-4s %6.1fs %s" % (name, "ok" if not problems else "FAIL", seconds, "; ".join(problems)[:300]),
+            flush=True,
+        )
     # --fail-on-leak turns a leak into a failing exit code (a CI gate).
     gate_dir = os.path.join(out, "gate")
-    gate = subprocess.run([gpuleak, "run", "-q", "--fail-on-leak", "-o", gate_dir, "--",
-                           os.path.join(bin_dir, "forgot_free")], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    clean_gate = subprocess.run([gpuleak, "run", "-q", "--fail-on-leak", "-o", gate_dir + "-clean", "--",
-                                 os.path.join(bin_dir, "clean")], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    results.append({"example": "fail-on-leak gate", "pass": gate.returncode == 1 and clean_gate.returncode == 0,
-                    "problems": [] if gate.returncode == 1 and clean_gate.returncode == 0 else
-                    ["exit codes %d (leaking) and %d (clean)" % (gate.returncode, clean_gate.returncode)]})
-    summary = {"command": " ".join(sys.argv), "passed": sum(r["pass"] for r in results), "total": len(results),
-               "results": results}
+    gate = subprocess.run(
+        [gpuleak, "run", "-q", "--fail-on-leak", "-o", gate_dir, "--", os.path.join(bin_dir, "forgot_free")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    clean_gate = subprocess.run(
+        [gpuleak, "run", "-q", "--fail-on-leak", "-o", gate_dir + "-clean", "--", os.path.join(bin_dir, "clean")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    results.append(
+        {
+            "example": "fail-on-leak gate",
+            "pass": gate.returncode == 1 and clean_gate.returncode == 0,
+            "problems": []
+            if gate.returncode == 1 and clean_gate.returncode == 0
+            else ["exit codes %d (leaking) and %d (clean)" % (gate.returncode, clean_gate.returncode)],
+        }
+    )
+    summary = {
+        "command": " ".join(sys.argv),
+        "passed": sum(r["pass"] for r in results),
+        "total": len(results),
+        "results": results,
+    }
     with open(os.path.join(out, "cuda-examples.json"), "w") as f:
         json.dump(summary, f, indent=2)
     print("cuda examples: %d of %d passed" % (summary["passed"], summary["total"]), flush=True)

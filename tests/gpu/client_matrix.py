@@ -66,8 +66,9 @@ def run_command(argv, env, cwd, timeout, log_path):
         log.write("$ %s\n" % " ".join(argv))
         log.flush()
         try:
-            child = subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.PIPE,
-                                     stderr=log, text=True, start_new_session=True)
+            child = subprocess.Popen(
+                argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=log, text=True, start_new_session=True
+            )
         except OSError as error:
             log.write("cannot start: %s\n" % error)
             return "cannot start: %s" % error, "", 0.0
@@ -124,12 +125,13 @@ def marked_line(script_path):
 
 def pick(report, label):
     """The report's process for a label: its script (and rank, for torchrun's two ranks)."""
-    candidates = [p for p in report.get("processes", []) if isinstance(p, dict)
-                  and runs_program(p, label["script"])]
+    candidates = [p for p in report.get("processes", []) if isinstance(p, dict) and runs_program(p, label["script"])]
     if "rank" in label:
-        candidates = [p for p in candidates
-                      if isinstance(p.get("distributed"), dict)
-                      and p["distributed"].get("rank") == label["rank"]]
+        candidates = [
+            p
+            for p in candidates
+            if isinstance(p.get("distributed"), dict) and p["distributed"].get("rank") == label["rank"]
+        ]
     if not candidates:
         return None
     pids = {p.get("pid") for p in candidates}
@@ -147,8 +149,9 @@ def site_found(top_site, label, script_file):
         if line is not None and location.get("line") == line:
             return "exact"
     function = str(location.get("function") or "")
-    if label.get("site") and (function == label["site"] or function.endswith("." + label["site"])
-                              or function.startswith(label["site"] + "(")):
+    if label.get("site") and (
+        function == label["site"] or function.endswith("." + label["site"]) or function.startswith(label["site"] + "(")
+    ):
         return "function"
     return "no"
 
@@ -160,9 +163,13 @@ OPTIMIZER_CLIENTS = {"lightning", "hf-trainer", "accelerate"}
 
 def judge_process(report, label, script_file, client):
     process = pick(report, label) if report else None
-    record = {"script": label["script"], "rank": label.get("rank"),
-              "expected": {k: label.get(k) for k in ("verdict", "cause", "holder", "site")},
-              "got": None, "checks": {}}
+    record = {
+        "script": label["script"],
+        "rank": label.get("rank"),
+        "expected": {k: label.get(k) for k in ("verdict", "cause", "holder", "site")},
+        "got": None,
+        "checks": {},
+    }
     checks = record["checks"]
     if process is None:
         record["error"] = "no process of the report runs %s" % label["script"]
@@ -180,11 +187,14 @@ def judge_process(report, label, script_file, client):
         "holder": describe_holder(holder),
         "top_site": (sites[0].get("site") if sites and isinstance(sites[0], dict) else None),
         "iterations_to_verdict": verdict_step - warmup
-        if isinstance(verdict_step, int) and isinstance(warmup, int) else None,
+        if isinstance(verdict_step, int) and isinstance(warmup, int)
+        else None,
         "steps": growth.get("steps"),
         "step_source": growth.get("step_source"),
-        "step_sources": sorted({growth.get("step_source")} | {
-            ph.get("step_source") for ph in (growth.get("phases") or []) if isinstance(ph, dict)} - {None}),
+        "step_sources": sorted(
+            {growth.get("step_source")}
+            | {ph.get("step_source") for ph in (growth.get("phases") or []) if isinstance(ph, dict)} - {None}
+        ),
         "capture_backend": backend.get("name"),
         "capture_reason": backend.get("reason"),
         "start_requests": backend.get("start_requests"),
@@ -255,29 +265,50 @@ def verdict_run(case, args):
     os.makedirs(case_out)
     scratch = scratch_dir(args.out, case["id"], "verdict")
     report_path = os.path.join(case_out, "report.json")
-    argv = [args.gpuleak, "run", "-o", os.path.join(case_out, "traces"), "--json-report",
-            report_path, "--"] + case_argv(case, args.programs, scratch)
-    status, stdout, seconds = run_command(argv, case_env(case), CLIENTS, args.timeout,
-                                          os.path.join(case_out, "log.txt"))
+    argv = [
+        args.gpuleak,
+        "run",
+        "-o",
+        os.path.join(case_out, "traces"),
+        "--json-report",
+        report_path,
+        "--",
+    ] + case_argv(case, args.programs, scratch)
+    status, stdout, seconds = run_command(
+        argv, case_env(case), CLIENTS, args.timeout, os.path.join(case_out, "log.txt")
+    )
     report, error = load_report(report_path)
     script_file = script_file_of(case, args.programs)
     processes = []
     for label in case["processes"]:
-        record = judge_process(report, label, os.path.join(os.path.dirname(script_file), label["script"])
-                               if label["script"].endswith(".py") else script_file, case["client"])
+        record = judge_process(
+            report,
+            label,
+            os.path.join(os.path.dirname(script_file), label["script"])
+            if label["script"].endswith(".py")
+            else script_file,
+            case["client"],
+        )
         if report is None:
             record["error"] = error
         processes.append(record)
-    result = {"command": argv, "exit_status": status, "seconds": round(seconds, 1),
-              "report_error": error, "processes": processes,
-              "client_steps": len(client_steps(stdout))}
+    result = {
+        "command": argv,
+        "exit_status": status,
+        "seconds": round(seconds, 1),
+        "report_error": error,
+        "processes": processes,
+        "client_steps": len(client_steps(stdout)),
+    }
     check = case.get("check") or {}
     if check:
         facts = profiler_facts(stdout)
         result["profiler"] = facts
-        result["profiler_ok"] = bool(facts) and \
-            facts.get("traces", 0) >= check.get("profiler_traces_at_least", 0) and \
-            facts.get("cuda_kernels", 0) >= check.get("profiler_cuda_kernels_at_least", 0)
+        result["profiler_ok"] = (
+            bool(facts)
+            and facts.get("traces", 0) >= check.get("profiler_traces_at_least", 0)
+            and facts.get("cuda_kernels", 0) >= check.get("profiler_cuda_kernels_at_least", 0)
+        )
     # Only small files stay: the report and the log. Traces go.
     shutil.rmtree(os.path.join(case_out, "traces"), ignore_errors=True)
     result["losses"] = [s.get("loss") for s in client_steps(stdout)]
@@ -337,28 +368,31 @@ def timing_run(case, args):
     steps_by_kind = {}
     for kind in ("plain", "gpuleak", "plain-again"):
         if kind == "plain-again":
-            if not steps_by_kind["gpuleak"] or losses_of(steps_by_kind["plain"]) == \
-                    losses_of(steps_by_kind["gpuleak"]):
+            if not steps_by_kind["gpuleak"] or losses_of(steps_by_kind["plain"]) == losses_of(steps_by_kind["gpuleak"]):
                 break
         scratch = scratch_dir(args.out, case["id"], "timing-" + kind)
         argv = case_argv(case, args.programs, scratch, steps=args.timing_steps)
         if kind == "gpuleak":
-            argv = [args.gpuleak, "run", "-q", "--no-live", "-o", os.path.join(scratch, "traces"),
-                    "--"] + argv
-        status, stdout, seconds = run_command(argv, case_env(case), CLIENTS, args.timeout,
-                                              os.path.join(args.out, case["id"], "timing-%s.txt" % kind))
+            argv = [args.gpuleak, "run", "-q", "--no-live", "-o", os.path.join(scratch, "traces"), "--"] + argv
+        status, stdout, seconds = run_command(
+            argv, case_env(case), CLIENTS, args.timeout, os.path.join(args.out, case["id"], "timing-%s.txt" % kind)
+        )
         steps = client_steps(stdout)
         steps_by_kind[kind] = steps
-        out[kind] = {"command": argv, "exit_status": status, "seconds": round(seconds, 1),
-                     "steps": len(steps), "median_step_ms": median_step_ms(steps)}
+        out[kind] = {
+            "command": argv,
+            "exit_status": status,
+            "seconds": round(seconds, 1),
+            "steps": len(steps),
+            "median_step_ms": median_step_ms(steps),
+        }
         shutil.rmtree(scratch, ignore_errors=True)
     plain, traced = out["plain"]["median_step_ms"], out["gpuleak"]["median_step_ms"]
     out["step_time_ratio"] = round(traced / plain, 3) if plain and traced else None
     out["losses"] = compare_losses(losses_of(steps_by_kind["plain"]), losses_of(steps_by_kind["gpuleak"]))
     plain_again = steps_by_kind.get("plain-again")
     if plain_again is not None:
-        out["losses_plain_vs_plain"] = compare_losses(losses_of(steps_by_kind["plain"]),
-                                                      losses_of(plain_again))
+        out["losses_plain_vs_plain"] = compare_losses(losses_of(steps_by_kind["plain"]), losses_of(plain_again))
     out["output_unchanged"] = output_unchanged(out["losses"], out.get("losses_plain_vs_plain"))
     return out
 
@@ -368,8 +402,17 @@ def package_versions():
     from importlib import metadata
 
     versions = {"python": sys.version.split()[0]}
-    for name in ("torch", "lightning", "pytorch-lightning", "transformers", "accelerate", "jax",
-                 "jaxlib", "cupy-cuda13x", "cupy-cuda12x"):
+    for name in (
+        "torch",
+        "lightning",
+        "pytorch-lightning",
+        "transformers",
+        "accelerate",
+        "jax",
+        "jaxlib",
+        "cupy-cuda13x",
+        "cupy-cuda12x",
+    ):
         try:
             versions[name] = metadata.version(name)
         except Exception:
@@ -404,8 +447,7 @@ def main():
     started = time.monotonic()
     results = {}
     # Slow starters first, so the pool stays busy to the end.
-    order = sorted(cases, key=lambda c: 0 if ("compile" in c["id"] or "hf" in c["id"]
-                                              or "lightning" in c["id"]) else 1)
+    order = sorted(cases, key=lambda c: 0 if ("compile" in c["id"] or "hf" in c["id"] or "lightning" in c["id"]) else 1)
     with concurrent.futures.ThreadPoolExecutor(max_workers=args.jobs) as pool:
         futures = {pool.submit(verdict_run, case, args): case["id"] for case in order}
         for future in concurrent.futures.as_completed(futures):
@@ -425,8 +467,15 @@ def main():
     shutil.rmtree(os.path.join(args.out, "scratch"), ignore_errors=True)
 
     rows, all_ok = [], True
-    totals = {"leak_processes": 0, "leaks_found": 0, "control_processes": 0, "controls_clean": 0,
-              "collector_off": 0, "checks_failed": 0, "outputs_changed": 0}
+    totals = {
+        "leak_processes": 0,
+        "leaks_found": 0,
+        "control_processes": 0,
+        "controls_clean": 0,
+        "collector_off": 0,
+        "checks_failed": 0,
+        "outputs_changed": 0,
+    }
     for case in cases:
         result = results[case["id"]]
         case_ok = "error" not in result
@@ -453,44 +502,62 @@ def main():
         all_ok = all_ok and case_ok
         for p in result.get("processes", []) or [{"script": "?", "got": None, "expected": {}}]:
             got = p.get("got") or {}
-            rows.append((case["id"], p.get("script", "?")[:34] + ("" if p.get("rank") is None else "#%d" % p["rank"]),
-                         p["expected"].get("verdict"), got.get("verdict"), got.get("cause"),
-                         (got.get("holder") or "-")[:28], got.get("iterations_to_verdict"),
-                         got.get("capture_backend"), timing.get("step_time_ratio"),
-                         (timing.get("losses") or {}).get("max_rel_diff"),
-                         "ok" if p.get("pass") else "FAIL"))
+            rows.append(
+                (
+                    case["id"],
+                    p.get("script", "?")[:34] + ("" if p.get("rank") is None else "#%d" % p["rank"]),
+                    p["expected"].get("verdict"),
+                    got.get("verdict"),
+                    got.get("cause"),
+                    (got.get("holder") or "-")[:28],
+                    got.get("iterations_to_verdict"),
+                    got.get("capture_backend"),
+                    timing.get("step_time_ratio"),
+                    (timing.get("losses") or {}).get("max_rel_diff"),
+                    "ok" if p.get("pass") else "FAIL",
+                )
+            )
 
     summary = {
         "schema": SCHEMA,
         "versions": package_versions(),
         "commit": open(os.path.join(os.path.dirname(args.gpuleak), "COMMIT")).read().strip()
-        if os.path.exists(os.path.join(os.path.dirname(args.gpuleak), "COMMIT")) else None,
+        if os.path.exists(os.path.join(os.path.dirname(args.gpuleak), "COMMIT"))
+        else None,
         "what": "each case of examples/clients/clients.json under `gpuleak run`: per labelled process "
-                "verdict/cause/holder/site against the labels, iterations from warm-up to the verdict, "
-                "the capture backend, whether the collector stayed on; for timing cases the median step "
-                "time without and with gpuleak (one process at a time, steps after the first %d) and "
-                "the largest relative difference of the loop's own loss values" % WARMUP_STEPS_FOR_TIMING,
+        "verdict/cause/holder/site against the labels, iterations from warm-up to the verdict, "
+        "the capture backend, whether the collector stayed on; for timing cases the median step "
+        "time without and with gpuleak (one process at a time, steps after the first %d) and "
+        "the largest relative difference of the loop's own loss values" % WARMUP_STEPS_FOR_TIMING,
         "pass": all_ok,
         "totals": totals,
         "seconds": {"verdicts": round(verdict_seconds, 1), "total": round(time.monotonic() - started, 1)},
-        "cases": [dict(results[c["id"]], id=c["id"], client=c["client"], reports=c.get("reports"))
-                  for c in cases],
+        "cases": [dict(results[c["id"]], id=c["id"], client=c["client"], reports=c.get("reports")) for c in cases],
     }
     for case in summary["cases"]:
         case.pop("losses", None)
     with open(os.path.join(args.out, "summary.json"), "w") as handle:
         json.dump(summary, handle, indent=1)
 
-    header = ("case", "process", "want", "got", "cause", "holder", "iters", "backend", "time x",
-              "loss diff", "")
+    header = ("case", "process", "want", "got", "cause", "holder", "iters", "backend", "time x", "loss diff", "")
     print("%-30s %-36s %-7s %-7s %-26s %-28s %5s %-10s %6s %9s %s" % header)
     for row in rows:
-        print("%-30s %-36s %-7s %-7s %-26s %-28s %5s %-10s %6s %9s %s" % tuple(
-            "-" if v is None else ("%.3g" % v if isinstance(v, float) else v) for v in row))
-    print("leaks found %d/%d, controls clean %d/%d, collector off in %d, checks failed %d; %s"
-          % (totals["leaks_found"], totals["leak_processes"], totals["controls_clean"],
-             totals["control_processes"], totals["collector_off"], totals["checks_failed"],
-             "PASS" if all_ok else "FAIL"))
+        print(
+            "%-30s %-36s %-7s %-7s %-26s %-28s %5s %-10s %6s %9s %s"
+            % tuple("-" if v is None else ("%.3g" % v if isinstance(v, float) else v) for v in row)
+        )
+    print(
+        "leaks found %d/%d, controls clean %d/%d, collector off in %d, checks failed %d; %s"
+        % (
+            totals["leaks_found"],
+            totals["leak_processes"],
+            totals["controls_clean"],
+            totals["control_processes"],
+            totals["collector_off"],
+            totals["checks_failed"],
+            "PASS" if all_ok else "FAIL",
+        )
+    )
     return 0 if all_ok else 1
 
 

@@ -43,8 +43,9 @@ def command_words(process):
 def runs_program(process, name):
     """Whether the process runs `name`: a script on its command line, or the executable itself."""
     executable = str(process.get("executable") or "")
-    return any(word == name or word.endswith("/" + name) for word in command_words(process)) \
-        or executable.endswith("/" + name)
+    return any(word == name or word.endswith("/" + name) for word in command_words(process)) or executable.endswith(
+        "/" + name
+    )
 
 
 def growth_of(process):

@@ -16,8 +16,9 @@ def run_command(command, log_path, timeout_s, env, cwd):
         log.write("$ %s\n" % " ".join(shlex.quote(word) for word in command))
         log.flush()
         try:
-            child = subprocess.Popen(command, cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT,
-                                     start_new_session=True)
+            child = subprocess.Popen(
+                command, cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+            )
         except OSError as error:
             log.write("cannot start: %s\n" % error)
             return None, 0.0, False
@@ -46,7 +47,8 @@ def report_on_traces(gpuleak, traces, report_path, timeout_s):
     Returns its exit status, None when it ran past timeout_s."""
     try:
         with open(report_path, "wb") as out:
-            return subprocess.run([gpuleak, "report", "--json"] + traces, stdout=out,
-                                  stderr=subprocess.DEVNULL, timeout=timeout_s).returncode
+            return subprocess.run(
+                [gpuleak, "report", "--json"] + traces, stdout=out, stderr=subprocess.DEVNULL, timeout=timeout_s
+            ).returncode
     except subprocess.TimeoutExpired:
         return None

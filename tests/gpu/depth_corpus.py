@@ -74,13 +74,23 @@ from corpus_reports import growth_of, holder_of, load_report, pick_process  # no
 SCHEMA = "gpuleak-depth-corpus-results/1"
 CHECKS = ("verdict", "keeping_line", "no_wrong_advice", "library_api", "view", "words", "steps_needed")
 # Parts of a process's JSON that are not the report's words: stacks, source text, identity, series.
-NOT_WORDS = {"frames", "source_line", "stack_ids", "sample_blocks", "timeline", "command_line", "executable",
-             "trace", "hostname"}
+NOT_WORDS = {
+    "frames",
+    "source_line",
+    "stack_ids",
+    "sample_blocks",
+    "timeline",
+    "command_line",
+    "executable",
+    "trace",
+    "hostname",
+}
 NVCC_FLAGS = ["-g", "-O1", "-std=c++17", "-arch=sm_90"]
 
 
 # ---------------------------------------------------------------------------
 # Reading a report
+
 
 def program_name(case):
     """What the traced process's command line holds: the script, or the binary built from the .cu."""
@@ -142,8 +152,9 @@ def matches_label(candidate, label):
     if not label:
         return False
     file_name, line = label.rsplit(":", 1)
-    return os.path.basename(candidate["file"]) == os.path.basename(file_name) \
-        and abs(candidate["line"] - int(line)) <= 1
+    return (
+        os.path.basename(candidate["file"]) == os.path.basename(file_name) and abs(candidate["line"] - int(line)) <= 1
+    )
 
 
 def word_present(words, word):
@@ -153,23 +164,37 @@ def word_present(words, word):
 # ---------------------------------------------------------------------------
 # Scoring one case
 
+
 def score_case(case, report, report_error):
     expected = case["expected"]
     is_leak = case["kind"] == "leak"
-    record = {"expected": {"verdict": expected["verdict"], "keep_line": expected.get("keep_line"),
-                           "caller_line": expected.get("caller_line"), "keep_via": expected.get("keep_via"),
-                           "creating_api": expected.get("creating_api"), "destroy_call": expected.get("destroy_call"),
-                           "view": expected.get("view"), "must_contain": expected.get("must_contain"),
-                           "must_not_contain": expected.get("must_not_contain"),
-                           "holder_hint": expected.get("holder_hint"), "cause": expected.get("cause"),
-                           "bytes_per_step": case.get("bytes_per_step"),
-                           "leak_start_step": case.get("leak_start_step"),
-                           "period_steps": case.get("period_steps")},
-              "got": None, "checks": {}, "error": report_error}
+    record = {
+        "expected": {
+            "verdict": expected["verdict"],
+            "keep_line": expected.get("keep_line"),
+            "caller_line": expected.get("caller_line"),
+            "keep_via": expected.get("keep_via"),
+            "creating_api": expected.get("creating_api"),
+            "destroy_call": expected.get("destroy_call"),
+            "view": expected.get("view"),
+            "must_contain": expected.get("must_contain"),
+            "must_not_contain": expected.get("must_not_contain"),
+            "holder_hint": expected.get("holder_hint"),
+            "cause": expected.get("cause"),
+            "bytes_per_step": case.get("bytes_per_step"),
+            "leak_start_step": case.get("leak_start_step"),
+            "period_steps": case.get("period_steps"),
+        },
+        "got": None,
+        "checks": {},
+        "error": report_error,
+    }
     process = pick_process(report, program_name(case)) if report else None
     if report and process is None:
-        record["error"] = "no process in the report runs %s (%d processes)" % (program_name(case),
-                                                                             len(report["processes"]))
+        record["error"] = "no process in the report runs %s (%d processes)" % (
+            program_name(case),
+            len(report["processes"]),
+        )
     applicable = applicable_checks(case)
     if process is None:
         record["checks"] = {check: (False if check in applicable else None) for check in CHECKS}
@@ -188,7 +213,8 @@ def score_case(case, report, report_error):
     location = top.get("site") if isinstance(top.get("site"), dict) else {}
     got = {
         "verdict": growth.get("verdict"),
-        "process_verdict": (process.get("verdict") or {}).get("name") if isinstance(process.get("verdict"), dict)
+        "process_verdict": (process.get("verdict") or {}).get("name")
+        if isinstance(process.get("verdict"), dict)
         else None,
         "step_source": growth.get("step_source"),
         "steps": steps,
@@ -203,8 +229,10 @@ def score_case(case, report, report_error):
         "note": growth.get("note"),
         "holder": holder,
         "holder_kind": holder_kind,
-        "top_site": "%s:%s %s" % (os.path.basename(str(location.get("file"))), location.get("line"),
-                                  location.get("function") or "") if location else None,
+        "top_site": "%s:%s %s"
+        % (os.path.basename(str(location.get("file"))), location.get("line"), location.get("function") or "")
+        if location
+        else None,
         "keeping_candidates": candidates[:20],
         "keep_line_named": bool(keep_hits),
         "caller_line_named": bool(caller_hits),
@@ -278,23 +306,34 @@ def applicable_checks(case):
 # ---------------------------------------------------------------------------
 # Building the .cu cases
 
+
 def cudnn_flags(python):
     """nvcc flags that find cuDNN: the CUDA toolkit's copy, else the nvidia-cudnn wheel PyTorch brings."""
-    cuda_home = os.environ.get("CUDA_HOME") or os.path.dirname(os.path.dirname(shutil.which("nvcc") or
-                                                                             "/usr/local/cuda/bin/nvcc"))
+    cuda_home = os.environ.get("CUDA_HOME") or os.path.dirname(
+        os.path.dirname(shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc")
+    )
     for include in (os.path.join(cuda_home, "include"), "/usr/include", "/usr/include/x86_64-linux-gnu"):
         if os.path.exists(os.path.join(include, "cudnn.h")):
             return ["-I" + include, "-lcudnn"]
     try:
-        folder = subprocess.run([python, "-c", "import nvidia.cudnn as m; print(list(m.__path__)[0])"],
-                                capture_output=True, text=True, timeout=60).stdout.strip()
+        folder = subprocess.run(
+            [python, "-c", "import nvidia.cudnn as m; print(list(m.__path__)[0])"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        ).stdout.strip()
     except (OSError, subprocess.TimeoutExpired):
         folder = ""
     if folder and os.path.exists(os.path.join(folder, "include", "cudnn.h")):
         libraries = sorted(glob.glob(os.path.join(folder, "lib", "libcudnn.so*")))
         name = os.path.basename(libraries[0]) if libraries else "libcudnn.so.9"
-        return ["-I" + os.path.join(folder, "include"), "-L" + os.path.join(folder, "lib"), "-l:" + name,
-                "-Xlinker", "-rpath=" + os.path.join(folder, "lib")]
+        return [
+            "-I" + os.path.join(folder, "include"),
+            "-L" + os.path.join(folder, "lib"),
+            "-l:" + name,
+            "-Xlinker",
+            "-rpath=" + os.path.join(folder, "lib"),
+        ]
     return ["-lcudnn"]
 
 
@@ -305,8 +344,12 @@ def build_command(case, bin_dir, python, nvcc="nvcc", resolve=True):
             libraries += cudnn_flags(python) if resolve else ["{cudnn}"]
         else:
             libraries.append(flag)
-    return [nvcc] + NVCC_FLAGS + ["-o", os.path.join(bin_dir, program_name(case)),
-                                  os.path.join(EXAMPLES, case["program"])] + libraries
+    return (
+        [nvcc]
+        + NVCC_FLAGS
+        + ["-o", os.path.join(bin_dir, program_name(case)), os.path.join(EXAMPLES, case["program"])]
+        + libraries
+    )
 
 
 def build_cuda(args, cases):
@@ -319,8 +362,11 @@ def build_cuda(args, cases):
         command = build_command(case, args.build_cuda, args.python, nvcc)
         log_path = os.path.join(args.build_cuda, program_name(case) + ".nvcc.log")
         rc, _, timed_out = corpus_runs.run_command(command, log_path, 300, dict(os.environ), REPO)
-        return case["id"], None if rc == 0 else "nvcc exit %s%s (see %s)" % (rc, ", timed out" if timed_out else "",
-                                                                             log_path)
+        return case["id"], None if rc == 0 else "nvcc exit %s%s (see %s)" % (
+            rc,
+            ", timed out" if timed_out else "",
+            log_path,
+        )
 
     with concurrent.futures.ThreadPoolExecutor(max(1, args.jobs)) as pool:
         for case_id, error in pool.map(build, [c for c in cases if c["program"].endswith(".cu")]):
@@ -332,6 +378,7 @@ def build_cuda(args, cases):
 
 # ---------------------------------------------------------------------------
 # Running
+
 
 def case_environment(args, case):
     env = dict(os.environ)
@@ -357,8 +404,12 @@ def case_command(args, case, case_dir):
     program = program_command(args, case)
     if args.plain:
         return program
-    return ([args.gpuleak or "gpuleak", "run", "-o", case_dir, "--json-report", os.path.join(case_dir, "report.json")]
-            + list(args.run_arg) + ["--"] + program)
+    return (
+        [args.gpuleak or "gpuleak", "run", "-o", case_dir, "--json-report", os.path.join(case_dir, "report.json")]
+        + list(args.run_arg)
+        + ["--"]
+        + program
+    )
 
 
 def case_timeout(args, case):
@@ -380,13 +431,26 @@ def run_case(args, case, build_errors):
         shutil.rmtree(case_dir)  # gpuleak refuses a folder with traces of an earlier run
     os.makedirs(case_dir)
     env = case_environment(args, case)
-    base = {"case": case["id"], "program": case["program"], "kind": case["kind"], "pair": case["pair"],
-            "language": case["language"], "covers": case["covers"], "library": case.get("library"),
-            "gate": case.get("gate", True), "steps_passed": case["steps"], "sources": case.get("sources")}
+    base = {
+        "case": case["id"],
+        "program": case["program"],
+        "kind": case["kind"],
+        "pair": case["pair"],
+        "language": case["language"],
+        "covers": case["covers"],
+        "library": case.get("library"),
+        "gate": case.get("gate", True),
+        "steps_passed": case["steps"],
+        "sources": case.get("sources"),
+    }
     if build_errors.get(case["id"]):
-        record = {"expected": {"verdict": case["expected"]["verdict"]}, "got": None, "pass": False,
-                  "checks": {check: (False if check in applicable_checks(case) else None) for check in CHECKS},
-                  "error": "not built: " + build_errors[case["id"]]}
+        record = {
+            "expected": {"verdict": case["expected"]["verdict"]},
+            "got": None,
+            "pass": False,
+            "checks": {check: (False if check in applicable_checks(case) else None) for check in CHECKS},
+            "error": "not built: " + build_errors[case["id"]],
+        }
         record.update(base)
         record.update({"command": None, "exit_status": None, "timed_out": False, "wall_s": 0.0})
         return record
@@ -400,25 +464,43 @@ def run_case(args, case, build_errors):
     log_path = os.path.join(args.out, "logs", case["id"] + ".log")
     rc, wall_s, timed_out = corpus_runs.run_command(command, log_path, case_timeout(args, case), env, REPO)
     if args.plain:
-        record = {"expected": {"verdict": case["expected"]["verdict"]}, "got": None, "checks": {},
-                  "error": None if rc == 0 else "exit status %s" % rc, "pass": rc == 0}
+        record = {
+            "expected": {"verdict": case["expected"]["verdict"]},
+            "got": None,
+            "checks": {},
+            "error": None if rc == 0 else "exit status %s" % rc,
+            "pass": rc == 0,
+        }
     else:
         report, error = load_report(os.path.join(case_dir, "report.json"))
         try:
             record = score_case(case, report, error)
         except Exception as failure:  # a report of an unexpected shape must not stop the run
-            record = {"expected": {"verdict": case["expected"]["verdict"]}, "got": None, "pass": False,
-                      "checks": {check: (False if check in applicable_checks(case) else None) for check in CHECKS},
-                      "error": "could not score the report: %s: %s" % (type(failure).__name__, failure)}
+            record = {
+                "expected": {"verdict": case["expected"]["verdict"]},
+                "got": None,
+                "pass": False,
+                "checks": {check: (False if check in applicable_checks(case) else None) for check in CHECKS},
+                "error": "could not score the report: %s: %s" % (type(failure).__name__, failure),
+            }
         if rc != 0 and record.get("error") is None:
             record["error"] = "exit status %s" % rc
     if timed_out:
         record["error"] = "timed out after %d s; %s" % (case_timeout(args, case), record.get("error") or "")
         record["pass"] = False
     record.update(base)
-    record.update({"command": command, "env": case.get("env", {}), "prepare": prepare, "exit_status": rc,
-                   "timed_out": timed_out, "wall_s": wall_s, "program_output": last_line(log_path),
-                   "log": os.path.relpath(log_path, args.out)})
+    record.update(
+        {
+            "command": command,
+            "env": case.get("env", {}),
+            "prepare": prepare,
+            "exit_status": rc,
+            "timed_out": timed_out,
+            "wall_s": wall_s,
+            "program_output": last_line(log_path),
+            "log": os.path.relpath(log_path, args.out),
+        }
+    )
     if not args.keep_traces:
         for path in glob.glob(os.path.join(case_dir, "*.trace")):
             if os.path.getsize(path) > 1 << 20:
@@ -450,30 +532,44 @@ def totals(records, started, args, skipped, build_errors):
             values = [r["checks"].get(check) for r in gated if r["checks"].get(check) is not None]
             per_check[check] = {"passed": sum(1 for v in values if v), "applicable": len(values)}
         with_keep = [r for r in leaks if r["checks"].get("keeping_line") is not None]
-        summary.update({
-            "checks": per_check,
-            "leaks": len(leaks),
-            "leaks_with_leak_verdict": sum(1 for r in leaks if got(r, "verdict") == "LEAK"),
-            "controls": len(controls),
-            "controls_with_leak": [r["case"] for r in controls if got(r, "verdict") == "LEAK"
-                                   or got(r, "verdict_step") is not None],
-            "controls_with_no_leak_verdict": sum(1 for r in controls if got(r, "verdict") == "NO LEAK"),
-            "keeping_line_rate": round(sum(1 for r in with_keep if r["checks"]["keeping_line"]) / len(with_keep), 3)
-            if with_keep else None,
-            "keeping_line_goal": 0.95,
-            "cpp_cases_without_python_advice": "%d/%d" % (
-                sum(1 for r in leaks if r["language"] == "cpp" and r["checks"].get("no_wrong_advice")),
-                sum(1 for r in leaks if r["language"] == "cpp")),
-            "steps_needed": {r["case"]: {"verdict": got(r, "verdict"), "steps": got(r, "steps"),
-                                         "warmup_steps": got(r, "warmup_steps"),
-                                         "verdict_step": got(r, "verdict_step"),
-                                         "steps_to_verdict": got(r, "steps_to_verdict"),
-                                         "first_growing_step": got(r, "first_growing_step"),
-                                         "step_source": got(r, "step_source")}
-                             for r in leaks if r["checks"].get("steps_needed") is not None},
-            "verdicts": {v: sum(1 for r in records if str(got(r, "verdict")) == v)
-                         for v in sorted({str(got(r, "verdict")) for r in records})},
-        })
+        summary.update(
+            {
+                "checks": per_check,
+                "leaks": len(leaks),
+                "leaks_with_leak_verdict": sum(1 for r in leaks if got(r, "verdict") == "LEAK"),
+                "controls": len(controls),
+                "controls_with_leak": [
+                    r["case"] for r in controls if got(r, "verdict") == "LEAK" or got(r, "verdict_step") is not None
+                ],
+                "controls_with_no_leak_verdict": sum(1 for r in controls if got(r, "verdict") == "NO LEAK"),
+                "keeping_line_rate": round(sum(1 for r in with_keep if r["checks"]["keeping_line"]) / len(with_keep), 3)
+                if with_keep
+                else None,
+                "keeping_line_goal": 0.95,
+                "cpp_cases_without_python_advice": "%d/%d"
+                % (
+                    sum(1 for r in leaks if r["language"] == "cpp" and r["checks"].get("no_wrong_advice")),
+                    sum(1 for r in leaks if r["language"] == "cpp"),
+                ),
+                "steps_needed": {
+                    r["case"]: {
+                        "verdict": got(r, "verdict"),
+                        "steps": got(r, "steps"),
+                        "warmup_steps": got(r, "warmup_steps"),
+                        "verdict_step": got(r, "verdict_step"),
+                        "steps_to_verdict": got(r, "steps_to_verdict"),
+                        "first_growing_step": got(r, "first_growing_step"),
+                        "step_source": got(r, "step_source"),
+                    }
+                    for r in leaks
+                    if r["checks"].get("steps_needed") is not None
+                },
+                "verdicts": {
+                    v: sum(1 for r in records if str(got(r, "verdict")) == v)
+                    for v in sorted({str(got(r, "verdict")) for r in records})
+                },
+            }
+        )
     return summary
 
 
@@ -486,52 +582,116 @@ def print_table(records, summary, plain, out=sys.stdout):
         header = "%-42s %-8s %5s %7s  %s" % ("case", "kind", "exit", "wall_s", "program output")
         out.write(header + "\n" + "-" * len(header) + "\n")
         for r in records:
-            out.write("%-42s %-8s %5s %7.1f  %s\n" % (r["case"][:42], r["kind"], r["exit_status"], r["wall_s"] or 0,
-                                                     (r.get("program_output") or r.get("error") or "")[:70]))
-        out.write("\n%d/%d programs ran and exited 0; %.0f s\n" % (summary["passed"], summary["gated_cases"],
-                                                                  summary["wall_s"]))
+            out.write(
+                "%-42s %-8s %5s %7.1f  %s\n"
+                % (
+                    r["case"][:42],
+                    r["kind"],
+                    r["exit_status"],
+                    r["wall_s"] or 0,
+                    (r.get("program_output") or r.get("error") or "")[:70],
+                )
+            )
+        out.write(
+            "\n%d/%d programs ran and exited 0; %.0f s\n"
+            % (summary["passed"], summary["gated_cases"], summary["wall_s"])
+        )
         return
     header = "%-40s %-7s %-8s %-5s %-5s %-5s %-5s %-5s %-5s %-5s %6s %6s  %s" % (
-        "case", "expect", "got", "verd", "keep", "advic", "api", "view", "words", "steps", "to_vrd", "wall_s",
-        "result")
+        "case",
+        "expect",
+        "got",
+        "verd",
+        "keep",
+        "advic",
+        "api",
+        "view",
+        "words",
+        "steps",
+        "to_vrd",
+        "wall_s",
+        "result",
+    )
     out.write(header + "\n" + "-" * len(header) + "\n")
     for r in records:
         got = r.get("got") or {}
         checks = r.get("checks") or {}
-        result = "PASS" if r["pass"] else "FAIL " + (r.get("error") or ",".join(
-            check for check, value in checks.items() if value is False))
-        out.write("%-40s %-7s %-8s %-5s %-5s %-5s %-5s %-5s %-5s %-5s %6s %6.1f  %s\n" % (
-            r["case"][:40], r["expected"]["verdict"], str(got.get("verdict") or "-")[:8],
-            mark(checks.get("verdict")), mark(checks.get("keeping_line")), mark(checks.get("no_wrong_advice")),
-            mark(checks.get("library_api")), mark(checks.get("view")), mark(checks.get("words")),
-            mark(checks.get("steps_needed")),
-            "-" if got.get("steps_to_verdict") is None else got["steps_to_verdict"], r.get("wall_s") or 0,
-            result[:70]))
+        result = (
+            "PASS"
+            if r["pass"]
+            else "FAIL " + (r.get("error") or ",".join(check for check, value in checks.items() if value is False))
+        )
+        out.write(
+            "%-40s %-7s %-8s %-5s %-5s %-5s %-5s %-5s %-5s %-5s %6s %6.1f  %s\n"
+            % (
+                r["case"][:40],
+                r["expected"]["verdict"],
+                str(got.get("verdict") or "-")[:8],
+                mark(checks.get("verdict")),
+                mark(checks.get("keeping_line")),
+                mark(checks.get("no_wrong_advice")),
+                mark(checks.get("library_api")),
+                mark(checks.get("view")),
+                mark(checks.get("words")),
+                mark(checks.get("steps_needed")),
+                "-" if got.get("steps_to_verdict") is None else got["steps_to_verdict"],
+                r.get("wall_s") or 0,
+                result[:70],
+            )
+        )
     per_check = summary["checks"]
-    out.write("\n%d/%d gated cases pass; %s; keeping line %s of leaks (goal %.0f %%); controls with LEAK: %s; "
-              "C++ leaks without Python advice %s; %.0f s\n" % (
-                  summary["passed"], summary["gated_cases"],
-                  ", ".join("%s %d/%d" % (check, value["passed"], value["applicable"])
-                            for check, value in per_check.items() if value["applicable"]),
-                  "-" if summary["keeping_line_rate"] is None else "%.0f %%" % (100 * summary["keeping_line_rate"]),
-                  100 * summary["keeping_line_goal"], ", ".join(summary["controls_with_leak"]) or "none",
-                  summary["cpp_cases_without_python_advice"], summary["wall_s"]))
+    out.write(
+        "\n%d/%d gated cases pass; %s; keeping line %s of leaks (goal %.0f %%); controls with LEAK: %s; "
+        "C++ leaks without Python advice %s; %.0f s\n"
+        % (
+            summary["passed"],
+            summary["gated_cases"],
+            ", ".join(
+                "%s %d/%d" % (check, value["passed"], value["applicable"])
+                for check, value in per_check.items()
+                if value["applicable"]
+            ),
+            "-" if summary["keeping_line_rate"] is None else "%.0f %%" % (100 * summary["keeping_line_rate"]),
+            100 * summary["keeping_line_goal"],
+            ", ".join(summary["controls_with_leak"]) or "none",
+            summary["cpp_cases_without_python_advice"],
+            summary["wall_s"],
+        )
+    )
 
 
 def list_cases(cases, out=sys.stdout):
-    header = "%-40s %-7s %-6s %-8s %-28s %5s %s" % ("case", "kind", "lang", "expect", "covers", "steps",
-                                                    "keep line / creating API")
+    header = "%-40s %-7s %-6s %-8s %-28s %5s %s" % (
+        "case",
+        "kind",
+        "lang",
+        "expect",
+        "covers",
+        "steps",
+        "keep line / creating API",
+    )
     out.write(header + "\n" + "-" * len(header) + "\n")
     for case in cases:
         expected = case["expected"]
         detail = expected.get("keep_line") or "-"
         if expected.get("creating_api"):
             detail += "  %s / %s" % (expected["creating_api"], expected["destroy_call"])
-        out.write("%-40s %-7s %-6s %-8s %-28s %5d %s\n" % (case["id"][:40], case["kind"], case["language"],
-                                                           expected["verdict"], case["covers"][:28], case["steps"],
-                                                           detail))
-    out.write("\n%d cases (%d leaks, %d controls)\n" % (len(cases), sum(1 for c in cases if c["kind"] == "leak"),
-                                                        sum(1 for c in cases if c["kind"] == "control")))
+        out.write(
+            "%-40s %-7s %-6s %-8s %-28s %5d %s\n"
+            % (
+                case["id"][:40],
+                case["kind"],
+                case["language"],
+                expected["verdict"],
+                case["covers"][:28],
+                case["steps"],
+                detail,
+            )
+        )
+    out.write(
+        "\n%d cases (%d leaks, %d controls)\n"
+        % (len(cases), sum(1 for c in cases if c["kind"] == "leak"), sum(1 for c in cases if c["kind"] == "control"))
+    )
 
 
 def dry_run(args, cases, out=sys.stdout):
@@ -539,14 +699,24 @@ def dry_run(args, cases, out=sys.stdout):
         case_dir = os.path.join(args.out, case["id"])
         out.write("# %s (%s, %s)\n" % (case["id"], case["kind"], case["expected"]["verdict"]))
         if case["program"].endswith(".cu"):
-            out.write("  build: %s\n" % " ".join(shlex.quote(w) for w in build_command(
-                case, args.cuda_bin or args.build_cuda or "CUDA_BIN", args.python, resolve=False)))
+            out.write(
+                "  build: %s\n"
+                % " ".join(
+                    shlex.quote(w)
+                    for w in build_command(
+                        case, args.cuda_bin or args.build_cuda or "CUDA_BIN", args.python, resolve=False
+                    )
+                )
+            )
         if case.get("prepare"):
-            out.write("  prepare: %s\n" % " ".join(shlex.quote(w) for w in program_command(args, case,
-                                                                                           case["prepare"])))
+            out.write(
+                "  prepare: %s\n" % " ".join(shlex.quote(w) for w in program_command(args, case, case["prepare"]))
+            )
         out.write("  run: %s\n" % " ".join(shlex.quote(w) for w in case_command(args, case, case_dir)))
-        out.write("  checks: %s; timeout %d s\n" % (", ".join(c for c in CHECKS if c in applicable_checks(case)),
-                                                  case_timeout(args, case)))
+        out.write(
+            "  checks: %s; timeout %d s\n"
+            % (", ".join(c for c in CHECKS if c in applicable_checks(case)), case_timeout(args, case))
+        )
 
 
 def parse_args(argv):
@@ -556,14 +726,21 @@ def parse_args(argv):
     parser.add_argument("--corpus", default=labels.CORPUS_JSON, help="the labels (default examples/depth/corpus.json)")
     parser.add_argument("--python", default="python3", help="the Python that runs the programs (default python3)")
     parser.add_argument("--cuda-bin", help="folder with the binaries built from the .cu cases")
-    parser.add_argument("--build-cuda", metavar="DIR", help="build the .cu cases with nvcc into DIR first (and use them)")
+    parser.add_argument(
+        "--build-cuda", metavar="DIR", help="build the .cu cases with nvcc into DIR first (and use them)"
+    )
     parser.add_argument("--ext-build", help="build folder of the PyTorch extension (default <out>/ext-build)")
     parser.add_argument("--jobs", type=int, default=6, help="cases at a time (default 6)")
-    parser.add_argument("--timeout", type=int, default=150, help="seconds per case before it is killed (default 150; "
-                        "a case's timeout_s raises it)")
+    parser.add_argument(
+        "--timeout",
+        type=int,
+        default=150,
+        help="seconds per case before it is killed (default 150; " "a case's timeout_s raises it)",
+    )
     parser.add_argument("--only", nargs="+", metavar="ID", help="run only these cases")
-    parser.add_argument("--run-arg", action="append", default=[], metavar="ARG",
-                        help="extra argument for `gpuleak run` (repeat)")
+    parser.add_argument(
+        "--run-arg", action="append", default=[], metavar="ARG", help="extra argument for `gpuleak run` (repeat)"
+    )
     parser.add_argument("--plain", action="store_true", help="run the programs without gpuleak (exit 0 and time)")
     parser.add_argument("--keep-traces", action="store_true", help="keep traces over 1 MiB too")
     parser.add_argument("--list", action="store_true", help="list the cases and exit (no GPU needed)")
@@ -624,14 +801,19 @@ def main(argv=None):
         ordered = [records[c["id"]] for c in cases if c["id"] in records]
         summary = totals(ordered, started, args, skipped, build_errors)
         summary["not_finished"] = [c["id"] for c in cases if c["id"] not in records]
-        result = {"schema": SCHEMA, "complete": complete,
-                  "about": "the depth corpus (issue 37) under gpuleak run: per case the verdict, the keeping line "
-                           "within 1 line of the label, no wrong advice for the language, the creating API and its "
-                           "destroy call, views, the fix words, and the steps slow, late and rare leaks needed "
-                           "(tests/gpu/depth_corpus.py)",
-                  "command": [sys.executable, os.path.relpath(os.path.abspath(__file__), REPO)] + argv,
-                  "mode": "plain" if args.plain else "gpuleak",
-                  "corpus": os.path.relpath(args.corpus, REPO), "totals": summary, "cases": ordered}
+        result = {
+            "schema": SCHEMA,
+            "complete": complete,
+            "about": "the depth corpus (issue 37) under gpuleak run: per case the verdict, the keeping line "
+            "within 1 line of the label, no wrong advice for the language, the creating API and its "
+            "destroy call, views, the fix words, and the steps slow, late and rare leaks needed "
+            "(tests/gpu/depth_corpus.py)",
+            "command": [sys.executable, os.path.relpath(os.path.abspath(__file__), REPO)] + argv,
+            "mode": "plain" if args.plain else "gpuleak",
+            "corpus": os.path.relpath(args.corpus, REPO),
+            "totals": summary,
+            "cases": ordered,
+        }
         path = os.path.join(args.out, "depth-corpus.json")
         with open(path + ".tmp", "w", encoding="utf-8") as handle:
             json.dump(result, handle, indent=2)

@@ -33,8 +33,7 @@ import tempfile
 import time
 import warnings
 
-DEFAULT_PACKAGES = ["torch", "torchvision", "transformers", "lightning", "pytorch_lightning",
-                    "accelerate", "timm"]
+DEFAULT_PACKAGES = ["torch", "torchvision", "transformers", "lightning", "pytorch_lightning", "accelerate", "timm"]
 BOUND_FINDINGS_PER_1000_FILES = 1.0
 # Lightning installs as `lightning` (which holds `lightning.pytorch`) or as `pytorch_lightning`;
 # either one counts as Lightning found.
@@ -55,6 +54,7 @@ def package_folder(name):
 def package_version(name):
     try:
         from importlib import metadata
+
         for dist in (name, name.replace("_", "-")):
             try:
                 return metadata.version(dist)
@@ -85,8 +85,13 @@ def run_with_rss(cmd, timeout_s):
         out.seek(0)
         err.seek(0)
         code = None if timed_out else os.waitstatus_to_exitcode(status)
-        return (seconds, code, usage.ru_maxrss * 1024, out.read().decode("utf-8", "replace"),
-                err.read().decode("utf-8", "replace")[-3000:])
+        return (
+            seconds,
+            code,
+            usage.ru_maxrss * 1024,
+            out.read().decode("utf-8", "replace"),
+            err.read().decode("utf-8", "replace")[-3000:],
+        )
 
 
 def cpython_parses(path):
@@ -113,12 +118,18 @@ def flagged_line(finding):
 
 
 def lint_package(gpuleak, name, folder, jobs, timeout_s, sample_size):
-    cmd = [gpuleak, "lint", "--no-config", "--color", "never", "--format", "json",
-           "-j", str(jobs), folder]
+    cmd = [gpuleak, "lint", "--no-config", "--color", "never", "--format", "json", "-j", str(jobs), folder]
     seconds, code, rss, stdout, stderr = run_with_rss(cmd, timeout_s)
-    entry = {"package": name, "version": package_version(name), "folder": folder,
-             "command": " ".join(cmd), "exit": code, "timed_out": code is None,
-             "seconds": round(seconds, 2), "peak_rss_bytes": rss}
+    entry = {
+        "package": name,
+        "version": package_version(name),
+        "folder": folder,
+        "command": " ".join(cmd),
+        "exit": code,
+        "timed_out": code is None,
+        "seconds": round(seconds, 2),
+        "peak_rss_bytes": rss,
+    }
     crashed = code is None or code not in (0, 1, 3)
     entry["crashed"] = crashed
     if crashed:
@@ -127,48 +138,67 @@ def lint_package(gpuleak, name, folder, jobs, timeout_s, sample_size):
     try:
         doc = json.loads(stdout)
     except json.JSONDecodeError as error:
-        entry.update({"crashed": True, "error": f"output is not JSON: {error}",
-                      "stderr_tail": stderr})
+        entry.update({"crashed": True, "error": f"output is not JSON: {error}", "stderr_tail": stderr})
         return entry, []
     summary = doc["summary"]
     files = summary["files"]
     nbytes = summary["bytes"]
     findings = doc["findings"]
-    entry.update({
-        "files": files,
-        "bytes": nbytes,
-        "mb_per_s": round(nbytes / 1e6 / seconds, 2) if seconds > 0 else None,
-        "rss_bytes_per_source_byte": round(rss / nbytes, 2) if nbytes else None,
-        "findings": len(findings),
-        "findings_per_1000_files": round(1000 * len(findings) / files, 3) if files else 0.0,
-        "findings_by_rule": dict(sorted(collections.Counter(f["rule"] for f in findings).items())),
-        "suppressed": summary.get("suppressed", 0),
-    })
+    entry.update(
+        {
+            "files": files,
+            "bytes": nbytes,
+            "mb_per_s": round(nbytes / 1e6 / seconds, 2) if seconds > 0 else None,
+            "rss_bytes_per_source_byte": round(rss / nbytes, 2) if nbytes else None,
+            "findings": len(findings),
+            "findings_per_1000_files": round(1000 * len(findings) / files, 3) if files else 0.0,
+            "findings_by_rule": dict(sorted(collections.Counter(f["rule"] for f in findings).items())),
+            "suppressed": summary.get("suppressed", 0),
+        }
+    )
+
     def rel(path):
         return os.path.relpath(path, os.path.dirname(folder))
+
     entry["sample_findings"] = [
-        {"where": f"{rel(f['path'])}:{f['line']}:{f['rule']}", "message": f["message"][:300],
-         "code": flagged_line(f)}
-        for f in findings[:sample_size]]
+        {"where": f"{rel(f['path'])}:{f['line']}:{f['rule']}", "message": f["message"][:300], "code": flagged_line(f)}
+        for f in findings[:sample_size]
+    ]
     # Files gpuleak did not lint and statements it did not parse, checked against CPython.
     not_linted = []
     for problem in doc.get("files_not_linted", []):
-        not_linted.append({"where": f"{rel(problem['path'])}:{problem.get('line') or 0}",
-                           "message": problem["message"][:200],
-                           "cpython_parses": cpython_parses(problem["path"])})
+        not_linted.append(
+            {
+                "where": f"{rel(problem['path'])}:{problem.get('line') or 0}",
+                "message": problem["message"][:200],
+                "cpython_parses": cpython_parses(problem["path"]),
+            }
+        )
     not_parsed = []
     for problem in doc.get("statements_not_parsed", []):
-        not_parsed.append({"where": f"{rel(problem['path'])}:{problem.get('line')}",
-                           "message": problem["message"][:200],
-                           "cpython_parses": cpython_parses(problem["path"])})
+        not_parsed.append(
+            {
+                "where": f"{rel(problem['path'])}:{problem.get('line')}",
+                "message": problem["message"][:200],
+                "cpython_parses": cpython_parses(problem["path"]),
+            }
+        )
     entry["files_not_linted"] = len(not_linted)
     entry["statements_not_parsed"] = len(not_parsed)
     entry["valid_files_not_fully_parsed"] = sorted(
-        {p["where"].rsplit(":", 1)[0] for p in not_linted + not_parsed if p["cpython_parses"]})
+        {p["where"].rsplit(":", 1)[0] for p in not_linted + not_parsed if p["cpython_parses"]}
+    )
     entry["not_linted_sample"] = not_linted[:20]
     entry["not_parsed_sample"] = not_parsed[:20]
-    full = [{"where": f"{rel(f['path'])}:{f['line']}:{f['rule']}", "message": f["message"],
-             "fix": f["fix"], "code": flagged_line(f)} for f in findings[:300]]
+    full = [
+        {
+            "where": f"{rel(f['path'])}:{f['line']}:{f['rule']}",
+            "message": f["message"],
+            "fix": f["fix"],
+            "code": flagged_line(f),
+        }
+        for f in findings[:300]
+    ]
     return entry, full
 
 
@@ -201,8 +231,11 @@ def main():
         entry, full = lint_package(gpuleak, name, folder, args.jobs, args.timeout, args.sample)
         results.append(entry)
         all_findings[name] = full
-        print(f"{name}: {entry.get('files', '?')} files, {entry['seconds']} s, "
-              f"{entry.get('findings', '?')} findings, exit {entry['exit']}", file=sys.stderr)
+        print(
+            f"{name}: {entry.get('files', '?')} files, {entry['seconds']} s, "
+            f"{entry.get('findings', '?')} findings, exit {entry['exit']}",
+            file=sys.stderr,
+        )
 
     linted = [r for r in results if not r["crashed"]]
     files = sum(r["files"] for r in linted)
@@ -221,23 +254,29 @@ def main():
     }
     summary = {
         "suite": "lint-site-packages",
-        "about": ("gpuleak lint on installed packages without leaks of the kinds it looks for "
-                  "(issue 16). Every finding here is a false positive unless a person reading "
-                  "sample_findings (or findings.json) finds a real leak; the bound is at most 1 "
-                  "finding per 1,000 files, each explained. valid_files_not_fully_parsed lists files "
-                  "this machine's CPython parses but gpuleak did not parse in full (must be empty). "
-                  "peak_rss_bytes is the whole run's, all threads."),
+        "about": (
+            "gpuleak lint on installed packages without leaks of the kinds it looks for "
+            "(issue 16). Every finding here is a false positive unless a person reading "
+            "sample_findings (or findings.json) finds a real leak; the bound is at most 1 "
+            "finding per 1,000 files, each explained. valid_files_not_fully_parsed lists files "
+            "this machine's CPython parses but gpuleak did not parse in full (must be empty). "
+            "peak_rss_bytes is the whole run's, all threads."
+        ),
         "ok": all(checks.values()),
         "checks": checks,
         "python": platform.python_version(),
         "jobs": args.jobs,
         "packages_missing": missing,
-        "totals": {"files": files, "bytes": nbytes,
-                   "seconds": round(sum(r["seconds"] for r in results), 2),
-                   "findings": findings, "findings_per_1000_files": per_1000,
-                   "findings_by_rule": dict(sorted(by_rule.items())),
-                   "peak_rss_bytes_max": max((r["peak_rss_bytes"] for r in results), default=0),
-                   "valid_files_not_fully_parsed": valid_not_parsed},
+        "totals": {
+            "files": files,
+            "bytes": nbytes,
+            "seconds": round(sum(r["seconds"] for r in results), 2),
+            "findings": findings,
+            "findings_per_1000_files": per_1000,
+            "findings_by_rule": dict(sorted(by_rule.items())),
+            "peak_rss_bytes_max": max((r["peak_rss_bytes"] for r in results), default=0),
+            "valid_files_not_fully_parsed": valid_not_parsed,
+        },
         "packages": results,
         "command": "python3 tests/gpu/lint_site_packages.py " + " ".join(sys.argv[1:]),
     }
@@ -248,20 +287,26 @@ def main():
         json.dump(all_findings, fh, indent=2)
         fh.write("\n")
 
-    print(f"{'package':<18} {'files':>6} {'MB':>7} {'s':>6} {'RSS MB':>7} {'B/B':>6} "
-          f"{'find':>5} {'/1k':>6} {'unparsed':>8}  rules")
+    print(
+        f"{'package':<18} {'files':>6} {'MB':>7} {'s':>6} {'RSS MB':>7} {'B/B':>6} "
+        f"{'find':>5} {'/1k':>6} {'unparsed':>8}  rules"
+    )
     for r in results:
         if r["crashed"]:
             print(f"{r['package']:<18} CRASHED or timed out: exit {r['exit']}")
             continue
-        print(f"{r['package']:<18} {r['files']:>6} {r['bytes'] / 1e6:>7.1f} {r['seconds']:>6.1f} "
-              f"{r['peak_rss_bytes'] / 2**20:>7.0f} {r['rss_bytes_per_source_byte']:>6.1f} "
-              f"{r['findings']:>5} {r['findings_per_1000_files']:>6.2f} "
-              f"{r['files_not_linted'] + r['statements_not_parsed']:>8}  "
-              f"{' '.join(f'{k}:{v}' for k, v in r['findings_by_rule'].items())}")
-    print(f"total: {files} files, {findings} findings ({per_1000} per 1,000 files, bound 1); "
-          f"valid files not fully parsed: {len(valid_not_parsed)}; missing: {missing or 'none'}; "
-          f"ok: {summary['ok']}")
+        print(
+            f"{r['package']:<18} {r['files']:>6} {r['bytes'] / 1e6:>7.1f} {r['seconds']:>6.1f} "
+            f"{r['peak_rss_bytes'] / 2**20:>7.0f} {r['rss_bytes_per_source_byte']:>6.1f} "
+            f"{r['findings']:>5} {r['findings_per_1000_files']:>6.2f} "
+            f"{r['files_not_linted'] + r['statements_not_parsed']:>8}  "
+            f"{' '.join(f'{k}:{v}' for k, v in r['findings_by_rule'].items())}"
+        )
+    print(
+        f"total: {files} files, {findings} findings ({per_1000} per 1,000 files, bound 1); "
+        f"valid files not fully parsed: {len(valid_not_parsed)}; missing: {missing or 'none'}; "
+        f"ok: {summary['ok']}"
+    )
     return 0 if summary["ok"] else 1
 
 

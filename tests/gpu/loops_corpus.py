@@ -56,6 +56,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 EXAMPLES = os.path.join(REPO, "examples", "loops")
 sys.path.insert(0, EXAMPLES)
 import labels  # noqa: E402  (examples/loops/labels.py)
+
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import corpus_runs  # noqa: E402
 from corpus_reports import growth_of, load_report, pick_process  # noqa: E402
@@ -67,6 +68,7 @@ CHECKS = ("verdict", "within_limit", "control_no_leak")
 # ---------------------------------------------------------------------------
 # Reading a report
 
+
 def program_name(case):
     """What the traced process's command line holds: the script, or the binary built from the .cu."""
     program = case["program"]
@@ -75,6 +77,7 @@ def program_name(case):
 
 # ---------------------------------------------------------------------------
 # Comparing with the labels
+
 
 def function_ranges(path):
     """{name: (first, last)} of the functions and methods of a Python program; {} for others."""
@@ -130,14 +133,23 @@ def site_text(top_site):
 def score_case(case, report, report_error, limit):
     """The per-case record: what was expected, what gpuleak said, and pass/fail per check."""
     is_leak = case["kind"] == "leak"
-    record = {"expected": {"verdict": case["expected"]["verdict"], "cause": case["expected"].get("cause"),
-                           "marked_lines": case.get("marked_lines"),
-                           "bytes_per_iteration": case.get("bytes_per_iteration")},
-              "got": None, "checks": {}, "error": report_error}
+    record = {
+        "expected": {
+            "verdict": case["expected"]["verdict"],
+            "cause": case["expected"].get("cause"),
+            "marked_lines": case.get("marked_lines"),
+            "bytes_per_iteration": case.get("bytes_per_iteration"),
+        },
+        "got": None,
+        "checks": {},
+        "error": report_error,
+    }
     process = pick_process(report, program_name(case)) if report else None
     if report and process is None:
         record["error"] = "no process in the report runs %s (%d processes)" % (
-            program_name(case), len(report["processes"]))
+            program_name(case),
+            len(report["processes"]),
+        )
     if process is None:
         record["checks"] = {check: False if applies(check, is_leak) else None for check in CHECKS}
         record["pass"] = False
@@ -148,8 +160,9 @@ def score_case(case, report, report_error, limit):
     steps, warmup, verdict_step = growth.get("steps"), growth.get("warmup_steps"), growth.get("verdict_step")
     steps_to_verdict = verdict_step - warmup if isinstance(verdict_step, int) and isinstance(warmup, int) else None
     per_step = case["iterations"] / steps if isinstance(steps, int) and steps > 0 else None
-    iterations_to_verdict = round(steps_to_verdict * per_step, 1) \
-        if steps_to_verdict is not None and per_step is not None else None
+    iterations_to_verdict = (
+        round(steps_to_verdict * per_step, 1) if steps_to_verdict is not None and per_step is not None else None
+    )
     rate = growth.get("rate_bytes_per_step")
     got = {
         "verdict": growth.get("verdict"),
@@ -164,8 +177,7 @@ def score_case(case, report, report_error, limit):
         "cause_text": growth.get("cause_text"),
         "note": growth.get("note"),
         "rate_bytes_per_step": rate,
-        "rate_bytes_per_iteration": round(rate / per_step, 1)
-        if isinstance(rate, (int, float)) and per_step else None,
+        "rate_bytes_per_iteration": round(rate / per_step, 1) if isinstance(rate, (int, float)) and per_step else None,
         "top_site": site_text(top_site),
         "site_match": site_match(case, top_site) if is_leak else None,
         "growing_sites": len([s for s in sites if isinstance(s, dict) and not s.get("bounded")]),
@@ -181,8 +193,11 @@ def score_case(case, report, report_error, limit):
     # stayed NOT YET is recorded in verdict_matches and counted in the totals.
     record["verdict_matches"] = got["verdict"] == case["expected"]["verdict"]
     checks["verdict"] = record["verdict_matches"] if is_leak else None
-    checks["within_limit"] = (got["verdict"] == "LEAK" and iterations_to_verdict is not None
-                              and iterations_to_verdict <= limit) if is_leak else None
+    checks["within_limit"] = (
+        (got["verdict"] == "LEAK" and iterations_to_verdict is not None and iterations_to_verdict <= limit)
+        if is_leak
+        else None
+    )
     checks["control_no_leak"] = (got["verdict"] != "LEAK" and verdict_step is None) if not is_leak else None
     causes = [case["expected"].get("cause")] + list(case["expected"].get("cause_alternatives", []))
     record["cause_matches"] = got["cause"] in causes if case["expected"].get("cause") else None
@@ -196,6 +211,7 @@ def applies(check, is_leak):
 
 # ---------------------------------------------------------------------------
 # Running
+
 
 def case_environment(case):
     env = dict(os.environ)
@@ -217,8 +233,12 @@ def case_command(args, case, case_dir):
     program = program_command(args, case)
     if args.plain:
         return program
-    return ([args.gpuleak, "run", "-o", case_dir, "--json-report", os.path.join(case_dir, "report.json")]
-            + list(args.run_arg) + ["--"] + program)
+    return (
+        [args.gpuleak, "run", "-o", case_dir, "--json-report", os.path.join(case_dir, "report.json")]
+        + list(args.run_arg)
+        + ["--"]
+        + program
+    )
 
 
 def run_command(command, env, log_path, timeout_s):
@@ -236,8 +256,11 @@ def last_line(path):
 
 def rescore_case(args, case):
     """The record for a case from traces recorded earlier: `gpuleak report --json` on them."""
-    traces = sorted(os.path.join(args.rescore, case["id"], name)
-                    for name in os.listdir(os.path.join(args.rescore, case["id"])) if name.endswith(".trace"))
+    traces = sorted(
+        os.path.join(args.rescore, case["id"], name)
+        for name in os.listdir(os.path.join(args.rescore, case["id"]))
+        if name.endswith(".trace")
+    )
     case_dir = os.path.join(args.out, case["id"])
     os.makedirs(case_dir, exist_ok=True)
     report_path = os.path.join(case_dir, "report.json")
@@ -246,11 +269,25 @@ def rescore_case(args, case):
     rc = corpus_runs.report_on_traces(args.gpuleak, traces, report_path, args.timeout)
     report, error = load_report(report_path)
     record = score_case(case, report, error, args.max_iterations_to_verdict)
-    record.update({"case": case["id"], "program": case["program"], "kind": case["kind"],
-                   "framework": case["framework"], "covers": case["covers"], "gate": case.get("gate", True),
-                   "iteration": case["iteration"], "iterations": case["iterations"], "env": case.get("env", {}),
-                   "command": command, "exit_status": rc, "timed_out": rc is None,
-                   "wall_s": round(time.monotonic() - started, 2), "program_output": None, "log": None})
+    record.update(
+        {
+            "case": case["id"],
+            "program": case["program"],
+            "kind": case["kind"],
+            "framework": case["framework"],
+            "covers": case["covers"],
+            "gate": case.get("gate", True),
+            "iteration": case["iteration"],
+            "iterations": case["iterations"],
+            "env": case.get("env", {}),
+            "command": command,
+            "exit_status": rc,
+            "timed_out": rc is None,
+            "wall_s": round(time.monotonic() - started, 2),
+            "program_output": None,
+            "log": None,
+        }
+    )
     return record
 
 
@@ -265,26 +302,49 @@ def run_case(args, case):
     log_path = os.path.join(args.out, "logs", case["id"] + ".log")
     rc, wall_s, timed_out = run_command(command, case_environment(case), log_path, args.timeout)
     if args.plain:
-        record = {"expected": {"verdict": case["expected"]["verdict"]}, "got": None, "checks": {},
-                  "error": None if rc == 0 else "exit status %s" % rc, "pass": rc == 0}
+        record = {
+            "expected": {"verdict": case["expected"]["verdict"]},
+            "got": None,
+            "checks": {},
+            "error": None if rc == 0 else "exit status %s" % rc,
+            "pass": rc == 0,
+        }
     else:
         report, error = load_report(os.path.join(case_dir, "report.json"))
         try:
             record = score_case(case, report, error, args.max_iterations_to_verdict)
         except Exception as failure:  # a report of an unexpected shape must not stop the run
-            record = {"expected": {"verdict": case["expected"]["verdict"]}, "got": None,
-                      "checks": {check: False for check in CHECKS}, "pass": False,
-                      "error": "could not score the report: %s: %s" % (type(failure).__name__, failure)}
+            record = {
+                "expected": {"verdict": case["expected"]["verdict"]},
+                "got": None,
+                "checks": {check: False for check in CHECKS},
+                "pass": False,
+                "error": "could not score the report: %s: %s" % (type(failure).__name__, failure),
+            }
         if rc != 0 and record.get("error") is None:
             record["error"] = "exit status %s" % rc
     if timed_out:
         record["error"] = "timed out after %d s; %s" % (args.timeout, record.get("error") or "")
         record["pass"] = False
-    record.update({"case": case["id"], "program": case["program"], "kind": case["kind"],
-                   "framework": case["framework"], "covers": case["covers"], "gate": case.get("gate", True),
-                   "iteration": case["iteration"], "iterations": case["iterations"], "env": case.get("env", {}),
-                   "command": command, "exit_status": rc, "timed_out": timed_out, "wall_s": wall_s,
-                   "program_output": last_line(log_path), "log": os.path.relpath(log_path, args.out)})
+    record.update(
+        {
+            "case": case["id"],
+            "program": case["program"],
+            "kind": case["kind"],
+            "framework": case["framework"],
+            "covers": case["covers"],
+            "gate": case.get("gate", True),
+            "iteration": case["iteration"],
+            "iterations": case["iterations"],
+            "env": case.get("env", {}),
+            "command": command,
+            "exit_status": rc,
+            "timed_out": timed_out,
+            "wall_s": wall_s,
+            "program_output": last_line(log_path),
+            "log": os.path.relpath(log_path, args.out),
+        }
+    )
     return record
 
 
@@ -306,21 +366,28 @@ def totals(records, started, args):
         "jobs": args.jobs,
     }
     if not args.plain:
-        summary.update({
-            "leaks": len(leaks),
-            "leaks_with_leak_verdict": sum(1 for r in leaks if got(r, "verdict") == "LEAK"),
-            "leaks_within_limit": sum(1 for r in leaks if r["checks"].get("within_limit")),
-            "max_iterations_to_verdict": args.max_iterations_to_verdict,
-            "controls": len(controls),
-            "controls_with_leak": [r["case"] for r in controls if got(r, "verdict") == "LEAK"
-                                   or got(r, "verdict_step") is not None],
-            "controls_with_no_leak_verdict": sum(1 for r in controls if got(r, "verdict") == "NO LEAK"),
-            "controls_without_verdict": [r["case"] for r in controls if got(r, "verdict") not in ("LEAK", "NO LEAK")],
-            "step_sources": sorted({str(got(r, "step_source")) for r in records}),
-            "verdicts": {v: sum(1 for r in records if str(got(r, "verdict")) == v)
-                         for v in sorted({str(got(r, "verdict")) for r in records})},
-            "top_site_exact_or_function": sum(1 for r in leaks if got(r, "site_match") in ("exact", "function")),
-        })
+        summary.update(
+            {
+                "leaks": len(leaks),
+                "leaks_with_leak_verdict": sum(1 for r in leaks if got(r, "verdict") == "LEAK"),
+                "leaks_within_limit": sum(1 for r in leaks if r["checks"].get("within_limit")),
+                "max_iterations_to_verdict": args.max_iterations_to_verdict,
+                "controls": len(controls),
+                "controls_with_leak": [
+                    r["case"] for r in controls if got(r, "verdict") == "LEAK" or got(r, "verdict_step") is not None
+                ],
+                "controls_with_no_leak_verdict": sum(1 for r in controls if got(r, "verdict") == "NO LEAK"),
+                "controls_without_verdict": [
+                    r["case"] for r in controls if got(r, "verdict") not in ("LEAK", "NO LEAK")
+                ],
+                "step_sources": sorted({str(got(r, "step_source")) for r in records}),
+                "verdicts": {
+                    v: sum(1 for r in records if str(got(r, "verdict")) == v)
+                    for v in sorted({str(got(r, "verdict")) for r in records})
+                },
+                "top_site_exact_or_function": sum(1 for r in leaks if got(r, "site_match") in ("exact", "function")),
+            }
+        )
     return summary
 
 
@@ -329,32 +396,76 @@ def print_table(records, summary, plain, out=sys.stdout):
         header = "%-40s %-8s %5s %7s  %s" % ("case", "kind", "exit", "wall_s", "program output")
         out.write(header + "\n" + "-" * len(header) + "\n")
         for r in records:
-            out.write("%-40s %-8s %5s %7.1f  %s\n" % (r["case"][:40], r["kind"], r["exit_status"], r["wall_s"],
-                                                     (r.get("program_output") or r.get("error") or "")[:70]))
-        out.write("\n%d/%d gated programs ran and exited 0; %.0f s\n" % (
-            summary["passed"], summary["gated_cases"], summary["wall_s"]))
+            out.write(
+                "%-40s %-8s %5s %7.1f  %s\n"
+                % (
+                    r["case"][:40],
+                    r["kind"],
+                    r["exit_status"],
+                    r["wall_s"],
+                    (r.get("program_output") or r.get("error") or "")[:70],
+                )
+            )
+        out.write(
+            "\n%d/%d gated programs ran and exited 0; %.0f s\n"
+            % (summary["passed"], summary["gated_cases"], summary["wall_s"])
+        )
         return
     header = "%-38s %-7s %-8s %-12s %5s %8s %7s %-8s %6s  %s" % (
-        "case", "expect", "got", "step_source", "steps", "it->verd", "it/step", "site", "wall_s", "result")
+        "case",
+        "expect",
+        "got",
+        "step_source",
+        "steps",
+        "it->verd",
+        "it/step",
+        "site",
+        "wall_s",
+        "result",
+    )
     out.write(header + "\n" + "-" * len(header) + "\n")
     for r in records:
         got = r.get("got") or {}
-        result = "PASS" if r["pass"] else "FAIL " + (r.get("error") or ",".join(
-            check for check, value in r["checks"].items() if value is False))
+        result = (
+            "PASS"
+            if r["pass"]
+            else "FAIL " + (r.get("error") or ",".join(check for check, value in r["checks"].items() if value is False))
+        )
         if not r["gate"]:
             result = "(not gated) " + result
-        out.write("%-38s %-7s %-8s %-12s %5s %8s %7s %-8s %6.1f  %s\n" % (
-            r["case"][:38], r["expected"]["verdict"], str(got.get("verdict") or "-")[:8],
-            str(got.get("step_source") or "-")[:12], got.get("steps", "-"),
-            "-" if got.get("iterations_to_verdict") is None else got["iterations_to_verdict"],
-            "-" if got.get("iterations_per_step") is None else got["iterations_per_step"],
-            got.get("site_match") or "-", r["wall_s"], result[:60]))
-    out.write("\n%d/%d gated cases pass; leaks with LEAK %d/%d, within %d iterations %d/%d; controls with LEAK: %s;"
-              " controls with NO LEAK %d/%d; step sources: %s; %.0f s\n" % (
-                  summary["passed"], summary["gated_cases"], summary["leaks_with_leak_verdict"], summary["leaks"],
-                  summary["max_iterations_to_verdict"], summary["leaks_within_limit"], summary["leaks"],
-                  ", ".join(summary["controls_with_leak"]) or "none", summary["controls_with_no_leak_verdict"],
-                  summary["controls"], ", ".join(summary["step_sources"]), summary["wall_s"]))
+        out.write(
+            "%-38s %-7s %-8s %-12s %5s %8s %7s %-8s %6.1f  %s\n"
+            % (
+                r["case"][:38],
+                r["expected"]["verdict"],
+                str(got.get("verdict") or "-")[:8],
+                str(got.get("step_source") or "-")[:12],
+                got.get("steps", "-"),
+                "-" if got.get("iterations_to_verdict") is None else got["iterations_to_verdict"],
+                "-" if got.get("iterations_per_step") is None else got["iterations_per_step"],
+                got.get("site_match") or "-",
+                r["wall_s"],
+                result[:60],
+            )
+        )
+    out.write(
+        "\n%d/%d gated cases pass; leaks with LEAK %d/%d, within %d iterations %d/%d; controls with LEAK: %s;"
+        " controls with NO LEAK %d/%d; step sources: %s; %.0f s\n"
+        % (
+            summary["passed"],
+            summary["gated_cases"],
+            summary["leaks_with_leak_verdict"],
+            summary["leaks"],
+            summary["max_iterations_to_verdict"],
+            summary["leaks_within_limit"],
+            summary["leaks"],
+            ", ".join(summary["controls_with_leak"]) or "none",
+            summary["controls_with_no_leak_verdict"],
+            summary["controls"],
+            ", ".join(summary["step_sources"]),
+            summary["wall_s"],
+        )
+    )
 
 
 def parse_args(argv):
@@ -363,20 +474,30 @@ def parse_args(argv):
     parser.add_argument("--out", required=True, help="folder for traces, reports, logs and loops-corpus.json")
     parser.add_argument("--corpus", default=labels.CORPUS_JSON, help="the labels (default examples/loops/corpus.json)")
     parser.add_argument("--python", default="python3", help="the Python that runs the programs (default python3)")
-    parser.add_argument("--cuda-bin", help="folder with the binaries built from the .cu cases (nvcc); "
-                        "without it the .cu cases are skipped")
+    parser.add_argument(
+        "--cuda-bin",
+        help="folder with the binaries built from the .cu cases (nvcc); " "without it the .cu cases are skipped",
+    )
     parser.add_argument("--jobs", type=int, default=6, help="cases at a time (default 6)")
     parser.add_argument("--timeout", type=int, default=120, help="seconds per case before it is killed (default 120)")
     parser.add_argument("--only", nargs="+", metavar="ID", help="run only these cases")
-    parser.add_argument("--run-arg", action="append", default=[], metavar="ARG",
-                        help="extra argument for `gpuleak run` (repeat)")
-    parser.add_argument("--max-iterations-to-verdict", type=float, default=50,
-                        help="a leak must be found within this many iterations after warm-up (default 50)")
+    parser.add_argument(
+        "--run-arg", action="append", default=[], metavar="ARG", help="extra argument for `gpuleak run` (repeat)"
+    )
+    parser.add_argument(
+        "--max-iterations-to-verdict",
+        type=float,
+        default=50,
+        help="a leak must be found within this many iterations after warm-up (default 50)",
+    )
     parser.add_argument("--plain", action="store_true", help="run the programs without gpuleak (exit 0 and time)")
-    parser.add_argument("--rescore", metavar="TRACES",
-                        help="run no program: judge the traces recorded earlier under TRACES/<case id>/ "
-                             "with `<gpuleak> report --json` (the current analysis on H200 traces, "
-                             "no GPU needed); only the cases with a folder there")
+    parser.add_argument(
+        "--rescore",
+        metavar="TRACES",
+        help="run no program: judge the traces recorded earlier under TRACES/<case id>/ "
+        "with `<gpuleak> report --json` (the current analysis on H200 traces, "
+        "no GPU needed); only the cases with a folder there",
+    )
     args = parser.parse_args(argv)
     if not args.plain and not args.gpuleak:
         parser.error("--gpuleak is required (or --plain)")
@@ -418,10 +539,15 @@ def main(argv=None):
         summary = totals(ordered, started, args)
         summary["skipped_without_cuda_bin"] = skipped
         summary["not_finished"] = [c["id"] for c in cases if c["id"] not in records]
-        result = {"schema": SCHEMA, "complete": complete,
-                  "command": [sys.executable, os.path.relpath(os.path.abspath(__file__), REPO)] + argv,
-                  "mode": "plain" if args.plain else "rescore" if args.rescore else "gpuleak", "corpus": os.path.relpath(args.corpus, REPO),
-                  "totals": summary, "cases": ordered}
+        result = {
+            "schema": SCHEMA,
+            "complete": complete,
+            "command": [sys.executable, os.path.relpath(os.path.abspath(__file__), REPO)] + argv,
+            "mode": "plain" if args.plain else "rescore" if args.rescore else "gpuleak",
+            "corpus": os.path.relpath(args.corpus, REPO),
+            "totals": summary,
+            "cases": ordered,
+        }
         path = os.path.join(args.out, "loops-corpus.json")
         with open(path + ".tmp", "w", encoding="utf-8") as handle:
             json.dump(result, handle, indent=2)

@@ -85,13 +85,12 @@ REPORT_SCHEMA = "gpuleak-report/1"
 CHECKS = ("exit_status", "roles", "findings", "cuda_init", "summary_line_only", "context_memory")
 MARKER = re.compile(r"#\s*CUDA-INIT")
 CONTEXT_TOLERANCE = 0.10
-MIB = 2 ** 20
+MIB = 2**20
 SMI_INTERVAL_S = 0.5
 DOCTOR_INTERVAL_S = 3.0
 # Small cases whose traces stay (for the CI test of the job analysis):
 # a worker_context finding, a zombie, and a control with CPU-only workers.
-DEFAULT_KEEP_TRACES = ("dataloader_getitem_cuda_spawn", "zombie_unreaped_child",
-                       "control_cpu_workers_spawn")
+DEFAULT_KEEP_TRACES = ("dataloader_getitem_cuda_spawn", "zombie_unreaped_child", "control_cpu_workers_spawn")
 # Sessions of the cases now running (their `gpuleak run` pids): ended on SIGTERM too.
 RUNNING_SESSIONS = set()
 
@@ -102,6 +101,7 @@ def case_id(case):
 
 # ---------------------------------------------------------------------------
 # Reading files
+
 
 def load_json(path, what):
     """(value, None) or (None, why it cannot be used)."""
@@ -135,8 +135,7 @@ def truth_pids(truth, key):
         return None
     if isinstance(value, int):
         return [value]
-    if isinstance(value, list) and value and all(isinstance(p, int) and not isinstance(p, bool)
-                                                 for p in value):
+    if isinstance(value, list) and value and all(isinstance(p, int) and not isinstance(p, bool) for p in value):
         return list(value)
     return None
 
@@ -177,6 +176,7 @@ def function_matches(reported, labelled):
 # ---------------------------------------------------------------------------
 # Scoring one case
 
+
 def score_case(case, truth, report, observed, text_report, script_path=None):
     """{checks: {name: True/False/None}, why: {name: [reasons]}, pass, ...} for one case.
 
@@ -196,8 +196,12 @@ def score_case(case, truth, report, observed, text_report, script_path=None):
     if observed.get("timed_out"):
         verdict("exit_status", ["timed out after %s s" % observed.get("timeout_s")])
     else:
-        verdict("exit_status", [] if status == expected["exit_status"] else
-                ["exit status %s, expected %s" % (status, expected["exit_status"])])
+        verdict(
+            "exit_status",
+            []
+            if status == expected["exit_status"]
+            else ["exit status %s, expected %s" % (status, expected["exit_status"])],
+        )
 
     problem = check_report(report) if report is not None else observed.get("report_error") or "no report"
     if truth is None or not isinstance(truth, dict):
@@ -214,8 +218,10 @@ def score_case(case, truth, report, observed, text_report, script_path=None):
     for process in job["processes"]:
         if isinstance(process, dict) and isinstance(process.get("pid"), int):
             by_pid[process["pid"]] = process
-    record["reported_processes"] = [{"pid": p.get("pid"), "role": p.get("role"), "gpu_work": p.get("gpu_work"),
-                                     "summary": p.get("summary")} for p in by_pid.values()]
+    record["reported_processes"] = [
+        {"pid": p.get("pid"), "role": p.get("role"), "gpu_work": p.get("gpu_work"), "summary": p.get("summary")}
+        for p in by_pid.values()
+    ]
 
     def pids_or_reason(key, reasons):
         pids = truth_pids(truth, key)
@@ -236,8 +242,9 @@ def score_case(case, truth, report, observed, text_report, script_path=None):
 
     # findings
     findings = [f for f in job["findings"] if isinstance(f, dict)]
-    record["reported_findings"] = [{"kind": f.get("kind"), "pids": f.get("pids"), "summary": f.get("summary")}
-                                   for f in findings]
+    record["reported_findings"] = [
+        {"kind": f.get("kind"), "pids": f.get("pids"), "summary": f.get("summary")} for f in findings
+    ]
     reasons = []
     want_kinds = sorted(f["kind"] for f in expected["findings"])
     got_kinds = sorted(str(f.get("kind")) for f in findings)
@@ -251,8 +258,10 @@ def score_case(case, truth, report, observed, text_report, script_path=None):
         if exact:
             unmatched.remove(exact[0])
         elif same_kind:
-            reasons.append("%s names PIDs %s, expected %s (%s)" % (
-                want["kind"], sorted(same_kind[0].get("pids") or []), pids, want["processes"]))
+            reasons.append(
+                "%s names PIDs %s, expected %s (%s)"
+                % (want["kind"], sorted(same_kind[0].get("pids") or []), pids, want["processes"])
+            )
     verdict("findings", reasons)
 
     # cuda_init
@@ -267,17 +276,24 @@ def score_case(case, truth, report, observed, text_report, script_path=None):
                 if not isinstance(site, dict):
                     reasons.append("PID %d (%s): no cuda_first_use.site" % (pid, key))
                     continue
-                where_text = "%s:%s (in %s)" % (os.path.basename(str(site.get("file"))), site.get("line"),
-                                               site.get("function"))
+                where_text = "%s:%s (in %s)" % (
+                    os.path.basename(str(site.get("file"))),
+                    site.get("line"),
+                    site.get("function"),
+                )
                 if os.path.basename(str(site.get("file") or "")) != case["script"]:
-                    reasons.append("PID %d (%s): CUDA first used at %s, not in %s" % (
-                        pid, key, where_text, case["script"]))
+                    reasons.append(
+                        "PID %d (%s): CUDA first used at %s, not in %s" % (pid, key, where_text, case["script"])
+                    )
                 elif site.get("line") not in marks:
-                    reasons.append("PID %d (%s): CUDA first used at %s, not a CUDA-INIT line (%s)" % (
-                        pid, key, where_text, sorted(marks)))
+                    reasons.append(
+                        "PID %d (%s): CUDA first used at %s, not a CUDA-INIT line (%s)"
+                        % (pid, key, where_text, sorted(marks))
+                    )
                 elif function and not function_matches(site.get("function"), function):
-                    reasons.append("PID %d (%s): CUDA first used at %s, expected in %s" % (
-                        pid, key, where_text, function))
+                    reasons.append(
+                        "PID %d (%s): CUDA first used at %s, expected in %s" % (pid, key, where_text, function)
+                    )
     verdict("cuda_init", reasons, applies=bool(expected["cuda_init"]))
 
     # summary_line_only
@@ -302,11 +318,15 @@ def score_case(case, truth, report, observed, text_report, script_path=None):
             view = (by_pid.get(pid) or {}).get("device_memory")
             reported = view.get("peak_used_bytes") if isinstance(view, dict) else None
             smi_mib = smi_peaks.get(str(pid))
-            entry = {"pid": pid, "key": key, "report_peak_mib": None if reported is None else round(reported / MIB, 1),
-                     "nvidia_smi_peak_mib": smi_mib,
-                     "report_context_and_modules_mib": round(view["context_and_modules_bytes"] / MIB, 1)
-                     if isinstance(view, dict) and isinstance(view.get("context_and_modules_bytes"), (int, float))
-                     else None}
+            entry = {
+                "pid": pid,
+                "key": key,
+                "report_peak_mib": None if reported is None else round(reported / MIB, 1),
+                "nvidia_smi_peak_mib": smi_mib,
+                "report_context_and_modules_mib": round(view["context_and_modules_bytes"] / MIB, 1)
+                if isinstance(view, dict) and isinstance(view.get("context_and_modules_bytes"), (int, float))
+                else None,
+            }
             memory.append(entry)
             if not isinstance(reported, (int, float)):
                 reasons.append("PID %d (%s): the report has no device_memory.peak_used_bytes" % (pid, key))
@@ -315,8 +335,10 @@ def score_case(case, truth, report, observed, text_report, script_path=None):
             else:
                 entry["ratio"] = round(reported / MIB / smi_mib, 3)
                 if abs(reported / MIB - smi_mib) > CONTEXT_TOLERANCE * smi_mib:
-                    reasons.append("PID %d (%s): report %.0f MiB, nvidia-smi %.0f MiB (more than 10 %% apart)" % (
-                        pid, key, reported / MIB, smi_mib))
+                    reasons.append(
+                        "PID %d (%s): report %.0f MiB, nvidia-smi %.0f MiB (more than 10 %% apart)"
+                        % (pid, key, reported / MIB, smi_mib)
+                    )
     record["device_memory"] = memory
     verdict("context_memory", reasons, applies=bool(expected["context_memory"]))
 
@@ -333,6 +355,7 @@ def label_applies(case, check):
 # ---------------------------------------------------------------------------
 # Background samplers
 
+
 class Sampler(threading.Thread):
     """Runs `command` every `interval_s` (a timeout on each) and hands its stdout to `keep`."""
 
@@ -346,8 +369,9 @@ class Sampler(threading.Thread):
         while not self.stopped.is_set():
             started = time.monotonic()
             try:
-                done = subprocess.run(self.command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                      universal_newlines=True, timeout=20)
+                done = subprocess.run(
+                    self.command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, universal_newlines=True, timeout=20
+                )
                 self.keep(started, done.stdout)
             except (OSError, subprocess.SubprocessError):
                 self.failures += 1
@@ -403,10 +427,12 @@ class DoctorListings:
                     listed[str(process["pid"])] = {
                         "verdict": process.get("verdict"),
                         "relation": relation.get("kind") if isinstance(relation, dict) else relation,
-                        "gpu_memory_bytes": process.get("gpu_memory_bytes")}
+                        "gpu_memory_bytes": process.get("gpu_memory_bytes"),
+                    }
             entry["listed"] = listed
-            entry["findings"] = [[f.get("kind"), f.get("pid")] for f in data.get("findings") or []
-                                 if isinstance(f, dict)]
+            entry["findings"] = [
+                [f.get("kind"), f.get("pid")] for f in data.get("findings") or [] if isinstance(f, dict)
+            ]
         with self.lock:
             self.snapshots.append(entry)
 
@@ -427,15 +453,18 @@ def doctor_view(snapshots, truth):
                 for field, into in (("verdict", "verdicts"), ("relation", "relations")):
                     if entry.get(field) not in seen[pid][into]:
                         seen[pid][into].append(entry.get(field))
-    return {"snapshots": len(snapshots),
-            "errors": [s["error"] for s in snapshots if "error" in s][:3],
-            "truth_pids_listed": sorted(int(pid) for pid, s in seen.items() if s["listed_in"]),
-            "truth_pids_not_listed": sorted(int(pid) for pid, s in seen.items() if not s["listed_in"]),
-            "per_pid": seen}
+    return {
+        "snapshots": len(snapshots),
+        "errors": [s["error"] for s in snapshots if "error" in s][:3],
+        "truth_pids_listed": sorted(int(pid) for pid, s in seen.items() if s["listed_in"]),
+        "truth_pids_not_listed": sorted(int(pid) for pid, s in seen.items() if not s["listed_in"]),
+        "per_pid": seen,
+    }
 
 
 # ---------------------------------------------------------------------------
 # Running one case
+
 
 def session_members(session_id):
     """Pids of the processes in a session (what a case's `gpuleak run` and its program started)."""
@@ -476,10 +505,21 @@ def exit_status(returncode):
 
 
 def case_command(args, case, case_dir):
-    program = [args.python, os.path.join("examples", "processes", case["script"]),
-               "--truth", os.path.join(case_dir, "truth.json")] + list(case.get("args", []))
-    return [args.gpuleak, "run", "-o", os.path.join(case_dir, "traces"),
-            "--json-report", os.path.join(case_dir, "report.json"), "--"] + program
+    program = [
+        args.python,
+        os.path.join("examples", "processes", case["script"]),
+        "--truth",
+        os.path.join(case_dir, "truth.json"),
+    ] + list(case.get("args", []))
+    return [
+        args.gpuleak,
+        "run",
+        "-o",
+        os.path.join(case_dir, "traces"),
+        "--json-report",
+        os.path.join(case_dir, "report.json"),
+        "--",
+    ] + program
 
 
 def run_case(args, case, smi):
@@ -499,8 +539,9 @@ def run_case(args, case, smi):
         log.write("$ %s\n" % " ".join(shlex.quote(word) for word in command))
         log.flush()
         try:
-            child = subprocess.Popen(command, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT,
-                                     start_new_session=True)
+            child = subprocess.Popen(
+                command, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+            )
         except OSError as error:
             log.write("cannot start: %s\n" % error)
             child = None
@@ -533,12 +574,20 @@ def run_case(args, case, smi):
     for key in (truth or {}) if isinstance(truth, dict) else ():
         pids.update(truth_pids(truth, key) or [])
     if isinstance(report, dict) and isinstance(report.get("job"), dict):
-        pids.update(p.get("pid") for p in report["job"].get("processes") or []
-                    if isinstance(p, dict) and isinstance(p.get("pid"), int))
+        pids.update(
+            p.get("pid")
+            for p in report["job"].get("processes") or []
+            if isinstance(p, dict) and isinstance(p.get("pid"), int)
+        )
     observed["nvidia_smi_peak_mib"] = smi.peaks_of(pids)
-    observed["doctor_snapshots"] = None if doctor is None else [
-        dict(s, listed={pid: v for pid, v in (s.get("listed") or {}).items() if int(pid) in pids})
-        for s in doctor.snapshots]
+    observed["doctor_snapshots"] = (
+        None
+        if doctor is None
+        else [
+            dict(s, listed={pid: v for pid, v in (s.get("listed") or {}).items() if int(pid) in pids})
+            for s in doctor.snapshots
+        ]
+    )
     observed["report_error"], observed["truth_error"] = report_error, truth_error
     write_json(os.path.join(case_dir, "run.json"), observed)
     return observed
@@ -593,23 +642,35 @@ def case_record(args, case, smi):
         text = read_text(os.path.join(case_dir, "run.log"))
     truth, truth_error = load_json(os.path.join(case_dir, "truth.json"), "truth file")
     report, report_error = load_json(os.path.join(case_dir, "report.json"), "report")
-    observed = dict(observed, truth_error=truth_error or observed.get("truth_error"),
-                    report_error=report_error)
+    observed = dict(observed, truth_error=truth_error or observed.get("truth_error"), report_error=report_error)
     try:
         record = score_case(case, truth, report, observed, text)
     except Exception as failure:  # a report of an unexpected shape must not stop the run
         why = "could not score the report: %s: %s" % (type(failure).__name__, failure)
-        record = {"checks": {c: False if label_applies(case, c) else None for c in CHECKS},
-                  "why": {"report": [why]}, "pass": False, "error": why}
-    record.update({
-        "case": case_id(case), "script": case["script"], "kind": case["kind"], "covers": case["covers"],
-        "expected": case["expected"], "truth": truth, "exit_status": observed.get("exit_status"),
-        "timed_out": observed.get("timed_out"), "wall_s": observed.get("wall_s"),
-        "command": observed.get("command"), "rescored_with": observed.get("rescored_with"),
-        "nvidia_smi_peak_mib": observed.get("nvidia_smi_peak_mib"),
-        "left_running_and_ended": observed.get("left_running_and_ended"),
-        "doctor": doctor_view(observed.get("doctor_snapshots"), truth),
-    })
+        record = {
+            "checks": {c: False if label_applies(case, c) else None for c in CHECKS},
+            "why": {"report": [why]},
+            "pass": False,
+            "error": why,
+        }
+    record.update(
+        {
+            "case": case_id(case),
+            "script": case["script"],
+            "kind": case["kind"],
+            "covers": case["covers"],
+            "expected": case["expected"],
+            "truth": truth,
+            "exit_status": observed.get("exit_status"),
+            "timed_out": observed.get("timed_out"),
+            "wall_s": observed.get("wall_s"),
+            "command": observed.get("command"),
+            "rescored_with": observed.get("rescored_with"),
+            "nvidia_smi_peak_mib": observed.get("nvidia_smi_peak_mib"),
+            "left_running_and_ended": observed.get("left_running_and_ended"),
+            "doctor": doctor_view(observed.get("doctor_snapshots"), truth),
+        }
+    )
     traces = os.path.join(case_dir, "traces")
     if not args.rescore and case_id(case) not in args.keep_traces and os.path.isdir(traces):
         shutil.rmtree(traces, ignore_errors=True)
@@ -650,8 +711,12 @@ def start_probes(args):
     probes = {}
     for name, code in CONTEXT_PROBES.items():
         try:
-            probes[name] = subprocess.Popen([args.python, "-c", code, "15"], stdout=subprocess.DEVNULL,
-                                            stderr=subprocess.DEVNULL, start_new_session=True)
+            probes[name] = subprocess.Popen(
+                [args.python, "-c", code, "15"],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                start_new_session=True,
+            )
         except OSError:
             pass
     return probes
@@ -665,13 +730,17 @@ def end_probes(probes, smi):
         except subprocess.TimeoutExpired:
             probe.kill()
             probe.wait()
-        costs[name] = {"pid": probe.pid, "exit_status": exit_status(probe.returncode),
-                       "nvidia_smi_peak_mib": smi.peaks_of([probe.pid]).get(str(probe.pid))}
+        costs[name] = {
+            "pid": probe.pid,
+            "exit_status": exit_status(probe.returncode),
+            "nvidia_smi_peak_mib": smi.peaks_of([probe.pid]).get(str(probe.pid)),
+        }
     return costs
 
 
 # ---------------------------------------------------------------------------
 # Totals, results file, table
+
 
 def totals(records, cases, started, args):
     by_kind = {kind: [r for r in records if r["kind"] == kind] for kind in ("finding", "control", "error")}
@@ -681,8 +750,11 @@ def totals(records, cases, started, args):
             for m in r.get("device_memory") or []:
                 if m["key"] == "dataloader_worker" and isinstance(m.get("nvidia_smi_peak_mib"), (int, float)):
                     workers.append(m)
-    report_context = [m["report_context_and_modules_mib"] for m in workers
-                      if isinstance(m.get("report_context_and_modules_mib"), (int, float))]
+    report_context = [
+        m["report_context_and_modules_mib"]
+        for m in workers
+        if isinstance(m.get("report_context_and_modules_mib"), (int, float))
+    ]
     return {
         "cases": len(records),
         "passed": sum(1 for r in records if r["pass"]),
@@ -697,25 +769,41 @@ def totals(records, cases, started, args):
         "controls_with_a_finding": [r["case"] for r in by_kind["control"] if not r["checks"].get("findings")],
         "error_cases": len(by_kind["error"]),
         "error_cases_passed": sum(1 for r in by_kind["error"] if r["pass"]),
-        "checks": {check: {"passed": sum(1 for r in records if r["checks"].get(check) is True),
-                           "applicable": sum(1 for r in records if r["checks"].get(check) is not None)}
-                   for check in CHECKS},
+        "checks": {
+            check: {
+                "passed": sum(1 for r in records if r["checks"].get(check) is True),
+                "applicable": sum(1 for r in records if r["checks"].get(check) is not None),
+            }
+            for check in CHECKS
+        },
         "context_size": {
             "what": "nvidia-smi's peak per process of the DataLoader workers of the worker_context cases "
-                    "(a context with the few kernels a Dataset's .cuda() loads), and the report's "
-                    "'CUDA context and modules' for the same processes",
+            "(a context with the few kernels a Dataset's .cuda() loads), and the report's "
+            "'CUDA context and modules' for the same processes",
             "workers": len(workers),
             "median_nvidia_smi_peak_mib": statistics.median([m["nvidia_smi_peak_mib"] for m in workers])
-            if workers else None,
+            if workers
+            else None,
             "median_report_context_and_modules_mib": statistics.median(report_context) if report_context else None,
-            "per_case": {r["case"]: [m.get("nvidia_smi_peak_mib") for m in r.get("device_memory") or []
-                                     if m["key"] == "dataloader_worker"] for r in by_kind["finding"]
-                         if any(f["kind"] == "worker_context" for f in r["expected"]["findings"])},
+            "per_case": {
+                r["case"]: [
+                    m.get("nvidia_smi_peak_mib")
+                    for m in r.get("device_memory") or []
+                    if m["key"] == "dataloader_worker"
+                ]
+                for r in by_kind["finding"]
+                if any(f["kind"] == "worker_context" for f in r["expected"]["findings"])
+            },
         },
-        "doctor": {r["case"]: {"listed": (r["doctor"] or {}).get("truth_pids_listed"),
-                               "not_listed": (r["doctor"] or {}).get("truth_pids_not_listed"),
-                               "snapshots": (r["doctor"] or {}).get("snapshots")}
-                   for r in records if r.get("doctor") is not None},
+        "doctor": {
+            r["case"]: {
+                "listed": (r["doctor"] or {}).get("truth_pids_listed"),
+                "not_listed": (r["doctor"] or {}).get("truth_pids_not_listed"),
+                "snapshots": (r["doctor"] or {}).get("snapshots"),
+            }
+            for r in records
+            if r.get("doctor") is not None
+        },
         "wall_s": round(time.monotonic() - started, 1),
         "jobs": args.jobs,
     }
@@ -741,17 +829,32 @@ def print_table(records, summary, out=sys.stdout):
     header = "%-42s %-8s %5s " % ("case", "kind", "exit") + " ".join("%-5s" % s for s in short) + "  result"
     out.write(header + "\n" + "-" * len(header) + "\n")
     for r in records:
-        out.write("%-42s %-8s %5s " % (r["case"][:42], r["kind"], r["exit_status"])
-                  + " ".join("%-5s" % marks[r["checks"].get(c)] for c in CHECKS)
-                  + "  " + ("PASS" if r["pass"] else "FAIL " + first_reason(r))[:110] + "\n")
+        out.write(
+            "%-42s %-8s %5s " % (r["case"][:42], r["kind"], r["exit_status"])
+            + " ".join("%-5s" % marks[r["checks"].get(c)] for c in CHECKS)
+            + "  "
+            + ("PASS" if r["pass"] else "FAIL " + first_reason(r))[:110]
+            + "\n"
+        )
     context = summary["context_size"]
-    out.write("\n%d/%d cases pass; finding cases %d/%d; controls with no finding %d/%d; error cases %d/%d;"
-              " checks: %s; worker context median %s MiB (nvidia-smi, %d workers); %.0f s\n" % (
-                  summary["passed"], summary["cases"], summary["finding_cases_passed"], summary["finding_cases"],
-                  summary["controls_with_no_finding"], summary["controls"], summary["error_cases_passed"],
-                  summary["error_cases"], ", ".join("%s %d/%d" % (c, v["passed"], v["applicable"])
-                                                    for c, v in summary["checks"].items()),
-                  context["median_nvidia_smi_peak_mib"], context["workers"], summary["wall_s"]))
+    out.write(
+        "\n%d/%d cases pass; finding cases %d/%d; controls with no finding %d/%d; error cases %d/%d;"
+        " checks: %s; worker context median %s MiB (nvidia-smi, %d workers); %.0f s\n"
+        % (
+            summary["passed"],
+            summary["cases"],
+            summary["finding_cases_passed"],
+            summary["finding_cases"],
+            summary["controls_with_no_finding"],
+            summary["controls"],
+            summary["error_cases_passed"],
+            summary["error_cases"],
+            ", ".join("%s %d/%d" % (c, v["passed"], v["applicable"]) for c, v in summary["checks"].items()),
+            context["median_nvidia_smi_peak_mib"],
+            context["workers"],
+            summary["wall_s"],
+        )
+    )
 
 
 def parse_args(argv):
@@ -763,14 +866,22 @@ def parse_args(argv):
     parser.add_argument("--timeout", type=float, default=100.0, help="seconds per case before it is killed")
     parser.add_argument("--jobs", type=int, default=4, help="cases at a time (default 4)")
     parser.add_argument("--only", nargs="+", metavar="CASE", help="run only these cases (script names, .py optional)")
-    parser.add_argument("--keep-traces", nargs="*", default=list(DEFAULT_KEEP_TRACES), metavar="CASE",
-                        help="cases whose traces stay in <out>/<case>/traces (default: %s)" %
-                        " ".join(DEFAULT_KEEP_TRACES))
-    parser.add_argument("--no-context-probes", action="store_true",
-                        help="do not measure a lone context's cost (context_cost)")
-    parser.add_argument("--rescore", metavar="DIR",
-                        help="run no program: score DIR/<case>/ of an earlier run (with --gpuleak, "
-                             "the report made again from DIR/<case>/traces)")
+    parser.add_argument(
+        "--keep-traces",
+        nargs="*",
+        default=list(DEFAULT_KEEP_TRACES),
+        metavar="CASE",
+        help="cases whose traces stay in <out>/<case>/traces (default: %s)" % " ".join(DEFAULT_KEEP_TRACES),
+    )
+    parser.add_argument(
+        "--no-context-probes", action="store_true", help="do not measure a lone context's cost (context_cost)"
+    )
+    parser.add_argument(
+        "--rescore",
+        metavar="DIR",
+        help="run no program: score DIR/<case>/ of an earlier run (with --gpuleak, "
+        "the report made again from DIR/<case>/traces)",
+    )
     args = parser.parse_args(argv)
     if not args.rescore and not args.gpuleak:
         parser.error("--gpuleak is required (or --rescore DIR)")
@@ -809,9 +920,17 @@ def main(argv=None):
     os.makedirs(args.out, exist_ok=True)
     started = time.monotonic()
     smi = SmiPeaks()
-    samplers = [] if args.rescore else [
-        Sampler(["nvidia-smi", "--query-compute-apps=pid,used_memory", "--format=csv,noheader,nounits"],
-                SMI_INTERVAL_S, smi.keep)]
+    samplers = (
+        []
+        if args.rescore
+        else [
+            Sampler(
+                ["nvidia-smi", "--query-compute-apps=pid,used_memory", "--format=csv,noheader,nounits"],
+                SMI_INTERVAL_S,
+                smi.keep,
+            )
+        ]
+    )
     for sampler in samplers:
         sampler.start()
     probes = {} if args.rescore or args.no_context_probes else start_probes(args)
@@ -825,20 +944,29 @@ def main(argv=None):
             summary = totals(ordered, cases, started, args)
             summary["nvidia_smi_samples"] = smi.samples
             summary["context_cost"] = context_cost
-            write_json(os.path.join(args.out, "process-corpus.json"), {
-                "schema": SCHEMA, "complete": complete,
-                "command": [sys.executable, os.path.relpath(os.path.abspath(__file__), REPO)] + argv,
-                "mode": "rescore" if args.rescore else "gpuleak", "corpus": os.path.relpath(args.corpus, REPO),
-                "checks": {"exit_status": "the program's exit status under gpuleak run",
-                           "roles": "every truth pid has the labelled role in job.processes",
-                           "findings": "job.findings' kinds equal the labelled kinds, each naming exactly the "
-                                       "truth key's pids; none at all when the label is empty",
-                           "cuda_init": "cuda_first_use.site is a `# CUDA-INIT` line of the script, in the "
-                                        "labelled function (a suffix of site.function)",
-                           "summary_line_only": "gpu_work false and no section in the text report",
-                           "context_memory": "device_memory.peak_used_bytes within 10 % of nvidia-smi's peak "
-                                             "for the pid"},
-                "totals": summary, "cases": ordered})
+            write_json(
+                os.path.join(args.out, "process-corpus.json"),
+                {
+                    "schema": SCHEMA,
+                    "complete": complete,
+                    "command": [sys.executable, os.path.relpath(os.path.abspath(__file__), REPO)] + argv,
+                    "mode": "rescore" if args.rescore else "gpuleak",
+                    "corpus": os.path.relpath(args.corpus, REPO),
+                    "checks": {
+                        "exit_status": "the program's exit status under gpuleak run",
+                        "roles": "every truth pid has the labelled role in job.processes",
+                        "findings": "job.findings' kinds equal the labelled kinds, each naming exactly the "
+                        "truth key's pids; none at all when the label is empty",
+                        "cuda_init": "cuda_first_use.site is a `# CUDA-INIT` line of the script, in the "
+                        "labelled function (a suffix of site.function)",
+                        "summary_line_only": "gpu_work false and no section in the text report",
+                        "context_memory": "device_memory.peak_used_bytes within 10 % of nvidia-smi's peak "
+                        "for the pid",
+                    },
+                    "totals": summary,
+                    "cases": ordered,
+                },
+            )
             return ordered, summary
 
     def on_sigterm(_signum, _frame):
@@ -864,13 +992,22 @@ def main(argv=None):
 
     try:
         with concurrent.futures.ThreadPoolExecutor(args.jobs) as pool:
-            futures = {pool.submit(case_record, args, case, smi): case
-                       for case in sorted(cases, key=expected_seconds, reverse=True)}
+            futures = {
+                pool.submit(case_record, args, case, smi): case
+                for case in sorted(cases, key=expected_seconds, reverse=True)
+            }
             for future in concurrent.futures.as_completed(futures):
                 case = futures[future]
                 records[case_id(case)] = future.result()
-                sys.stderr.write("%-42s %s\n" % (case_id(case), "pass" if records[case_id(case)]["pass"] else
-                                                 "FAIL " + first_reason(records[case_id(case)])[:100]))
+                sys.stderr.write(
+                    "%-42s %s\n"
+                    % (
+                        case_id(case),
+                        "pass"
+                        if records[case_id(case)]["pass"]
+                        else "FAIL " + first_reason(records[case_id(case)])[:100],
+                    )
+                )
                 write_results(complete=False)
     finally:
         if probes:

@@ -41,6 +41,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 EXAMPLES = os.path.join(REPO, "examples", "torch")
 sys.path.insert(0, EXAMPLES)
 import corpus_tools  # noqa: E402  (examples/torch/corpus_tools.py)
+
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import corpus_runs  # noqa: E402
 from corpus_reports import holder_of, load_report, pick_process  # noqa: E402
@@ -115,7 +116,11 @@ def site_text(top_site):
     if not isinstance(top_site, dict):
         return None
     location = top_site.get("site") if isinstance(top_site.get("site"), dict) else top_site
-    return "%s:%s %s" % (os.path.basename(str(location.get("file"))), location.get("line"), location.get("function") or "")
+    return "%s:%s %s" % (
+        os.path.basename(str(location.get("file"))),
+        location.get("line"),
+        location.get("function") or "",
+    )
 
 
 def applicable_checks(case):
@@ -141,9 +146,13 @@ def score_case(case, report, report_error):
     case = dict(case, marked_line=scanned["marked_line"], marked_function=scanned["marked_function"])
     ranges = corpus_tools.function_ranges(os.path.join(EXAMPLES, case["script"]))
     record = {
-        "expected": {"verdict": expected["verdict"], "cause": expected.get("cause"),
-                     "holder": describe_holder(expected.get("holder")),
-                     "marked_line": case["marked_line"], "bytes_per_step": case.get("bytes_per_step")},
+        "expected": {
+            "verdict": expected["verdict"],
+            "cause": expected.get("cause"),
+            "holder": describe_holder(expected.get("holder")),
+            "marked_line": case["marked_line"],
+            "bytes_per_step": case.get("bytes_per_step"),
+        },
         "got": None,
         "checks": {},
         "error": report_error,
@@ -151,8 +160,7 @@ def score_case(case, report, report_error):
     checks = record["checks"]
     process = pick_process(report, case["script"]) if report else None
     if report and process is None:
-        record["error"] = "no process in the report runs %s (%d processes)" % (
-            case["script"], len(report["processes"]))
+        record["error"] = "no process in the report runs %s (%d processes)" % (case["script"], len(report["processes"]))
     growth = process.get("growth") if process else None
     if process is not None and not isinstance(growth, dict):
         record["error"] = "the process has no 'growth' object"
@@ -180,7 +188,8 @@ def score_case(case, report, report_error):
         "site_match": site_match(case, top_site, ranges) if is_leak else None,
         "rate_bytes_per_step": rate,
         "rate_vs_label": round(rate / case["bytes_per_step"], 3)
-        if isinstance(rate, (int, float)) and case.get("bytes_per_step") else None,
+        if isinstance(rate, (int, float)) and case.get("bytes_per_step")
+        else None,
         "first_growing_step": growth.get("first_growing_step"),
         "verdict_step": verdict_step,
         "warmup_steps": warmup,
@@ -206,8 +215,9 @@ def score_case(case, report, report_error):
         checks["holder"] = None
     checks["site"] = got["site_match"] in ("exact", "function") if is_leak else None
     limit = expected.get("max_steps_to_verdict")
-    checks["steps_to_verdict"] = (steps_to_verdict is not None and steps_to_verdict <= limit) \
-        if limit is not None else None
+    checks["steps_to_verdict"] = (
+        (steps_to_verdict is not None and steps_to_verdict <= limit) if limit is not None else None
+    )
     checks["control_no_leak"] = (got["verdict"] != "LEAK" and verdict_step is None) if not is_leak else None
     for check in CHECKS:
         if check not in applicable:
@@ -218,6 +228,7 @@ def score_case(case, report, report_error):
 
 # ---------------------------------------------------------------------------
 # Running
+
 
 def case_name(script):
     return os.path.splitext(script)[0]
@@ -238,8 +249,12 @@ def case_command(args, case, case_dir):
     program = [args.python, os.path.join("examples", "torch", case["script"]), "--steps", str(case["steps"])]
     if args.plain:
         return program
-    return ([args.gpuleak, "run", "-o", case_dir, "--json-report", os.path.join(case_dir, "report.json")]
-            + list(args.run_arg) + ["--"] + program)
+    return (
+        [args.gpuleak, "run", "-o", case_dir, "--json-report", os.path.join(case_dir, "report.json")]
+        + list(args.run_arg)
+        + ["--"]
+        + program
+    )
 
 
 def rescore_case(args, case):
@@ -256,9 +271,20 @@ def rescore_case(args, case):
     rc = corpus_runs.report_on_traces(args.gpuleak, traces, report_path, args.timeout)
     report, error = load_report(report_path)
     record = score_case(case, report, error)
-    record.update({"case": name, "script": case["script"], "kind": case["kind"], "covers": case.get("covers"),
-                   "steps": case["steps"], "command": command, "exit_status": rc, "timed_out": rc is None,
-                   "wall_s": round(time.monotonic() - started, 2), "log": None})
+    record.update(
+        {
+            "case": name,
+            "script": case["script"],
+            "kind": case["kind"],
+            "covers": case.get("covers"),
+            "steps": case["steps"],
+            "command": command,
+            "exit_status": rc,
+            "timed_out": rc is None,
+            "wall_s": round(time.monotonic() - started, 2),
+            "log": None,
+        }
+    )
     return record
 
 
@@ -274,22 +300,42 @@ def run_case(args, case):
     log_path = os.path.join(args.out, "logs", name + ".log")
     rc, wall_s, timed_out = run_command(command, log_path, args.timeout)
     if args.plain:
-        record = {"expected": {"verdict": case["expected"]["verdict"]}, "got": None, "checks": {},
-                  "error": None if rc == 0 else "exit status %s" % rc, "pass": rc == 0}
+        record = {
+            "expected": {"verdict": case["expected"]["verdict"]},
+            "got": None,
+            "checks": {},
+            "error": None if rc == 0 else "exit status %s" % rc,
+            "pass": rc == 0,
+        }
     else:
         report, error = load_report(os.path.join(case_dir, "report.json"))
         try:
             record = score_case(case, report, error)
         except Exception as failure:  # a report of an unexpected shape must not stop the run
-            record = {"expected": {"verdict": case["expected"]["verdict"]}, "got": None,
-                      "checks": {check: False for check in CHECKS}, "pass": False,
-                      "error": "could not score the report: %s: %s" % (type(failure).__name__, failure)}
+            record = {
+                "expected": {"verdict": case["expected"]["verdict"]},
+                "got": None,
+                "checks": {check: False for check in CHECKS},
+                "pass": False,
+                "error": "could not score the report: %s: %s" % (type(failure).__name__, failure),
+            }
     if timed_out:
         record["error"] = "timed out after %d s; %s" % (args.timeout, record.get("error") or "")
         record["pass"] = False
-    record.update({"case": name, "script": case["script"], "kind": case["kind"], "covers": case.get("covers"),
-                   "steps": case["steps"], "command": command, "exit_status": rc, "timed_out": timed_out,
-                   "wall_s": wall_s, "log": os.path.relpath(log_path, args.out)})
+    record.update(
+        {
+            "case": name,
+            "script": case["script"],
+            "kind": case["kind"],
+            "covers": case.get("covers"),
+            "steps": case["steps"],
+            "command": command,
+            "exit_status": rc,
+            "timed_out": timed_out,
+            "wall_s": wall_s,
+            "log": os.path.relpath(log_path, args.out),
+        }
+    )
     return record
 
 
@@ -308,8 +354,11 @@ def totals(records, started, args):
         "leaks": len(leaks),
         "leaks_found": sum(1 for r in leaks if r.get("got") and r["got"]["verdict"] == "LEAK"),
         "controls": len(controls),
-        "controls_with_leak": [r["case"] for r in controls
-                               if r.get("got") and (r["got"]["verdict"] == "LEAK" or r["got"]["verdict_step"] is not None)],
+        "controls_with_leak": [
+            r["case"]
+            for r in controls
+            if r.get("got") and (r["got"]["verdict"] == "LEAK" or r["got"]["verdict_step"] is not None)
+        ],
         "checks": per_check,
         "small_tensor_steps_to_verdict": small["got"]["steps_to_verdict"] if small and small.get("got") else None,
         "small_tensor_found_within_50": bool(small and small["checks"].get("steps_to_verdict")),
@@ -331,20 +380,47 @@ def result_text(record):
 
 def print_table(records, summary, out=sys.stdout):
     header = "%-38s %-8s %-16s %-5s %-5s %-9s %10s %7s  %s" % (
-        "case", "expect", "got", "cause", "hold", "site", "to_verdict", "wall_s", "result")
+        "case",
+        "expect",
+        "got",
+        "cause",
+        "hold",
+        "site",
+        "to_verdict",
+        "wall_s",
+        "result",
+    )
     out.write(header + "\n" + "-" * len(header) + "\n")
     for r in records:
         got = r.get("got") or {}
         site = got.get("site_match") or "-"
         steps = got.get("steps_to_verdict")
-        out.write("%-38s %-8s %-16s %-5s %-5s %-9s %10s %7.1f  %s\n" % (
-            r["case"][:38], r["expected"]["verdict"], (got.get("verdict") or "-")[:16],
-            yes_no(r["checks"].get("cause")), yes_no(r["checks"].get("holder")), site,
-            "-" if steps is None else steps, r["wall_s"], result_text(r)))
-    out.write("\n%d/%d cases pass; leaks found %d/%d; controls with LEAK: %s; 4 KiB case found %s steps after warm-up; %.0f s\n"
-              % (summary["passed"], summary["cases"], summary["leaks_found"], summary["leaks"],
-                 ", ".join(summary["controls_with_leak"]) or "none",
-                 summary["small_tensor_steps_to_verdict"], summary["wall_s"]))
+        out.write(
+            "%-38s %-8s %-16s %-5s %-5s %-9s %10s %7.1f  %s\n"
+            % (
+                r["case"][:38],
+                r["expected"]["verdict"],
+                (got.get("verdict") or "-")[:16],
+                yes_no(r["checks"].get("cause")),
+                yes_no(r["checks"].get("holder")),
+                site,
+                "-" if steps is None else steps,
+                r["wall_s"],
+                result_text(r),
+            )
+        )
+    out.write(
+        "\n%d/%d cases pass; leaks found %d/%d; controls with LEAK: %s; 4 KiB case found %s steps after warm-up; %.0f s\n"
+        % (
+            summary["passed"],
+            summary["cases"],
+            summary["leaks_found"],
+            summary["leaks"],
+            ", ".join(summary["controls_with_leak"]) or "none",
+            summary["small_tensor_steps_to_verdict"],
+            summary["wall_s"],
+        )
+    )
     for check, counts in summary["checks"].items():
         out.write("  %-17s %d/%d\n" % (check, counts["passed"], counts["of"]))
 
@@ -353,17 +429,31 @@ def parse_args(argv):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--gpuleak", help="the gpuleak binary (required unless --plain)")
     parser.add_argument("--out", required=True, help="folder for traces, reports, logs and torch-corpus.json")
-    parser.add_argument("--corpus", default=corpus_tools.CORPUS_JSON, help="the labels (default examples/torch/corpus.json)")
+    parser.add_argument(
+        "--corpus", default=corpus_tools.CORPUS_JSON, help="the labels (default examples/torch/corpus.json)"
+    )
     parser.add_argument("--python", default="python3", help="the Python that runs the scripts (default python3)")
     parser.add_argument("--jobs", type=int, default=4, help="cases at a time (default 4)")
-    parser.add_argument("--timeout", type=int, default=150, help="seconds per case before its processes are killed (default 150)")
+    parser.add_argument(
+        "--timeout", type=int, default=150, help="seconds per case before its processes are killed (default 150)"
+    )
     parser.add_argument("--only", nargs="+", metavar="SCRIPT", help="run only these scripts")
-    parser.add_argument("--run-arg", action="append", default=[], metavar="ARG",
-                        help="extra argument for `gpuleak run` (repeat), e.g. --run-arg=--torch-mode=async")
-    parser.add_argument("--plain", action="store_true", help="run the scripts without gpuleak (a baseline: exit 0 and time)")
-    parser.add_argument("--rescore", metavar="TRACES",
-                        help="no GPU: score the traces of an earlier run (TRACES/<case>/*.trace, the --out "
-                        "of that run) with this --gpuleak's report")
+    parser.add_argument(
+        "--run-arg",
+        action="append",
+        default=[],
+        metavar="ARG",
+        help="extra argument for `gpuleak run` (repeat), e.g. --run-arg=--torch-mode=async",
+    )
+    parser.add_argument(
+        "--plain", action="store_true", help="run the scripts without gpuleak (a baseline: exit 0 and time)"
+    )
+    parser.add_argument(
+        "--rescore",
+        metavar="TRACES",
+        help="no GPU: score the traces of an earlier run (TRACES/<case>/*.trace, the --out "
+        "of that run) with this --gpuleak's report",
+    )
     args = parser.parse_args(argv)
     if not args.plain and not args.gpuleak:
         parser.error("--gpuleak is required (or --plain)")
@@ -404,10 +494,15 @@ def main(argv=None):
             sys.stderr.write("%-40s %s\n" % (case["script"], "pass" if records[case["script"]]["pass"] else "FAIL"))
     ordered = [records[c["script"]] for c in cases]
     summary = totals(ordered, started, args)
-    result = {"schema": SCHEMA, "command": [sys.executable, os.path.relpath(os.path.abspath(__file__), REPO)]
-              + (sys.argv[1:] if argv is None else list(argv)),
-              "mode": "plain" if args.plain else "rescore" if args.rescore else "gpuleak", "corpus": os.path.relpath(args.corpus, REPO),
-              "totals": summary, "cases": ordered}
+    result = {
+        "schema": SCHEMA,
+        "command": [sys.executable, os.path.relpath(os.path.abspath(__file__), REPO)]
+        + (sys.argv[1:] if argv is None else list(argv)),
+        "mode": "plain" if args.plain else "rescore" if args.rescore else "gpuleak",
+        "corpus": os.path.relpath(args.corpus, REPO),
+        "totals": summary,
+        "cases": ordered,
+    }
     with open(os.path.join(args.out, "torch-corpus.json"), "w", encoding="utf-8") as handle:
         json.dump(result, handle, indent=2)
         handle.write("\n")

@@ -23,8 +23,12 @@ import sys
 
 def lint_output(gpuleak, paths):
     # The exit code says whether there were findings or unreadable files: both expected here.
-    done = subprocess.run([gpuleak, "lint", "--no-config", "--format", "json", *paths],
-                          stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, check=False)
+    done = subprocess.run(
+        [gpuleak, "lint", "--no-config", "--format", "json", *paths],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        check=False,
+    )
     if done.returncode not in (0, 1, 3):
         sys.exit(f"{gpuleak} lint exited {done.returncode}")
     report = json.loads(done.stdout)
@@ -40,8 +44,7 @@ def main():
     action = parser.add_mutually_exclusive_group(required=True)
     action.add_argument("--save", help="write the output here")
     action.add_argument("--against", help="compare with the output saved here")
-    parser.add_argument("paths", nargs="*",
-                        default=["tests/lint", "/usr/lib/python3/dist-packages"])
+    parser.add_argument("paths", nargs="*", default=["tests/lint", "/usr/lib/python3/dist-packages"])
     args = parser.parse_args()
     os.chdir(repo)  # paths in the report are as given: relative to the repository root
     now = lint_output(args.gpuleak, args.paths)
@@ -49,18 +52,18 @@ def main():
         with open(args.save, "w", encoding="utf-8") as out:
             out.write(now)
         report = json.loads(now)
-        print(f"saved {args.save}: {report['summary']['files']} files, "
-              f"{report['summary']['findings']} findings")
+        print(f"saved {args.save}: {report['summary']['files']} files, " f"{report['summary']['findings']} findings")
         return 0
     with open(args.against, encoding="utf-8") as saved:
         before = saved.read()
     if before == now:
         report = json.loads(now)
-        print(f"identical: {report['summary']['files']} files, "
-              f"{report['summary']['findings']} findings, {len(now)} bytes of JSON")
+        print(
+            f"identical: {report['summary']['files']} files, "
+            f"{report['summary']['findings']} findings, {len(now)} bytes of JSON"
+        )
         return 0
-    diff = difflib.unified_diff(before.splitlines(), now.splitlines(), "before", "now",
-                                lineterm="", n=2)
+    diff = difflib.unified_diff(before.splitlines(), now.splitlines(), "before", "now", lineterm="", n=2)
     for i, line in enumerate(diff):
         if i >= 60:
             print("...")

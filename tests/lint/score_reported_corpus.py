@@ -52,7 +52,10 @@ def main():
     files = sorted(f for f in os.listdir(args.corpus) if f.endswith(".py"))
     run = subprocess.run(
         [args.gpuleak, "lint", "--format", "json", "--no-config", "--color", "never", args.corpus],
-        capture_output=True, text=True, check=False)
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     if run.returncode not in (0, 1, 3):
         sys.exit(f"gpuleak lint exited {run.returncode}: {run.stderr.strip()}")
     report = json.loads(run.stdout)
@@ -75,15 +78,17 @@ def main():
         leaks_found += len(found)
         right += len(file_right)
         wrong += len(file_wrong)
-        rows.append({
-            "file": name,
-            "leaks": len(leaks),
-            "leaks_found": len(found),
-            "leak_lines": sorted(labelled),
-            "findings": [{"line": line, "rules": sorted(set(rules))} for line, rules in sorted(lines.items())],
-            "wrong_lines": file_wrong,
-            "not_linted": not_linted.get(name),
-        })
+        rows.append(
+            {
+                "file": name,
+                "leaks": len(leaks),
+                "leaks_found": len(found),
+                "leak_lines": sorted(labelled),
+                "findings": [{"line": line, "rules": sorted(set(rules))} for line, rules in sorted(lines.items())],
+                "wrong_lines": file_wrong,
+                "not_linted": not_linted.get(name),
+            }
+        )
         if leaks:
             verdict = "found" if len(found) == len(leaks) else "MISSED"
         else:
@@ -107,9 +112,11 @@ def main():
         "precision": round(precision, 3) if precision is not None else None,
         "files_not_linted": len(not_linted),
     }
-    print(f"\nrecall {leaks_found}/{leaks_total} = {summary['recall']}, "
-          f"precision {right}/{right + wrong} = {summary['precision']}, "
-          f"{len(not_linted)} file(s) not linted")
+    print(
+        f"\nrecall {leaks_found}/{leaks_total} = {summary['recall']}, "
+        f"precision {right}/{right + wrong} = {summary['precision']}, "
+        f"{len(not_linted)} file(s) not linted"
+    )
     result = {
         "what": "gpuleak lint on tests/lint/reported (leak patterns from public reports)",
         "command": "python3 tests/lint/score_reported_corpus.py",

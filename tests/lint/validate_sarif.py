@@ -19,8 +19,9 @@ def main():
     gpuleak, schema_path, *paths = sys.argv[1:]
     with open(schema_path, encoding="utf-8") as f:
         schema = json.load(f)
-    run = subprocess.run([gpuleak, "lint", "--no-config", "--format", "sarif", *paths],
-                         capture_output=True, text=True, check=False)
+    run = subprocess.run(
+        [gpuleak, "lint", "--no-config", "--format", "sarif", *paths], capture_output=True, text=True, check=False
+    )
     if run.returncode not in (0, 1, 3):
         print(f"gpuleak exited {run.returncode}: {run.stderr}", file=sys.stderr)
         return 1
@@ -35,9 +36,11 @@ def main():
     if not results:
         print("the report has no results to check", file=sys.stderr)
         return 1
-    print(f"valid SARIF 2.1.0: {len(results)} results, "
-          f"{len(report['runs'][0]['tool']['driver']['rules'])} rules "
-          f"({validator_class.__name__})")
+    print(
+        f"valid SARIF 2.1.0: {len(results)} results, "
+        f"{len(report['runs'][0]['tool']['driver']['rules'])} rules "
+        f"({validator_class.__name__})"
+    )
     return 1 if errors else 0
 
 

@@ -32,6 +32,7 @@ def pane_factory():
     def make(env, args, **kwargs):
         panes.append(tmux_pane.Pane(env, args, **kwargs))
         return panes[-1]
+
     yield make
     for pane in panes:
         pane.close()

@@ -12,8 +12,16 @@ import urllib.request
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
-from process_fixtures import (GPULEAK, HERE, gpuleak_env, make_orphan, run_gpuleak, start_holder,
-                              start_training_job, write_nvml_state)
+from process_fixtures import (
+    GPULEAK,
+    HERE,
+    gpuleak_env,
+    make_orphan,
+    run_gpuleak,
+    start_holder,
+    start_training_job,
+    write_nvml_state,
+)
 
 DOCS = os.path.join(HERE, "..", "..", "docs")
 GiB = 1 << 30
@@ -30,8 +38,12 @@ def documented_names(markdown):
 
 
 def served_metrics(device, state):
-    process = subprocess.Popen([GPULEAK, "exporter", "--listen", "127.0.0.1:0", "--interval", "0.2"],
-                               env=gpuleak_env(device, state), stdout=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        [GPULEAK, "exporter", "--listen", "127.0.0.1:0", "--interval", "0.2"],
+        env=gpuleak_env(device, state),
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         port = re.search(r":(\d+)/metrics", process.stdout.readline()).group(1)
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as response:
@@ -51,8 +63,7 @@ def leaf_keys(value, prefix=""):
     keys = set()
     if isinstance(value, dict):
         for key, inner in value.items():
-            if isinstance(inner, dict) or (isinstance(inner, list) and inner and
-                                           isinstance(inner[0], dict)):
+            if isinstance(inner, dict) or (isinstance(inner, list) and inner and isinstance(inner[0], dict)):
                 keys |= leaf_keys(inner, prefix + key + ("[]." if isinstance(inner, list) else "."))
             else:
                 keys.add(prefix + key)
@@ -64,8 +75,7 @@ def leaf_keys(value, prefix=""):
 
 def test_every_served_metric_is_documented_and_alerts_use_real_metrics(device, started):
     holder = start_holder(started, device)
-    state = write_nvml_state(device, [f"device GPU-docs {80 * GiB} {GiB} 0 Stand-in",
-                                      f"process 0 {holder} {GiB}"])
+    state = write_nvml_state(device, [f"device GPU-docs {80 * GiB} {GiB} 0 Stand-in", f"process 0 {holder} {GiB}"])
     served = served_metrics(device, state)
     documented = documented_names(read("monitor.md"))
     assert {name for name in served if name.startswith("gpuleak_")} <= documented
@@ -97,16 +107,16 @@ def test_every_json_field_of_top_and_doctor_is_documented(device, started):
     holder = start_holder(started, device)
     start_training_job(started, device)
     make_orphan(started, device)
-    state = write_nvml_state(device, [f"device GPU-docs {80 * GiB} {2 * GiB} {GiB} Stand-in",
-                                      f"process 0 {holder} {GiB}"])
+    state = write_nvml_state(
+        device, [f"device GPU-docs {80 * GiB} {2 * GiB} {GiB} Stand-in", f"process 0 {holder} {GiB}"]
+    )
     env = gpuleak_env(device, state)
     documented = documented_names(read("monitor.md"))
     # Table rows name fields by their last part, or by a dotted path for nested objects.
     documented_leaves = {name.split(".")[-1].replace("[]", "") for name in documented}
 
     top = run_gpuleak(["top", "--json", "--count", "1", "--pid", str(os.getpid())], env)
-    doctor = run_gpuleak(["doctor", "--json", "--kill-orphans", "--yes", "--device-files", device.glob],
-                         env)
+    doctor = run_gpuleak(["doctor", "--json", "--kill-orphans", "--yes", "--device-files", device.glob], env)
     for result in (top, doctor):
         assert result.returncode == 0, result.stderr
         for key in leaf_keys(json.loads(result.stdout)):

@@ -7,9 +7,21 @@ import subprocess
 
 import pytest
 
-from process_fixtures import (GPULEAK, PYTHON, as_user, gpuleak_env, gpuleak_runs_as, is_running,
-                              make_orphan, proc_stat, run_gpuleak, start_holder,
-                              start_training_job, wait_until, write_nvml_state)
+from process_fixtures import (
+    GPULEAK,
+    PYTHON,
+    as_user,
+    gpuleak_env,
+    gpuleak_runs_as,
+    is_running,
+    make_orphan,
+    proc_stat,
+    run_gpuleak,
+    start_holder,
+    start_training_job,
+    wait_until,
+    write_nvml_state,
+)
 
 NOBODY = 65534
 # doctor's status when the driver could not be asked about GPU memory (no
@@ -26,8 +38,7 @@ def kill_flags(device, args):
 
 
 def doctor_json(device, args=(), nvml_state=None, **kwargs):
-    result = run_gpuleak(["doctor", "--json", *kill_flags(device, args)],
-                         gpuleak_env(device, nvml_state), **kwargs)
+    result = run_gpuleak(["doctor", "--json", *kill_flags(device, args)], gpuleak_env(device, nvml_state), **kwargs)
     assert result.returncode in (0, 1, 2, NO_DRIVER), result.stderr
     return result, json.loads(result.stdout)
 
@@ -62,8 +73,10 @@ def test_doctor_classifies_orphan_zombie_and_workers(device, started):
 
     for worker in job["dataloader_workers"]:
         assert processes[worker]["relation"] == {
-            "kind": "dataloader_worker", "of_pid": job["training"],
-            "text": f"DataLoader worker of PID {job['training']}"}
+            "kind": "dataloader_worker",
+            "of_pid": job["training"],
+            "text": f"DataLoader worker of PID {job['training']}",
+        }
         assert findings[worker]["kind"] == "worker_context"
         assert processes[worker]["device_handles"] == 1
     mp_worker = job["multiprocessing_worker"]
@@ -105,14 +118,17 @@ def test_doctor_names_the_memory_each_holds_with_a_driver(device, started):
     orphan = make_orphan(started, device)
     absent = int(open("/proc/sys/kernel/pid_max").read()) + 1
     workers = job["dataloader_workers"]
-    state = write_nvml_state(device, [
-        f"device GPU-0000-stand-in {80 * GiB} {(2 * 1024 + 2 * 500 + 12 * 1024 + 3 * 1024 + 4096) * MiB} {512 * MiB} Stand-in H200",
-        f"process 0 {job['training']} {2 * GiB}",
-        f"process 0 {workers[0]} {500 * MiB}",
-        f"process 0 {workers[1]} {500 * MiB}",
-        f"process 0 {orphan} {12 * GiB}",
-        f"process 0 {absent} {3 * GiB}",
-    ])
+    state = write_nvml_state(
+        device,
+        [
+            f"device GPU-0000-stand-in {80 * GiB} {(2 * 1024 + 2 * 500 + 12 * 1024 + 3 * 1024 + 4096) * MiB} {512 * MiB} Stand-in H200",
+            f"process 0 {job['training']} {2 * GiB}",
+            f"process 0 {workers[0]} {500 * MiB}",
+            f"process 0 {workers[1]} {500 * MiB}",
+            f"process 0 {orphan} {12 * GiB}",
+            f"process 0 {absent} {3 * GiB}",
+        ],
+    )
     result, report = doctor_json(device, nvml_state=state)
     assert result.returncode == 0, result.stderr
     assert report["nvml"]["available"] is True
@@ -207,16 +223,23 @@ def test_root_ends_another_users_orphan_only_with_all_users(device, started):
     assert wait_until(lambda: not is_running(orphan))
 
 
-@pytest.mark.skipif(os.getuid() != 0 or not gpuleak_runs_as(NOBODY),
-                    reason="needs root and a build directory other users can reach")
+@pytest.mark.skipif(
+    os.getuid() != 0 or not gpuleak_runs_as(NOBODY), reason="needs root and a build directory other users can reach"
+)
 def test_an_ordinary_user_cannot_end_roots_orphan_nor_use_all_users(device, started):
     orphan = make_orphan(started, device)  # owned by root
-    result = run_gpuleak(kill_flags(device, ["doctor", "--kill-orphans", "--all-users", "--yes"]), gpuleak_env(device),
-                         preexec_fn=as_user(NOBODY))
+    result = run_gpuleak(
+        kill_flags(device, ["doctor", "--kill-orphans", "--all-users", "--yes"]),
+        gpuleak_env(device),
+        preexec_fn=as_user(NOBODY),
+    )
     assert result.returncode == 2
     assert "--all-users needs root" in result.stderr
-    result = run_gpuleak(kill_flags(device, ["doctor", "--json", "--kill-orphans", "--yes"]), gpuleak_env(device),
-                         preexec_fn=as_user(NOBODY))
+    result = run_gpuleak(
+        kill_flags(device, ["doctor", "--json", "--kill-orphans", "--yes"]),
+        gpuleak_env(device),
+        preexec_fn=as_user(NOBODY),
+    )
     report = json.loads(result.stdout)
     # As another user it cannot even see root's open files, so it finds no
     # orphan holding the GPU, says why, and ends nothing.
@@ -226,8 +249,12 @@ def test_an_ordinary_user_cannot_end_roots_orphan_nor_use_all_users(device, star
 
 
 def test_usage_errors_exit_2_with_one_clear_line(device):
-    for args in (["doctor", "--frobnicate"], ["doctor", "--yes"], ["doctor", "--all-users"],
-                 ["doctor", "--kill-orphans", "--grace", "-1"]):
+    for args in (
+        ["doctor", "--frobnicate"],
+        ["doctor", "--yes"],
+        ["doctor", "--all-users"],
+        ["doctor", "--kill-orphans", "--grace", "-1"],
+    ):
         result = run_gpuleak(args, gpuleak_env(device))
         assert result.returncode == 2, args
         assert result.stderr.startswith("gpuleak: "), result.stderr
@@ -260,13 +287,16 @@ def test_a_non_default_device_glob_is_always_said(device, started):
 
 def start_latin1_holder(started, device):
     """A GPU holder whose last argument is Latin-1 bytes, not UTF-8."""
-    code = ("import os,sys,time\n"
-            "held=[open(p,'rb') for p in sys.argv[1:3]]\n"
-            "print('ready',flush=True)\n"
-            "parent=os.getppid()\n"
-            "while os.getppid()==parent: time.sleep(0.2)\n")
-    process = started.popen([PYTHON, "-c", code, device.gpu, device.ctl, b"--name=J\xf6rg"],
-                            stdout=subprocess.PIPE, text=True)
+    code = (
+        "import os,sys,time\n"
+        "held=[open(p,'rb') for p in sys.argv[1:3]]\n"
+        "print('ready',flush=True)\n"
+        "parent=os.getppid()\n"
+        "while os.getppid()==parent: time.sleep(0.2)\n"
+    )
+    process = started.popen(
+        [PYTHON, "-c", code, device.gpu, device.ctl, b"--name=J\xf6rg"], stdout=subprocess.PIPE, text=True
+    )
     assert process.stdout.readline().strip() == "ready"
     return process.pid
 
@@ -277,8 +307,9 @@ def start_latin1_holder(started, device):
 def test_doctor_and_top_json_carry_a_latin1_command_line(device, started):
     holder = start_latin1_holder(started, device)
     for args in (["doctor", "--json"], ["top", "--json", "--count", "1", "--pid", str(holder)]):
-        result = subprocess.run([GPULEAK, *args], env=gpuleak_env(device), stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, timeout=120)
+        result = subprocess.run(
+            [GPULEAK, *args], env=gpuleak_env(device), stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=120
+        )
         assert result.returncode == (NO_DRIVER if args[0] == "doctor" else 0), (args, result.stderr)
         report = json.loads(result.stdout.decode("utf-8"))
         entry = by_pid(report["processes"])[holder]
@@ -310,11 +341,14 @@ def test_with_a_driver_and_nothing_wrong_doctor_says_no_problems(device):
 def test_watch_offers_the_attach_command_for_a_process_whose_memory_grows(device, started):
     leaker = start_holder(started, device)
     steady = start_holder(started, device)
-    state = write_nvml_state(device, [
-        f"device GPU-3333-stand-in {80 * GiB} {3 * GiB} {512 * MiB} Stand-in H100",
-        f"process 0 {leaker} {GiB} {64 * MiB}",
-        f"process 0 {steady} {2 * GiB}",
-    ])
+    state = write_nvml_state(
+        device,
+        [
+            f"device GPU-3333-stand-in {80 * GiB} {3 * GiB} {512 * MiB} Stand-in H100",
+            f"process 0 {leaker} {GiB} {64 * MiB}",
+            f"process 0 {steady} {2 * GiB}",
+        ],
+    )
     result = run_gpuleak(["doctor", "--watch", "2"], gpuleak_env(device, state))
     assert result.returncode == 0, result.stderr
     assert f"PID {leaker}'s GPU memory grows by" in result.stdout

@@ -18,8 +18,16 @@ import urllib.request
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from process_fixtures import (GPULEAK, gpuleak_env, is_running, make_orphan, run_gpuleak,
-                              start_holder, wait_until, write_nvml_state)
+from process_fixtures import (
+    GPULEAK,
+    gpuleak_env,
+    is_running,
+    make_orphan,
+    run_gpuleak,
+    start_holder,
+    wait_until,
+    write_nvml_state,
+)
 
 MiB = 1 << 20
 GiB = 1 << 30
@@ -28,8 +36,9 @@ CONTAINER_ID = "c0ffee" + "0123456789abcdef" * 3 + "0123456789"
 
 @contextlib.contextmanager
 def exporter(args, env):
-    process = subprocess.Popen([GPULEAK, "exporter", *args], env=env, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        [GPULEAK, "exporter", *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     try:
         line = process.stdout.readline()
         match = re.search(r"http://([^ ]+):(\d+)/metrics", line)
@@ -60,25 +69,44 @@ def samples_of(families, name):
 def test_metrics_parse_and_carry_the_labels_ops_need(device, started):
     leaker = start_holder(started, device)
     steady = start_holder(started, device)
-    state = write_nvml_state(device, [
-        f"device GPU-2222-stand-in {80 * GiB} {3 * GiB} {512 * MiB} Stand-in H200",
-        f"process 0 {leaker} {GiB} {64 * MiB}",
-        f"process 0 {steady} {2 * GiB}",
-    ])
-    with exporter(["--listen", "127.0.0.1:0", "--interval", "0.2", "--hostname", "node-a"],
-                  gpuleak_env(device, state)) as (process, host, port):
+    state = write_nvml_state(
+        device,
+        [
+            f"device GPU-2222-stand-in {80 * GiB} {3 * GiB} {512 * MiB} Stand-in H200",
+            f"process 0 {leaker} {GiB} {64 * MiB}",
+            f"process 0 {steady} {2 * GiB}",
+        ],
+    )
+    with exporter(
+        ["--listen", "127.0.0.1:0", "--interval", "0.2", "--hostname", "node-a"], gpuleak_env(device, state)
+    ) as (process, host, port):
         families = scrape(host, port)
         assert samples_of(families, "gpuleak_nvml_up")[0].value == 1
         used = samples_of(families, "gpuleak_gpu_memory_used_bytes")
         # dcgm-exporter's names and values, so `on(UUID)` or `on(Hostname, gpu)` joins.
-        assert used[0].labels == {"gpu": "0", "UUID": "GPU-2222-stand-in", "device": "nvidia0",
-                                  "modelName": "Stand-in H200", "Hostname": "node-a"}
+        assert used[0].labels == {
+            "gpu": "0",
+            "UUID": "GPU-2222-stand-in",
+            "device": "nvidia0",
+            "modelName": "Stand-in H200",
+            "Hostname": "node-a",
+        }
         assert samples_of(families, "gpuleak_gpu_memory_total_bytes")[0].value == 80 * GiB
         by_pid = {s.labels["pid"]: s for s in samples_of(families, "gpuleak_process_gpu_memory_bytes")}
         assert by_pid[str(steady)].value == 2 * GiB
         assert set(by_pid[str(steady)].labels) == {
-            "pid", "process_name", "container_id", "pod", "namespace", "container",
-            "gpu", "UUID", "device", "modelName", "Hostname"}
+            "pid",
+            "process_name",
+            "container_id",
+            "pod",
+            "namespace",
+            "container",
+            "gpu",
+            "UUID",
+            "device",
+            "modelName",
+            "Hostname",
+        }
         assert by_pid[str(steady)].labels["UUID"] == "GPU-2222-stand-in"
         assert by_pid[str(steady)].labels["pod"] == ""  # not in a pod
         assert by_pid[str(steady)].labels["process_name"] == "python3"
@@ -89,33 +117,39 @@ def test_metrics_parse_and_carry_the_labels_ops_need(device, started):
         # The parser names a counter family without its _total suffix.
         assert families["gpuleak_exporter_samples"].type == "counter"
         kinds = {s.labels["kind"] for s in samples_of(families, "gpuleak_doctor_findings")}
-        assert kinds == {"orphan", "zombie", "worker_context", "other_namespace",
-                         "unaccounted_memory", "growing_memory"}
+        assert kinds == {
+            "orphan",
+            "zombie",
+            "worker_context",
+            "other_namespace",
+            "unaccounted_memory",
+            "growing_memory",
+        }
 
         # The exporter samples on its own: after enough samples the growing
         # process carries the leak flag and a finite time until full.
         def leak_flagged():
-            leaks = {s.labels["pid"]: s.value
-                     for s in samples_of(scrape(host, port), "gpuleak_process_gpu_memory_leak")}
+            leaks = {
+                s.labels["pid"]: s.value for s in samples_of(scrape(host, port), "gpuleak_process_gpu_memory_leak")
+            }
             return leaks.get(str(leaker)) == 1
+
         assert wait_until(leak_flagged, step_s=0.2)
         families = scrape(host, port)
-        until = {s.labels["pid"]: s.value
-                 for s in samples_of(families, "gpuleak_process_gpu_seconds_until_full")}
+        until = {s.labels["pid"]: s.value for s in samples_of(families, "gpuleak_process_gpu_seconds_until_full")}
         assert 0 < until[str(leaker)] < float("inf")
         assert until[str(steady)] == float("inf")
-        slope = {s.labels["pid"]: s.value for s in
-                 samples_of(families, "gpuleak_process_gpu_memory_growth_bytes_per_second")}
+        slope = {
+            s.labels["pid"]: s.value for s in samples_of(families, "gpuleak_process_gpu_memory_growth_bytes_per_second")
+        }
         assert 32 * MiB < slope[str(leaker)] < 128 * MiB
-        leaks = {s.labels["pid"]: s.value
-                 for s in samples_of(families, "gpuleak_process_gpu_memory_leak")}
+        leaks = {s.labels["pid"]: s.value for s in samples_of(families, "gpuleak_process_gpu_memory_leak")}
         assert leaks[str(steady)] == 0
 
 
 def test_an_orphan_shows_in_the_findings_count(device, started):
     orphan = make_orphan(started, device)
-    with exporter(["--listen", "127.0.0.1:0", "--interval", "0.2"],
-                  gpuleak_env(device)) as (process, host, port):
+    with exporter(["--listen", "127.0.0.1:0", "--interval", "0.2"], gpuleak_env(device)) as (process, host, port):
         families = scrape(host, port)
         counts = {s.labels["kind"]: s.value for s in samples_of(families, "gpuleak_doctor_findings")}
         assert counts["orphan"] == 1
@@ -146,16 +180,16 @@ def test_container_id_label_comes_from_the_cgroup(device, started):
         holder = start_holder(started, device)
         with open(os.path.join(group, "cgroup.procs"), "w") as f:
             f.write(str(holder))
-        with exporter(["--listen", "127.0.0.1:0", "--interval", "0.2"],
-                      gpuleak_env(device)) as (process, host, port):
-            rss = {s.labels["pid"]: s.labels
-                   for s in samples_of(scrape(host, port), "gpuleak_process_host_rss_bytes")}
+        with exporter(["--listen", "127.0.0.1:0", "--interval", "0.2"], gpuleak_env(device)) as (process, host, port):
+            rss = {s.labels["pid"]: s.labels for s in samples_of(scrape(host, port), "gpuleak_process_host_rss_bytes")}
             assert rss[str(holder)]["container_id"] == CONTAINER_ID
     finally:
         if holder is not None:
             os.kill(holder, signal.SIGKILL)
-            wait_until(lambda: not os.path.exists(f"/proc/{holder}") or
-                       open(os.path.join(group, "cgroup.procs")).read().strip() == "")
+            wait_until(
+                lambda: not os.path.exists(f"/proc/{holder}")
+                or open(os.path.join(group, "cgroup.procs")).read().strip() == ""
+            )
         started.close()
         wait_until(lambda: open(os.path.join(group, "cgroup.procs")).read().strip() == "")
         os.rmdir(group)
@@ -180,8 +214,7 @@ DEFAULT_PORT = 10417  # docs/monitor.md: why this port
 
 
 def test_default_listen_address_is_loopback_port_10417(device):
-    if (("0.0.0.0", DEFAULT_PORT) in listening_sockets()
-            or ("127.0.0.1", DEFAULT_PORT) in listening_sockets()):
+    if ("0.0.0.0", DEFAULT_PORT) in listening_sockets() or ("127.0.0.1", DEFAULT_PORT) in listening_sockets():
         pytest.skip(f"port {DEFAULT_PORT} is already in use here")
     with exporter([], gpuleak_env(device)) as (process, host, port):
         assert (host, port) == ("127.0.0.1", DEFAULT_PORT)
@@ -191,8 +224,9 @@ def test_default_listen_address_is_loopback_port_10417(device):
 
 
 def test_sigterm_stops_the_exporter_with_status_0(device):
-    process = subprocess.Popen([GPULEAK, "exporter", "--listen", "127.0.0.1:0"],
-                               env=gpuleak_env(device), stdout=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        [GPULEAK, "exporter", "--listen", "127.0.0.1:0"], env=gpuleak_env(device), stdout=subprocess.PIPE, text=True
+    )
     try:
         assert "serving http://127.0.0.1:" in process.stdout.readline()
         process.send_signal(signal.SIGTERM)
@@ -211,8 +245,7 @@ def test_bad_and_busy_addresses_are_clear_errors(device):
         busy.bind(("127.0.0.1", 0))
         busy.listen()
         port = busy.getsockname()[1]
-        result = run_gpuleak(["exporter", "--listen", f"127.0.0.1:{port}"], gpuleak_env(device),
-                             timeout=30)
+        result = run_gpuleak(["exporter", "--listen", f"127.0.0.1:{port}"], gpuleak_env(device), timeout=30)
         assert result.returncode == 3
         assert f"cannot listen on 127.0.0.1:{port}" in result.stderr
 
@@ -320,12 +353,15 @@ def test_keep_alive_serves_several_requests_on_one_connection(device):
 
 
 def test_device_label_is_the_device_file_minor_not_the_index(device, started):
-    state = write_nvml_state(device, [
-        f"device GPU-aaaa-stand-in {80 * GiB} {GiB} 0 Stand-in H200",
-        f"device GPU-bbbb-stand-in {80 * GiB} {GiB} 0 Stand-in H200",
-        "minor 0 3",  # NVML's order (PCI bus) differs from /dev/nvidiaN's
-        "minor 1 0",
-    ])
+    state = write_nvml_state(
+        device,
+        [
+            f"device GPU-aaaa-stand-in {80 * GiB} {GiB} 0 Stand-in H200",
+            f"device GPU-bbbb-stand-in {80 * GiB} {GiB} 0 Stand-in H200",
+            "minor 0 3",  # NVML's order (PCI bus) differs from /dev/nvidiaN's
+            "minor 1 0",
+        ],
+    )
     with exporter(["--listen", "127.0.0.1:0"], gpuleak_env(device, state)) as (_, host, port):
         used = samples_of(scrape(host, port), "gpuleak_gpu_memory_used_bytes")
         by_uuid = {s.labels["UUID"]: s.labels for s in used}
@@ -348,15 +384,18 @@ def test_build_info_and_hostname_from_node_name(device):
 
 def test_series_of_a_process_disappear_when_it_ends(device, started):
     holder = start_holder(started, device)
-    state = write_nvml_state(device, [
-        f"device GPU-3333-stand-in {80 * GiB} {3 * GiB} 0 Stand-in H200",
-        f"process 0 {holder} {GiB}",
-    ])
-    with exporter(["--listen", "127.0.0.1:0", "--interval", "0.2"],
-                  gpuleak_env(device, state)) as (_, host, port):
+    state = write_nvml_state(
+        device,
+        [
+            f"device GPU-3333-stand-in {80 * GiB} {3 * GiB} 0 Stand-in H200",
+            f"process 0 {holder} {GiB}",
+        ],
+    )
+    with exporter(["--listen", "127.0.0.1:0", "--interval", "0.2"], gpuleak_env(device, state)) as (_, host, port):
+
         def pids_in(families):
-            return {s.labels.get("pid") for family in families.values() for s in family.samples
-                    if "pid" in s.labels}
+            return {s.labels.get("pid") for family in families.values() for s in family.samples if "pid" in s.labels}
+
         assert str(holder) in pids_in(scrape(host, port))
         # The driver forgets it and the process ends: no family keeps a series for it.
         write_nvml_state(device, [f"device GPU-3333-stand-in {80 * GiB} {2 * GiB} 0 Stand-in H200"])
@@ -378,8 +417,10 @@ def kubelet_log_root(parent, namespace, pod, uid, container, container_id):
     os.makedirs(container_dir)
     open(os.path.join(container_dir, "0.log"), "w").close()
     os.makedirs(os.path.join(root, "containers"))
-    os.symlink(os.path.join(container_dir, "0.log"),
-               os.path.join(root, "containers", f"{pod}_{namespace}_{container}-{container_id}.log"))
+    os.symlink(
+        os.path.join(container_dir, "0.log"),
+        os.path.join(root, "containers", f"{pod}_{namespace}_{container}-{container_id}.log"),
+    )
     return root
 
 
@@ -410,41 +451,52 @@ def process_in_cgroup(started, device, *relative_path):
 
 def kubelet_systemd_path(uid, container_id):
     underscored = uid.replace("-", "_")
-    return ("kubepods.slice", "kubepods-burstable.slice",
-            f"kubepods-burstable-pod{underscored}.slice", f"cri-containerd-{container_id}.scope")
+    return (
+        "kubepods.slice",
+        "kubepods-burstable.slice",
+        f"kubepods-burstable-pod{underscored}.slice",
+        f"cri-containerd-{container_id}.scope",
+    )
 
 
 @pytest.mark.skipif(writable_cgroup_root() is None, reason="needs root and a writable cgroup tree")
 def test_pod_namespace_and_container_labels_for_a_process_in_a_kubelet_cgroup(device, started, tmp_path):
-    logs = kubelet_log_root(str(tmp_path), "ml-team", "trainer-0", POD_UID, "pytorch",
-                            POD_CONTAINER_ID)
+    logs = kubelet_log_root(str(tmp_path), "ml-team", "trainer-0", POD_UID, "pytorch", POD_CONTAINER_ID)
     with process_in_cgroup(started, device, *kubelet_systemd_path(POD_UID, POD_CONTAINER_ID)) as holder:
-        state = write_nvml_state(device, [
-            f"device GPU-4444-stand-in {80 * GiB} {3 * GiB} 0 Stand-in H200",
-            f"process 0 {holder} {GiB}",
-        ])
-        with exporter(["--listen", "127.0.0.1:0", "--interval", "0.2", "--kubelet-log-root", logs],
-                      gpuleak_env(device, state)) as (_, host, port):
+        state = write_nvml_state(
+            device,
+            [
+                f"device GPU-4444-stand-in {80 * GiB} {3 * GiB} 0 Stand-in H200",
+                f"process 0 {holder} {GiB}",
+            ],
+        )
+        with exporter(
+            ["--listen", "127.0.0.1:0", "--interval", "0.2", "--kubelet-log-root", logs], gpuleak_env(device, state)
+        ) as (_, host, port):
             families = scrape(host, port)
-            for name in ("gpuleak_process_gpu_memory_bytes", "gpuleak_process_host_rss_bytes",
-                         "gpuleak_process_info"):
+            for name in ("gpuleak_process_gpu_memory_bytes", "gpuleak_process_host_rss_bytes", "gpuleak_process_info"):
                 labels = {s.labels["pid"]: s.labels for s in samples_of(families, name)}[str(holder)]
-                assert (labels["pod"], labels["namespace"], labels["container"]) == \
-                    ("trainer-0", "ml-team", "pytorch"), name
+                assert (labels["pod"], labels["namespace"], labels["container"]) == (
+                    "trainer-0",
+                    "ml-team",
+                    "pytorch",
+                ), name
                 assert labels["container_id"] == POD_CONTAINER_ID
 
 
 @pytest.mark.skipif(writable_cgroup_root() is None, reason="needs root and a writable cgroup tree")
 def test_a_cgroup_path_of_unknown_shape_gives_no_pod_label(device, started, tmp_path):
-    logs = kubelet_log_root(str(tmp_path), "ml-team", "trainer-0", POD_UID, "pytorch",
-                            POD_CONTAINER_ID)
+    logs = kubelet_log_root(str(tmp_path), "ml-team", "trainer-0", POD_UID, "pytorch", POD_CONTAINER_ID)
     # The pod's UID and the container's id are both in the path, but not in
     # the kubelet's shape (no kubepods root): no pod may be named.
-    with process_in_cgroup(started, device, "jobs", f"pod{POD_UID}",
-                           f"cri-containerd-{POD_CONTAINER_ID}.scope") as holder:
-        with exporter(["--listen", "127.0.0.1:0", "--interval", "0.2", "--kubelet-log-root", logs],
-                      gpuleak_env(device)) as (_, host, port):
-            labels = {s.labels["pid"]: s.labels for s in
-                      samples_of(scrape(host, port), "gpuleak_process_info")}[str(holder)]
+    with process_in_cgroup(
+        started, device, "jobs", f"pod{POD_UID}", f"cri-containerd-{POD_CONTAINER_ID}.scope"
+    ) as holder:
+        with exporter(
+            ["--listen", "127.0.0.1:0", "--interval", "0.2", "--kubelet-log-root", logs], gpuleak_env(device)
+        ) as (_, host, port):
+            labels = {s.labels["pid"]: s.labels for s in samples_of(scrape(host, port), "gpuleak_process_info")}[
+                str(holder)
+            ]
             assert (labels["pod"], labels["namespace"], labels["container"]) == ("", "", "")
             assert labels["container_id"] == POD_CONTAINER_ID

@@ -9,14 +9,23 @@ import time
 
 import pytest
 
-from exporter_cli_test import (CONTAINER_ID, GiB, POD_CONTAINER_ID, POD_UID, exporter,
-                               kubelet_log_root, kubelet_systemd_path, process_in_cgroup,
-                               samples_of, scrape, writable_cgroup_root)
+from exporter_cli_test import (
+    CONTAINER_ID,
+    GiB,
+    POD_CONTAINER_ID,
+    POD_UID,
+    exporter,
+    kubelet_log_root,
+    kubelet_systemd_path,
+    process_in_cgroup,
+    samples_of,
+    scrape,
+    writable_cgroup_root,
+)
 from pod_resources_stand_in import PodResourcesServer, SilentSocket
 from process_fixtures import gpuleak_env, start_holder, wait_until, write_nvml_state
 
-needs_cgroups = pytest.mark.skipif(writable_cgroup_root() is None,
-                                   reason="needs root and a writable cgroup tree")
+needs_cgroups = pytest.mark.skipif(writable_cgroup_root() is None, reason="needs root and a writable cgroup tree")
 
 POD_GPU = "GPU-4444-stand-in"
 OTHER_GPU = "GPU-5555-stand-in"
@@ -46,12 +55,15 @@ def pod_labels(labels):
 
 
 def two_gpus(device, pod_holder, host_holder):
-    return write_nvml_state(device, [
-        f"device {POD_GPU} {80 * GiB} {3 * GiB} 0 Stand-in H200",
-        f"device {OTHER_GPU} {80 * GiB} {3 * GiB} 0 Stand-in H200",
-        f"process 0 {pod_holder} {GiB}",
-        f"process 1 {host_holder} {GiB}",
-    ])
+    return write_nvml_state(
+        device,
+        [
+            f"device {POD_GPU} {80 * GiB} {3 * GiB} 0 Stand-in H200",
+            f"device {OTHER_GPU} {80 * GiB} {3 * GiB} 0 Stand-in H200",
+            f"process 0 {pod_holder} {GiB}",
+            f"process 1 {host_holder} {GiB}",
+        ],
+    )
 
 
 ALLOCATIONS = [
@@ -70,18 +82,30 @@ def test_pod_namespace_and_container_come_from_the_pod_resources_api(device, sta
     path = socket_path(tmp_path)
     server = PodResourcesServer(path, ALLOCATIONS)
     try:
-        with process_in_cgroup(started, device,
-                               *kubelet_systemd_path(POD_UID, POD_CONTAINER_ID)) as holder:
+        with process_in_cgroup(started, device, *kubelet_systemd_path(POD_UID, POD_CONTAINER_ID)) as holder:
             host = start_holder(started, device)
             state = two_gpus(device, holder, host)
             # No log folders: the names can only come from the socket.
-            with exporter(["--listen", "127.0.0.1:0", "--interval", "0.2",
-                           "--kubelet-log-root", "", "--pod-resources-socket", path],
-                          gpuleak_env(device, state)) as (_, address, port):
+            with exporter(
+                [
+                    "--listen",
+                    "127.0.0.1:0",
+                    "--interval",
+                    "0.2",
+                    "--kubelet-log-root",
+                    "",
+                    "--pod-resources-socket",
+                    path,
+                ],
+                gpuleak_env(device, state),
+            ) as (_, address, port):
                 assert wait_until(lambda: server.calls > 0)
                 families = scrape(address, port)
-                for name in ("gpuleak_process_gpu_memory_bytes", "gpuleak_process_host_rss_bytes",
-                             "gpuleak_process_info"):
+                for name in (
+                    "gpuleak_process_gpu_memory_bytes",
+                    "gpuleak_process_host_rss_bytes",
+                    "gpuleak_process_info",
+                ):
                     labels = labels_by_pid(families, name)
                     assert pod_labels(labels[str(holder)]) == ("trainer-0", "ml-team", "pytorch"), name
                     assert labels[str(holder)]["container_id"] == POD_CONTAINER_ID
@@ -94,19 +118,30 @@ def test_pod_namespace_and_container_come_from_the_pod_resources_api(device, sta
 def test_a_socket_that_never_answers_does_not_stall_metrics(device, started, tmp_path):
     path = socket_path(tmp_path)
     silent = SilentSocket(path)
-    logs = kubelet_log_root(str(tmp_path), "ml-team", "trainer-0", POD_UID, "pytorch",
-                            POD_CONTAINER_ID)
+    logs = kubelet_log_root(str(tmp_path), "ml-team", "trainer-0", POD_UID, "pytorch", POD_CONTAINER_ID)
     try:
-        with process_in_cgroup(started, device,
-                               *kubelet_systemd_path(POD_UID, POD_CONTAINER_ID)) as holder:
-            state = write_nvml_state(device, [
-                f"device {POD_GPU} {80 * GiB} {3 * GiB} 0 Stand-in H200",
-                f"process 0 {holder} {GiB}",
-            ])
+        with process_in_cgroup(started, device, *kubelet_systemd_path(POD_UID, POD_CONTAINER_ID)) as holder:
+            state = write_nvml_state(
+                device,
+                [
+                    f"device {POD_GPU} {80 * GiB} {3 * GiB} 0 Stand-in H200",
+                    f"process 0 {holder} {GiB}",
+                ],
+            )
             began = time.monotonic()
-            with exporter(["--listen", "127.0.0.1:0", "--interval", "0.2",
-                           "--kubelet-log-root", logs, "--pod-resources-socket", path],
-                          gpuleak_env(device, state)) as (process, address, port):
+            with exporter(
+                [
+                    "--listen",
+                    "127.0.0.1:0",
+                    "--interval",
+                    "0.2",
+                    "--kubelet-log-root",
+                    logs,
+                    "--pod-resources-socket",
+                    path,
+                ],
+                gpuleak_env(device, state),
+            ) as (process, address, port):
                 # The first sample asks the socket before the exporter serves:
                 # it must give up after its 1 s deadline, not gRPC's 20 s
                 # connection timeout.
@@ -144,24 +179,36 @@ def test_a_socket_that_never_answers_does_not_stall_metrics(device, started, tmp
 
 
 @needs_cgroups
-def test_a_cgroup_of_unknown_shape_gets_no_pod_even_when_the_api_names_its_gpu(
-        device, started, tmp_path):
+def test_a_cgroup_of_unknown_shape_gets_no_pod_even_when_the_api_names_its_gpu(device, started, tmp_path):
     path = socket_path(tmp_path)
     server = PodResourcesServer(path, ALLOCATIONS)
-    logs = kubelet_log_root(str(tmp_path), "ml-team", "trainer-0", POD_UID, "pytorch",
-                            POD_CONTAINER_ID)
+    logs = kubelet_log_root(str(tmp_path), "ml-team", "trainer-0", POD_UID, "pytorch", POD_CONTAINER_ID)
     try:
         # The pod's UID and container id are in the path, not in the
         # kubelet's shape; and a process of a real pod shares nothing with it.
-        with process_in_cgroup(started, device, "jobs", f"pod{POD_UID}",
-                               f"cri-containerd-{CONTAINER_ID}.scope") as holder:
-            state = write_nvml_state(device, [
-                f"device {POD_GPU} {80 * GiB} {3 * GiB} 0 Stand-in H200",
-                f"process 0 {holder} {GiB}",
-            ])
-            with exporter(["--listen", "127.0.0.1:0", "--interval", "0.2",
-                           "--kubelet-log-root", logs, "--pod-resources-socket", path],
-                          gpuleak_env(device, state)) as (_, address, port):
+        with process_in_cgroup(
+            started, device, "jobs", f"pod{POD_UID}", f"cri-containerd-{CONTAINER_ID}.scope"
+        ) as holder:
+            state = write_nvml_state(
+                device,
+                [
+                    f"device {POD_GPU} {80 * GiB} {3 * GiB} 0 Stand-in H200",
+                    f"process 0 {holder} {GiB}",
+                ],
+            )
+            with exporter(
+                [
+                    "--listen",
+                    "127.0.0.1:0",
+                    "--interval",
+                    "0.2",
+                    "--kubelet-log-root",
+                    logs,
+                    "--pod-resources-socket",
+                    path,
+                ],
+                gpuleak_env(device, state),
+            ) as (_, address, port):
                 time.sleep(0.6)  # several samples
                 families = scrape(address, port)
                 for name in ("gpuleak_process_gpu_memory_bytes", "gpuleak_process_info"):
@@ -173,8 +220,9 @@ def test_a_cgroup_of_unknown_shape_gets_no_pod_even_when_the_api_names_its_gpu(
 
 
 def test_a_missing_socket_is_not_asked_and_not_reported(device, tmp_path):
-    with exporter(["--listen", "127.0.0.1:0", "--interval", "0.2",
-                   "--pod-resources-socket", str(tmp_path / "absent.sock")],
-                  gpuleak_env(device)) as (process, address, port):
+    with exporter(
+        ["--listen", "127.0.0.1:0", "--interval", "0.2", "--pod-resources-socket", str(tmp_path / "absent.sock")],
+        gpuleak_env(device),
+    ) as (process, address, port):
         scrape(address, port)
     assert "pod-resources" not in process.stderr.read()

@@ -67,13 +67,15 @@ class PodResourcesServer:
     def __init__(self, socket_path, pods):
         self.calls = 0
         self._answer = encode_list_response(pods)
-        handler = grpc.method_handlers_generic_handler("v1.PodResourcesLister", {
-            "List": grpc.unary_unary_rpc_method_handler(
-                self._list, request_deserializer=lambda data: data,
-                response_serializer=lambda data: data),
-        })
-        self._server = grpc.server(futures.ThreadPoolExecutor(max_workers=2),
-                                   handlers=[handler])
+        handler = grpc.method_handlers_generic_handler(
+            "v1.PodResourcesLister",
+            {
+                "List": grpc.unary_unary_rpc_method_handler(
+                    self._list, request_deserializer=lambda data: data, response_serializer=lambda data: data
+                ),
+            },
+        )
+        self._server = grpc.server(futures.ThreadPoolExecutor(max_workers=2), handlers=[handler])
         self._server.add_insecure_port("unix:" + socket_path)
         self._server.start()
 

@@ -75,9 +75,16 @@ def gpuleak_env(device, nvml_state=None, **extra):
 
 
 def run_gpuleak(args, env, stdin=subprocess.DEVNULL, preexec_fn=None, timeout=120):
-    return subprocess.run([GPULEAK] + args, env=env, stdin=stdin, stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, text=True, timeout=timeout,
-                          preexec_fn=preexec_fn)
+    return subprocess.run(
+        [GPULEAK] + args,
+        env=env,
+        stdin=stdin,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        timeout=timeout,
+        preexec_fn=preexec_fn,
+    )
 
 
 class Started:
@@ -107,13 +114,14 @@ class Started:
 
 def start_holder(started, device):
     """A process holding the stand-in device open, like a CUDA process."""
-    code = ("import os,sys,time\n"
-            "held=[open(p,'rb') for p in sys.argv[1:]]\n"
-            "print('ready',flush=True)\n"
-            "parent=os.getppid()\n"
-            "while os.getppid()==parent: time.sleep(0.2)\n")
-    process = started.popen([PYTHON, "-c", code, device.gpu, device.ctl],
-                            stdout=subprocess.PIPE, text=True)
+    code = (
+        "import os,sys,time\n"
+        "held=[open(p,'rb') for p in sys.argv[1:]]\n"
+        "print('ready',flush=True)\n"
+        "parent=os.getppid()\n"
+        "while os.getppid()==parent: time.sleep(0.2)\n"
+    )
+    process = started.popen([PYTHON, "-c", code, device.gpu, device.ctl], stdout=subprocess.PIPE, text=True)
     assert process.stdout.readline().strip() == "ready"
     return process.pid
 
@@ -132,8 +140,7 @@ def start_training_job(started, device):
 
 
 def make_orphan(started, device, as_uid=None):
-    args = [PYTHON, os.path.join(FIXTURES, "orphan_maker.py"), str(os.getpid()),
-            device.gpu, device.ctl]
+    args = [PYTHON, os.path.join(FIXTURES, "orphan_maker.py"), str(os.getpid()), device.gpu, device.ctl]
     if as_uid is not None:
         args += ["--as-uid", str(as_uid)]
     maker = subprocess.run(args, stdout=subprocess.PIPE, text=True, timeout=BOUND_S)
@@ -145,8 +152,11 @@ def make_orphan(started, device, as_uid=None):
 
 
 def start_rss_grower(started, step_mib, period_s):
-    process = started.popen([PYTHON, os.path.join(FIXTURES, "rss_grower.py"), str(step_mib),
-                             str(period_s)], stdout=subprocess.PIPE, text=True)
+    process = started.popen(
+        [PYTHON, os.path.join(FIXTURES, "rss_grower.py"), str(step_mib), str(period_s)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     assert process.stdout.readline().strip() == "ready"
     return process.pid
 
@@ -160,9 +170,11 @@ def write_nvml_state(device, lines):
 
 def as_user(uid):
     """preexec_fn that drops to uid (only when running as root)."""
+
     def drop():
         os.setgid(uid)
         os.setuid(uid)
+
     return drop
 
 
@@ -171,8 +183,9 @@ def gpuleak_runs_as(uid):
     if os.getuid() != 0:
         return False
     try:
-        probe = subprocess.run([GPULEAK, "--version"], stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, preexec_fn=as_user(uid))
+        probe = subprocess.run(
+            [GPULEAK, "--version"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=as_user(uid)
+        )
     except OSError:
         return False  # the build directory is not reachable for that user
     return probe.returncode == 0

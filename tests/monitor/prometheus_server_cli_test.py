@@ -21,8 +21,7 @@ from exporter_cli_test import exporter
 from process_fixtures import gpuleak_env, start_holder, write_nvml_state
 
 PROMETHEUS = shutil.which("prometheus")
-RULES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "docs", "prometheus",
-                     "gpuleak-alerts.yml")
+RULES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "docs", "prometheus", "gpuleak-alerts.yml")
 MiB = 1 << 20
 GiB = 1 << 30
 BOUND_S = 90
@@ -53,17 +52,27 @@ def prometheus_server(folder, target):
     rules_with_short_holds(rules, "2s")
     config = os.path.join(folder, "prometheus.yml")
     with open(config, "w") as f:
-        yaml.safe_dump({
-            "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
-            "rule_files": [rules],
-            "scrape_configs": [{"job_name": "gpuleak", "static_configs": [{"targets": [target]}]}],
-        }, f)
+        yaml.safe_dump(
+            {
+                "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
+                "rule_files": [rules],
+                "scrape_configs": [{"job_name": "gpuleak", "static_configs": [{"targets": [target]}]}],
+            },
+            f,
+        )
     port = free_loopback_port()
     log = open(os.path.join(folder, "prometheus.log"), "w")
     server = subprocess.Popen(
-        [PROMETHEUS, f"--config.file={config}", f"--storage.tsdb.path={folder}/data",
-         f"--web.listen-address=127.0.0.1:{port}"],
-        stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+        [
+            PROMETHEUS,
+            f"--config.file={config}",
+            f"--storage.tsdb.path={folder}/data",
+            f"--web.listen-address=127.0.0.1:{port}",
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     try:
         yield f"http://127.0.0.1:{port}"
     finally:
@@ -99,32 +108,37 @@ def poll(condition, bound_s=BOUND_S):
 
 
 @pytest.mark.skipif(PROMETHEUS is None, reason="Debian's prometheus package is not installed")
-def test_prometheus_scrapes_the_exporter_and_the_leak_alert_fires_for_the_leaker_only(
-        device, started, tmp_path):
+def test_prometheus_scrapes_the_exporter_and_the_leak_alert_fires_for_the_leaker_only(device, started, tmp_path):
     leaker = start_holder(started, device)
     flat = start_holder(started, device)
-    state = write_nvml_state(device, [
-        f"device GPU-6666-stand-in {80 * GiB} {3 * GiB} 0 Stand-in H200",
-        f"process 0 {leaker} {GiB} {64 * MiB}",
-        f"process 0 {flat} {2 * GiB}",
-    ])
-    with exporter(["--listen", "127.0.0.1:0", "--interval", "0.2", "--hostname", "node-e"],
-                  gpuleak_env(device, state)) as (_, host, port):
+    state = write_nvml_state(
+        device,
+        [
+            f"device GPU-6666-stand-in {80 * GiB} {3 * GiB} 0 Stand-in H200",
+            f"process 0 {leaker} {GiB} {64 * MiB}",
+            f"process 0 {flat} {2 * GiB}",
+        ],
+    )
+    with exporter(
+        ["--listen", "127.0.0.1:0", "--interval", "0.2", "--hostname", "node-e"], gpuleak_env(device, state)
+    ) as (_, host, port):
         with prometheus_server(str(tmp_path), f"{host}:{port}") as base:
-            up = poll(lambda: [r for r in api(base, "query", query='up{job="gpuleak"}')["result"]
-                               if r["value"][1] == "1"])
+            up = poll(
+                lambda: [r for r in api(base, "query", query='up{job="gpuleak"}')["result"] if r["value"][1] == "1"]
+            )
             assert up, open(tmp_path / "prometheus.log").read()[-3000:]
 
             def leak_alert_firing():
                 alerts = api(base, "alerts")["alerts"]
-                return [a for a in alerts if a["labels"]["alertname"] == "GpuProcessMemoryLeak"
-                        and a["state"] == "firing"]
+                return [
+                    a for a in alerts if a["labels"]["alertname"] == "GpuProcessMemoryLeak" and a["state"] == "firing"
+                ]
+
             firing = poll(leak_alert_firing)
             assert firing, api(base, "alerts")
             assert {a["labels"]["pid"] for a in firing} == {str(leaker)}
             labels = firing[0]["labels"]
-            assert (labels["UUID"], labels["gpu"], labels["Hostname"]) == \
-                ("GPU-6666-stand-in", "0", "node-e")
+            assert (labels["UUID"], labels["gpu"], labels["Hostname"]) == ("GPU-6666-stand-in", "0", "node-e")
             # The flat process stays quiet for several more evaluations.
             time.sleep(4)
             alerts = api(base, "alerts")["alerts"]

@@ -21,8 +21,7 @@ class Pane:
         self.socket = os.path.join(self.dir, "tmux.sock")
         script = os.path.join(self.dir, "pane.sh")
         with open(script, "w") as f:
-            for name in ("GPULEAK_DEVICE_FILE_GLOB", "GPULEAK_NVML_LIBRARY",
-                         "GPULEAK_STAND_IN_NVML_STATE"):
+            for name in ("GPULEAK_DEVICE_FILE_GLOB", "GPULEAK_NVML_LIBRARY", "GPULEAK_STAND_IN_NVML_STATE"):
                 if name in env:
                     f.write(f"export {name}={shlex.quote(env[name])}\n")
             f.write(f"cd {shlex.quote(self.dir)}\n")  # gpuleak attach's traces go here
@@ -33,12 +32,17 @@ class Pane:
             f.write(f"echo $? > {self.dir}/status.txt\n")
             f.write(f"stty -g > {self.dir}/after.txt\n")
             f.write("echo TOP-ENDED\nexec sleep 600\n")
-        self.tmux("-f", "/dev/null", "new-session", "-d", "-x", "200", "-y", str(height),
-                  "sh " + shlex.quote(script))
+        self.tmux("-f", "/dev/null", "new-session", "-d", "-x", "200", "-y", str(height), "sh " + shlex.quote(script))
 
     def tmux(self, *args):
-        return subprocess.run([TMUX, "-S", self.socket, *args], stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True, timeout=30, check=True).stdout
+        return subprocess.run(
+            [TMUX, "-S", self.socket, *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=30,
+            check=True,
+        ).stdout
 
     def keys(self, *keys):
         self.tmux("send-keys", *keys)
@@ -55,6 +59,7 @@ class Pane:
         def check():
             seen["screen"] = self.screen(history_lines)
             return condition(seen["screen"])
+
         assert wait_until(check, bound_s=bound_s), "not on the screen:\n" + seen.get("screen", "")
         return seen["screen"]
 
@@ -68,8 +73,9 @@ class Pane:
         return int(self.read("top.pid"))
 
     def close(self):
-        subprocess.run([TMUX, "-S", self.socket, "kill-server"], stdout=subprocess.DEVNULL,
-                       stderr=subprocess.DEVNULL, timeout=30)
+        subprocess.run(
+            [TMUX, "-S", self.socket, "kill-server"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=30
+        )
         self._dir.cleanup()
 
 
@@ -78,7 +84,7 @@ def rows(screen):
     out = []
     lines = screen.splitlines()
     header = next((i for i, line in enumerate(lines) if "PID USER" in line), len(lines))
-    for line in lines[header + 1:]:
+    for line in lines[header + 1 :]:
         head = line[:8]
         selected = head.startswith(">")
         text = head.lstrip(">").strip()

@@ -5,8 +5,7 @@ import json
 import signal
 import subprocess
 
-from process_fixtures import (GPULEAK, gpuleak_env, run_gpuleak, start_holder, start_rss_grower,
-                              write_nvml_state)
+from process_fixtures import GPULEAK, gpuleak_env, run_gpuleak, start_holder, start_rss_grower, write_nvml_state
 
 MiB = 1 << 20
 GiB = 1 << 30
@@ -26,8 +25,9 @@ def process_in(sample, pid):
 def test_growing_host_rss_is_flagged_and_a_flat_one_is_not(device, started):
     growing = start_rss_grower(started, step_mib=4, period_s=0.1)
     flat = start_rss_grower(started, step_mib=0, period_s=0.1)
-    samples = top_samples(["--interval", "0.2", "--count", "30", "--pid", str(growing),
-                           "--pid", str(flat)], gpuleak_env(device))
+    samples = top_samples(
+        ["--interval", "0.2", "--count", "30", "--pid", str(growing), "--pid", str(flat)], gpuleak_env(device)
+    )
     assert len(samples) == 30
     assert [s["sample"] for s in samples] == list(range(30))
     flagged = [s["sample"] for s in samples if process_in(s, growing)["host_rss_leak"]]
@@ -44,11 +44,14 @@ def test_growing_host_rss_is_flagged_and_a_flat_one_is_not(device, started):
 def test_growing_gpu_memory_is_flagged_with_time_until_the_device_is_full(device, started):
     leaker = start_holder(started, device)
     steady = start_holder(started, device)
-    state = write_nvml_state(device, [
-        f"device GPU-1111-stand-in {80 * GiB} {3 * GiB} {512 * MiB} Stand-in H200",
-        f"process 0 {leaker} {GiB} {64 * MiB}",
-        f"process 0 {steady} {2 * GiB}",
-    ])
+    state = write_nvml_state(
+        device,
+        [
+            f"device GPU-1111-stand-in {80 * GiB} {3 * GiB} {512 * MiB} Stand-in H200",
+            f"process 0 {leaker} {GiB} {64 * MiB}",
+            f"process 0 {steady} {2 * GiB}",
+        ],
+    )
     samples = top_samples(["--interval", "0.2", "--count", "25"], gpuleak_env(device, state))
     last = samples[-1]
     leak = process_in(last, leaker)
@@ -77,8 +80,9 @@ def test_plain_output_in_a_pipe_has_no_terminal_codes(device, started):
 
 
 def test_sigterm_ends_top_cleanly(device):
-    process = subprocess.Popen([GPULEAK, "top", "--json", "--interval", "0.2"],
-                               env=gpuleak_env(device), stdout=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        [GPULEAK, "top", "--json", "--interval", "0.2"], env=gpuleak_env(device), stdout=subprocess.PIPE, text=True
+    )
     try:
         first = process.stdout.readline()
         assert json.loads(first)["sample"] == 0
@@ -92,8 +96,12 @@ def test_sigterm_ends_top_cleanly(device):
 
 
 def test_bad_flags_exit_2_with_one_line(device):
-    for args in (["top", "--interval", "0"], ["top", "--pid", "-3"], ["top", "--bogus"],
-                 ["top", "--min-growth", "lots"]):
+    for args in (
+        ["top", "--interval", "0"],
+        ["top", "--pid", "-3"],
+        ["top", "--bogus"],
+        ["top", "--min-growth", "lots"],
+    ):
         result = run_gpuleak(args, gpuleak_env(device))
         assert result.returncode == 2, args
         assert result.stderr.startswith("gpuleak: ")

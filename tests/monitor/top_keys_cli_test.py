@@ -9,32 +9,32 @@ import subprocess
 
 import pytest
 
-from process_fixtures import (GPULEAK, PYTHON, gpuleak_env, is_running, make_orphan, wait_until,
-                              write_nvml_state)
+from process_fixtures import GPULEAK, PYTHON, gpuleak_env, is_running, make_orphan, wait_until, write_nvml_state
 from tmux_pane import NO_TMUX, TMUX, pids, rows
 
 pytestmark = pytest.mark.skipif(TMUX is None, reason=NO_TMUX)
 
 # gpuleak attach's test programs: a training loop started without gpuleak.
-ATTACH_PROGRAMS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "attach",
-                               "programs")
+ATTACH_PROGRAMS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "attach", "programs")
 
 MiB = 1 << 20
 GiB = 1 << 30
 
 # Holds the stand-in device files; with "fork" also a child that holds them.
-HOLDER = ("import os,sys,time\n"
-          "held=[open(p,'rb') for p in sys.argv[1:3]]\n"
-          "child=0\n"
-          "if sys.argv[3]=='fork':\n"
-          "    child=os.fork()\n"
-          "    if child==0:\n"
-          "        parent=os.getppid()\n"
-          "        while os.getppid()==parent: time.sleep(0.2)\n"
-          "        os._exit(0)\n"
-          "print(child,flush=True)\n"
-          "parent=os.getppid()\n"
-          "while os.getppid()==parent: time.sleep(0.2)\n")
+HOLDER = (
+    "import os,sys,time\n"
+    "held=[open(p,'rb') for p in sys.argv[1:3]]\n"
+    "child=0\n"
+    "if sys.argv[3]=='fork':\n"
+    "    child=os.fork()\n"
+    "    if child==0:\n"
+    "        parent=os.getppid()\n"
+    "        while os.getppid()==parent: time.sleep(0.2)\n"
+    "        os._exit(0)\n"
+    "print(child,flush=True)\n"
+    "parent=os.getppid()\n"
+    "while os.getppid()==parent: time.sleep(0.2)\n"
+)
 
 
 def start_tagged_holder(started, device, tag):
@@ -42,8 +42,7 @@ def start_tagged_holder(started, device, tag):
     script = os.path.join(device.directory, "holder.py")
     with open(script, "w") as f:
         f.write(HOLDER)
-    process = started.popen([PYTHON, script, device.gpu, device.ctl, tag],
-                            stdout=subprocess.PIPE, text=True)
+    process = started.popen([PYTHON, script, device.gpu, device.ctl, tag], stdout=subprocess.PIPE, text=True)
     child = int(process.stdout.readline())
     if child:
         started.adopt(child)
@@ -54,11 +53,14 @@ def test_keys_sort_filter_tree_select_and_q_restores_the_terminal(device, starte
     alpha, _ = start_tagged_holder(started, device, "alpha")
     beta, _ = start_tagged_holder(started, device, "beta")
     parent, child = start_tagged_holder(started, device, "fork")
-    state = write_nvml_state(device, [
-        f"device GPU-2222-stand-in {80 * GiB} {6 * GiB} {512 * MiB} Stand-in H100",
-        f"process 0 {alpha} {4 * GiB}",
-        f"process 0 {beta} {GiB} {64 * MiB}",
-    ])
+    state = write_nvml_state(
+        device,
+        [
+            f"device GPU-2222-stand-in {80 * GiB} {6 * GiB} {512 * MiB} Stand-in H100",
+            f"process 0 {alpha} {4 * GiB}",
+            f"process 0 {beta} {GiB} {64 * MiB}",
+        ],
+    )
     pane = pane_factory(gpuleak_env(device, state), ["--interval", "0.2"])
     shown = {alpha, beta, parent, child}
     screen = pane.wait_for(lambda s: shown <= set(pids(s)) and "q quit" in s)
@@ -91,6 +93,7 @@ def test_keys_sort_filter_tree_select_and_q_restores_the_terminal(device, starte
 
     def selected(s):
         return [pid for pid, sel, _ in rows(s) if sel]
+
     order = pids(screen)
     was = selected(screen)
     assert len(was) == 1  # the selection stays on its process across keys
@@ -141,8 +144,7 @@ def attach_refusal():
     return None
 
 
-def test_a_attaches_to_the_selected_process_and_its_report_stays_in_view(device, started,
-                                                                        pane_factory):
+def test_a_attaches_to_the_selected_process_and_its_report_stays_in_view(device, started, pane_factory):
     why = attach_refusal()
     if why:
         pytest.skip(why)
@@ -151,11 +153,9 @@ def test_a_attaches_to_the_selected_process_and_its_report_stays_in_view(device,
     loop = [PYTHON, os.path.join(ATTACH_PROGRAMS, "training_loop.py"), "2500", "1", "5"]
     # The same loop without gpuleak, alongside: what the joined one must print.
     alone = started.popen(loop, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-    program = started.popen(loop, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=env)
+    program = started.popen(loop, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     assert program.stdout.readline() == "ready\n"
-    pane = pane_factory(gpuleak_env(device), ["--interval", "0.2", "--pid", str(program.pid),
-                                              "--attach-duration", "3"])
+    pane = pane_factory(gpuleak_env(device), ["--interval", "0.2", "--pid", str(program.pid), "--attach-duration", "3"])
     pane.wait_for(lambda s: program.pid in pids(s) and "q quit" in s)
     pane.keys("/", *"training_loop", "Enter")
     pane.wait_for(lambda s: [(pid, sel) for pid, sel, _ in rows(s)] == [(program.pid, True)])
@@ -180,13 +180,11 @@ def test_a_attaches_to_the_selected_process_and_its_report_stays_in_view(device,
     # The program went on and ended as it does without gpuleak.
     out, err = program.communicate(timeout=120)
     alone_out, alone_err = alone.communicate(timeout=120)
-    assert (out, err, program.returncode) == (alone_out[len("ready\n"):], alone_err,
-                                              alone.returncode)
+    assert (out, err, program.returncode) == (alone_out[len("ready\n") :], alone_err, alone.returncode)
     assert program.returncode == 5 and "gpuleak" not in err
 
 
-def test_sigterm_to_top_during_a_detaches_the_attach_and_the_program_goes_on(device, started,
-                                                                           pane_factory):
+def test_sigterm_to_top_during_a_detaches_the_attach_and_the_program_goes_on(device, started, pane_factory):
     why = attach_refusal()
     if why:
         pytest.skip(why)
@@ -194,17 +192,16 @@ def test_sigterm_to_top_during_a_detaches_the_attach_and_the_program_goes_on(dev
     env.update(PYTHONPATH=ATTACH_PROGRAMS, PYTHONDONTWRITEBYTECODE="1")
     loop = [PYTHON, os.path.join(ATTACH_PROGRAMS, "training_loop.py"), "2500", "1", "5"]
     alone = started.popen(loop, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
-    program = started.popen(loop, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=env)
+    program = started.popen(loop, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     assert program.stdout.readline() == "ready\n"
-    pane = pane_factory(gpuleak_env(device), ["--interval", "0.2", "--pid", str(program.pid),
-                                              "--attach-duration", "600"])
+    pane = pane_factory(
+        gpuleak_env(device), ["--interval", "0.2", "--pid", str(program.pid), "--attach-duration", "600"]
+    )
     pane.wait_for(lambda s: program.pid in pids(s) and "q quit" in s)
     pane.keys("/", *"training_loop", "Enter")
     pane.wait_for(lambda s: [(pid, sel) for pid, sel, _ in rows(s)] == [(program.pid, True)])
     pane.keys("a")
-    pane.wait_for(lambda s: f"gpuleak: attached to PID {program.pid}" in s, history_lines=300,
-                  bound_s=120)
+    pane.wait_for(lambda s: f"gpuleak: attached to PID {program.pid}" in s, history_lines=300, bound_s=120)
     top = pane.top_pid()
     os.kill(top, signal.SIGTERM)
     # top ends at once with SIGTERM's status, the terminal as it was; the
@@ -212,12 +209,10 @@ def test_sigterm_to_top_during_a_detaches_the_attach_and_the_program_goes_on(dev
     pane.wait_for(lambda s: "TOP-ENDED" in s, history_lines=300)
     assert pane.read("status.txt").strip() == str(128 + signal.SIGTERM)
     assert pane.read("after.txt") == pane.read("before.txt")
-    screen = pane.wait_for(lambda s: f"gpuleak: detached from PID {program.pid}" in s,
-                           history_lines=300, bound_s=120)
+    screen = pane.wait_for(lambda s: f"gpuleak: detached from PID {program.pid}" in s, history_lines=300, bound_s=120)
     assert "Verdict: " in screen and "until it detached; the process kept running" in screen
     assert "gpuleak" not in open(f"/proc/{program.pid}/cmdline").read()
     assert "TracerPid:\t0\n" in open(f"/proc/{program.pid}/status").read()
     out, err = program.communicate(timeout=120)
     alone_out, alone_err = alone.communicate(timeout=120)
-    assert (out, err, program.returncode) == (alone_out[len("ready\n"):], alone_err,
-                                              alone.returncode)
+    assert (out, err, program.returncode) == (alone_out[len("ready\n") :], alone_err, alone.returncode)

@@ -19,13 +19,16 @@ def terminal_settings(pane):
     """`stty -g` of the pane's terminal now, read from outside."""
     tty = pane.tmux("display-message", "-p", "#{pane_tty}").strip()
     with open(tty) as terminal:
-        return subprocess.run(["stty", "-g"], stdin=terminal, stdout=subprocess.PIPE, text=True,
-                              timeout=30, check=True).stdout
+        return subprocess.run(
+            ["stty", "-g"], stdin=terminal, stdout=subprocess.PIPE, text=True, timeout=30, check=True
+        ).stdout
 
 
-@pytest.mark.parametrize("signal_number", [signal.SIGTERM, signal.SIGHUP, signal.SIGSEGV,
-                                           signal.SIGBUS, signal.SIGFPE, signal.SIGILL,
-                                           signal.SIGABRT], ids=lambda s: signal.Signals(s).name)
+@pytest.mark.parametrize(
+    "signal_number",
+    [signal.SIGTERM, signal.SIGHUP, signal.SIGSEGV, signal.SIGBUS, signal.SIGFPE, signal.SIGILL, signal.SIGABRT],
+    ids=lambda s: signal.Signals(s).name,
+)
 def test_the_terminal_is_restored_when_top_dies_by(signal_number, device, pane_factory):
     pane = pane_factory(gpuleak_env(device), ["--interval", "0.2"])
     pane.wait_for(lambda s: "q quit" in s)
@@ -46,9 +49,11 @@ def test_a_terminal_that_takes_no_output_does_not_keep_top_from_dying(device, pa
     server = int(pane.tmux("display-message", "-p", "#{pid}").strip())
     os.kill(server, signal.SIGSTOP)  # nothing reads the terminal's output any more
     try:
+
         def blocked_in_write():
             with open(f"/proc/{top}/syscall") as f:
                 return f.read().split()[0] == "1"  # write(2), waiting for room
+
         assert wait_until(blocked_in_write), "top never filled the terminal's buffer"
         os.kill(top, signal.SIGTERM)
         # The restore cannot finish (its drain waits for the stopped reader):

@@ -26,7 +26,7 @@ if PACKAGE_DIR not in sys.path:
 # in its atexit handler when the process exits normally (it locks the main
 # thread's buffer after glibc's thread_local destructors retired it and the
 # writer freed it; reported to the collector's owner).
-CHILD_PRELUDE = '''
+CHILD_PRELUDE = """
 import ctypes as _ctypes, os as _os, sys as _sys
 _traced_collector = _ctypes.PyDLL(_os.environ["GPULEAK_COLLECTOR"])
 assert _traced_collector.gpuleak_start_recording() == 1, "the collector did not start"
@@ -47,7 +47,7 @@ def _leave_on_uncaught_error(kind, value, traceback):
     leave_traced_program(1)
 
 _sys.excepthook = _leave_on_uncaught_error
-'''
+"""
 
 
 def build_dir():
@@ -58,8 +58,10 @@ def build_dir():
 def collector_path():
     path = os.path.join(build_dir(), "libgpuleak_collector.so")
     if not os.path.exists(path):
-        pytest.skip("no collector at %s: build it (cmake --build <build>) with the CUDA headers "
-                    "present, and set GPULEAK_BUILD_DIR" % path)
+        pytest.skip(
+            "no collector at %s: build it (cmake --build <build>) with the CUDA headers "
+            "present, and set GPULEAK_BUILD_DIR" % path
+        )
     return path
 
 
@@ -88,9 +90,13 @@ class TracedRun:
         assert traces, "no trace written in %s; stderr:\n%s" % (self.trace_dir, self.stderr)
         out = []
         for name in traces:
-            dumped = subprocess.run([self.dump_tool, os.path.join(self.trace_dir, name)],
-                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                    timeout=60)
+            dumped = subprocess.run(
+                [self.dump_tool, os.path.join(self.trace_dir, name)],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                timeout=60,
+            )
             assert dumped.returncode == 0, dumped.stderr
             out.extend(json.loads(line) for line in dumped.stdout.splitlines() if line)
         return out
@@ -99,8 +105,7 @@ class TracedRun:
         return [r for r in self.records() if r["type"] == "step"]
 
     def annotations(self, key):
-        return [json.loads(r["value"]) for r in self.records()
-                if r["type"] == "annotation" and r["key"] == key]
+        return [json.loads(r["value"]) for r in self.records() if r["type"] == "annotation" and r["key"] == key]
 
 
 @pytest.fixture
@@ -114,18 +119,26 @@ def run_traced(tmp_path, collector_path, dump_tool):
         trace_dir = tmp_path / "traces"
         env = dict(os.environ)
         env.pop("PYTHONSTARTUP", None)
-        env.update({
-            "PYTHONPATH": os.pathsep.join([BOOT_DIR, PACKAGE_DIR]),
-            "GPULEAK_COLLECTOR": collector_path,
-            "GPULEAK_TRACE_DIR": str(trace_dir),
-            "GPULEAK_CACHE_DIR": str(tmp_path / "cache"),
-            "GPULEAK_FLUSH_MS": "20",
-            "PYTHONDONTWRITEBYTECODE": "1",
-        })
+        env.update(
+            {
+                "PYTHONPATH": os.pathsep.join([BOOT_DIR, PACKAGE_DIR]),
+                "GPULEAK_COLLECTOR": collector_path,
+                "GPULEAK_TRACE_DIR": str(trace_dir),
+                "GPULEAK_CACHE_DIR": str(tmp_path / "cache"),
+                "GPULEAK_FLUSH_MS": "20",
+                "PYTHONDONTWRITEBYTECODE": "1",
+            }
+        )
         env.update(extra_env or {})
-        completed = subprocess.run([PYTHON, str(script)], cwd=str(tmp_path), env=env,
-                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                   timeout=timeout)
+        completed = subprocess.run(
+            [PYTHON, str(script)],
+            cwd=str(tmp_path),
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=timeout,
+        )
         return TracedRun(completed, str(trace_dir), dump_tool)
 
     return run

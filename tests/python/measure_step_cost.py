@@ -40,8 +40,13 @@ def best_per_step_us(function):
 def main():
     build = os.environ.get("GPULEAK_BUILD_DIR") or os.path.join(REPO, "build-py")
     trace_dir = tempfile.mkdtemp(prefix="gpuleak-step-cost-")
-    os.environ.update({"GPULEAK_COLLECTOR": os.path.join(build, "libgpuleak_collector.so"),
-                       "GPULEAK_TRACE_DIR": trace_dir, "GPULEAK_HOLDER_REQUESTS": "1"})
+    os.environ.update(
+        {
+            "GPULEAK_COLLECTOR": os.path.join(build, "libgpuleak_collector.so"),
+            "GPULEAK_TRACE_DIR": trace_dir,
+            "GPULEAK_HOLDER_REQUESTS": "1",
+        }
+    )
     library = ctypes.PyDLL(os.environ["GPULEAK_COLLECTOR"])
     assert library.gpuleak_start_recording() == 1
 
@@ -63,7 +68,8 @@ def main():
     stats = {"allocated_bytes": {"all": {"current": 1}}, "reserved_bytes": {"all": {"current": 2}}}
     fake_torch = types.SimpleNamespace(
         cuda=types.SimpleNamespace(current_device=lambda: 0, mem_get_info=lambda d: (1, 2)),
-        _C=types.SimpleNamespace(_cuda_memoryStats=lambda d: stats))
+        _C=types.SimpleNamespace(_cuda_memoryStats=lambda d: stats),
+    )
     clock.sampler = MemorySampler(fake_torch, _collector.load(), pool_backend=False)
     results["with_sampler"] = best_per_step_us(hook_only)
     clock.sampler = None
@@ -81,8 +87,9 @@ def main():
     _boot.register_step_hooks(torch, clock)
     results["sgd_step_with_hooks"] = best_per_step_us(sgd_steps)
     library.gpuleak_flush()
-    print("python %s, torch %s, %d steps x best of %d rounds"
-          % (sys.version.split()[0], torch.__version__, STEPS, ROUNDS))
+    print(
+        "python %s, torch %s, %d steps x best of %d rounds" % (sys.version.split()[0], torch.__version__, STEPS, ROUNDS)
+    )
     for name, value in results.items():
         print("%-24s %7.2f us/step" % (name, value))
     sys.stdout.flush()

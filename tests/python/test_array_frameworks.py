@@ -15,7 +15,7 @@ import subprocess
 from conftest import BOOT_DIR, PACKAGE_DIR, build_dir
 
 STAND_IN_CUPY = {
-    "cupy/__init__.py": '''
+    "cupy/__init__.py": """
 from cupy import cuda
 from cupy.cuda import memory_hook
 __version__ = "stand-in"
@@ -34,7 +34,7 @@ class ndarray:
 
 def empty(nbytes):
     return ndarray(nbytes)
-''',
+""",
     "cupy/cuda/__init__.py": '''
 from cupy.cuda import memory_hook
 from cupy.cuda.memory_hook import MemoryHook
@@ -61,7 +61,7 @@ class Pool:
 
 POOL = Pool()
 ''',
-    "cupy/cuda/memory_hook.py": '''
+    "cupy/cuda/memory_hook.py": """
 import threading
 _local = threading.local()
 
@@ -81,11 +81,11 @@ class MemoryHook:
         pass
     def free_postprocess(self, **kwargs):
         pass
-''',
+""",
 }
 
 STAND_IN_JAX = {
-    "jax/__init__.py": '''
+    "jax/__init__.py": """
 class Device:
     platform, id = "gpu", 0
     def __init__(self):
@@ -98,7 +98,7 @@ _device = Device()
 
 def devices():
     return [_device]
-''',
+""",
 }
 
 
@@ -116,7 +116,8 @@ def package_path(root):
 def test_cupy_arrays_are_recorded_with_the_line_that_made_them(run_traced, tmp_path):
     stand_ins = tmp_path / "site-packages"  # where CuPy and JAX are installed
     write_package(stand_ins, STAND_IN_CUPY)
-    run = run_traced('''
+    run = run_traced(
+        """
 import cupy
 
 kept = []
@@ -125,7 +126,9 @@ for step in range(6):
     kept.append(cupy.empty(1 << 16))  # the kept line
     del scratch
 leave_traced_program()
-''', {"PYTHONPATH": package_path(stand_ins)})
+""",
+        {"PYTHONPATH": package_path(stand_ins)},
+    )
     assert run.returncode == 0, run.stderr
     assert run.gpuleak_lines() == []
     records = run.records()
@@ -139,14 +142,17 @@ leave_traced_program()
     assert tracking[-1]["hidden_allocations"] is False
 
     # The report names the program's line, not the hook's or the pool's.
-    report = subprocess.run([os.path.join(build_dir(), "gpuleak"), "report", "--json",
-                             run.trace_dir], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, timeout=120)
+    report = subprocess.run(
+        [os.path.join(build_dir(), "gpuleak"), "report", "--json", run.trace_dir],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        timeout=120,
+    )
     assert report.returncode == 0, report.stderr
     process = json.loads(report.stdout)["processes"][0]
     groups = process["leaks"]["groups"]
-    kept_line = next(i for i, line in enumerate(open(tmp_path / "program.py"), 1)
-                     if "# the kept line" in line)
+    kept_line = next(i for i, line in enumerate(open(tmp_path / "program.py"), 1) if "# the kept line" in line)
     assert any(g["site"]["line"] == kept_line and g["allocations"] == 6 for g in groups), groups
     assert process["framework_tracking"]["framework"] == "CuPy"
 
@@ -157,7 +163,8 @@ def test_cupy_arrays_kept_in_a_list_get_their_holder_without_torch(run_traced, t
     # by the walk over CuPy's arrays.
     stand_ins = tmp_path / "site-packages"
     write_package(stand_ins, STAND_IN_CUPY)
-    run = run_traced('''
+    run = run_traced(
+        """
 import json, os, sys, time
 import cupy
 
@@ -179,8 +186,9 @@ for step in range(100000):
 time.sleep(0.3)
 print("torch imported:", "torch" in sys.modules)
 leave_traced_program()
-''', {"PYTHONPATH": package_path(stand_ins), "GPULEAK_HOLDER_REQUESTS": "1",
-      "GPULEAK_HOLDER_IDLE_MS": "300"})
+""",
+        {"PYTHONPATH": package_path(stand_ins), "GPULEAK_HOLDER_REQUESTS": "1", "GPULEAK_HOLDER_IDLE_MS": "300"},
+    )
     assert run.returncode == 0, run.stderr
     assert "torch imported: False" in run.stdout
     (answer,) = run.annotations("holder")
@@ -192,7 +200,7 @@ leave_traced_program()
     assert site["cause"] == "tensor-container" and "x.get()" in site["fix"], site["fix"]
 
 
-SHORT_CUPY_LOOP = '''
+SHORT_CUPY_LOOP = """
 import sys, time
 import cupy
 
@@ -204,7 +212,7 @@ while time.monotonic() - started < {seconds}:
     time.sleep(0.002)
 print("torch imported:", "torch" in sys.modules)
 leave_traced_program()
-'''
+"""
 
 
 def test_a_short_cupy_loop_gets_its_holder_before_it_ends(run_traced, tmp_path):
@@ -213,8 +221,7 @@ def test_a_short_cupy_loop_gets_its_holder_before_it_ends(run_traced, tmp_path):
     # find the growing site in the process and the holder is walked at once.
     stand_ins = tmp_path / "site-packages"
     write_package(stand_ins, STAND_IN_CUPY)
-    program = SHORT_CUPY_LOOP.replace("{seconds}", "1.0").replace(
-        "{keep}", "spectra.append(power)  # the kept line")
+    program = SHORT_CUPY_LOOP.replace("{seconds}", "1.0").replace("{keep}", "spectra.append(power)  # the kept line")
     run = run_traced(program, {"PYTHONPATH": package_path(stand_ins), "GPULEAK_HOLDER_REQUESTS": "1"})
     assert run.returncode == 0, run.stderr
     assert "torch imported: False" in run.stdout
@@ -240,24 +247,37 @@ def test_a_short_cupy_loop_that_keeps_nothing_walks_for_no_holder(run_traced, tm
 def test_jax_preallocation_is_said_with_the_settings_that_show_arrays(run_traced, tmp_path):
     stand_ins = tmp_path / "site-packages"  # where CuPy and JAX are installed
     write_package(stand_ins, STAND_IN_JAX)
-    run = run_traced('''
+    run = run_traced(
+        """
 import time
 import jax
 time.sleep(0.3)
 leave_traced_program()
-''', {"PYTHONPATH": package_path(stand_ins), "GPULEAK_DEVICE_SAMPLE_MS": "20"})
+""",
+        {"PYTHONPATH": package_path(stand_ins), "GPULEAK_DEVICE_SAMPLE_MS": "20"},
+    )
     assert run.returncode == 0, run.stderr
     tracking = run.annotations("framework_tracking")
-    assert tracking == [{"framework": "JAX", "mode": "preallocated-pool", "hidden_allocations": True,
-                         "device_memory_holds_arrays": False,
-                         "how_to_see": "XLA_PYTHON_CLIENT_PREALLOCATE=false "
-                                       "XLA_PYTHON_CLIENT_ALLOCATOR=platform"}]
+    assert tracking == [
+        {
+            "framework": "JAX",
+            "mode": "preallocated-pool",
+            "hidden_allocations": True,
+            "device_memory_holds_arrays": False,
+            "how_to_see": "XLA_PYTHON_CLIENT_PREALLOCATE=false " "XLA_PYTHON_CLIENT_ALLOCATOR=platform",
+        }
+    ]
     used = [r for r in run.records() if r["type"] == "sample" and r["metric"] == 5]
     assert len(used) >= 3, "the pool's bytes in use are sampled"
     assert [u["value"] for u in used] == sorted(u["value"] for u in used)
 
-    report = subprocess.run([os.path.join(build_dir(), "gpuleak"), "report", run.trace_dir],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=120)
+    report = subprocess.run(
+        [os.path.join(build_dir(), "gpuleak"), "report", run.trace_dir],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        timeout=120,
+    )
     assert report.returncode == 0, report.stderr
     assert "JAX allocates from a pool it reserved at start" in report.stdout + report.stderr
     assert "XLA_PYTHON_CLIENT_ALLOCATOR=platform" in report.stdout + report.stderr
@@ -270,7 +290,8 @@ def test_jax_set_up_before_recording_starts_is_still_said(run_traced, tmp_path):
     # start (the H200 traces of JAX programs had none before).
     stand_ins = tmp_path / "site-packages"
     write_package(stand_ins, STAND_IN_JAX)
-    run = run_traced('''
+    run = run_traced(
+        """
 import ctypes, os, sys, time
 collector = ctypes.PyDLL(os.environ["GPULEAK_COLLECTOR"])
 import jax
@@ -280,14 +301,16 @@ time.sleep(0.3)
 sys.stdout.flush()
 collector.gpuleak_flush()
 os._exit(0)
-''', {"PYTHONPATH": package_path(stand_ins), "GPULEAK_DEVICE_SAMPLE_MS": "20"}, prelude=False)
+""",
+        {"PYTHONPATH": package_path(stand_ins), "GPULEAK_DEVICE_SAMPLE_MS": "20"},
+        prelude=False,
+    )
     assert run.returncode == 0, run.stderr
     tracking = run.annotations("framework_tracking")
     assert [t["mode"] for t in tracking] == ["preallocated-pool"]
     records = run.records()
     first_sample = next(i for i, r in enumerate(records) if r["type"] == "sample" and r["metric"] == 5)
-    annotated = next(i for i, r in enumerate(records)
-                     if r["type"] == "annotation" and r["key"] == "framework_tracking")
+    annotated = next(i for i, r in enumerate(records) if r["type"] == "annotation" and r["key"] == "framework_tracking")
     assert annotated < first_sample
 
 
@@ -296,7 +319,8 @@ def test_cupy_set_up_before_recording_starts_is_said_with_its_first_array(run_tr
     # so the waiting framework annotation goes out with its first array.
     stand_ins = tmp_path / "site-packages"
     write_package(stand_ins, STAND_IN_CUPY)
-    run = run_traced('''
+    run = run_traced(
+        """
 import ctypes, os, sys
 collector = ctypes.PyDLL(os.environ["GPULEAK_COLLECTOR"])
 import cupy
@@ -305,7 +329,10 @@ kept = [cupy.empty(4096) for _ in range(3)]
 sys.stdout.flush()
 collector.gpuleak_flush()
 os._exit(0)
-''', {"PYTHONPATH": package_path(stand_ins)}, prelude=False)
+""",
+        {"PYTHONPATH": package_path(stand_ins)},
+        prelude=False,
+    )
     assert run.returncode == 0, run.stderr
     assert [t["framework"] for t in run.annotations("framework_tracking")] == ["CuPy"]
 
@@ -313,46 +340,57 @@ os._exit(0)
 def test_jax_platform_allocator_hides_nothing(run_traced, tmp_path):
     stand_ins = tmp_path / "site-packages"  # where CuPy and JAX are installed
     write_package(stand_ins, STAND_IN_JAX)
-    run = run_traced('''
+    run = run_traced(
+        """
 import jax
 leave_traced_program()
-''', {"PYTHONPATH": package_path(stand_ins), "XLA_PYTHON_CLIENT_ALLOCATOR": "platform",
-      "GPULEAK_DEVICE_SAMPLE_MS": "0"})
+""",
+        {
+            "PYTHONPATH": package_path(stand_ins),
+            "XLA_PYTHON_CLIENT_ALLOCATOR": "platform",
+            "GPULEAK_DEVICE_SAMPLE_MS": "0",
+        },
+    )
     assert run.returncode == 0, run.stderr
     assert run.annotations("framework_tracking") == [
-        {"framework": "JAX", "mode": "platform", "hidden_allocations": False,
-         "device_memory_holds_arrays": True}]
+        {"framework": "JAX", "mode": "platform", "hidden_allocations": False, "device_memory_holds_arrays": True}
+    ]
 
 
 def test_jax_allocator_modes_follow_its_documented_settings():
     from gpuleak import jax_arrays
 
     assert jax_arrays.allocator_mode({}) == ("preallocated-pool", True)
-    assert jax_arrays.allocator_mode({"XLA_PYTHON_CLIENT_PREALLOCATE": "false"}) == \
-        ("pool-on-demand", True)
-    assert jax_arrays.allocator_mode({"XLA_PYTHON_CLIENT_ALLOCATOR": "platform",
-                                      "XLA_PYTHON_CLIENT_PREALLOCATE": "true"}) == ("platform", False)
+    assert jax_arrays.allocator_mode({"XLA_PYTHON_CLIENT_PREALLOCATE": "false"}) == ("pool-on-demand", True)
+    assert jax_arrays.allocator_mode(
+        {"XLA_PYTHON_CLIENT_ALLOCATOR": "platform", "XLA_PYTHON_CLIENT_PREALLOCATE": "true"}
+    ) == ("platform", False)
     assert jax_arrays.tracking_annotation({"XLA_PYTHON_CLIENT_MEM_FRACTION": ".5"})["mem_fraction"] == ".5"
 
 
 def test_a_failing_hook_says_so_once_and_the_program_goes_on(run_traced, tmp_path):
     stand_ins = tmp_path / "site-packages"  # where CuPy and JAX are installed
     files = dict(STAND_IN_CUPY)
-    files["cupy/cuda/__init__.py"] += '''
+    files[
+        "cupy/cuda/__init__.py"
+    ] += """
 _malloc = Pool.malloc
 def malloc_without_mem_ptr(self, size):
     for hook in memory_hook.hooks():
         hook.malloc_postprocess(device_id=0, size=size)
     return 0
 Pool.malloc = malloc_without_mem_ptr
-'''
+"""
     write_package(stand_ins, files)
-    run = run_traced('''
+    run = run_traced(
+        """
 import cupy
 arrays = [cupy.empty(100) for _ in range(3)]
 print("still running")
 leave_traced_program()
-''', {"PYTHONPATH": package_path(stand_ins)})
+""",
+        {"PYTHONPATH": package_path(stand_ins)},
+    )
     assert run.returncode == 0, run.stderr
     assert "still running" in run.stdout
     assert len([l for l in run.gpuleak_lines() if "CuPy array tracking failed" in l]) == 1

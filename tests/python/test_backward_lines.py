@@ -20,7 +20,7 @@ import pytest
 from conftest import build_dir
 
 HEADERS = os.path.join(sysconfig.get_paths()["include"], "internal", "pycore_frame.h")
-ENGINE_SOURCE = r'''
+ENGINE_SOURCE = r"""
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -68,9 +68,9 @@ int run_engine_thread(const char* collector, uint64_t address) {
   pthread_join(thread, 0);
   return 0;
 }
-'''
+"""
 
-PROGRAM = '''
+PROGRAM = """
 import ctypes
 from gpuleak import frame_reader
 ok, message = frame_reader.register(_traced_collector)
@@ -95,7 +95,7 @@ def train():
 train()
 assert run_backward(0x4000) == 0  # no loan: native frames only
 leave_traced_program()
-'''
+"""
 
 
 @pytest.fixture(scope="module")
@@ -106,14 +106,14 @@ def engine_library(tmp_path_factory):
     folder = tmp_path_factory.mktemp("engine")
     source, library = folder / "engine.c", folder / "libengine.so"
     source.write_text(ENGINE_SOURCE)
-    subprocess.run([compiler, "-shared", "-fPIC", "-O1", "-o", str(library), str(source), "-lpthread",
-                    "-ldl"], check=True)
+    subprocess.run(
+        [compiler, "-shared", "-fPIC", "-O1", "-o", str(library), str(source), "-lpthread", "-ldl"], check=True
+    )
     return str(library)
 
 
 @pytest.mark.skipif(not os.path.exists(HEADERS), reason="Python's headers are not installed (python3-dev)")
-def test_an_allocation_on_a_thread_without_python_is_blamed_on_the_lending_line(run_traced,
-                                                                                engine_library):
+def test_an_allocation_on_a_thread_without_python_is_blamed_on_the_lending_line(run_traced, engine_library):
     gpuleak = os.path.join(build_dir(), "gpuleak")
     if not os.path.exists(gpuleak):
         pytest.skip("no gpuleak binary at %s" % gpuleak)
@@ -122,9 +122,13 @@ def test_an_allocation_on_a_thread_without_python_is_blamed_on_the_lending_line(
     # The program's source is read from its folder (report reads sources only
     # from the trace or from --source-root: docs/security.md).
     source_root = os.path.dirname(str(run.trace_dir))
-    out = subprocess.run([gpuleak, "report", "--json", "--source-root", source_root, run.trace_dir],
-                         stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True, timeout=60)
+    out = subprocess.run(
+        [gpuleak, "report", "--json", "--source-root", source_root, run.trace_dir],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        timeout=60,
+    )
     assert out.returncode == 0, out.stderr
     groups = json.loads(out.stdout)["processes"][0]["leaks"]["groups"]
     assert len(groups) == 2, groups
@@ -141,26 +145,33 @@ def test_an_allocation_on_a_thread_without_python_is_blamed_on_the_lending_line(
     assert all(f["language"] == "native" for f in other["frames"])
 
 
-NODE_PROGRAM = '''
+NODE_PROGRAM = """
 import ctypes
 ctypes.CDLL("libstdc++.so.6", mode=ctypes.RTLD_GLOBAL)  # the node class's library
 engine = ctypes.CDLL(_os.environ["ENGINE_LIBRARY"])
 assert engine.run_node_thread(_os.environ["GPULEAK_COLLECTOR"].encode(), ctypes.c_uint64(0x5000)) == 0
 leave_traced_program()
-'''
+"""
 
 
 @pytest.mark.parametrize("native_stacks", ["0", "1"])
 def test_a_block_allocated_in_an_autograd_node_is_named_by_the_node_not_unwound(
-        run_traced, engine_library, native_stacks):
+    run_traced, engine_library, native_stacks
+):
     gpuleak = os.path.join(build_dir(), "gpuleak")
     if not os.path.exists(gpuleak):
         pytest.skip("no gpuleak binary at %s" % gpuleak)
-    run = run_traced(NODE_PROGRAM, extra_env={"ENGINE_LIBRARY": engine_library,
-                                              "GPULEAK_BACKWARD_NATIVE_STACKS": native_stacks})
+    run = run_traced(
+        NODE_PROGRAM, extra_env={"ENGINE_LIBRARY": engine_library, "GPULEAK_BACKWARD_NATIVE_STACKS": native_stacks}
+    )
     assert run.returncode == 0, run.stderr
-    out = subprocess.run([gpuleak, "report", "--json", run.trace_dir], stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True, timeout=60)
+    out = subprocess.run(
+        [gpuleak, "report", "--json", run.trace_dir],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        timeout=60,
+    )
     assert out.returncode == 0, out.stderr
     groups = json.loads(out.stdout)["processes"][0]["leaks"]["groups"]
     assert len(groups) == 1, groups

@@ -12,8 +12,7 @@ PLAIN = {(0, step): 2.0 - step / 100 for step in range(40)}
 
 
 def shifted(losses, relative, every=1):
-    return {key: value * (1 + relative) if key[1] % every == 0 else value
-            for key, value in losses.items()}
+    return {key: value * (1 + relative) if key[1] % every == 0 else value for key, value in losses.items()}
 
 
 def judge(traced, plain_again=None):

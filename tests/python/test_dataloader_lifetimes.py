@@ -80,7 +80,8 @@ def test_no_workers_without_num_workers():
 
 def test_workers_end_by_themselves_soon_after_their_parent_is_killed(tmp_path):
     pids_file = tmp_path / "pids"
-    program = textwrap.dedent("""
+    program = textwrap.dedent(
+        """
         import sys, time
         from torch.utils.data import DataLoader, Dataset
         class Slow(Dataset):
@@ -93,7 +94,8 @@ def test_workers_end_by_themselves_soon_after_their_parent_is_killed(tmp_path):
         next(iterator)
         open(sys.argv[1], "w").write(" ".join(str(w.pid) for w in iterator._workers))
         time.sleep(120)
-    """)
+    """
+    )
     parent = subprocess.Popen([PYTHON, "-c", program, str(pids_file)])
     deadline = time.monotonic() + 60
     while not pids_file.exists() or not pids_file.read_text():

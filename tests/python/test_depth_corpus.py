@@ -64,37 +64,65 @@ def test_scorer_lists_and_dry_runs_without_a_gpu():
     listed = subprocess.run([sys.executable, SCORER, "--list"], capture_output=True, text=True, check=True).stdout
     for case_id in CASES:
         assert case_id[:40] in listed
-    dry = subprocess.run([sys.executable, SCORER, "--dry-run", "--out", "/tmp/depth-dry", "--cuda-bin", "/tmp/bin"],
-                         capture_output=True, text=True, check=True).stdout
+    dry = subprocess.run(
+        [sys.executable, SCORER, "--dry-run", "--out", "/tmp/depth-dry", "--cuda-bin", "/tmp/bin"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     assert "prepare: python3 examples/depth/leak_extension_cudamalloc_per_call.py --build-only" in dry
     assert "-lcublas" in dry and "{cudnn}" in dry
 
 
 def report(program, growth):
-    return {"schema": "gpuleak-report/1",
-            "processes": [{"pid": 10, "parent_pid": 1, "command_line": ["python3", "examples/depth/" + program],
-                           "executable": "/usr/bin/python3", "growth": growth}]}
+    return {
+        "schema": "gpuleak-report/1",
+        "processes": [
+            {
+                "pid": 10,
+                "parent_pid": 1,
+                "command_line": ["python3", "examples/depth/" + program],
+                "executable": "/usr/bin/python3",
+                "growth": growth,
+            }
+        ],
+    }
 
 
 def native_report(binary, growth):
-    return {"schema": "gpuleak-report/1",
-            "processes": [{"pid": 11, "parent_pid": 1, "command_line": ["/bin/" + binary, "--steps", "80"],
-                           "executable": "/bin/" + binary, "growth": growth}]}
+    return {
+        "schema": "gpuleak-report/1",
+        "processes": [
+            {
+                "pid": 11,
+                "parent_pid": 1,
+                "command_line": ["/bin/" + binary, "--steps", "80"],
+                "executable": "/bin/" + binary,
+                "growth": growth,
+            }
+        ],
+    }
 
 
 def site(file_name, line, source=""):
-    return {"site": {"file": "/repo/examples/depth/" + file_name, "line": line, "function": "f",
-                     "source_line": source},
-            "frames": [{"function": "cublasCreate_v2", "file": "", "line": 0}]}
+    return {
+        "site": {"file": "/repo/examples/depth/" + file_name, "line": line, "function": "f", "source_line": source},
+        "frames": [{"function": "cublasCreate_v2", "file": "", "line": 0}],
+    }
 
 
 def test_a_right_cpp_library_report_passes():
     case = CASES["leak_cublas_handle_per_call"]
     line = depth_labels.line_of(case["expected"]["keep_line"])
-    growth = {"verdict": "LEAK", "steps": 80, "warmup_steps": 5, "verdict_step": 20,
-              "cause_text": "cublasCreate at leak_cublas_handle_per_call.cu:%d makes a handle per call" % line,
-              "fix": "create one handle and reuse it; cublasDestroy it at exit",
-              "sites": [site(case["program"], line)]}
+    growth = {
+        "verdict": "LEAK",
+        "steps": 80,
+        "warmup_steps": 5,
+        "verdict_step": 20,
+        "cause_text": "cublasCreate at leak_cublas_handle_per_call.cu:%d makes a handle per call" % line,
+        "fix": "create one handle and reuse it; cublasDestroy it at exit",
+        "sites": [site(case["program"], line)],
+    }
     record = scorer.score_case(case, native_report("leak_cublas_handle_per_call", growth), None)
     assert record["pass"], record
     assert record["checks"]["library_api"] and record["checks"]["no_wrong_advice"]
@@ -103,9 +131,15 @@ def test_a_right_cpp_library_report_passes():
 def test_wrong_words_and_lines_fail_the_checks_they_should():
     case = CASES["leak_cublas_handle_per_call"]
     line = depth_labels.line_of(case["expected"]["keep_line"])
-    growth = {"verdict": "LEAK", "steps": 80, "warmup_steps": 5, "verdict_step": 20,
-              "cause_text": "tensors are kept alive by a Python reference", "fix": "store .item() copies",
-              "sites": [site(case["program"], line + 2, "cublasCreate(&handle); cublasDestroy")]}
+    growth = {
+        "verdict": "LEAK",
+        "steps": 80,
+        "warmup_steps": 5,
+        "verdict_step": 20,
+        "cause_text": "tensors are kept alive by a Python reference",
+        "fix": "store .item() copies",
+        "sites": [site(case["program"], line + 2, "cublasCreate(&handle); cublasDestroy")],
+    }
     record = scorer.score_case(case, native_report("leak_cublas_handle_per_call", growth), None)
     assert record["checks"]["no_wrong_advice"] is False
     assert record["checks"]["keeping_line"] is False
@@ -116,10 +150,19 @@ def test_wrong_words_and_lines_fail_the_checks_they_should():
 def test_a_view_fixed_with_detach_fails_and_with_clone_passes():
     case = CASES["leak_view_last_token_logits"]
     line = depth_labels.line_of(case["expected"]["keep_line"])
-    holder = {"site_id": 1, "kind": "list", "holder": {"type": "list", "name": "last_token_logits",
-                                                       "kept_at": {"file": case["program"], "line": line}}}
-    wrong = {"verdict": "LEAK", "steps": 50, "warmup_steps": 3, "verdict_step": 9, "holder": holder,
-             "fix": "detach() before storing"}
+    holder = {
+        "site_id": 1,
+        "kind": "list",
+        "holder": {"type": "list", "name": "last_token_logits", "kept_at": {"file": case["program"], "line": line}},
+    }
+    wrong = {
+        "verdict": "LEAK",
+        "steps": 50,
+        "warmup_steps": 3,
+        "verdict_step": 9,
+        "holder": holder,
+        "fix": "detach() before storing",
+    }
     record = scorer.score_case(case, report(case["program"], wrong), None)
     assert record["checks"]["keeping_line"] and record["checks"]["view"] is False and not record["pass"]
     right = dict(wrong, fix="the kept element is a view of a 98 MiB tensor: store logits[:, -1, :].clone()")

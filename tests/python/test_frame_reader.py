@@ -27,14 +27,18 @@ def report(trace_dir):
     # Traced without `gpuleak run`, so no source lines were captured: read
     # them from the program's folder, named as the checkout.
     checkout = os.path.dirname(trace_dir)
-    out = subprocess.run([gpuleak_cli(), "report", "--json", "--source-root", checkout, trace_dir],
-                         stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True, timeout=60)
+    out = subprocess.run(
+        [gpuleak_cli(), "report", "--json", "--source-root", checkout, trace_dir],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        timeout=60,
+    )
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout)["processes"][0]
 
 
-PROGRAM = '''
+PROGRAM = """
 import ctypes, threading
 released = ctypes.CDLL(_os.environ["GPULEAK_COLLECTOR"])  # calls release the GIL
 if _os.environ.get("WITH_READER") == "1":
@@ -56,7 +60,7 @@ worker = threading.Thread(target=deeper, args=(0x2000, 1))
 worker.start()
 worker.join()
 leave_traced_program()
-'''
+"""
 
 
 def marked_line(marker):
@@ -110,8 +114,12 @@ def shipped_package_dir():
 def test_shipped_reader_needs_no_compiler(run_traced, tmp_path):
     package = shipped_package_dir()
     # No compiler to find and an empty cache: only the shipped reader can serve.
-    env = {"WITH_READER": "1", "CC": "/bin/false", "PATH": "/nonexistent",
-           "PYTHONPATH": os.pathsep.join([os.path.join(package, "boot"), package])}
+    env = {
+        "WITH_READER": "1",
+        "CC": "/bin/false",
+        "PATH": "/nonexistent",
+        "PYTHONPATH": os.pathsep.join([os.path.join(package, "boot"), package]),
+    }
     run = run_traced(PROGRAM, extra_env=env)
     assert run.returncode == 0, run.stderr
     process = report(run.trace_dir)
@@ -131,7 +139,8 @@ def test_reader_of_another_python_version_is_refused(monkeypatch, tmp_path):
     import importlib.util
 
     spec = importlib.util.spec_from_file_location(
-        "shipped_frame_reader", os.path.join(package, "gpuleak", "frame_reader.py"))
+        "shipped_frame_reader", os.path.join(package, "gpuleak", "frame_reader.py")
+    )
     shipped = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(shipped)
     shipped_file = shipped.prebuilt_path()

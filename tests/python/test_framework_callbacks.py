@@ -18,7 +18,8 @@ import gpuleak
 
 needs_phases = pytest.mark.skipif(
     not hasattr(gpuleak, "begin_phase"),
-    reason="gpuleak.begin_phase/end_phase (the lead's phase API) are not in this tree yet")
+    reason="gpuleak.begin_phase/end_phase (the lead's phase API) are not in this tree yet",
+)
 
 STAND_IN_LIGHTNING = {
     "lightning/__init__.py": "",
@@ -43,7 +44,8 @@ def phases(run):
 @needs_phases
 def test_lightning_loops_become_phases_and_their_batches_steps(run_traced, tmp_path):
     write_package(tmp_path / "stand-ins", STAND_IN_LIGHTNING)
-    run = run_traced('''
+    run = run_traced(
+        """
 from gpuleak.lightning_callback import GpuleakCallback
 import lightning.pytorch
 
@@ -65,21 +67,30 @@ callback.on_test_batch_end(trainer, module, None, None, 0)
 callback.on_exception(trainer, module, RuntimeError("stopped"))
 callback.on_test_end(trainer, module)
 leave_traced_program()
-''', {"PYTHONPATH": os.pathsep.join([BOOT_DIR, PACKAGE_DIR, str(tmp_path / "stand-ins")])})
+""",
+        {"PYTHONPATH": os.pathsep.join([BOOT_DIR, PACKAGE_DIR, str(tmp_path / "stand-ins")])},
+    )
     assert run.returncode == 0, run.stderr
     assert run.gpuleak_lines() == []
     assert phases(run) == [
-        ("sanity-check", "begin"), ("validation", "begin"), ("validation", "end"),
-        ("sanity-check", "begin"), ("sanity-check", "end"),
-        ("validation", "begin"), ("validation", "end"),
-        ("test", "begin"), ("test", "end")]
+        ("sanity-check", "begin"),
+        ("validation", "begin"),
+        ("validation", "end"),
+        ("sanity-check", "begin"),
+        ("sanity-check", "end"),
+        ("validation", "begin"),
+        ("validation", "end"),
+        ("test", "begin"),
+        ("test", "end"),
+    ]
     assert len(run.steps()) == 6, "one step per validation and test batch"
 
 
 @needs_phases
 def test_trainer_evaluation_becomes_a_phase_of_prediction_steps(run_traced, tmp_path):
     write_package(tmp_path / "stand-ins", STAND_IN_TRANSFORMERS)
-    run = run_traced('''
+    run = run_traced(
+        """
 from gpuleak.transformers_callback import GpuleakTrainerCallback
 import transformers
 
@@ -92,7 +103,9 @@ for evaluation in range(2):
 callback.on_evaluate(None, None, None, metrics={})  # nothing open: nothing ends
 callback.on_train_end(None, None, None)
 leave_traced_program()
-''', {"PYTHONPATH": os.pathsep.join([BOOT_DIR, PACKAGE_DIR, str(tmp_path / "stand-ins")])})
+""",
+        {"PYTHONPATH": os.pathsep.join([BOOT_DIR, PACKAGE_DIR, str(tmp_path / "stand-ins")])},
+    )
     assert run.returncode == 0, run.stderr
     assert phases(run) == [("evaluation", "begin"), ("evaluation", "end")] * 2
     assert len(run.steps()) == 8
@@ -104,7 +117,7 @@ def test_the_callbacks_are_no_ops_outside_gpuleak_run(tmp_path):
     import sys
 
     write_package(tmp_path / "stand-ins", {**STAND_IN_LIGHTNING, **STAND_IN_TRANSFORMERS})
-    program = '''
+    program = """
 from gpuleak.lightning_callback import GpuleakCallback
 from gpuleak.transformers_callback import GpuleakTrainerCallback
 c = GpuleakCallback()
@@ -113,11 +126,12 @@ c.on_validation_end(None, None)
 t = GpuleakTrainerCallback()
 t.on_prediction_step(None, None, None); t.on_evaluate(None, None, None)
 print("ok")
-'''
+"""
     env = {k: v for k, v in os.environ.items() if not k.startswith("GPULEAK")}
     env["PYTHONPATH"] = os.pathsep.join([PACKAGE_DIR, str(tmp_path / "stand-ins")])
-    done = subprocess.run([sys.executable, "-c", program], env=env, stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-c", program], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=60
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout == "ok\n"
     assert done.stderr == ""

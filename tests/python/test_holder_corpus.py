@@ -48,13 +48,13 @@ NOT_ASKED = {"holder_cuda_graph_per_length.py", "holder_predictions_concatenated
 # torch 1.13 (Debian's) saves the batch in the mean's backward too, so both
 # buffers keep it there; torch 2.x saves only sizes for mean (the label).
 ALSO_RIGHT_ON_TORCH_1 = {
-    "holder_buffer_running_var.py": [{"type": "Tensor", "name": "running_mean",
-                                      "owner": "buffer of MyBatchNorm"}],
+    "holder_buffer_running_var.py": [{"type": "Tensor", "name": "running_mean", "owner": "buffer of MyBatchNorm"}],
 }
 
 
 # ---------------------------------------------------------------------------
 # The child: asks the walk from inside the running script.
+
 
 def _live_storages(torch):
     found = {}
@@ -86,7 +86,8 @@ def ask_main(argv):
         elif state["step"] == ASK_STEP and state["answer"] is None:
             new = [[p, n] for p, n in _live_storages(torch).items() if p not in state["base"]]
             state["answer"] = holders.answer_request(
-                {"request_id": 1, "sites": [{"site_id": 1, "addresses": new}]}, 30.0)
+                {"request_id": 1, "sites": [{"site_id": 1, "addresses": new}]}, 30.0
+            )
             state["answer"]["requested"] = len(new)
 
     stand_in = types.ModuleType("gpuleak")
@@ -142,8 +143,15 @@ def child_environment():
 
 def run_child(command):
     try:
-        result = subprocess.run(command, cwd=CORPUS, env=child_environment(), stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True, timeout=CHILD_TIMEOUT_S)
+        result = subprocess.run(
+            command,
+            cwd=CORPUS,
+            env=child_environment(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=CHILD_TIMEOUT_S,
+        )
         return {"rc": result.returncode, "stderr": result.stderr[-3000:]}
     except subprocess.TimeoutExpired:
         return {"rc": None, "stderr": "timed out after %d s" % CHILD_TIMEOUT_S}
@@ -151,12 +159,18 @@ def run_child(command):
 
 @pytest.fixture(scope="module")
 def answers(tmp_path_factory):
-    if subprocess.run([TORCH_PYTHON, "-c", "import torch"], stdout=subprocess.DEVNULL,
-                      stderr=subprocess.DEVNULL).returncode != 0:
+    if (
+        subprocess.run(
+            [TORCH_PYTHON, "-c", "import torch"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        ).returncode
+        != 0
+    ):
         pytest.skip("%s has no torch (apt-get install python3-torch)" % TORCH_PYTHON)
     out_dir = tmp_path_factory.mktemp("holder-corpus")
-    jobs = {script: [TORCH_PYTHON, os.path.abspath(__file__), "--ask", str(out_dir / (script + ".json")),
-                     script] for script in ASKED}
+    jobs = {
+        script: [TORCH_PYTHON, os.path.abspath(__file__), "--ask", str(out_dir / (script + ".json")), script]
+        for script in ASKED
+    }
     with concurrent.futures.ThreadPoolExecutor(max(2, os.cpu_count() or 2)) as pool:
         futures = {script: pool.submit(run_child, command) for script, command in jobs.items()}
         results = {script: future.result() for script, future in futures.items()}
@@ -170,7 +184,7 @@ def normalize_owner(owner):
     if not isinstance(owner, str):
         return owner
     if " (" in owner and owner.endswith(")"):
-        owner = owner[:owner.rindex(" (")]
+        owner = owner[: owner.rindex(" (")]
     words = owner.split(" ", 2)
     if len(words) == 3 and words[0] == "local" and words[1] == "of":
         return "local of " + words[2].split(".")[-1]
@@ -179,18 +193,32 @@ def normalize_owner(owner):
 
 def holder_matches(expected, got):
     return got is not None and all(
-        expected.get(field) is None or
-        (normalize_owner(expected[field]) if field == "owner" else str(expected[field]).lower()) ==
-        (normalize_owner(got.get(field)) if field == "owner" else str(got.get(field)).lower())
-        for field in ("type", "name", "owner"))
+        expected.get(field) is None
+        or (normalize_owner(expected[field]) if field == "owner" else str(expected[field]).lower())
+        == (normalize_owner(got.get(field)) if field == "owner" else str(got.get(field)).lower())
+        for field in ("type", "name", "owner")
+    )
 
 
 def test_labels_are_complete_and_in_step_with_the_markers():
     assert holder_labels.problems(LABELS) == []
     kinds = {case["holder_kind"] for case in LABELS["cases"]}
-    assert {"exception-traceback", "closure", "lambda", "functools-partial", "bound-method",
-            "module-hook", "tensor-hook", "autograd-cycle", "module-buffer", "optimizer-state",
-            "cuda-graph-pool", "class-attribute", "module-global", "lru-cache"} <= kinds
+    assert {
+        "exception-traceback",
+        "closure",
+        "lambda",
+        "functools-partial",
+        "bound-method",
+        "module-hook",
+        "tensor-hook",
+        "autograd-cycle",
+        "module-buffer",
+        "optimizer-state",
+        "cuda-graph-pool",
+        "class-attribute",
+        "module-global",
+        "lru-cache",
+    } <= kinds
     assert len(LABELS["cases"]) >= 14
 
 
@@ -203,8 +231,7 @@ def test_walk_names_the_labelled_holder_and_keeping_statement(answers, script):
     site = answer["sites"][0]
     holder = site.get("holder")
     expected = CASES[script]["expected"]
-    right = [expected["holder"]] + expected.get("holder_alternatives", []) + \
-        ALSO_RIGHT_ON_TORCH_1.get(script, [])
+    right = [expected["holder"]] + expected.get("holder_alternatives", []) + ALSO_RIGHT_ON_TORCH_1.get(script, [])
     assert any(holder_matches(h, holder) for h in right), (holder, site.get("note"))
     kept_at = holder.get("kept_at") or {}
     labelled_line = int(expected["kept_line"].rsplit(":", 1)[1])

@@ -5,7 +5,7 @@ import shutil
 
 from conftest import PACKAGE_DIR
 
-LEAKING_TRAINING = '''
+LEAKING_TRAINING = """
 import json, os
 import torch
 
@@ -33,15 +33,14 @@ for step in range(10):
     if step == {request_at}:
         print("request file after the step:", os.path.exists(request_path))
 leave_traced_program()
-'''
+"""
 
-ADDRESSES_OF_LOSSES = '''json.dumps({"request_id": 3, "sites": [{"site_id": 17, "label": "program.py:25",
-    "addresses": [[l.data_ptr(), 4] for l in losses]}]})'''
+ADDRESSES_OF_LOSSES = """json.dumps({"request_id": 3, "sites": [{"site_id": 17, "label": "program.py:25",
+    "addresses": [[l.data_ptr(), 4] for l in losses]}]})"""
 
 
 def program(request_at=5, request_text=ADDRESSES_OF_LOSSES):
-    return LEAKING_TRAINING.replace("{request_at}", str(request_at)).replace(
-        "{request_text}", request_text)
+    return LEAKING_TRAINING.replace("{request_at}", str(request_at)).replace("{request_text}", request_text)
 
 
 def test_request_is_answered_at_the_next_step_boundary(run_traced):
@@ -57,9 +56,15 @@ def test_request_is_answered_at_the_next_step_boundary(run_traced):
     assert site["matched_addresses"] == 6
     assert site["kind"] == "tensor" and site["element_has_grad_fn"] is True
     kept_at = site["holder"].pop("kept_at")
-    assert site["holder"] == {"type": "list", "name": "losses", "owner": "module __main__",
-                              "path": "__main__.losses", "length": 6, "bounded": False,
-                              "maxlen": None}
+    assert site["holder"] == {
+        "type": "list",
+        "name": "losses",
+        "owner": "module __main__",
+        "path": "__main__.losses",
+        "length": 6,
+        "bounded": False,
+        "maxlen": None,
+    }
     # The keeping statement, read from the program's own file in the process.
     assert kept_at["statement"].startswith("losses.append(loss)")
     assert kept_at["kind"] == "append" and kept_at["in_loop"] is True
@@ -69,15 +74,15 @@ def test_request_is_answered_at_the_next_step_boundary(run_traced):
     # step 6 (6 losses above), while the program went on to 10; it arrives after step 6.
     records = run.records()
     sixth = next(i for i, r in enumerate(records) if r["type"] == "step" and r["step"] == 6)
-    holder_at = next(i for i, r in enumerate(records)
-                     if r["type"] == "annotation" and r["key"] == "holder")
+    holder_at = next(i for i, r in enumerate(records) if r["type"] == "annotation" and r["key"] == "holder")
     assert sixth < holder_at
     assert run.gpuleak_lines() == []
 
 
 def test_unreadable_request_is_answered_with_an_error(run_traced):
-    run = run_traced(program(request_text='"{not json"'),
-                     {"GPULEAK_HOLDER_REQUESTS": "1", "GPULEAK_HOLDER_POLL_MS": "0"})
+    run = run_traced(
+        program(request_text='"{not json"'), {"GPULEAK_HOLDER_REQUESTS": "1", "GPULEAK_HOLDER_POLL_MS": "0"}
+    )
     assert run.returncode == 0, run.stderr
     assert "request file after the step: False" in run.stdout
     (answer,) = run.annotations("holder")
@@ -123,14 +128,16 @@ def test_the_first_step_of_a_jax_platform_loop_keeps_its_driver_allocations_inde
     from gpuleak._holder_requests import HolderRequests
 
     ticks = []
-    collector = type("Collector", (), {"growth_tick": lambda self, index: ticks.append(index),
-                                       "take_growth_candidates": lambda self: []})()
+    collector = type(
+        "Collector",
+        (),
+        {"growth_tick": lambda self, index: ticks.append(index), "take_growth_candidates": lambda self: []},
+    )()
     requests = HolderRequests(collector, str(tmp_path), seconds=1)
     for arrays_in_driver_allocations in (True, False):
         ticks.clear()
         requests.stepped = False
-        monkeypatch.setattr(_holder_requests, "driver_allocations_are_arrays",
-                            lambda: arrays_in_driver_allocations)
+        monkeypatch.setattr(_holder_requests, "driver_allocations_are_arrays", lambda: arrays_in_driver_allocations)
         for _ in range(3):
             requests.on_step()
         assert ticks == ([True] if arrays_in_driver_allocations else [])
@@ -168,8 +175,11 @@ def test_the_program_goes_on_while_the_copy_walks():
 
     delivered = []
     started = time.monotonic()
-    run_in_background(lambda: (time.sleep(1.5), {"walked": True})[1], 10.0,
-                      lambda result, failure: delivered.append((result, failure, time.monotonic())))
+    run_in_background(
+        lambda: (time.sleep(1.5), {"walked": True})[1],
+        10.0,
+        lambda result, failure: delivered.append((result, failure, time.monotonic())),
+    )
     returned_after = time.monotonic() - started
     assert returned_after < 1.0 and delivered == []
     assert wait_for_walks(20.0)
@@ -195,6 +205,7 @@ def test_a_forked_child_does_not_wait_for_its_parents_walks():
 def test_a_program_that_ends_during_a_walk_still_gets_its_answer(tmp_path):
     import subprocess
     import sys
+
     answer_file = tmp_path / "answer.json"
     script = (
         "import json, sys, time\n"
@@ -203,14 +214,15 @@ def test_a_program_that_ends_during_a_walk_still_gets_its_answer(tmp_path):
         "def deliver(result, failure):\n"
         "    open(%r, 'w').write(json.dumps([result, failure]))\n"
         "run_in_background(lambda: (time.sleep(1.0), 'named')[1], 10.0, deliver)\n"
-        "print('main ends')\n" % (PACKAGE_DIR, str(answer_file)))
+        "print('main ends')\n" % (PACKAGE_DIR, str(answer_file))
+    )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout == "main ends\n"
     assert answer_file.read_text() == '["named", null]'
 
 
-LOOP_WITHOUT_STEPS = '''
+LOOP_WITHOUT_STEPS = """
 import json, os, time
 import torch
 
@@ -233,7 +245,7 @@ for i in range(100000):
 print("answered after %.1f s, request file left: %s" % (time.monotonic() - started, os.path.exists(request_path)))
 time.sleep(0.3)
 leave_traced_program()
-'''
+"""
 
 
 def test_request_in_a_loop_without_steps_is_answered_by_the_watcher(run_traced):
@@ -249,9 +261,7 @@ def test_request_in_a_loop_without_steps_is_answered_by_the_watcher(run_traced):
     assert run.gpuleak_lines() == []
 
 
-
-ADDRESSES_OF_LOSSES_WITH_MORE_TIME = ADDRESSES_OF_LOSSES.replace('"request_id": 3,',
-                                                                 '"request_id": 3, "seconds": 20,')
+ADDRESSES_OF_LOSSES_WITH_MORE_TIME = ADDRESSES_OF_LOSSES.replace('"request_id": 3,', '"request_id": 3, "seconds": 20,')
 
 
 def test_a_request_that_asks_for_more_time_gets_it(run_traced, tmp_path):

@@ -24,9 +24,12 @@ def addresses(tensors):
 
 
 def ask(*sites, seconds=5.0):
-    request = {"request_id": 11, "sites": [
-        {"site_id": index + 1, "label": "test.py:%d" % index, "addresses": site}
-        for index, site in enumerate(sites)]}
+    request = {
+        "request_id": 11,
+        "sites": [
+            {"site_id": index + 1, "label": "test.py:%d" % index, "addresses": site} for index, site in enumerate(sites)
+        ],
+    }
     answer = holders.answer_request(request, seconds)
     assert answer["request_id"] == 11
     assert "error" not in answer, answer
@@ -92,9 +95,15 @@ def test_memory_held_by_no_tensor_matches_nothing():
     buffer = bytearray(1 << 16)
     address = ctypes.addressof((ctypes.c_char * len(buffer)).from_buffer(buffer))
     site = ask_one([[address, len(buffer)]])
-    assert site == {"site_id": 1, "matched_addresses": 0, "kind": "unknown", "holder": None,
-                    "graph_tensors_per_element": None, "element_has_grad_fn": False,
-                    "fix": None}
+    assert site == {
+        "site_id": 1,
+        "matched_addresses": 0,
+        "kind": "unknown",
+        "holder": None,
+        "graph_tensors_per_element": None,
+        "element_has_grad_fn": False,
+        "fix": None,
+    }
 
 
 def test_dict_keyed_by_step_is_a_cache_to_bound():
@@ -220,8 +229,7 @@ def test_exceptions_kept_in_a_list_keep_their_frames_tensors():
 
 def test_forward_hook_saving_activations_into_a_global_list():
     model = make_model()
-    handle = model[1].register_forward_hook(
-        lambda module, inputs, output: activations_from_hook.append(output))
+    handle = model[1].register_forward_hook(lambda module, inputs, output: activations_from_hook.append(output))
     try:
         for _ in range(4):
             model(torch.randn(2, 8))
@@ -272,8 +280,7 @@ def test_closure_cell_of_a_plain_function():
         add(torch.randn(8))
     site = ask_one(addresses(add.__closure__[0].cell_contents))
     assert site["holder"]["name"] == "store"
-    assert site["holder"]["owner"].startswith("closure of ") and "make_accumulator" in \
-        site["holder"]["owner"]
+    assert site["holder"]["owner"].startswith("closure of ") and "make_accumulator" in site["holder"]["owner"]
 
 
 def test_tensor_used_as_a_dict_key():
@@ -379,6 +386,7 @@ def test_graph_freed_by_backward_matches_nothing():
 
 # ---- several sites, safety and limits ----------------------------------------------
 
+
 def test_several_sites_are_answered_together():
     a = [torch.randn(4) for _ in range(3)]
     b = {i: torch.randn(4) for i in range(3)}
@@ -428,8 +436,9 @@ def test_walk_is_bounded_by_its_time_budget():
     kept = [torch.randn(4) for _ in range(50)]
     globals()["many_kept"] = kept
     try:
-        answer = holders.answer_request({"request_id": 1, "sites": [
-            {"site_id": 1, "addresses": addresses(kept)}]}, seconds=0.0)
+        answer = holders.answer_request(
+            {"request_id": 1, "sites": [{"site_id": 1, "addresses": addresses(kept)}]}, seconds=0.0
+        )
         assert answer.get("timed_out") is True
         assert answer["seconds"] < 2.0
         assert answer["sites"][0]["site_id"] == 1
@@ -437,9 +446,10 @@ def test_walk_is_bounded_by_its_time_budget():
         del globals()["many_kept"]
 
 
-@pytest.mark.parametrize("request_value", [
-    {}, {"sites": None}, {"sites": [{"site_id": 1, "addresses": [["x", None], [1]]}]},
-    {"sites": "nonsense"}, None])
+@pytest.mark.parametrize(
+    "request_value",
+    [{}, {"sites": None}, {"sites": [{"site_id": 1, "addresses": [["x", None], [1]]}]}, {"sites": "nonsense"}, None],
+)
 def test_malformed_requests_never_raise(request_value):
     answer = holders.answer_request(request_value)
     assert isinstance(answer, dict) and "seconds" in answer

@@ -4,7 +4,7 @@ that step boundary, without waiting for a request from `gpuleak run` (which
 comes too late for a short job)."""
 
 
-LEAKING = '''
+LEAKING = """
 import ctypes, collections, torch
 released = ctypes.CDLL(_os.environ["GPULEAK_COLLECTOR"])
 model = torch.nn.Linear(8, 8)
@@ -22,7 +22,7 @@ for step in range(30):
     optimizer.step()
     keep(step)
 leave_traced_program()
-'''
+"""
 
 
 def holder_sites(run):
@@ -45,8 +45,10 @@ def test_a_list_that_grows_every_step_is_named_in_the_process(run_traced):
 
 
 def test_a_bounded_deque_is_named_bounded(run_traced):
-    run = run_traced(LEAKING % "kept = collections.deque(maxlen=20)",
-                     extra_env={"GPULEAK_HOLDER_REQUESTS": "1", "GPULEAK_TORCH_MODE": "off"})
+    run = run_traced(
+        LEAKING % "kept = collections.deque(maxlen=20)",
+        extra_env={"GPULEAK_HOLDER_REQUESTS": "1", "GPULEAK_TORCH_MODE": "off"},
+    )
     assert run.returncode == 0, run.stderr
     sites = holder_sites(run)
     assert len(sites) == 1, sites
@@ -65,8 +67,9 @@ def test_a_site_that_does_not_grow_every_step_is_walked_once_at_exit(run_traced)
     # Not a candidate while the program runs (its growth is never 8 steps in a row), but
     # it grew at 15 of 30 steps: one walk at exit names its holder.
     program = (LEAKING % "kept = []").replace("    keep(step)", "    if step % 2 == 0:\n        keep(step)")
-    program = program.replace("leave_traced_program()",
-                              "import atexit\natexit._run_exitfuncs()\nleave_traced_program()")
+    program = program.replace(
+        "leave_traced_program()", "import atexit\natexit._run_exitfuncs()\nleave_traced_program()"
+    )
     run = run_traced(program, extra_env={"GPULEAK_HOLDER_REQUESTS": "1", "GPULEAK_TORCH_MODE": "off"})
     assert run.returncode == 0, run.stderr
     answers = run.annotations("holder")
@@ -78,7 +81,7 @@ def test_a_site_that_does_not_grow_every_step_is_walked_once_at_exit(run_traced)
 # The depth corpus's leak_exception_kept_for_report in a short run on the CPU: every other
 # batch fails inside forward() and the loop keeps the exception, whose traceback keeps
 # forward()'s frame and its tensors. Six optimizer steps: too few for a candidate while it runs.
-EXCEPTIONS_KEPT = '''
+EXCEPTIONS_KEPT = """
 import ctypes, sys, weakref, torch
 collector = ctypes.CDLL(_os.environ["GPULEAK_COLLECTOR"])
 
@@ -121,12 +124,11 @@ main()
 import atexit
 atexit._run_exitfuncs()
 leave_traced_program()
-'''
+"""
 
 
 def test_exceptions_kept_in_a_short_run_are_walked_at_exit(run_traced):
-    run = run_traced(EXCEPTIONS_KEPT, extra_env={"GPULEAK_HOLDER_REQUESTS": "1",
-                                                  "GPULEAK_TORCH_MODE": "off"})
+    run = run_traced(EXCEPTIONS_KEPT, extra_env={"GPULEAK_HOLDER_REQUESTS": "1", "GPULEAK_TORCH_MODE": "off"})
     assert run.returncode == 0, run.stderr
     assert "steps=12 skipped=6" in run.stdout
     answers = run.annotations("holder")
@@ -145,8 +147,7 @@ def test_exceptions_kept_in_a_short_run_are_walked_at_exit(run_traced):
 
 
 def test_the_exit_walk_changes_nothing_the_program_prints(run_traced):
-    run = run_traced(EXCEPTIONS_KEPT, extra_env={"GPULEAK_HOLDER_REQUESTS": "1",
-                                                  "GPULEAK_TORCH_MODE": "off"})
+    run = run_traced(EXCEPTIONS_KEPT, extra_env={"GPULEAK_HOLDER_REQUESTS": "1", "GPULEAK_TORCH_MODE": "off"})
     assert run.returncode == 0, run.stderr
     assert run.stdout.strip().splitlines() == ["steps=12 skipped=6"]
     assert run.gpuleak_lines() == []

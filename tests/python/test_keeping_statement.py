@@ -17,7 +17,8 @@ import torch
 
 from gpuleak import holders
 
-MODULE_SOURCE = textwrap.dedent('''
+MODULE_SOURCE = textwrap.dedent(
+    '''
     import functools
     import torch
 
@@ -179,7 +180,8 @@ MODULE_SOURCE = textwrap.dedent('''
         # `kept`, the statement that made it keep every step's graph is in evaluate_sum.
         kept = evaluate_sum(3)  # CALLER returned-sum
         return ask(addresses([kept]))
-''')
+'''
+)
 
 CASES = {
     "extend_in_loop": ("extend", "kept", "extend"),

@@ -56,6 +56,7 @@ def framework_of(program):
 
 # --- the labels ----------------------------------------------------------------
 
+
 def test_corpus_json_agrees_with_the_programs_and_the_issue_list():
     assert labels.problems(CORPUS) == []
 
@@ -102,10 +103,17 @@ def test_no_program_calls_gpuleak():
 def torch_optim_uses(program):
     """The torch.optim.<name> attributes the program's code (not its prose) uses."""
     tree = ast.parse(source_of(program))
-    return sorted({node.attr for node in ast.walk(tree)
-                   if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Attribute)
-                   and node.value.attr == "optim" and isinstance(node.value.value, ast.Name)
-                   and node.value.value.id == "torch"})
+    return sorted(
+        {
+            node.attr
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Attribute)
+            and node.value.attr == "optim"
+            and isinstance(node.value.value, ast.Name)
+            and node.value.value.id == "torch"
+        }
+    )
 
 
 def test_torch_optim_only_where_the_report_used_it():
@@ -118,24 +126,42 @@ def test_torch_optim_only_where_the_report_used_it():
 
 # --- the programs run ------------------------------------------------------------
 
+
 def torch_programs():
     return [p for p in PROGRAMS if p.endswith(".py") and framework_of(p) == "pytorch"]
 
 
 @pytest.fixture(scope="module")
 def smoke_runs():
-    if subprocess.run([TORCH_PYTHON, "-c", "import torch"], stdout=subprocess.DEVNULL,
-                      stderr=subprocess.DEVNULL).returncode != 0:
+    if (
+        subprocess.run(
+            [TORCH_PYTHON, "-c", "import torch"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        ).returncode
+        != 0
+    ):
         pytest.skip("%s has no torch (apt-get install python3-torch)" % TORCH_PYTHON)
     env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONDONTWRITEBYTECODE="1")
     env.pop("PYTHONPATH", None)
 
     def run(program):
-        command = [TORCH_PYTHON, os.path.join(EXAMPLES, program), "--device", "cpu",
-                   "--iterations", str(SMOKE_ITERATIONS)]
+        command = [
+            TORCH_PYTHON,
+            os.path.join(EXAMPLES, program),
+            "--device",
+            "cpu",
+            "--iterations",
+            str(SMOKE_ITERATIONS),
+        ]
         try:
-            done = subprocess.run(command, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                  text=True, timeout=CHILD_TIMEOUT_S)
+            done = subprocess.run(
+                command,
+                cwd=REPO,
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                timeout=CHILD_TIMEOUT_S,
+            )
             return done.returncode, done.stdout, done.stderr
         except subprocess.TimeoutExpired:
             return None, "", "timed out after %d s" % CHILD_TIMEOUT_S
@@ -169,9 +195,21 @@ def nvcc_builds(tmp_path_factory):
     out_dir = tmp_path_factory.mktemp("nvcc")
 
     def build(program):
-        done = subprocess.run([compiler, "-std=c++17", "-arch=sm_90", "-o", str(out_dir / program),
-                               os.path.join(EXAMPLES, program), "-lcuda"], stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, text=True, timeout=CHILD_TIMEOUT_S)
+        done = subprocess.run(
+            [
+                compiler,
+                "-std=c++17",
+                "-arch=sm_90",
+                "-o",
+                str(out_dir / program),
+                os.path.join(EXAMPLES, program),
+                "-lcuda",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            timeout=CHILD_TIMEOUT_S,
+        )
         return done.returncode, done.stdout
 
     programs = [p for p in PROGRAMS if p.endswith(".cu")]
@@ -244,36 +282,85 @@ def scored(tmp_path_factory):
     fake.write_text(FAKE_GPULEAK)
     fake.chmod(0o755)
     plan = {
-        "leak_eval_loss_summed.py": {"behaviour": "report", "verdict": "LEAK", "verdict_step": 30,
-                                     "line": marked_line("leak_eval_loss_summed"),
-                                     "cause": "autograd-graph-kept-alive"},
+        "leak_eval_loss_summed.py": {
+            "behaviour": "report",
+            "verdict": "LEAK",
+            "verdict_step": 30,
+            "line": marked_line("leak_eval_loss_summed"),
+            "cause": "autograd-graph-kept-alive",
+        },
         # 5 time windows over 200 iterations: verdict at window 50 is 45 x 40 = 1800 iterations
-        "leak_rotary_cache_per_length.py": {"behaviour": "report", "verdict": "LEAK", "verdict_step": 50,
-                                            "steps": 5, "step_source": "time-window"},
-        "leak_streaming_lstm_state.py": {"behaviour": "report", "verdict": "NOT YET", "steps": 3,
-                                         "step_source": "time-window"},
+        "leak_rotary_cache_per_length.py": {
+            "behaviour": "report",
+            "verdict": "LEAK",
+            "verdict_step": 50,
+            "steps": 5,
+            "step_source": "time-window",
+        },
+        "leak_streaming_lstm_state.py": {
+            "behaviour": "report",
+            "verdict": "NOT YET",
+            "steps": 3,
+            "step_source": "time-window",
+        },
         "control_lru_cache_bounded.py": {"behaviour": "report", "verdict": "LEAK", "verdict_step": 60},
         "control_varying_shapes_inference.py": {"behaviour": "report", "verdict": "NO LEAK"},
-        "control_empty_cache_every_iteration.py": {"behaviour": "report", "verdict": "NOT YET", "steps": 4,
-                                                   "step_source": "time-window"},
+        "control_empty_cache_every_iteration.py": {
+            "behaviour": "report",
+            "verdict": "NOT YET",
+            "steps": 4,
+            "step_source": "time-window",
+        },
         "leak_serving_shape_keyed_cache.py": {"behaviour": "missing"},
         "leak_online_hedge_update.py": {"behaviour": "malformed"},
-        "leak_render_frame_scene": {"behaviour": "report", "verdict": "LEAK", "verdict_step": 20,
-                                    "line": marked_line("leak_render_frame_scene")},
+        "leak_render_frame_scene": {
+            "behaviour": "report",
+            "verdict": "LEAK",
+            "verdict_step": 20,
+            "line": marked_line("leak_render_frame_scene"),
+        },
         "control_first_inference_warmup.py": {"behaviour": "hang"},
     }
     (work / "plan.json").write_text(json.dumps(plan))
     pids = work / "pids.txt"
     pids.write_text("")
     env = dict(os.environ, FAKE_PLAN=str(work / "plan.json"), FAKE_PIDS=str(pids))
-    ids = ["leak_eval_loss_summed", "leak_rotary_cache_per_length", "leak_streaming_lstm_state",
-           "control_lru_cache_bounded", "control_varying_shapes_inference", "control_empty_cache_every_iteration",
-           "leak_serving_shape_keyed_cache",
-           "leak_online_hedge_update", "leak_render_frame_scene", "control_first_inference_warmup"]
+    ids = [
+        "leak_eval_loss_summed",
+        "leak_rotary_cache_per_length",
+        "leak_streaming_lstm_state",
+        "control_lru_cache_bounded",
+        "control_varying_shapes_inference",
+        "control_empty_cache_every_iteration",
+        "leak_serving_shape_keyed_cache",
+        "leak_online_hedge_update",
+        "leak_render_frame_scene",
+        "control_first_inference_warmup",
+    ]
     (work / "bin").mkdir()
-    done = subprocess.run([sys.executable, SCORER, "--gpuleak", str(fake), "--cuda-bin", str(work / "bin"),
-                           "--out", str(work / "out"), "--jobs", "4", "--timeout", "5", "--only"] + ids,
-                          env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=300)
+    done = subprocess.run(
+        [
+            sys.executable,
+            SCORER,
+            "--gpuleak",
+            str(fake),
+            "--cuda-bin",
+            str(work / "bin"),
+            "--out",
+            str(work / "out"),
+            "--jobs",
+            "4",
+            "--timeout",
+            "5",
+            "--only",
+        ]
+        + ids,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        timeout=300,
+    )
     results = json.loads((work / "out" / "loops-corpus.json").read_text())
     return done, {r["case"]: r for r in results["cases"]}, results, pids
 
@@ -319,17 +406,35 @@ def test_scorer_writes_complete_results_with_commands_and_exits_one(scored):
     assert done.returncode == 1
     assert results["complete"] and results["totals"]["not_finished"] == []
     assert results["totals"]["controls_with_leak"] == ["control_lru_cache_bounded"]
-    assert sorted(results["totals"]["controls_without_verdict"]) == ["control_empty_cache_every_iteration",
-                                                                     "control_first_inference_warmup"]
+    assert sorted(results["totals"]["controls_without_verdict"]) == [
+        "control_empty_cache_every_iteration",
+        "control_first_inference_warmup",
+    ]
     for record in records.values():
         assert record["command"][1:3] == ["run", "-o"] and "--iterations" in record["command"]
     assert "gated cases pass" in done.stdout
 
 
 def test_scorer_plain_mode_runs_programs_without_gpuleak(tmp_path):
-    done = subprocess.run([sys.executable, SCORER, "--plain", "--python", sys.executable, "--out", str(tmp_path),
-                           "--only", "control_eval_predictions_on_cpu", "--timeout", "5"],
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=120)
+    done = subprocess.run(
+        [
+            sys.executable,
+            SCORER,
+            "--plain",
+            "--python",
+            sys.executable,
+            "--out",
+            str(tmp_path),
+            "--only",
+            "control_eval_predictions_on_cpu",
+            "--timeout",
+            "5",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        timeout=120,
+    )
     results = json.loads((tmp_path / "loops-corpus.json").read_text())
     record = results["cases"][0]
     assert results["mode"] == "plain" and record["command"][0] == sys.executable
@@ -348,9 +453,25 @@ def test_recorded_h200_traces_get_their_labelled_verdicts_from_loops_found_in_th
     gpuleak = os.path.join(os.environ.get("GPULEAK_BUILD_DIR", os.path.join(REPO, "build")), "gpuleak")
     recorded = sorted(os.listdir(RECORDED))
     assert len(recorded) >= 4
-    run = subprocess.run([sys.executable, SCORER, "--gpuleak", gpuleak, "--rescore", RECORDED,
-                          "--out", str(tmp_path), "--jobs", "2", "--timeout", "120"],
-                         capture_output=True, text=True, timeout=600)
+    run = subprocess.run(
+        [
+            sys.executable,
+            SCORER,
+            "--gpuleak",
+            gpuleak,
+            "--rescore",
+            RECORDED,
+            "--out",
+            str(tmp_path),
+            "--jobs",
+            "2",
+            "--timeout",
+            "120",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     with open(tmp_path / "loops-corpus.json", encoding="utf-8") as handle:
         results = json.load(handle)
     cases = {r["case"]: r for r in results["cases"]}

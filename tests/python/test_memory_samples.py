@@ -13,16 +13,18 @@ def fake_torch(allocated=100, reserved=300, free=6 * GIB, total=8 * GIB, with_st
 
     def memory_stats(device):
         calls["stats"] += 1
-        return {"allocated_bytes": {"all": {"current": allocated}},
-                "reserved_bytes": {"all": {"current": reserved}}}
+        return {"allocated_bytes": {"all": {"current": allocated}}, "reserved_bytes": {"all": {"current": reserved}}}
 
     def mem_get_info(device):
         calls["mem_get_info"] += 1
         return free, total
 
     cuda = types.SimpleNamespace(
-        current_device=lambda: 1, mem_get_info=mem_get_info,
-        memory_allocated=lambda device: allocated, memory_reserved=lambda device: reserved)
+        current_device=lambda: 1,
+        mem_get_info=mem_get_info,
+        memory_allocated=lambda device: allocated,
+        memory_reserved=lambda device: reserved,
+    )
     torch_c = types.SimpleNamespace(**({"_cuda_memoryStats": memory_stats} if with_stats else {}))
     return types.SimpleNamespace(cuda=cuda, _C=torch_c), calls
 
@@ -68,13 +70,14 @@ def test_samples_are_rate_limited_per_kind():
     torch, calls = fake_torch()
     recorder = Recorder()
     clock = FakeClock()
-    sampler = MemorySampler(torch, recorder, pool_backend=False, torch_interval_s=0.05,
-                            device_interval_s=0.5, clock=clock)
+    sampler = MemorySampler(
+        torch, recorder, pool_backend=False, torch_interval_s=0.05, device_interval_s=0.5, clock=clock
+    )
     for _ in range(1000):  # 1000 steps of 1 ms
         sampler.on_step()
         clock.now += 0.001
-    assert 19 <= calls["stats"] <= 21          # one per 50 ms over 1 s
-    assert 2 <= calls["mem_get_info"] <= 3     # one per 500 ms
+    assert 19 <= calls["stats"] <= 21  # one per 50 ms over 1 s
+    assert 2 <= calls["mem_get_info"] <= 3  # one per 500 ms
 
 
 def test_nothing_is_sampled_while_a_cuda_graph_is_being_captured():
@@ -99,7 +102,8 @@ def test_intervals_come_from_the_environment(monkeypatch):
 
 
 def test_samples_reach_the_trace_at_step_boundaries(run_traced):
-    run = run_traced('''
+    run = run_traced(
+        """
         import types
         import torch
         import gpuleak._runtime as runtime
@@ -123,7 +127,8 @@ def test_samples_reach_the_trace_at_step_boundaries(run_traced):
             model(torch.randn(2, 4)).sum().backward()
             opt.step()
         leave_traced_program()
-    ''')
+    """
+    )
     assert run.returncode == 0, run.stderr
     records = run.records()
     allocated = [r["value"] for r in records if r["type"] == "sample" and r["metric"] == 6]
@@ -131,6 +136,5 @@ def test_samples_reach_the_trace_at_step_boundaries(run_traced):
     used = [r["value"] for r in records if r["type"] == "sample" and r["metric"] == 2]
     assert used == [1 << 30] * 4
     # each step record comes right before its samples
-    order = [(r["type"], r.get("metric")) for r in records if r["type"] in ("step", "sample")
-             and r.get("metric") != 1]
+    order = [(r["type"], r.get("metric")) for r in records if r["type"] in ("step", "sample") and r.get("metric") != 1]
     assert order[:5] == [("step", None), ("sample", 6), ("sample", 7), ("sample", 2), ("sample", 3)]

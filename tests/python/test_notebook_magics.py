@@ -38,21 +38,18 @@ def test_a_cell_under_gpuleak_shows_its_verdict_holder_and_html_report(tmp_path,
     monkeypatch.setenv("PYDEVD_DISABLE_FILE_VALIDATION", "1")
     notebook = nbformat.v4.new_notebook()
     notebook.cells = [
-        nbformat.v4.new_code_cell("%load_ext gpuleak\n"
-                                  "from stand_in_tensors import gpu_tensor\n"
-                                  "kept = []"),
-        nbformat.v4.new_code_cell("%%gpuleak leaky cell\n"
-                                  "for i in range(3):\n"
-                                  "    kept.append(gpu_tensor(1 << 18))"),
-        nbformat.v4.new_code_cell("%%gpuleak --no-html\n"
-                                  "x = gpu_tensor(1 << 18)\n"
-                                  "del x"),
+        nbformat.v4.new_code_cell("%load_ext gpuleak\n" "from stand_in_tensors import gpu_tensor\n" "kept = []"),
+        nbformat.v4.new_code_cell(
+            "%%gpuleak leaky cell\n" "for i in range(3):\n" "    kept.append(gpu_tensor(1 << 18))"
+        ),
+        nbformat.v4.new_code_cell("%%gpuleak --no-html\n" "x = gpu_tensor(1 << 18)\n" "del x"),
         nbformat.v4.new_code_cell("print(_gpuleak.verdict, _gpuleak.peak_bytes)"),
         nbformat.v4.new_code_cell("%%gpuleak --height\n1"),
         nbformat.v4.new_code_cell("%gpuleak_top --no-nvml"),
     ]
-    client = nbclient.NotebookClient(notebook, timeout=240, kernel_name="python3",
-                                     resources={"metadata": {"path": str(tmp_path)}})
+    client = nbclient.NotebookClient(
+        notebook, timeout=240, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
+    )
     client.execute()
     cells = notebook.cells
     leaky = cell_texts(cells[1])
@@ -66,6 +63,5 @@ def test_a_cell_under_gpuleak_shows_its_verdict_holder_and_html_report(tmp_path,
     assert "clean: nothing it allocated is still allocated" in cell_texts(cells[2])
     assert not [o for o in cells[2].outputs if "text/html" in o.get("data", {})]
     assert cell_texts(cells[3]).strip() == "clean 1048576"
-    assert "%%gpuleak: argument --height: expected one argument; usage: %%gpuleak [NAME]" \
-        in cell_texts(cells[4])
+    assert "%%gpuleak: argument --height: expected one argument; usage: %%gpuleak [NAME]" in cell_texts(cells[4])
     assert "gpuleak top" in cell_texts(cells[5])

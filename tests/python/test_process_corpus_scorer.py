@@ -27,7 +27,7 @@ import pytest
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SCORER_PATH = os.path.join(REPO, "tests", "gpu", "process_corpus.py")
 CASES_DIR = os.path.join(REPO, "examples", "processes")
-MIB = 2 ** 20
+MIB = 2**20
 
 spec = importlib.util.spec_from_file_location("process_corpus", SCORER_PATH)
 scorer = importlib.util.module_from_spec(spec)
@@ -48,17 +48,29 @@ def marked_line(script, text=None):
 
 
 def process(pid, role, gpu_work=True, site=None, peak_mib=None):
-    return {"pid": pid, "parent_pid": 1, "role": role, "gpu_work": gpu_work,
-            "cuda_first_use": None if site is None else {"time_s": 1.0, "device": 0, "context_created": True,
-                                                          "site": site, "frames": []},
-            "device_memory": None if peak_mib is None else {"samples": 9, "peak_used_bytes": int(peak_mib * MIB),
-                                                            "context_and_modules_bytes": int(500 * MIB)},
-            "summary": "peak"}
+    return {
+        "pid": pid,
+        "parent_pid": 1,
+        "role": role,
+        "gpu_work": gpu_work,
+        "cuda_first_use": None
+        if site is None
+        else {"time_s": 1.0, "device": 0, "context_created": True, "site": site, "frames": []},
+        "device_memory": None
+        if peak_mib is None
+        else {"samples": 9, "peak_used_bytes": int(peak_mib * MIB), "context_and_modules_bytes": int(500 * MIB)},
+        "summary": "peak",
+    }
 
 
 def site(script, line, function):
-    return {"file": "/repo/examples/processes/" + script, "line": line, "function": function,
-            "source_line": "x", "label": "%s:%d" % (script, line)}
+    return {
+        "file": "/repo/examples/processes/" + script,
+        "line": line,
+        "function": function,
+        "source_line": "x",
+        "label": "%s:%d" % (script, line),
+    }
 
 
 def spawn_case():
@@ -66,12 +78,21 @@ def spawn_case():
     script = "dataloader_getitem_cuda_spawn.py"
     truth = {"main": 100, "dataloader_worker": [101, 102, 103, 104]}
     init = site(script, marked_line(script), "GpuNormalizedImages.__getitem__")
-    report = {"schema": "gpuleak-report/1", "processes": [], "job": {
-        "main_pid": 100, "processes": [process(100, "main", site=site(script, 62, "main"), peak_mib=900)]
-        + [process(pid, "dataloader_worker", site=init, peak_mib=600) for pid in truth["dataloader_worker"]],
-        "findings": [{"kind": "worker_context", "pids": [104, 103, 102, 101], "summary": "4 workers"}]}}
-    observed = {"exit_status": 0, "timed_out": False,
-                "nvidia_smi_peak_mib": {"100": 920.0, "101": 610.0, "102": 600.0, "103": 590.0, "104": 640.0}}
+    report = {
+        "schema": "gpuleak-report/1",
+        "processes": [],
+        "job": {
+            "main_pid": 100,
+            "processes": [process(100, "main", site=site(script, 62, "main"), peak_mib=900)]
+            + [process(pid, "dataloader_worker", site=init, peak_mib=600) for pid in truth["dataloader_worker"]],
+            "findings": [{"kind": "worker_context", "pids": [104, 103, 102, 101], "summary": "4 workers"}],
+        },
+    }
+    observed = {
+        "exit_status": 0,
+        "timed_out": False,
+        "nvidia_smi_peak_mib": {"100": 920.0, "101": 610.0, "102": 600.0, "103": 590.0, "104": 640.0},
+    }
     return CASES["dataloader_getitem_cuda_spawn"], truth, report, observed
 
 
@@ -79,11 +100,16 @@ def cpu_workers_case():
     """control_cpu_workers_spawn: main 200 on the GPU, four CPU-only workers, no finding."""
     script = "control_cpu_workers_spawn.py"
     truth = {"main": 200, "dataloader_worker": [201, 202, 203, 204]}
-    report = {"schema": "gpuleak-report/1", "processes": [], "job": {
-        "main_pid": 200,
-        "processes": [process(200, "main", site=site(script, marked_line(script), "main"), peak_mib=800)]
-        + [process(pid, "dataloader_worker", gpu_work=False) for pid in truth["dataloader_worker"]],
-        "findings": []}}
+    report = {
+        "schema": "gpuleak-report/1",
+        "processes": [],
+        "job": {
+            "main_pid": 200,
+            "processes": [process(200, "main", site=site(script, marked_line(script), "main"), peak_mib=800)]
+            + [process(pid, "dataloader_worker", gpu_work=False) for pid in truth["dataloader_worker"]],
+            "findings": [],
+        },
+    }
     observed = {"exit_status": 0, "timed_out": False, "nvidia_smi_peak_mib": {"200": 790.0}}
     text = "gpuleak: job of PID 200 (python3 x): 5 processes\n\ngpuleak: process 200 (python3 x), 9.0 s\n"
     return CASES["control_cpu_workers_spawn"], truth, report, observed, text
@@ -96,8 +122,14 @@ def failed(record):
 def test_a_right_report_passes_every_check():
     case, truth, report, observed = spawn_case()
     record = scorer.score_case(case, truth, report, observed, "")
-    assert record["checks"] == {"exit_status": True, "roles": True, "findings": True, "cuda_init": True,
-                                "summary_line_only": None, "context_memory": True}
+    assert record["checks"] == {
+        "exit_status": True,
+        "roles": True,
+        "findings": True,
+        "cuda_init": True,
+        "summary_line_only": None,
+        "context_memory": True,
+    }
     assert record["pass"] and record["why"] == {}
     case, truth, report, observed, text = cpu_workers_case()
     record = scorer.score_case(case, truth, report, observed, text)
@@ -115,42 +147,88 @@ def workers(report):
     return [p for p in report["job"]["processes"] if p["role"] == "dataloader_worker"]
 
 
-@pytest.mark.parametrize("name, change, check, reason", [
-    ("exit status", lambda t, r, o: o.update(exit_status=1), "exit_status", "exit status 1, expected 0"),
-    ("timed out", lambda t, r, o: o.update(timed_out=True, timeout_s=90), "exit_status", "timed out"),
-    ("a worker's role", lambda t, r, o: workers(r)[2].update(role="pool_worker"), "roles", "PID 103"),
-    ("main's role", lambda t, r, o: r["job"]["processes"][0].update(role="subprocess"), "roles", "PID 100"),
-    ("a pid left out of the finding", lambda t, r, o: r["job"]["findings"][0].update(pids=[101, 102, 103]),
-     "findings", "names PIDs [101, 102, 103]"),
-    ("a pid too many in the finding", lambda t, r, o: r["job"]["findings"][0].update(pids=[100, 101, 102, 103, 104]),
-     "findings", "expected [101, 102, 103, 104]"),
-    ("a finding too many", lambda t, r, o: r["job"]["findings"].append({"kind": "idle_worker_context", "pids": [101]}),
-     "findings", "finding kinds"),
-    ("no finding", lambda t, r, o: r["job"]["findings"].clear(), "findings", "finding kinds none"),
-    ("another kind", lambda t, r, o: r["job"]["findings"][0].update(kind="orphan"), "findings", "orphan"),
-    ("CUDA first used off the marked line",
-     lambda t, r, o: workers(r)[0].update(cuda_first_use={"site": dict(workers(r)[0]["cuda_first_use"]["site"], line=1)}),
-     "cuda_init", "not a CUDA-INIT line"),
-    ("CUDA first used in another function",
-     lambda t, r, o: workers(r)[1].update(cuda_first_use={"site": dict(workers(r)[1]["cuda_first_use"]["site"],
-                                                                         function="Images.__getitem__")}),
-     "cuda_init", "expected in GpuNormalizedImages.__getitem__"),
-    ("a name that only ends with the function's letters",
-     lambda t, r, o: workers(r)[1].update(cuda_first_use={"site": dict(workers(r)[1]["cuda_first_use"]["site"],
-                                                                         function="MyGpuNormalizedImages.__getitem__")}),
-     "cuda_init", "expected in"),
-    ("CUDA first used in another file",
-     lambda t, r, o: workers(r)[3].update(cuda_first_use={"site": dict(workers(r)[3]["cuda_first_use"]["site"],
-                                                                         file="/usr/lib/torch/cuda.py")}),
-     "cuda_init", "not in dataloader_getitem_cuda_spawn.py"),
-    ("no first use", lambda t, r, o: workers(r)[3].update(cuda_first_use=None), "cuda_init", "no cuda_first_use"),
-    ("memory 15 % off nvidia-smi", lambda t, r, o: o["nvidia_smi_peak_mib"].update({"102": 705.0}),
-     "context_memory", "PID 102"),
-    ("memory nvidia-smi never saw", lambda t, r, o: o["nvidia_smi_peak_mib"].pop("101"), "context_memory",
-     "nvidia-smi never listed it"),
-    ("no device memory in the report", lambda t, r, o: r["job"]["processes"][0].update(device_memory=None),
-     "context_memory", "no device_memory.peak_used_bytes"),
-])
+@pytest.mark.parametrize(
+    "name, change, check, reason",
+    [
+        ("exit status", lambda t, r, o: o.update(exit_status=1), "exit_status", "exit status 1, expected 0"),
+        ("timed out", lambda t, r, o: o.update(timed_out=True, timeout_s=90), "exit_status", "timed out"),
+        ("a worker's role", lambda t, r, o: workers(r)[2].update(role="pool_worker"), "roles", "PID 103"),
+        ("main's role", lambda t, r, o: r["job"]["processes"][0].update(role="subprocess"), "roles", "PID 100"),
+        (
+            "a pid left out of the finding",
+            lambda t, r, o: r["job"]["findings"][0].update(pids=[101, 102, 103]),
+            "findings",
+            "names PIDs [101, 102, 103]",
+        ),
+        (
+            "a pid too many in the finding",
+            lambda t, r, o: r["job"]["findings"][0].update(pids=[100, 101, 102, 103, 104]),
+            "findings",
+            "expected [101, 102, 103, 104]",
+        ),
+        (
+            "a finding too many",
+            lambda t, r, o: r["job"]["findings"].append({"kind": "idle_worker_context", "pids": [101]}),
+            "findings",
+            "finding kinds",
+        ),
+        ("no finding", lambda t, r, o: r["job"]["findings"].clear(), "findings", "finding kinds none"),
+        ("another kind", lambda t, r, o: r["job"]["findings"][0].update(kind="orphan"), "findings", "orphan"),
+        (
+            "CUDA first used off the marked line",
+            lambda t, r, o: workers(r)[0].update(
+                cuda_first_use={"site": dict(workers(r)[0]["cuda_first_use"]["site"], line=1)}
+            ),
+            "cuda_init",
+            "not a CUDA-INIT line",
+        ),
+        (
+            "CUDA first used in another function",
+            lambda t, r, o: workers(r)[1].update(
+                cuda_first_use={"site": dict(workers(r)[1]["cuda_first_use"]["site"], function="Images.__getitem__")}
+            ),
+            "cuda_init",
+            "expected in GpuNormalizedImages.__getitem__",
+        ),
+        (
+            "a name that only ends with the function's letters",
+            lambda t, r, o: workers(r)[1].update(
+                cuda_first_use={
+                    "site": dict(workers(r)[1]["cuda_first_use"]["site"], function="MyGpuNormalizedImages.__getitem__")
+                }
+            ),
+            "cuda_init",
+            "expected in",
+        ),
+        (
+            "CUDA first used in another file",
+            lambda t, r, o: workers(r)[3].update(
+                cuda_first_use={"site": dict(workers(r)[3]["cuda_first_use"]["site"], file="/usr/lib/torch/cuda.py")}
+            ),
+            "cuda_init",
+            "not in dataloader_getitem_cuda_spawn.py",
+        ),
+        ("no first use", lambda t, r, o: workers(r)[3].update(cuda_first_use=None), "cuda_init", "no cuda_first_use"),
+        (
+            "memory 15 % off nvidia-smi",
+            lambda t, r, o: o["nvidia_smi_peak_mib"].update({"102": 705.0}),
+            "context_memory",
+            "PID 102",
+        ),
+        (
+            "memory nvidia-smi never saw",
+            lambda t, r, o: o["nvidia_smi_peak_mib"].pop("101"),
+            "context_memory",
+            "nvidia-smi never listed it",
+        ),
+        (
+            "no device memory in the report",
+            lambda t, r, o: r["job"]["processes"][0].update(device_memory=None),
+            "context_memory",
+            "no device_memory.peak_used_bytes",
+        ),
+    ],
+)
 def test_each_broken_thing_fails_only_its_check(name, change, check, reason):
     record = variant(change)
     assert failed(record) == [check], name
@@ -162,6 +240,7 @@ def test_memory_within_ten_percent_passes_and_a_qualified_function_name_matches(
     def change(truth, report, observed):
         observed["nvidia_smi_peak_mib"]["101"] = 660.0  # 600 reported: 9 % under
         workers(report)[0]["cuda_first_use"]["site"]["function"] = "mod.GpuNormalizedImages.__getitem__"
+
     assert variant(change)["pass"]
 
 
@@ -185,20 +264,29 @@ def test_a_control_with_any_finding_fails_findings():
 def test_empty_labels_do_not_apply_and_signals_read_as_128_plus():
     case = CASES["dataloader_getitem_cuda_fork_after_init"]
     truth = {"main": 300}
-    report = {"schema": "gpuleak-report/1", "processes": [], "job": {
-        "processes": [process(300, "main", site=site(case["script"], 44, "main"), peak_mib=500)], "findings": []}}
+    report = {
+        "schema": "gpuleak-report/1",
+        "processes": [],
+        "job": {
+            "processes": [process(300, "main", site=site(case["script"], 44, "main"), peak_mib=500)],
+            "findings": [],
+        },
+    }
     record = scorer.score_case(case, truth, report, {"exit_status": 1, "nvidia_smi_peak_mib": {"300": 500}}, None)
     assert record["pass"] and record["checks"]["cuda_init"] is None and record["checks"]["summary_line_only"] is None
     assert scorer.exit_status(-15) == 143 and scorer.exit_status(0) == 0 and scorer.exit_status(None) is None
 
 
-@pytest.mark.parametrize("report, reason", [
-    (None, "no report"),
-    ([], "not a JSON object"),
-    ({"schema": "gpuleak-report/0", "job": {"processes": [], "findings": []}}, "schema"),
-    ({"schema": "gpuleak-report/1", "processes": []}, "no 'job' object"),
-    ({"schema": "gpuleak-report/1", "job": {"processes": {}, "findings": []}}, "no 'processes'"),
-])
+@pytest.mark.parametrize(
+    "report, reason",
+    [
+        (None, "no report"),
+        ([], "not a JSON object"),
+        ({"schema": "gpuleak-report/0", "job": {"processes": [], "findings": []}}, "schema"),
+        ({"schema": "gpuleak-report/1", "processes": []}, "no 'job' object"),
+        ({"schema": "gpuleak-report/1", "job": {"processes": {}, "findings": []}}, "no 'processes'"),
+    ],
+)
 def test_an_unusable_report_fails_every_check_but_the_exit_status(report, reason):
     case, truth, _, observed = spawn_case()
     record = scorer.score_case(case, truth, report, observed, "")
@@ -216,6 +304,7 @@ def test_a_truth_file_without_a_key_fails_the_checks_that_need_it():
 
 
 # --- the labels against the scripts ---------------------------------------------
+
 
 def written_truth_keys(script):
     """Keys a script writes into its truth file: json.dump({...}) literals and write_truth(**roles) keywords."""
@@ -236,8 +325,13 @@ def written_truth_keys(script):
 
 def label_keys(case):
     expected = case["expected"]
-    return (set(expected["roles"].values()) | {f["processes"] for f in expected["findings"]}
-            | set(expected["cuda_init"]) | set(expected["summary_line_only"]) | set(expected["context_memory"]))
+    return (
+        set(expected["roles"].values())
+        | {f["processes"] for f in expected["findings"]}
+        | set(expected["cuda_init"])
+        | set(expected["summary_line_only"])
+        | set(expected["context_memory"])
+    )
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -251,6 +345,7 @@ def test_every_truth_key_a_label_names_is_written_by_its_script(name):
 
 
 # --- the command line: --rescore, and the runner with a stand-in gpuleak --------
+
 
 def write(path, value):
     os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -273,8 +368,13 @@ def recorded_run(folder):
 
 
 def run_scorer(*args, timeout=120):
-    return subprocess.run([sys.executable, SCORER_PATH] + list(args), stdout=subprocess.PIPE,
-                          stderr=subprocess.PIPE, universal_newlines=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, SCORER_PATH] + list(args),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        universal_newlines=True,
+        timeout=timeout,
+    )
 
 
 def test_rescore_scores_recorded_reports_and_a_malformed_one_fails_only_its_case(tmp_path):
@@ -295,8 +395,12 @@ def test_rescore_scores_recorded_reports_and_a_malformed_one_fails_only_its_case
     assert totals["checks"]["roles"] == {"passed": 1, "applicable": 2}
     assert totals["context_size"]["workers"] == 4 and totals["context_size"]["median_nvidia_smi_peak_mib"] == 605.0
     assert "dataloader_getitem_cuda_spawn" in done.stdout and "1/2 cases pass" in done.stdout
-    assert run_scorer("--rescore", str(tmp_path / "run"), "--out", str(tmp_path / "o2"),
-                      "--only", "no_such_case").returncode == 2
+    assert (
+        run_scorer(
+            "--rescore", str(tmp_path / "run"), "--out", str(tmp_path / "o2"), "--only", "no_such_case"
+        ).returncode
+        == 2
+    )
 
 
 STAND_IN_GPULEAK = r'''#!PYTHON
@@ -344,9 +448,20 @@ def alive(pid):
 def test_the_runner_records_the_run_and_ends_what_the_case_left_running(tmp_path):
     gpuleak = stand_in(tmp_path)
     out = tmp_path / "out"
-    done = run_scorer("--gpuleak", gpuleak, "--out", str(out), "--only", "dataloader_getitem_cuda_spawn.py",
-                      "helper_cuinit_no_gpu_work", "--jobs", "2", "--no-context-probes", "--keep-traces",
-                      "helper_cuinit_no_gpu_work")
+    done = run_scorer(
+        "--gpuleak",
+        gpuleak,
+        "--out",
+        str(out),
+        "--only",
+        "dataloader_getitem_cuda_spawn.py",
+        "helper_cuinit_no_gpu_work",
+        "--jobs",
+        "2",
+        "--no-context-probes",
+        "--keep-traces",
+        "helper_cuinit_no_gpu_work",
+    )
     assert done.returncode == 1, done.stderr
     with open(str(out / "process-corpus.json")) as handle:
         results = json.load(handle)
@@ -372,8 +487,16 @@ def test_rescore_with_gpuleak_makes_the_report_again_from_the_traces(tmp_path):
     good = recorded_run(str(tmp_path / "run"))
     case_dir = tmp_path / "run" / "control_cpu_workers_spawn"
     write(str(case_dir / "traces" / "good.json"), good)
-    done = run_scorer("--rescore", str(tmp_path / "run"), "--gpuleak", stand_in(tmp_path), "--out",
-                      str(tmp_path / "out"), "--only", "control_cpu_workers_spawn")
+    done = run_scorer(
+        "--rescore",
+        str(tmp_path / "run"),
+        "--gpuleak",
+        stand_in(tmp_path),
+        "--out",
+        str(tmp_path / "out"),
+        "--only",
+        "control_cpu_workers_spawn",
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     with open(str(tmp_path / "out" / "process-corpus.json")) as handle:
         record = json.load(handle)["cases"][0]

@@ -54,14 +54,31 @@ def gpuleak_run(tmp_path, collector_path):
     def run(script, *args, grace=5.0, timeout=90, html=None):
         truth = tmp_path / "truth.json"
         report = tmp_path / "report.json"
-        env = dict(os.environ,
-                   GPULEAK_CUPTI_LIBRARY=cupti, GPULEAK_NVML_LIBRARY=nvml,
-                   GPULEAK_STAND_IN_NVML_STATE=str(state), GPULEAK_PROCESS_SAMPLE_MS="100",
-                   PYTHONPATH=os.pathsep.join([SCENARIOS, PACKAGE_DIR]),
-                   PYTHONDONTWRITEBYTECODE="1")
+        env = dict(
+            os.environ,
+            GPULEAK_CUPTI_LIBRARY=cupti,
+            GPULEAK_NVML_LIBRARY=nvml,
+            GPULEAK_STAND_IN_NVML_STATE=str(state),
+            GPULEAK_PROCESS_SAMPLE_MS="100",
+            PYTHONPATH=os.pathsep.join([SCENARIOS, PACKAGE_DIR]),
+            PYTHONDONTWRITEBYTECODE="1",
+        )
         env.pop("CUDA_INJECTION64_PATH", None)
-        command = [gpuleak, "run", "--no-live", "--backend", "cupti", "--torch-mode", "off", "--orphan-grace", str(grace),
-                   "-o", str(tmp_path / "traces"), "--json-report", str(report)]
+        command = [
+            gpuleak,
+            "run",
+            "--no-live",
+            "--backend",
+            "cupti",
+            "--torch-mode",
+            "off",
+            "--orphan-grace",
+            str(grace),
+            "-o",
+            str(tmp_path / "traces"),
+            "--json-report",
+            str(report),
+        ]
         command += ["--html", str(html)] if html else []
         command += ["--", PYTHON, os.path.join(SCENARIOS, script)]
         command += [str(truth) if a == "TRUTH" else str(a) for a in args]
@@ -100,8 +117,11 @@ def test_dataloader_workers_that_use_the_gpu_are_named_with_their_context(gpulea
         assert worker["role"] == "dataloader_worker", worker
         assert worker["role_text"].endswith("of PID %d" % truth["main"])
         # The innermost frame outside the stand-in driver is the Dataset's line.
-        [caller] = [f for f in worker["cuda_first_use"]["frames"]
-                    if f["language"] == "python" and f["file"].endswith("dataloader_workers.py")][:1]
+        [caller] = [
+            f
+            for f in worker["cuda_first_use"]["frames"]
+            if f["language"] == "python" and f["file"].endswith("dataloader_workers.py")
+        ][:1]
         assert caller["function"] == "GpuDataset.__getitem__", worker["cuda_first_use"]
         memory = worker["device_memory"]
         # The context is what the driver counts beyond the allocations gpuleak saw.
@@ -113,12 +133,17 @@ def test_dataloader_workers_that_use_the_gpu_are_named_with_their_context(gpulea
     assert finding["of_pid"] == truth["main"]
     assert finding["cuda_first_use_in"] == "dataset"
     assert "Dataset" in finding["fix"]
-    assert finding["summary"].startswith("2 DataLoader workers of PID %d created their own CUDA "
-                                         "context" % truth["main"])
+    assert finding["summary"].startswith(
+        "2 DataLoader workers of PID %d created their own CUDA " "context" % truth["main"]
+    )
     assert "PROCESSES: 2 DataLoader workers" in text
     # `gpuleak report` of the folder reads processes.jsonl and says the same.
-    again = subprocess.run([built("gpuleak"), "report", "--json", os.path.dirname(
-        report["processes"][0]["trace"])], capture_output=True, text=True, timeout=60)
+    again = subprocess.run(
+        [built("gpuleak"), "report", "--json", os.path.dirname(report["processes"][0]["trace"])],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert again.returncode == 0, again.stderr
     assert json.loads(again.stdout)["job"]["findings"][0]["pids"] == finding["pids"]
 
@@ -153,8 +178,7 @@ def test_a_child_still_running_after_the_main_program_returned_is_named(gpuleak_
 
 
 def test_a_child_alive_after_the_grace_period_is_an_orphan_with_its_memory(gpuleak_run):
-    status, report, truth, text = gpuleak_run("child_after_return.py", "orphan", "TRUTH", "12",
-                                              grace=1.5)
+    status, report, truth, text = gpuleak_run("child_after_return.py", "orphan", "TRUTH", "12", grace=1.5)
     assert status == 128 + signal.SIGTERM, text[-2000:]
     [child] = truth["multiprocessing_worker"]
     [finding] = findings(report, "orphan")
@@ -168,8 +192,7 @@ def test_a_child_alive_after_the_grace_period_is_an_orphan_with_its_memory(gpule
 
 def test_a_child_that_ends_within_the_grace_period_is_no_orphan(gpuleak_run):
     started = time.monotonic()
-    status, report, truth, text = gpuleak_run("child_after_return.py", "orphan", "TRUTH", "1.5",
-                                              grace=8)
+    status, report, truth, text = gpuleak_run("child_after_return.py", "orphan", "TRUTH", "1.5", grace=8)
     assert status == 128 + signal.SIGTERM, text[-2000:]
     assert findings(report, "orphan") == [], report["job"]["findings"]
     [child] = truth["multiprocessing_worker"]

@@ -10,7 +10,7 @@ from conftest import PACKAGE_DIR, PYTHON, build_dir
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
-TESTS = '''
+TESTS = """
 import pytest
 from stand_in_tensors import gpu_tensor
 
@@ -47,7 +47,7 @@ def test_with_a_malformed_size():
 
 def test_untracked():
     cache.append(gpu_tensor(1 << 10))
-'''
+"""
 
 
 @pytest.fixture
@@ -60,16 +60,41 @@ def run_pytest(tmp_path):
     def run(*arguments, tests=TESTS):
         (tmp_path / "test_models.py").write_text(textwrap.dedent(tests))
         env = dict(os.environ)
-        for name in ("GPULEAK_COLLECTOR", "GPULEAK_TRACE_DIR", "GPULEAK_TORCH_MODE",
-                     "GPULEAK_HOLDER_REQUESTS", "PYTEST_ADDOPTS"):
+        for name in (
+            "GPULEAK_COLLECTOR",
+            "GPULEAK_TRACE_DIR",
+            "GPULEAK_TORCH_MODE",
+            "GPULEAK_HOLDER_REQUESTS",
+            "PYTEST_ADDOPTS",
+        ):
             env.pop(name, None)
-        env.update({"PYTHONPATH": os.pathsep.join([PACKAGE_DIR, os.path.join(HERE, "tracking")]),
-                    "GPULEAK_BINARY": cli, "GPULEAK_COLLECTOR": collector})
-        return subprocess.run([PYTHON, "-m", "pytest", "-p", "gpuleak.pytest_plugin",
-                               "-p", "no:cacheprovider", "-rA", str(tmp_path / "test_models.py")]
-                              + list(arguments),
-                              cwd=str(tmp_path), env=env, stdout=subprocess.PIPE,
-                              stderr=subprocess.STDOUT, text=True, timeout=600)
+        env.update(
+            {
+                "PYTHONPATH": os.pathsep.join([PACKAGE_DIR, os.path.join(HERE, "tracking")]),
+                "GPULEAK_BINARY": cli,
+                "GPULEAK_COLLECTOR": collector,
+            }
+        )
+        return subprocess.run(
+            [
+                PYTHON,
+                "-m",
+                "pytest",
+                "-p",
+                "gpuleak.pytest_plugin",
+                "-p",
+                "no:cacheprovider",
+                "-rA",
+                str(tmp_path / "test_models.py"),
+            ]
+            + list(arguments),
+            cwd=str(tmp_path),
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            timeout=600,
+        )
 
     return run
 
@@ -86,11 +111,10 @@ def outcomes(output):
 def failure_text(output, test):
     start = output.index("_ %s _" % test)
     end = output.find("\n____", start + 1)
-    return output[start:end if end > 0 else None]
+    return output[start : end if end > 0 else None]
 
 
-def test_markers_fail_the_tests_that_break_their_limits_with_site_holder_and_keeping_line(
-        run_pytest):
+def test_markers_fail_the_tests_that_break_their_limits_with_site_holder_and_keeping_line(run_pytest):
     done = run_pytest()
     assert done.returncode == 1, done.stdout
     assert outcomes(done.stdout) == {
@@ -114,15 +138,18 @@ def test_markers_fail_the_tests_that_break_their_limits_with_site_holder_and_kee
     assert "grew by 64.0 KiB per repetition over 12 repetitions" in grows
     assert "cache.append(gpu_tensor(1 << 14))" in grows
     malformed = failure_text(done.stdout, "test_with_a_malformed_size")
-    assert "test_models.py::test_with_a_malformed_size: @pytest.mark.gpuleak_limit_leaks" \
-           "('one meg'): 'one meg' is not a size" in malformed
+    assert (
+        "test_models.py::test_with_a_malformed_size: @pytest.mark.gpuleak_limit_leaks"
+        "('one meg'): 'one meg' is not a size" in malformed
+    )
 
 
 def test_the_gpuleak_option_tracks_every_test_and_lists_what_they_left(run_pytest):
     done = run_pytest("--gpuleak", "-k", "untracked or frees")
     assert done.returncode == 0, done.stdout
-    summary = done.stdout[done.stdout.index("gpuleak: GPU memory per test"):
-                          done.stdout.index("short test summary info")]
+    summary = done.stdout[
+        done.stdout.index("gpuleak: GPU memory per test") : done.stdout.index("short test summary info")
+    ]
     assert "2 tests tracked, 1 left GPU memory allocated or leaked" in summary
     assert "test_models.py::test_untracked: left 4.0 KiB" in summary
     assert "test_frees_what_it_makes" not in summary
@@ -132,19 +159,20 @@ def test_under_xdist_each_worker_tracks_its_tests_and_the_summary_has_them_all(r
     pytest.importorskip("xdist")
     done = run_pytest("-n", "2", "--gpuleak", "-k", "not malformed")
     assert done.returncode == 1, done.stdout
-    summary = done.stdout[done.stdout.index("gpuleak: GPU memory per test"):]
+    summary = done.stdout[done.stdout.index("gpuleak: GPU memory per test") :]
     assert "7 tests tracked" in summary, summary
     assert "test_models.py::test_keeps_in_a_global_list: left 2.0 MiB" in summary
     assert "test_models.py::test_grows_when_run_again: LEAK +64.0 KiB/repetition" in summary
 
 
 def test_a_repeat_count_below_ten_is_refused_by_name(run_pytest):
-    done = run_pytest(tests='''
+    done = run_pytest(
+        tests="""
 import pytest
 @pytest.mark.gpuleak_repeat(3)
 def test_too_few():
     pass
-''')
+"""
+    )
     assert done.returncode == 1
-    assert "test_models.py::test_too_few: gpuleak_repeat needs at least 10 repetitions (got 3)" \
-        in done.stdout
+    assert "test_models.py::test_too_few: gpuleak_repeat needs at least 10 repetitions (got 3)" in done.stdout

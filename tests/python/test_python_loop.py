@@ -43,12 +43,12 @@ def feed(chooser, events, depths):
     out = []
     for key, now in events:
         action = chooser.tick(key, now, enclosing_of)
-        out.append((key, action, chooser.clock if action == MARK else None,
-                    chooser.step if action == MARK else None))
+        out.append((key, action, chooser.clock if action == MARK else None, chooser.step if action == MARK else None))
     return out
 
 
 # ---- which loop is chosen ----------------------------------------------------------
+
 
 def test_a_single_loop_is_marked_every_time_round_from_its_eighth():
     chooser = LoopChooser()
@@ -200,7 +200,7 @@ def test_at_most_max_loops_are_followed():
 
 # ---- the loops of code objects --------------------------------------------------------
 
-SCRIPT = '''
+SCRIPT = """
 def main(steps):
     total = 0
     for step in range(steps):
@@ -218,7 +218,7 @@ class Trainer:
             pass
 
 main(3)
-'''
+"""
 
 
 def code_named(code, name):
@@ -262,19 +262,26 @@ def test_enclosing_loops_are_the_main_scripts_loops_up_the_stack_only():
     # A library frame (its own loop) between two main-script frames counts nothing.
     called = frame(main, inner_first, back=frame(library, 4, back=frame(main, outer_first)))
     assert python_loop.enclosing_loops(called, ranges_of) == (
-        (main, outer_first), (main, outer_first), (main, inner_first))
+        (main, outer_first),
+        (main, outer_first),
+        (main, inner_first),
+    )
     assert python_loop.enclosing_loops(None, ranges_of) == ()
 
 
 # ---- availability ------------------------------------------------------------------------
 
+
 def test_python_before_3_12_is_said_in_words():
     reason = python_loop.unavailable_reason((3, 11, 2), {})
-    assert reason == ("Python 3.11 has no sys.monitoring; following the main script's loop "
-                      "needs Python 3.12 or later")
+    assert reason == (
+        "Python 3.11 has no sys.monitoring; following the main script's loop " "needs Python 3.12 or later"
+    )
     assert python_loop.unavailable_reason((3, 12, 1), {}, monitoring=object()) is None
-    assert python_loop.unavailable_reason((3, 13, 0), {"GPULEAK_PYTHON_LOOP": "0"},
-                                          monitoring=object()) == "turned off by GPULEAK_PYTHON_LOOP=0"
+    assert (
+        python_loop.unavailable_reason((3, 13, 0), {"GPULEAK_PYTHON_LOOP": "0"}, monitoring=object())
+        == "turned off by GPULEAK_PYTHON_LOOP=0"
+    )
 
 
 class Annotations:
@@ -289,16 +296,24 @@ def test_install_on_an_old_python_annotates_why_and_returns_nothing(monkeypatch)
     monkeypatch.setattr(python_loop, "_signal", None)
     collector = Annotations()
     assert python_loop.install(collector, environ={}, version_info=(3, 11, 2)) is None
-    assert collector.made == [("python_loop", {
-        "available": False,
-        "reason": "Python 3.11 has no sys.monitoring; following the main script's loop needs "
-                  "Python 3.12 or later"})]
+    assert collector.made == [
+        (
+            "python_loop",
+            {
+                "available": False,
+                "reason": "Python 3.11 has no sys.monitoring; following the main script's loop needs "
+                "Python 3.12 or later",
+            },
+        )
+    ]
 
 
 # ---- the sys.monitoring side, through a stand-in ---------------------------------------
 
+
 class StandInMonitoring:
     """The part of sys.monitoring python_loop.py uses, recording what it was asked."""
+
     DISABLE = object()
     events = types.SimpleNamespace(PY_START=1, JUMP=64)
 
@@ -378,9 +393,16 @@ def test_back_edges_of_the_followed_loop_mark_steps_with_its_place_described():
         assert signal.on_jump(main, last, first) is None
     assert marks == [1] * 13
     described = [v for k, v in collector.made if k == "iteration_clock"]
-    assert described == [{"source": _collector.STEP_FROM_PYTHON_LOOP, "clock": 1,
-                          "description": "iterations of the loop in main (train.py:4)",
-                          "file": "/work/train.py", "line": 4, "function": "main"}]
+    assert described == [
+        {
+            "source": _collector.STEP_FROM_PYTHON_LOOP,
+            "clock": 1,
+            "description": "iterations of the loop in main (train.py:4)",
+            "file": "/work/train.py",
+            "line": 4,
+            "function": "main",
+        }
+    ]
 
 
 def test_a_failure_inside_the_callback_turns_the_signal_off_once_and_the_program_runs_on(capsys):
@@ -396,11 +418,11 @@ def test_a_failure_inside_the_callback_turns_the_signal_off_once_and_the_program
     assert monitoring.global_events[signal.tool] == 0
     errors = [line for line in capsys.readouterr().err.splitlines() if line.startswith("gpuleak:")]
     assert len(errors) == 1 and "no room" in errors[0] and "program runs on" in errors[0]
-    assert collector.made[-1] == ("python_loop", {"available": False,
-                                                  "reason": "turned off after an error: no room"})
+    assert collector.made[-1] == ("python_loop", {"available": False, "reason": "turned off after an error: no room"})
 
 
 # ---- the step clock and the pool ------------------------------------------------------
+
 
 class Marks:
     def __init__(self):
@@ -433,6 +455,7 @@ class FakeArray:
 
 class PoolStandIn:
     """A device whose bytes in use are its live arrays', and jax.live_arrays()."""
+
     platform, id = "gpu", 0
 
     def __init__(self):
@@ -468,8 +491,9 @@ def test_a_flat_pool_asks_for_no_holder():
     fake_jax = types.SimpleNamespace(devices=lambda: [device], live_arrays=lambda: list(device.arrays))
     asked = []
     requests = types.SimpleNamespace(answer_candidates=asked.append)
-    reader = PoolReader(fake_jax, types.SimpleNamespace(record_sample=lambda *a: None), interval_s=0,
-                        requests=lambda: requests)
+    reader = PoolReader(
+        fake_jax, types.SimpleNamespace(record_sample=lambda *a: None), interval_s=0, requests=lambda: requests
+    )
     for step in range(1, 100):
         device.arrays[0] = FakeArray(0x1000 + step)
         reader.on_step()
@@ -530,7 +554,7 @@ def live_arrays():
     return list(_live)
 '''
 
-LOOP_PROGRAM = '''
+LOOP_PROGRAM = """
 import time
 import jax
 
@@ -547,7 +571,7 @@ def main(keep):
 
 main(KEEP)
 leave_traced_program()
-'''
+"""
 
 
 def test_on_python_3_11_the_program_runs_and_the_trace_says_why_no_loop_is_followed(run_traced, tmp_path):
@@ -555,10 +579,15 @@ def test_on_python_3_11_the_program_runs_and_the_trace_says_why_no_loop_is_follo
         pytest.skip("this interpreter has sys.monitoring")
     (tmp_path / "site-packages" / "jax").mkdir(parents=True)
     (tmp_path / "site-packages" / "jax" / "__init__.py").write_text(STAND_IN_JAX)
-    run = run_traced(LOOP_PROGRAM.replace("KEEP", "True"),
-                     {"PYTHONPATH": os.pathsep.join([os.path.join(PACKAGE_DIR, "boot"), PACKAGE_DIR,
-                                                     str(tmp_path / "site-packages")]),
-                      "GPULEAK_DEVICE_SAMPLE_MS": "20"})
+    run = run_traced(
+        LOOP_PROGRAM.replace("KEEP", "True"),
+        {
+            "PYTHONPATH": os.pathsep.join(
+                [os.path.join(PACKAGE_DIR, "boot"), PACKAGE_DIR, str(tmp_path / "site-packages")]
+            ),
+            "GPULEAK_DEVICE_SAMPLE_MS": "20",
+        },
+    )
     assert run.returncode == 0, run.stderr
     assert run.gpuleak_lines() == []
     loop = run.annotations("python_loop")
@@ -570,14 +599,21 @@ def python312():
     """A Python 3.12+ that runs (a pyenv shim on PATH may not), or None."""
     # pyenv's interpreters are not on PATH (only shims that may refuse to run).
     pyenv = sorted(glob.glob(os.path.expanduser("~/.pyenv/versions/3.1[2-9]*/bin/python3")))
-    candidates = [os.environ.get("GPULEAK_TEST_PYTHON312")] + [
-        shutil.which(name) for name in ("python3.12", "python3.13", "python3.14", "python3")] + pyenv
+    candidates = (
+        [os.environ.get("GPULEAK_TEST_PYTHON312")]
+        + [shutil.which(name) for name in ("python3.12", "python3.13", "python3.14", "python3")]
+        + pyenv
+    )
     for candidate in candidates:
         if not candidate:
             continue
         try:
-            said = subprocess.run([candidate, "-c", "import sys; print(sys.version_info >= (3, 12))"],
-                                  capture_output=True, text=True, timeout=30).stdout.strip()
+            said = subprocess.run(
+                [candidate, "-c", "import sys; print(sys.version_info >= (3, 12))"],
+                capture_output=True,
+                text=True,
+                timeout=30,
+            ).stdout.strip()
         except Exception:
             continue
         if said == "True":
@@ -587,20 +623,27 @@ def python312():
 
 @pytest.mark.parametrize("keep,verdict", [(True, "LEAK"), (False, "NO LEAK")])
 def test_on_python_3_12_a_fast_loop_in_a_preallocated_pool_gets_a_verdict(
-        run_traced, tmp_path, monkeypatch, keep, verdict):
+    run_traced, tmp_path, monkeypatch, keep, verdict
+):
     interpreter = python312()
     if interpreter is None:
-        pytest.skip("no Python 3.12 or later here (set GPULEAK_TEST_PYTHON312): the loop "
-                    "cannot be followed on this Python")
+        pytest.skip(
+            "no Python 3.12 or later here (set GPULEAK_TEST_PYTHON312): the loop " "cannot be followed on this Python"
+        )
     import conftest
 
     monkeypatch.setattr(conftest, "PYTHON", interpreter)
     (tmp_path / "site-packages" / "jax").mkdir(parents=True)
     (tmp_path / "site-packages" / "jax" / "__init__.py").write_text(STAND_IN_JAX)
-    run = run_traced(LOOP_PROGRAM.replace("KEEP", str(keep)),
-                     {"PYTHONPATH": os.pathsep.join([os.path.join(PACKAGE_DIR, "boot"), PACKAGE_DIR,
-                                                     str(tmp_path / "site-packages")]),
-                      "GPULEAK_HOLDER_REQUESTS": "1"})
+    run = run_traced(
+        LOOP_PROGRAM.replace("KEEP", str(keep)),
+        {
+            "PYTHONPATH": os.pathsep.join(
+                [os.path.join(PACKAGE_DIR, "boot"), PACKAGE_DIR, str(tmp_path / "site-packages")]
+            ),
+            "GPULEAK_HOLDER_REQUESTS": "1",
+        },
+    )
     assert run.returncode == 0, run.stderr
     assert run.gpuleak_lines() == [], run.stderr
     steps = [s for s in run.steps() if s["source"] == _collector.STEP_FROM_PYTHON_LOOP]
@@ -609,8 +652,12 @@ def test_on_python_3_12_a_fast_loop_in_a_preallocated_pool_gets_a_verdict(
     script = (tmp_path / "program.py").read_text().splitlines()
     loop_line = next(n for n, line in enumerate(script, 1) if "for step in range(200)" in line)
     assert described and described[0]["function"] == "main" and described[0]["line"] == loop_line
-    report = subprocess.run([os.path.join(build_dir(), "gpuleak"), "report", "--json",
-                             run.trace_dir], capture_output=True, text=True, timeout=120)
+    report = subprocess.run(
+        [os.path.join(build_dir(), "gpuleak"), "report", "--json", run.trace_dir],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert report.returncode == 0, report.stderr
     growth = json.loads(report.stdout)["processes"][0]["growth"]
     assert growth["verdict"] == verdict, growth
@@ -625,7 +672,8 @@ def test_on_python_3_12_a_fast_loop_in_a_preallocated_pool_gets_a_verdict(
 def test_the_collector_records_python_loop_steps_as_their_own_source(run_traced):
     # A collector that knew sources 1-4 only took 6 for `explicit`, which
     # outranks optimizer steps: python-loop must stay python-loop.
-    run = run_traced('''
+    run = run_traced(
+        """
 import ctypes
 _traced_collector.gpuleak_mark_clock_step.argtypes = [ctypes.c_uint64, ctypes.c_int, ctypes.c_uint32,
                                                       ctypes.c_int]
@@ -633,10 +681,15 @@ for step in range(1, 4):
     _traced_collector.gpuleak_mark_clock_step(step, 6, 1, 1)
 _traced_collector.gpuleak_mark_clock_step(4, 99, 0, 1)
 leave_traced_program()
-''')
+"""
+    )
     assert run.returncode == 0, run.stderr
     assert [(s["step"], s["source"], s["clock"]) for s in run.steps()] == [
-        (1, 6, 1), (2, 6, 1), (3, 6, 1), (4, 2, 0)]  # an unknown source still counts as explicit
+        (1, 6, 1),
+        (2, 6, 1),
+        (3, 6, 1),
+        (4, 2, 0),
+    ]  # an unknown source still counts as explicit
 
 
 def test_marks_wait_for_the_collector_to_be_in_the_process_and_check_at_most_every_100_ms(monkeypatch):
@@ -644,8 +697,7 @@ def test_marks_wait_for_the_collector_to_be_in_the_process_and_check_at_most_eve
 
     present, checks, marked = [False], [], []
     monkeypatch.setattr(_collector, "loaded_in_process", lambda: checks.append(1) or present[0])
-    monkeypatch.setattr(_runtime, "clock", lambda: types.SimpleNamespace(
-        python_loop_iteration=marked.append))
+    monkeypatch.setattr(_runtime, "clock", lambda: types.SimpleNamespace(python_loop_iteration=marked.append))
     now = [0.0]
     marks = python_loop.StepMarks(clock=lambda: now[0])
     for _ in range(50):  # 50 iterations of 1 ms, no collector: one check

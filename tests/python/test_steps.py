@@ -137,7 +137,15 @@ def test_explicit_steps_pace_where_they_tick_and_optimizer_steps_are_still_marke
     # Every tick reaches the trace; once gpuleak.step() ticks between two
     # optimizer steps, the explicit steps are the ones that pace.
     assert [(s, src) for s, src, _, _ in collector.all_ticks] == [
-        (1, 1), (2, 1), (3, 1), (1, 2), (4, 1), (2, 2), (5, 1), (3, 2)]
+        (1, 1),
+        (2, 1),
+        (3, 1),
+        (1, 2),
+        (4, 1),
+        (2, 2),
+        (5, 1),
+        (3, 2),
+    ]
     assert collector.marked == [(1, 1), (2, 1), (3, 1), (1, 2), (2, 2), (3, 2)]
 
 
@@ -200,7 +208,7 @@ def test_failing_sampler_is_turned_off_and_said_once(capsys):
 
 # ---- in a real traced child process --------------------------------------------
 
-TRAIN = '''
+TRAIN = """
 import torch
 torch.manual_seed(0)
 model = torch.nn.Linear(4, 1)
@@ -209,14 +217,15 @@ for iteration in range({iterations}):
 {body}
 print("steps done")
 leave_traced_program()
-'''
+"""
 
 
 def test_optimizer_steps_of_a_real_training_loop_are_marked(run_traced):
     program = TRAIN.format(
-        optimizers="opt = torch.optim.SGD(model.parameters(), lr=0.01)", iterations=7,
-        body="    loss = model(torch.randn(8, 4)).pow(2).mean()\n"
-             "    opt.zero_grad(); loss.backward(); opt.step()")
+        optimizers="opt = torch.optim.SGD(model.parameters(), lr=0.01)",
+        iterations=7,
+        body="    loss = model(torch.randn(8, 4)).pow(2).mean()\n" "    opt.zero_grad(); loss.backward(); opt.step()",
+    )
     run = run_traced(program)
     assert run.returncode == 0, run.stderr
     assert "steps done" in run.stdout
@@ -229,13 +238,14 @@ def test_optimizer_steps_of_a_real_training_loop_are_marked(run_traced):
 def test_two_optimizers_in_a_real_loop_mark_one_step_per_iteration(run_traced):
     program = TRAIN.format(
         optimizers="d_opt = torch.optim.Adam(model.parameters(), lr=0.01)\n"
-                   "generator = torch.nn.Linear(4, 4)\n"
-                   "g_opt = torch.optim.SGD(generator.parameters(), lr=0.01)",
+        "generator = torch.nn.Linear(4, 4)\n"
+        "g_opt = torch.optim.SGD(generator.parameters(), lr=0.01)",
         iterations=6,
         body="    d_loss = model(torch.randn(8, 4)).mean()\n"
-             "    d_opt.zero_grad(); d_loss.backward(); d_opt.step()\n"
-             "    g_loss = model(generator(torch.randn(8, 4))).mean()\n"
-             "    g_opt.zero_grad(); g_loss.backward(); g_opt.step()")
+        "    d_opt.zero_grad(); d_loss.backward(); d_opt.step()\n"
+        "    g_loss = model(generator(torch.randn(8, 4))).mean()\n"
+        "    g_opt.zero_grad(); g_loss.backward(); g_opt.step()",
+    )
     run = run_traced(program)
     assert run.returncode == 0, run.stderr
     assert [s["step"] for s in run.steps()] == list(range(1, 7))
@@ -246,10 +256,11 @@ def test_explicit_gpuleak_step_and_optimizer_steps_are_both_marked(run_traced):
         optimizers="import gpuleak\nopt = torch.optim.SGD(model.parameters(), lr=0.01)",
         iterations=4,
         body="    for micro in range(3):\n"
-             "        loss = model(torch.randn(8, 4)).pow(2).mean()\n"
-             "        opt.zero_grad(); loss.backward(); opt.step()\n"
-             "    gpuleak.step()\n"
-             "    assert gpuleak.is_recording()")
+        "        loss = model(torch.randn(8, 4)).pow(2).mean()\n"
+        "        opt.zero_grad(); loss.backward(); opt.step()\n"
+        "    gpuleak.step()\n"
+        "    assert gpuleak.is_recording()",
+    )
     run = run_traced(program)
     assert run.returncode == 0, run.stderr
     steps = [(s["step"], s["source"]) for s in run.steps()]
@@ -262,7 +273,8 @@ def test_explicit_gpuleak_step_and_optimizer_steps_are_both_marked(run_traced):
 
 
 def test_dataloader_batches_tick_a_clock_per_dataset(run_traced):
-    run = run_traced("""
+    run = run_traced(
+        """
 import torch
 from torch.utils.data import DataLoader, TensorDataset
 train = DataLoader(TensorDataset(torch.randn(12, 4)), batch_size=4)
@@ -274,7 +286,8 @@ for x, y in val:
     pass
 print("loaders done")
 leave_traced_program()
-""")
+"""
+    )
     assert run.returncode == 0, run.stderr
     assert "loaders done" in run.stdout
     ticks = [(s["source"], s["clock"], s["step"]) for s in run.steps()]
@@ -286,7 +299,8 @@ leave_traced_program()
 
 
 def test_phases_named_by_the_program_are_marked_in_order(run_traced):
-    run = run_traced("""
+    run = run_traced(
+        """
 import gpuleak
 with gpuleak.phase("eval"):
     with gpuleak.phase("eval/detail"):
@@ -299,20 +313,31 @@ def f():
     return 7
 assert f() == 7
 leave_traced_program()
-""")
+"""
+    )
     assert run.returncode == 0, run.stderr
     marks = [(p["name"], p["event"]) for p in run.annotations("phase")]
-    assert marks == [("eval", "begin"), ("eval/detail", "begin"), ("eval/detail", "end"),
-                     ("eval", "begin"), ("eval", "end"), ("train", "begin"), ("train", "end"),
-                     ("decorated", "begin"), ("decorated", "end")]
+    assert marks == [
+        ("eval", "begin"),
+        ("eval/detail", "begin"),
+        ("eval/detail", "end"),
+        ("eval", "begin"),
+        ("eval", "end"),
+        ("train", "begin"),
+        ("train", "end"),
+        ("decorated", "begin"),
+        ("decorated", "end"),
+    ]
 
 
 def test_annotate_records_json_in_the_trace(run_traced):
-    run = run_traced('''
+    run = run_traced(
+        """
         import gpuleak
         assert gpuleak.annotate("run_config", {"lr": 0.1, "layers": [1, 2]}) is True
         leave_traced_program()
-    ''')
+    """
+    )
     assert run.returncode == 0, run.stderr
     assert run.annotations("run_config") == [{"lr": 0.1, "layers": [1, 2]}]
 
@@ -325,9 +350,13 @@ def test_public_api_is_a_no_op_outside_gpuleak_run(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("GPULEAK_")}
     env["PYTHONPATH"] = PACKAGE_DIR
     result = subprocess.run(
-        [PYTHON, "-c", "import gpuleak; gpuleak.step(); "
-         "print(gpuleak.is_recording(), gpuleak.annotate('k', 1))"],
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=60)
+        [PYTHON, "-c", "import gpuleak; gpuleak.step(); " "print(gpuleak.is_recording(), gpuleak.annotate('k', 1))"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        timeout=60,
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "False False"
     assert "gpuleak:" not in result.stderr
@@ -342,11 +371,15 @@ def test_step_boundary_costs_microseconds(collector_path):
     from conftest import PYTHON, build_dir
 
     here = os.path.dirname(os.path.abspath(__file__))
-    result = subprocess.run([PYTHON, os.path.join(here, "measure_step_cost.py")],
-                            env=dict(os.environ, GPULEAK_BUILD_DIR=build_dir()),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=300)
+    result = subprocess.run(
+        [PYTHON, os.path.join(here, "measure_step_cost.py")],
+        env=dict(os.environ, GPULEAK_BUILD_DIR=build_dir()),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        timeout=300,
+    )
     assert result.returncode == 0, result.stderr
-    costs = {line.split()[0]: float(line.split()[1]) for line in result.stdout.splitlines()
-             if line.endswith("us/step")}
+    costs = {line.split()[0]: float(line.split()[1]) for line in result.stdout.splitlines() if line.endswith("us/step")}
     assert costs["hook_only"] < 25.0, result.stdout
     assert costs["with_sampler"] < 30.0, result.stdout

@@ -43,13 +43,24 @@ SMOKE_STEPS = 5
 CHILD_TIMEOUT_S = 300
 
 REQUIRED_LEAK_PATTERNS = {
-    "list-of-losses", "list-of-outputs", "eval-total-loss", "retain-graph-in-loop",
-    "rnn-hidden-without-detach", "cache-keyed-by-step", "forward-hook", "kept-exception",
-    "metric-accumulated-as-tensors", "small-tensor-per-step",
+    "list-of-losses",
+    "list-of-outputs",
+    "eval-total-loss",
+    "retain-graph-in-loop",
+    "rnn-hidden-without-detach",
+    "cache-keyed-by-step",
+    "forward-hook",
+    "kept-exception",
+    "metric-accumulated-as-tensors",
+    "small-tensor-per-step",
 }
 REQUIRED_CONTROL_PATTERNS = {
-    "allocator-warmup", "varying-sequence-length", "missing-zero-grad",
-    "empty-cache-every-step", "bounded-replay-buffer", "small-replay-buffer",
+    "allocator-warmup",
+    "varying-sequence-length",
+    "missing-zero-grad",
+    "empty-cache-every-step",
+    "bounded-replay-buffer",
+    "small-replay-buffer",
 }
 # A control may jitter (varying sequence length) but must not trend: the
 # robust slope of its live bytes after its growth steps stays under this.
@@ -59,8 +70,10 @@ CONTROL_MAX_SLOPE_BYTES_PER_STEP = 1024
 # ---------------------------------------------------------------------------
 # The probe: runs in the child process (this file run as a script).
 
+
 class _Saved:
     """What saved_tensors_hooks stores instead of a tensor: a detached alias, visible to gc."""
+
     __slots__ = ("tensor",)
 
     def __init__(self, tensor):
@@ -162,8 +175,15 @@ def probe_plan(case):
 
 def run_child(command, cwd):
     try:
-        result = subprocess.run(command, cwd=cwd, env=child_environment(), stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True, timeout=CHILD_TIMEOUT_S)
+        result = subprocess.run(
+            command,
+            cwd=cwd,
+            env=child_environment(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=CHILD_TIMEOUT_S,
+        )
         return {"rc": result.returncode, "stdout": result.stdout, "stderr": result.stderr}
     except subprocess.TimeoutExpired as expired:
         return {"rc": None, "stdout": expired.stdout or "", "stderr": "timed out after %d s" % CHILD_TIMEOUT_S}
@@ -174,8 +194,12 @@ def children(tmp_path_factory):
     """Runs every smoke and probe child once, side by side; {(what, script): result}."""
     if not os.path.exists(TORCH_PYTHON):
         pytest.skip("%s does not exist (Debian's python3 with python3-torch)" % TORCH_PYTHON)
-    if subprocess.run([TORCH_PYTHON, "-c", "import torch"], stdout=subprocess.DEVNULL,
-                      stderr=subprocess.DEVNULL).returncode != 0:
+    if (
+        subprocess.run(
+            [TORCH_PYTHON, "-c", "import torch"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        ).returncode
+        != 0
+    ):
         pytest.skip("%s has no torch (apt-get install python3-torch)" % TORCH_PYTHON)
     out_dir = tmp_path_factory.mktemp("probe")
     jobs = {}
@@ -183,9 +207,18 @@ def children(tmp_path_factory):
         jobs[("smoke", script)] = [TORCH_PYTHON, script, "--device", "cpu", "--steps", str(SMOKE_STEPS)]
         if script in CASES:
             steps, every, _ = probe_plan(CASES[script])
-            jobs[("probe", script)] = [TORCH_PYTHON, os.path.abspath(__file__), "--probe",
-                                       str(out_dir / (script + ".json")), str(every), script,
-                                       "--device", "cpu", "--steps", str(steps)]
+            jobs[("probe", script)] = [
+                TORCH_PYTHON,
+                os.path.abspath(__file__),
+                "--probe",
+                str(out_dir / (script + ".json")),
+                str(every),
+                script,
+                "--device",
+                "cpu",
+                "--steps",
+                str(steps),
+            ]
     workers = max(2, os.cpu_count() or 2)
     with concurrent.futures.ThreadPoolExecutor(workers) as pool:
         futures = {key: pool.submit(run_child, command, EXAMPLES) for key, command in jobs.items()}
@@ -203,7 +236,7 @@ def describe(result):
 
 def robust_slope(samples):
     """Theil-Sen slope (bytes per step) of [[step, bytes], ...]: the median of all pairwise slopes."""
-    slopes = sorted((b2 - b1) / (s2 - s1) for i, (s1, b1) in enumerate(samples) for s2, b2 in samples[i + 1:])
+    slopes = sorted((b2 - b1) / (s2 - s1) for i, (s1, b1) in enumerate(samples) for s2, b2 in samples[i + 1 :])
     middle = len(slopes) // 2
     return slopes[middle] if len(slopes) % 2 else (slopes[middle - 1] + slopes[middle]) / 2
 
@@ -215,6 +248,7 @@ def expected_cpu_bytes_per_step(case):
 
 # --- every script runs -------------------------------------------------------
 
+
 @pytest.mark.parametrize("script", SCRIPTS)
 def test_script_runs_on_cpu_for_five_steps_and_exits_zero(children, script):
     result = children[("smoke", script)]
@@ -223,6 +257,7 @@ def test_script_runs_on_cpu_for_five_steps_and_exits_zero(children, script):
 
 
 # --- the labels cover what the issue asks for --------------------------------
+
 
 def test_corpus_json_agrees_with_the_scripts_and_their_leak_markers():
     assert corpus_tools.problems(CORPUS) == []
@@ -303,6 +338,7 @@ def test_script_docstring_states_its_verdict_and_cause(script):
 
 # --- the labels are true on the CPU -------------------------------------------
 
+
 def probe_result(children, script):
     result = children[("probe", script)]
     assert result["rc"] == 0, describe(result)
@@ -340,13 +376,20 @@ def test_control_is_flat_after_its_growth_steps(children, script):
     if host:  # on the CPU, the kept host copies are the live tensors
         assert slope == host, "live bytes grew %.0f per step, label says %d of host memory" % (slope, host)
     else:
-        assert abs(slope) < CONTROL_MAX_SLOPE_BYTES_PER_STEP, \
-            "live bytes trend by %.0f per step after step %d" % (slope, first_checked)
+        assert abs(slope) < CONTROL_MAX_SLOPE_BYTES_PER_STEP, "live bytes trend by %.0f per step after step %d" % (
+            slope,
+            first_checked,
+        )
 
 
-@pytest.mark.parametrize("script", [c["script"] for c in CORPUS["cases"]
-                                    if c["kind"] == "control" and c.get("growth_steps", 0) >= 10
-                                    and c["bytes_per_step"]])
+@pytest.mark.parametrize(
+    "script",
+    [
+        c["script"]
+        for c in CORPUS["cases"]
+        if c["kind"] == "control" and c.get("growth_steps", 0) >= 10 and c["bytes_per_step"]
+    ],
+)
 def test_bounded_control_grows_by_its_label_until_full(children, script):
     case = CASES[script]
     probe = probe_result(children, script)
@@ -457,20 +500,35 @@ def fake_run(tmp_path_factory):
     fake.write_text(FAKE_GPULEAK.replace("/usr/bin/env python3", sys.executable, 1))
     fake.chmod(0o755)
     (work / "plan.json").write_text(json.dumps(FAKE_PLAN))
-    env = dict(os.environ, FAKE_PLAN=str(work / "plan.json"), FAKE_CORPUS=corpus_tools.CORPUS_JSON,
-               FAKE_PIDS=str(work / "pids"))
+    env = dict(
+        os.environ,
+        FAKE_PLAN=str(work / "plan.json"),
+        FAKE_CORPUS=corpus_tools.CORPUS_JSON,
+        FAKE_PIDS=str(work / "pids"),
+    )
     out = work / "out"
     out.mkdir()
     (out / "leak_loss_list").mkdir()
     (out / "leak_loss_list" / "gpuleak-1.trace").write_text("an earlier run")  # must be cleared
     started = time.monotonic()
-    result = subprocess.run([sys.executable, RUNNER_PATH, "--gpuleak", str(fake), "--out", str(out),
-                             "--jobs", "4", "--timeout", "4"], env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, timeout=120)
+    result = subprocess.run(
+        [sys.executable, RUNNER_PATH, "--gpuleak", str(fake), "--out", str(out), "--jobs", "4", "--timeout", "4"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        timeout=120,
+    )
     wall_s = time.monotonic() - started
     results = json.loads((out / "torch-corpus.json").read_text())
-    return {"result": result, "results": results, "work": work, "out": out, "wall_s": wall_s,
-            "cases": {c["script"]: c for c in results["cases"]}}
+    return {
+        "result": result,
+        "results": results,
+        "work": work,
+        "out": out,
+        "wall_s": wall_s,
+        "cases": {c["script"]: c for c in results["cases"]},
+    }
 
 
 def test_runner_normalizes_owners_and_matches_holders():
@@ -480,8 +538,13 @@ def test_runner_normalizes_owners_and_matches_holders():
     assert runner.normalize_owner("attribute of __main__.Encoder") == "attribute of Encoder"
     assert runner.normalize_owner("module __main__") == "module __main__"
     assert runner.normalize_owner("hook on torch.nn.modules.conv.Conv2d") == "hook on Conv2d"
-    expected = {"type": "deque", "name": "transitions", "owner": "attribute of ReplayBuffer",
-                "bounded": True, "maxlen": 200}
+    expected = {
+        "type": "deque",
+        "name": "transitions",
+        "owner": "attribute of ReplayBuffer",
+        "bounded": True,
+        "maxlen": 200,
+    }
     got = dict(expected, path="ReplayBuffer.transitions", length=200)
     assert runner.holder_matches(expected, got)
     assert not runner.holder_matches(expected, dict(got, maxlen=None, bounded=False))

@@ -13,7 +13,7 @@ import pytest
 
 from conftest import PACKAGE_DIR, PYTHON
 
-RUN_QUEUED_CUDA_CALLBACKS = '''
+RUN_QUEUED_CUDA_CALLBACKS = """
 import torch
 queued = [c for c, _ in torch.cuda._queued_calls if getattr(c, "__module__", "") == "gpuleak._boot"]
 assert len(queued) == 1, queued
@@ -21,13 +21,15 @@ queued[0]()
 import gpuleak._runtime as runtime
 print("sampler", type(runtime.clock().sampler).__name__)
 leave_traced_program()
-'''
+"""
 
 
 @pytest.mark.parametrize("mode", ["off", "async"])
 def test_torch_tracking_without_the_hook(run_traced, mode):
-    run = run_traced(RUN_QUEUED_CUDA_CALLBACKS, {
-        "GPULEAK_TORCH_MODE": mode, "PYTORCH_CUDA_ALLOC_CONF": "garbage_collection_threshold:0.9"})
+    run = run_traced(
+        RUN_QUEUED_CUDA_CALLBACKS,
+        {"GPULEAK_TORCH_MODE": mode, "PYTORCH_CUDA_ALLOC_CONF": "garbage_collection_threshold:0.9"},
+    )
     assert run.returncode == 0, run.stderr
     assert "sampler MemorySampler" in run.stdout
     import torch
@@ -58,8 +60,14 @@ def test_torch_tracking_reports_why_the_hook_failed(run_traced):
 
 def test_build_ahead_says_clearly_why_it_cannot_build_on_cpu_torch(tmp_path):
     env = dict(os.environ, PYTHONPATH=PACKAGE_DIR, GPULEAK_CACHE_DIR=str(tmp_path))
-    result = subprocess.run([PYTHON, "-m", "gpuleak.torch_hook", "--build"], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=120)
+    result = subprocess.run(
+        [PYTHON, "-m", "gpuleak.torch_hook", "--build"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 1
     assert "built without CUDA" in result.stdout
 
@@ -68,7 +76,11 @@ def test_build_ahead_finds_a_built_hook_without_importing_torch(tmp_path):
     # `gpuleak run` asks before every Python program; importing torch to
     # answer took seconds, also for a program that never uses torch.
     env = dict(os.environ, PYTHONPATH=PACKAGE_DIR, GPULEAK_CACHE_DIR=str(tmp_path))
-    probe = subprocess.run([PYTHON, "-c", """
+    probe = subprocess.run(
+        [
+            PYTHON,
+            "-c",
+            """
 import sys
 from gpuleak import torch_hook
 found = torch_hook.installed_shim_path()
@@ -76,14 +88,25 @@ print("torch" in sys.modules)
 import torch
 print(found == torch_hook.shim_path(torch))
 print(found)
-"""], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=120)
+""",
+        ],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        timeout=120,
+    )
     assert probe.returncode == 0, probe.stderr
     imported_early, same, path = probe.stdout.splitlines()
     assert imported_early == "False"
     assert same == "True", "the hook is looked for where torch's own version puts it"
     with open(path, "wb"):
         pass  # as if built before
-    result = subprocess.run([PYTHON, "-c", """
+    result = subprocess.run(
+        [
+            PYTHON,
+            "-c",
+            """
 import runpy, sys
 sys.argv = ["torch_hook", "--build"]
 try:
@@ -91,7 +114,14 @@ try:
 except SystemExit as end:
     print("exit", end.code)
 print("torch imported", "torch" in sys.modules)
-"""], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=120)
+""",
+        ],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 0, result.stderr
     assert "exit 0" in result.stdout
     assert "torch imported False" in result.stdout
@@ -100,8 +130,14 @@ print("torch imported", "torch" in sys.modules)
 
 def test_build_ahead_rejects_unknown_arguments(tmp_path):
     env = dict(os.environ, PYTHONPATH=PACKAGE_DIR, GPULEAK_CACHE_DIR=str(tmp_path))
-    result = subprocess.run([PYTHON, "-m", "gpuleak.torch_hook"], env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=120)
+    result = subprocess.run(
+        [PYTHON, "-m", "gpuleak.torch_hook"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 2
     assert "usage" in result.stdout
 
@@ -133,11 +169,15 @@ class FakeCollector:
 def fake_torch(backend="native"):
     hooks = {"pre": [], "post": []}
     optimizer_module = types.SimpleNamespace(
-        register_optimizer_step_pre_hook=hooks["pre"].append,
-        register_optimizer_step_post_hook=hooks["post"].append)
+        register_optimizer_step_pre_hook=hooks["pre"].append, register_optimizer_step_post_hook=hooks["post"].append
+    )
     cuda = types.SimpleNamespace(get_allocator_backend=lambda: backend)
-    torch = types.SimpleNamespace(__version__="2.11.0+cu130", cuda=cuda, _C=types.SimpleNamespace(),
-                                  optim=types.SimpleNamespace(optimizer=optimizer_module))
+    torch = types.SimpleNamespace(
+        __version__="2.11.0+cu130",
+        cuda=cuda,
+        _C=types.SimpleNamespace(),
+        optim=types.SimpleNamespace(optimizer=optimizer_module),
+    )
     return torch, hooks
 
 
@@ -162,10 +202,14 @@ def test_cuda_callback_in_hook_mode_reports_the_attached_hook(monkeypatch):
     monkeypatch.delenv("PYTORCH_CUDA_ALLOC_CONF", raising=False)
     monkeypatch.setattr(_boot, "attach_allocator_hook", lambda t, c: (True, "/cache/shim.so"))
     _boot.on_cuda_initialized(torch, collector, clock)
-    (key, value), = collector.annotations
+    ((key, value),) = collector.annotations
     assert key == "torch_tracking"
-    assert json.loads(value) == {"mode": "allocator-hook", "alloc_conf": "",
-                                 "torch": "2.11.0+cu130", "hook_error": None}
+    assert json.loads(value) == {
+        "mode": "allocator-hook",
+        "alloc_conf": "",
+        "torch": "2.11.0+cu130",
+        "hook_error": None,
+    }
     assert clock.sampler is not None and clock.sampler.pool_backend is False
 
 
@@ -175,8 +219,7 @@ def test_cuda_callback_with_the_async_backend_samples_the_pool(monkeypatch):
     clock = StepClock(collector)
     monkeypatch.setenv("GPULEAK_TORCH_MODE", "async")
     monkeypatch.setenv("PYTORCH_CUDA_ALLOC_CONF", "backend:cudaMallocAsync")
-    monkeypatch.setattr(_boot, "attach_allocator_hook",
-                        lambda t, c: pytest.fail("no tracker with the async backend"))
+    monkeypatch.setattr(_boot, "attach_allocator_hook", lambda t, c: pytest.fail("no tracker with the async backend"))
     _boot.on_cuda_initialized(torch, collector, clock)
     tracking = json.loads(collector.annotations[0][1])
     assert tracking["mode"] == "cudaMallocAsync" and tracking["hook_error"] is None
@@ -202,8 +245,10 @@ def test_hook_error_keeps_the_compiler_message_and_stderr_gets_its_error_line(mo
     torch, _ = fake_torch()
     collector = FakeCollector()
     monkeypatch.setenv("GPULEAK_TORCH_MODE", "user")
-    message = ("building the PyTorch allocator hook failed:\nIn file included from x.h:1,\n"
-               "x.h:8:10: fatal error: cuda_runtime_api.h: No such file or directory")
+    message = (
+        "building the PyTorch allocator hook failed:\nIn file included from x.h:1,\n"
+        "x.h:8:10: fatal error: cuda_runtime_api.h: No such file or directory"
+    )
     monkeypatch.setattr(_boot, "attach_allocator_hook", lambda t, c: (False, message))
     _boot.on_cuda_initialized(torch, collector, StepClock(collector))
     tracking = json.loads(collector.annotations[0][1])

@@ -25,25 +25,36 @@ def run_program(tmp_path):
         script = tmp_path / "program.py"
         script.write_text(textwrap.dedent(program))
         env = dict(os.environ)
-        for name in ("GPULEAK_COLLECTOR", "GPULEAK_TRACE_DIR", "GPULEAK_TORCH_MODE",
-                     "GPULEAK_HOLDER_REQUESTS"):
+        for name in ("GPULEAK_COLLECTOR", "GPULEAK_TRACE_DIR", "GPULEAK_TORCH_MODE", "GPULEAK_HOLDER_REQUESTS"):
             env.pop(name, None)
-        env.update({"PYTHONPATH": os.pathsep.join([PACKAGE_DIR, os.path.join(HERE, "tracking")]),
-                    "GPULEAK_BINARY": cli, "GPULEAK_COLLECTOR": collector,
-                    "GPULEAK_CACHE_DIR": str(tmp_path / "cache")})
+        env.update(
+            {
+                "PYTHONPATH": os.pathsep.join([PACKAGE_DIR, os.path.join(HERE, "tracking")]),
+                "GPULEAK_BINARY": cli,
+                "GPULEAK_COLLECTOR": collector,
+                "GPULEAK_CACHE_DIR": str(tmp_path / "cache"),
+            }
+        )
         env.update(env_changes or {})
         env = {k: v for k, v in env.items() if v is not None}
-        done = subprocess.run([PYTHON, str(script)], cwd=str(tmp_path), env=env,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                              timeout=300)
-        results = [json.loads(line[len("RESULT "):]) for line in done.stdout.splitlines()
-                   if line.startswith("RESULT ")]
+        done = subprocess.run(
+            [PYTHON, str(script)],
+            cwd=str(tmp_path),
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=300,
+        )
+        results = [
+            json.loads(line[len("RESULT ") :]) for line in done.stdout.splitlines() if line.startswith("RESULT ")
+        ]
         return done, results
 
     return run
 
 
-PRELUDE = '''
+PRELUDE = """
 import json, gpuleak
 from stand_in_tensors import gpu_tensor
 
@@ -55,7 +66,7 @@ def show(block):
         "holder": r.holder, "kept": r.keeping_line, "sites": [s.label for s in r.left_behind],
         "growing": [s.label for s in r.growing_sites], "complete": r.complete,
         "summary": r.summary()}))
-'''
+"""
 
 
 def line_of(program, text):
@@ -63,7 +74,9 @@ def line_of(program, text):
 
 
 def test_a_block_that_keeps_tensors_in_a_list_names_the_list_and_the_append(run_program):
-    program = PRELUDE + '''
+    program = (
+        PRELUDE
+        + """
 cache = []
 def keep_some():
     for _ in range(4):
@@ -72,7 +85,8 @@ def keep_some():
 with gpuleak.track("keeps") as block:
     keep_some()
 show(block)
-'''
+"""
+    )
     done, results = run_program(program)
     assert done.returncode == 0, done.stderr
     [r] = results
@@ -81,14 +95,15 @@ show(block)
     assert r["sites"] == ["stand_in_tensors.py:24"], r
     assert r["holder"] == "list `cache` (module __main__)"
     keeping = line_of(program, "# the keeping line")
-    assert r["kept"].endswith("program.py:%d  cache.append(gpu_tensor(1 << 18))   # the keeping "
-                              "line" % keeping), r
+    assert r["kept"].endswith("program.py:%d  cache.append(gpu_tensor(1 << 18))   # the keeping " "line" % keeping), r
     assert r["complete"] is True
     assert "left 4.0 MiB allocated at its end" in r["summary"]
 
 
 def test_a_block_that_frees_what_it_allocates_is_clean_and_reports_its_peak(run_program):
-    done, results = run_program(PRELUDE + '''
+    done, results = run_program(
+        PRELUDE
+        + """
 kept_before = gpu_tensor(1 << 20)       # outside the block: not its memory
 with gpuleak.track() as block:
     a = gpu_tensor(1 << 18)
@@ -96,7 +111,8 @@ with gpuleak.track() as block:
     del a, b
     del kept_before                       # freed inside: not the block's either
 show(block)
-''')
+"""
+    )
     assert done.returncode == 0, done.stderr
     [r] = results
     assert r["verdict"] == "clean", r
@@ -105,14 +121,17 @@ show(block)
 
 
 def test_growth_over_the_steps_inside_a_block_is_a_leak_with_its_holder(run_program):
-    done, results = run_program(PRELUDE + '''
+    done, results = run_program(
+        PRELUDE
+        + """
 history = []
 with gpuleak.track("loop") as block:
     for step in range(20):
         history.append(gpu_tensor(1 << 14))
         gpuleak.step()
 show(block)
-''')
+"""
+    )
     assert done.returncode == 0, done.stderr
     [r] = results
     assert r["verdict"] == "leak", r
@@ -126,7 +145,9 @@ def test_a_sum_returned_from_the_block_names_the_statement_that_grows_it(run_pro
     # The in-process GPU suite's shape: the sum of every step's loss tensor is returned into a
     # variable; the holder walk at the block's end sees only that variable, and the line to
     # change is `total_loss += loss` in the function that returned it.
-    program = PRELUDE + '''
+    program = (
+        PRELUDE
+        + """
 import torch
 weight = torch.ones(1, requires_grad=True)
 def evaluate(steps):
@@ -138,7 +159,8 @@ def evaluate(steps):
 with gpuleak.track("sums") as block:
     kept = evaluate(4)   # the caller
 show(block)
-'''
+"""
+    )
     done, results = run_program(program)
     assert done.returncode == 0, done.stderr
     [r] = results
@@ -146,13 +168,14 @@ show(block)
     assert r["left"] == 4 << 18, r
     assert "`kept`" in r["holder"], r
     keeping = line_of(program, "# the keeping line")
-    assert r["kept"].endswith("program.py:%d  total_loss += loss   # the keeping line"
-                              % keeping), r
+    assert r["kept"].endswith("program.py:%d  total_loss += loss   # the keeping line" % keeping), r
     assert "kept at %s" % r["kept"] in r["summary"], r
 
 
 def test_blocks_nest_and_follow_each_other(run_program):
-    done, results = run_program(PRELUDE + '''
+    done, results = run_program(
+        PRELUDE
+        + """
 outer_keep, inner_keep = [], []
 with gpuleak.track("outer") as outer:
     outer_keep.append(gpu_tensor(1 << 16))
@@ -163,7 +186,8 @@ show(outer)
 with gpuleak.track("after") as after:
     pass
 show(after)
-''')
+"""
+    )
     assert done.returncode == 0, done.stderr
     inner, outer, after = results
     assert inner["left"] == 1 << 20
@@ -172,7 +196,9 @@ show(after)
 
 
 def test_blocks_on_two_threads_each_see_the_process(run_program):
-    done, results = run_program(PRELUDE + '''
+    done, results = run_program(
+        PRELUDE
+        + """
 import threading
 kept = []
 blocks = []
@@ -184,7 +210,8 @@ threads = [threading.Thread(target=work, args=(n,)) for n in range(2)]
 for t in threads: t.start()
 for t in threads: t.join()
 for block in blocks: show(block)
-''')
+"""
+    )
     assert done.returncode == 0, done.stderr
     assert len(results) == 2
     for r in results:
@@ -193,7 +220,9 @@ for block in blocks: show(block)
 
 
 def test_start_and_stop_without_with(run_program):
-    done, results = run_program(PRELUDE + '''
+    done, results = run_program(
+        PRELUDE
+        + """
 kept = []
 block = gpuleak.start("manual")
 kept.append(gpu_tensor(1 << 16))
@@ -208,34 +237,44 @@ try:
     block.stop()
 except gpuleak.tracking.TrackingError as error:
     print("ERROR", error)
-''')
+"""
+    )
     assert done.returncode == 0, done.stderr
     assert results[0]["left"] == 1 << 18
     errors = [line for line in done.stdout.splitlines() if line.startswith("ERROR")]
-    assert errors == ["ERROR gpuleak: stop() without a block started by start()",
-                      "ERROR gpuleak: this block was stopped already"]
+    assert errors == [
+        "ERROR gpuleak: stop() without a block started by start()",
+        "ERROR gpuleak: this block was stopped already",
+    ]
 
 
 def test_results_before_the_end_raise_one_clear_error(run_program):
-    done, _ = run_program(PRELUDE + '''
+    done, _ = run_program(
+        PRELUDE
+        + """
 with gpuleak.track() as block:
     try:
         block.verdict
     except gpuleak.tracking.TrackingError as error:
         print("ERROR", error)
-''')
+"""
+    )
     assert done.returncode == 0, done.stderr
     assert "ERROR gpuleak: the block has not ended yet" in done.stdout
 
 
 def test_without_a_collector_it_says_so_once_and_the_code_runs(run_program, tmp_path):
-    done, results = run_program(PRELUDE.replace("from stand_in_tensors import gpu_tensor", "") + '''
+    done, results = run_program(
+        PRELUDE.replace("from stand_in_tensors import gpu_tensor", "")
+        + """
 for n in range(3):
     with gpuleak.track() as block:
         x = sum(range(1000))
     show(block)
 print("RAN", x)
-''', env_changes={"GPULEAK_COLLECTOR": str(tmp_path / "missing.so")})
+""",
+        env_changes={"GPULEAK_COLLECTOR": str(tmp_path / "missing.so")},
+    )
     assert done.returncode == 0, done.stderr
     assert "RAN 499500" in done.stdout
     assert [r["verdict"] for r in results] == ["not tracked"] * 3
@@ -245,13 +284,17 @@ print("RAN", x)
 
 
 def test_the_block_report_of_the_cli_is_there_as_text_and_html(run_program, tmp_path):
-    done, _ = run_program(PRELUDE + '''
+    done, _ = run_program(
+        PRELUDE
+        + """
 cache = []
 with gpuleak.track("for text") as block:
     cache.append(gpu_tensor(1 << 16))
 print("TEXT", json.dumps(block.text()))
 print("HTML", block.html("%s"))
-''' % (tmp_path / "block.html"))
+"""
+        % (tmp_path / "block.html")
+    )
     assert done.returncode == 0, done.stderr
     text = json.loads(done.stdout.split("TEXT ", 1)[1].splitlines()[0])
     assert "program.py" in text or "stand_in_tensors.py" in text

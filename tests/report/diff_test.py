@@ -45,34 +45,55 @@ def main():
         subprocess.run([a.gpuleak, "report", "--json", leak], stdout=f, timeout=240, check=True)
 
     r = diff("--fail-on-new-growth", leak, saved)
-    expect("a run against its own saved report: nothing changed", r.returncode == 0
-           and "gone:" not in r.stdout and "new:" not in r.stdout and "unchanged" in r.stdout,
-           r.stdout + r.stderr)
+    expect(
+        "a run against its own saved report: nothing changed",
+        r.returncode == 0 and "gone:" not in r.stdout and "new:" not in r.stdout and "unchanged" in r.stdout,
+        r.stdout + r.stderr,
+    )
 
     r = diff(clean, leak)
-    expect("runs of different programs are refused", r.returncode == 3 and "different programs" in r.stderr,
-           f"exit {r.returncode}: {r.stderr}")
+    expect(
+        "runs of different programs are refused",
+        r.returncode == 3 and "different programs" in r.stderr,
+        f"exit {r.returncode}: {r.stderr}",
+    )
 
     r = diff("--any-program", "--fail-on-new-growth", clean, leak)
-    expect("clean -> leaking: new growing sites, exit 1", r.returncode == 1 and "new:" in r.stdout
-           and "NO LEAK -> LEAK" in r.stdout, f"exit {r.returncode}: {r.stdout}{r.stderr}")
+    expect(
+        "clean -> leaking: new growing sites, exit 1",
+        r.returncode == 1 and "new:" in r.stdout and "NO LEAK -> LEAK" in r.stdout,
+        f"exit {r.returncode}: {r.stdout}{r.stderr}",
+    )
 
     r = diff("--any-program", "--json", leak, clean)
     report = json.loads(r.stdout) if r.returncode == 0 else {}
     changes = [s["change"] for p in report.get("processes", []) for s in p["sites"]]
-    expect("leaking -> clean (JSON): every growing site gone, no new growth",
-           report.get("schema") == "gpuleak-diff/1" and changes and set(changes) == {"gone"}
-           and report.get("new_growth") is False, r.stdout[-600:] + r.stderr)
+    expect(
+        "leaking -> clean (JSON): every growing site gone, no new growth",
+        report.get("schema") == "gpuleak-diff/1"
+        and changes
+        and set(changes) == {"gone"}
+        and report.get("new_growth") is False,
+        r.stdout[-600:] + r.stderr,
+    )
 
     pair = os.path.join(TRACES, "diff")
     if os.path.isdir(os.path.join(pair, "leak")):
         r = diff("--fail-on-new-growth", os.path.join(pair, "leak"), os.path.join(pair, "fixed"))
-        expect("eval_loss leak -> fixed: the growing sites are gone", r.returncode == 0
-               and "gone:" in r.stdout and "new:" not in r.stdout and "LEAK -> NO LEAK" in r.stdout,
-               r.stdout + r.stderr)
+        expect(
+            "eval_loss leak -> fixed: the growing sites are gone",
+            r.returncode == 0 and "gone:" in r.stdout and "new:" not in r.stdout and "LEAK -> NO LEAK" in r.stdout,
+            r.stdout + r.stderr,
+        )
         r = diff("--fail-on-new-growth", os.path.join(pair, "fixed"), os.path.join(pair, "fixed2"))
-        expect("eval_loss fixed -> fixed: nothing", r.returncode == 0 and "gone:" not in r.stdout
-               and "new:" not in r.stdout and "NO LEAK -> NO LEAK" in r.stdout, r.stdout + r.stderr)
+        expect(
+            "eval_loss fixed -> fixed: nothing",
+            r.returncode == 0
+            and "gone:" not in r.stdout
+            and "new:" not in r.stdout
+            and "NO LEAK -> NO LEAK" in r.stdout,
+            r.stdout + r.stderr,
+        )
     else:
         # Recorded by tests/gpu/suites/exports.sh; until then the shipped pairs above stand in.
         print(f"SKIP the GPU pair of examples/diff/eval_loss.py: {pair} not recorded yet")
@@ -81,12 +102,17 @@ def main():
     with open(not_report, "w") as f:
         json.dump({"schema": "something-else/1"}, f)
     r = diff(not_report, saved)
-    expect("a JSON file that is no report: one clear message, exit 3",
-           r.returncode == 3 and "not a gpuleak report" in r.stderr and r.stderr.count("\n") == 1,
-           f"exit {r.returncode}: {r.stderr}")
+    expect(
+        "a JSON file that is no report: one clear message, exit 3",
+        r.returncode == 3 and "not a gpuleak report" in r.stderr and r.stderr.count("\n") == 1,
+        f"exit {r.returncode}: {r.stderr}",
+    )
     r = diff(os.path.join(a.work, "missing"), saved)
-    expect("a path that does not exist: exit 3", r.returncode == 3 and "missing" in r.stderr,
-           f"exit {r.returncode}: {r.stderr}")
+    expect(
+        "a path that does not exist: exit 3",
+        r.returncode == 3 and "missing" in r.stderr,
+        f"exit {r.returncode}: {r.stderr}",
+    )
 
     print(f"{len(failures)} failed")
     return 1 if failures else 0

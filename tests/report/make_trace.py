@@ -26,8 +26,7 @@ WEIGHT_BYTES = 8 << 20
 def load(path):
     lib = ctypes.PyDLL(path)
     lib.gpuleak_start_recording.restype = ctypes.c_int
-    lib.gpuleak_record_torch_alloc.argtypes = [ctypes.c_uint64, ctypes.c_uint64, ctypes.c_int,
-                                               ctypes.c_uint64]
+    lib.gpuleak_record_torch_alloc.argtypes = [ctypes.c_uint64, ctypes.c_uint64, ctypes.c_int, ctypes.c_uint64]
     lib.gpuleak_record_torch_free.argtypes = [ctypes.c_uint64, ctypes.c_int]
     lib.gpuleak_mark_step.argtypes = [ctypes.c_uint64, ctypes.c_int]
     lib.gpuleak_record_sample.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_uint64]
@@ -41,7 +40,8 @@ def keep_tensor(lib, address):
 # The function's name as frames show it: markup that must stay text.
 keep_tensor.__code__ = keep_tensor.__code__.replace(
     co_name="keep_</script><b>tensor</b>",
-    **({"co_qualname": "keep_</script><b>tensor</b>"} if sys.version_info >= (3, 11) else {}))
+    **({"co_qualname": "keep_</script><b>tensor</b>"} if sys.version_info >= (3, 11) else {})
+)
 
 
 def activation(lib, address):

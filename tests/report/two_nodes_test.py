@@ -25,11 +25,15 @@ def main():
     text = subprocess.run([a.gpuleak, "report", *NODES], capture_output=True, text=True, timeout=120).stdout
     line = next((l.strip() for l in text.splitlines() if l.strip().startswith("RANKS:")), "")
     print(line)
-    if not ("4 ranks on 2 hosts (node-a: 0, 1; node-b: 2, 3)" in line and "rank 3 on node-b" in line
-            and "ranks 0-2 do not" in line):
+    if not (
+        "4 ranks on 2 hosts (node-a: 0, 1; node-b: 2, 3)" in line
+        and "rank 3 on node-b" in line
+        and "ranks 0-2 do not" in line
+    ):
         failures.append("the RANKS line does not name rank 3 on node-b: %r" % line)
-    report = json.loads(subprocess.run([a.gpuleak, "report", "--json", *NODES], capture_output=True,
-                                       text=True, timeout=120).stdout)
+    report = json.loads(
+        subprocess.run([a.gpuleak, "report", "--json", *NODES], capture_output=True, text=True, timeout=120).stdout
+    )
     ranks = report["job"]["ranks"]
     leaking = [(e["rank"], e["host"]) for e in ranks["ranks"] if e["leak"]]
     if leaking != [(3, "node-b")] or ranks["hosts"] != ["node-a", "node-b"]:

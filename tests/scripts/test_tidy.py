@@ -12,9 +12,15 @@ ROOT = os.path.abspath(os.environ.get("GPULEAK_SOURCE_DIR", os.path.join(os.path
 
 
 def git(repo, *args):
-    subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True,
-                   env=dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@t", GIT_COMMITTER_NAME="t",
-                            GIT_COMMITTER_EMAIL="t@t"))
+    subprocess.run(
+        ["git", "-C", str(repo), *args],
+        check=True,
+        capture_output=True,
+        text=True,
+        env=dict(
+            os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@t", GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@t"
+        ),
+    )
 
 
 def write(repo, path, text=""):
@@ -44,8 +50,13 @@ def repo(tmp_path):
 
 
 def tidy(repo, *args, **env):
-    return subprocess.run(["bash", str(repo / "scripts" / "tidy"), *args], capture_output=True, text=True,
-                          timeout=120, env=dict(os.environ, **env))
+    return subprocess.run(
+        ["bash", str(repo / "scripts" / "tidy"), *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=dict(os.environ, **env),
+    )
 
 
 def listed(run):
@@ -59,8 +70,14 @@ def test_ci_checks_the_in_process_code_and_what_changed_since_main_headers_throu
     write(repo, "src/trace/new_part.cpp")  # not committed yet, not ignored
     run = tidy(repo, "--list", "build")
     assert run.returncode == 0, run.stderr
-    assert listed(run) == ["src/attach/injection.cpp", "src/cli/report_outputs.cpp", "src/collector/recorder.cpp",
-                           "src/report/text_report.cpp", "src/trace/codec.cpp", "src/trace/new_part.cpp"]
+    assert listed(run) == [
+        "src/attach/injection.cpp",
+        "src/cli/report_outputs.cpp",
+        "src/collector/recorder.cpp",
+        "src/report/text_report.cpp",
+        "src/trace/codec.cpp",
+        "src/trace/new_part.cpp",
+    ]
 
 
 def test_all_and_named_files(repo):
@@ -83,10 +100,13 @@ def stand_in(repo, body):
 
 
 def test_a_finding_fails_the_run_and_names_the_file(repo):
-    fake = stand_in(repo, """\
+    fake = stand_in(
+        repo,
+        """\
         for a; do f=$a; done
         case "$f" in *codec.cpp) echo "$f:3:1: error: invalid case style [readability-identifier-naming]"; exit 1;; esac
-        """)
+        """,
+    )
     run = tidy(repo, "--all", "build", CLANG_TIDY=fake)
     assert run.returncode == 1, run.stdout
     assert "codec.cpp:3:1: error: invalid case style" in run.stdout

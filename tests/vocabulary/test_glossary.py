@@ -34,8 +34,10 @@ def prose(text):
     """The page's text with code blocks, inline code, double-quoted text and
     link targets blanked out, each line where it was (a quote may go on to
     the next line of its paragraph)."""
+
     def blank(match):
         return "\n" * match.group(0).count("\n")
+
     text = re.sub(r"^[ \t]*```.*?^[ \t]*```[^\n]*$", blank, text, flags=re.M | re.S)
     for quoted in (r"`[^`]*(?:\n[^`\n]+)*`", r"\"[^\"\n]*(?:\n[^\"\n]+)*\"", r"“[^”]*”"):
         text = re.sub(quoted, lambda match: " " + blank(match), text)
@@ -45,12 +47,17 @@ def prose(text):
 def misuses(rows, pages, allowed=()):
     """['page:line: word (say NAME)'] for every rejected word in the pages' prose
     outside the `allowed` phrases."""
+
     # A word in capitals (a verdict word) is rejected as written; others in
     # any case, so a sentence's first word counts too. A phrase may break across lines.
     def phrase_pattern(words, flags):
         return re.compile(r"(?<![\w-])%s(?![\w-])" % r"\s+".join(map(re.escape, words.split())), flags)
-    patterns = [(name, word, phrase_pattern(word, 0 if word.isupper() else re.I))
-                for name, words in rows.items() for word in words]
+
+    patterns = [
+        (name, word, phrase_pattern(word, 0 if word.isupper() else re.I))
+        for name, words in rows.items()
+        for word in words
+    ]
     found = []
     for page, text in pages:
         visible = prose(text)
@@ -81,11 +88,27 @@ def test_the_glossary_has_its_terms_each_once_with_the_names_they_must_not_go_by
     with open(GLOSSARY, encoding="utf-8") as f:
         text = f.read()
     rows = glossary_rows(text)
-    for term in ("step", "step boundary", "site", "stack", "holder", "keeping line", "verdict",
-                 "growth", "live set", "trace", "compaction", "orphan", "worker context"):
+    for term in (
+        "step",
+        "step boundary",
+        "site",
+        "stack",
+        "holder",
+        "keeping line",
+        "verdict",
+        "growth",
+        "live set",
+        "trace",
+        "compaction",
+        "orphan",
+        "worker context",
+    ):
         assert term in rows, "docs/glossary.md has no row for %r" % term
-    names = [line.split("|")[1].strip() for line in text.splitlines()
-             if line.startswith("| ") and not line.startswith("| name")]
+    names = [
+        line.split("|")[1].strip()
+        for line in text.splitlines()
+        if line.startswith("| ") and not line.startswith("| name")
+    ]
     assert len(names) == len(set(names)), "a term has two rows"
     rejected = [word.lower() for words in rows.values() for word in words]
     assert len(rejected) == len(set(rejected)), "a rejected name belongs to two terms"
@@ -104,18 +127,34 @@ def test_the_check_finds_a_rejected_name_in_prose_and_not_in_quotes_or_code(tmp_
     # that says "iteration" in prose fails, quoting it does not.
     docs = tmp_path / "docs"
     docs.mkdir()
-    (docs / "glossary.md").write_text(textwrap.dedent("""\
+    (docs / "glossary.md").write_text(
+        textwrap.dedent(
+            """\
         | name | what | code | not |
         |---|---|---|---|
         | step | a repetition | `kStep` | `iteration`, `tick` |
-        """))
-    (tmp_path / "README.md").write_text("The phase is \"iterations of the\nloop\"; `IterationFinder`.\n"
-                                        "```\niteration 3\n```\n")
+        """
+        )
+    )
+    (tmp_path / "README.md").write_text(
+        'The phase is "iterations of the\nloop"; `IterationFinder`.\n' "```\niteration 3\n```\n"
+    )
     (docs / "page.md").write_text("Each step is marked.\nGrowth per iteration of the loop.\n")
-    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                          os.path.abspath(__file__) + "::test_docs_call_each_idea_by_its_glossary_name"],
-                         env=dict(os.environ, GPULEAK_SOURCE_DIR=str(tmp_path)),
-                         capture_output=True, text=True, timeout=60)
+    run = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            os.path.abspath(__file__) + "::test_docs_call_each_idea_by_its_glossary_name",
+        ],
+        env=dict(os.environ, GPULEAK_SOURCE_DIR=str(tmp_path)),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert run.returncode == 1, run.stdout + run.stderr
     assert "docs/page.md:2: 'iteration'" in run.stdout
     assert "README.md" not in run.stdout.split("docs use names")[1]

@@ -40,9 +40,10 @@ def python_vocabulary():
     return values
 
 
-@pytest.mark.parametrize("macro,prefix", [("GPULEAK_METRICS", "METRIC_"),
-                                          ("GPULEAK_STEP_SOURCES", "STEP_FROM_"),
-                                          ("GPULEAK_FRAMEWORKS", "FRAMEWORK_")])
+@pytest.mark.parametrize(
+    "macro,prefix",
+    [("GPULEAK_METRICS", "METRIC_"), ("GPULEAK_STEP_SOURCES", "STEP_FROM_"), ("GPULEAK_FRAMEWORKS", "FRAMEWORK_")],
+)
 def test_python_ids_are_the_headers(macro, prefix):
     header = {prefix + name: value for name, value, _ in x_macro(macro)}
     python = {k: v for k, v in python_vocabulary().items() if k.startswith(prefix)}
@@ -75,8 +76,10 @@ def test_holder_words_each_belong_to_a_cause_and_are_the_ones_the_walk_returns()
 
 def test_trace_enums_take_their_values_from_the_header():
     records = read("src", "trace", "records.h")
-    for enum, macro, prefix in (("Metric", "GPULEAK_METRICS", "GPULEAK_METRIC_"),
-                                ("StepSource", "GPULEAK_STEP_SOURCES", "GPULEAK_STEP_FROM_")):
+    for enum, macro, prefix in (
+        ("Metric", "GPULEAK_METRICS", "GPULEAK_METRIC_"),
+        ("StepSource", "GPULEAK_STEP_SOURCES", "GPULEAK_STEP_FROM_"),
+    ):
         body = re.search(r"enum class %s : std::uint8_t \{(.*?)\};" % enum, records, re.S).group(1)
         used = re.findall(r"=\s*(GPULEAK_[A-Z_]+)", body)
         assert sorted(used) == sorted(prefix + name for name, _, _ in x_macro(macro)), enum
@@ -93,7 +96,9 @@ def test_docs_list_the_metrics_and_causes_of_the_header():
     for where, text in (("docs/json-schema.md", schema_row), ("docs/lint.md", lint_line)):
         named = set(re.findall(r'[`"]([a-z]+(?:-[a-z]+)+)[`"]', text))
         assert named and named <= slugs, "%s names causes the vocabulary does not have: %s" % (
-            where, sorted(named - slugs))
+            where,
+            sorted(named - slugs),
+        )
 
 
 def test_no_source_spells_a_cause_outside_the_table():
@@ -117,10 +122,12 @@ def test_no_source_spells_a_cause_outside_the_table():
 
 def test_docs_list_every_step_source_of_the_header_in_their_order_of_trust():
     names = [text for _, _, text in x_macro("GPULEAK_STEP_SOURCES")]
-    schema_row = next(line for line in read("docs", "json-schema.md").splitlines()
-                      if line.startswith("| `step_source` |"))
-    assert set(re.findall(r"`([a-z]+(?:-[a-z]+)*)`", schema_row.split("|")[2])) >= set(names), \
-        "docs/json-schema.md's step_source row misses a step source"
+    schema_row = next(
+        line for line in read("docs", "json-schema.md").splitlines() if line.startswith("| `step_source` |")
+    )
+    assert set(re.findall(r"`([a-z]+(?:-[a-z]+)*)`", schema_row.split("|")[2])) >= set(
+        names
+    ), "docs/json-schema.md's step_source row misses a step source"
     # docs/torch.md's "Steps" table: | order | `name` | ... in trust order,
     # the order src/analysis/clock_arbiter.cpp's trust_rank gives.
     table = re.findall(r"^\| ([0-9]+) \| `([a-z-]+)` \|", read("docs", "torch.md"), re.M)
@@ -134,8 +141,9 @@ def test_docs_list_every_step_source_of_the_header_in_their_order_of_trust():
         assert match, "trust_rank has no case for %s" % enumerator
         ranks[text] = int(match.group(1))
     documented = [name for _, name in sorted(table, key=lambda row: int(row[0]))]
-    assert documented == sorted(names, key=lambda text: ranks[text]), \
-        "docs/torch.md's order of trust differs from trust_rank in clock_arbiter.cpp"
+    assert documented == sorted(
+        names, key=lambda text: ranks[text]
+    ), "docs/torch.md's order of trust differs from trust_rank in clock_arbiter.cpp"
 
 
 def test_the_pool_site_id_is_the_headers():

@@ -62,6 +62,7 @@ def answer_request(request, seconds=DEFAULT_SECONDS):
     walk = None
     try:
         from gpuleak.holders.walk import Walk
+
         answer["request_id"] = request.get("request_id")
         walk = Walk(started + float(seconds))
         sites = [Site(raw) for raw in (request.get("sites") or []) if isinstance(raw, dict)]
@@ -98,13 +99,13 @@ class Site:
                 self.lines.append((str(pair[0]), int(pair[1])))
             except (TypeError, ValueError, IndexError):
                 continue
-        self.direct_matches = set()   # indices of ranges covered by a live tensor's storage
-        self.graph_matches = set()    # indices covered by a tensor saved in a held graph
-        self.cycle_matches = set()    # indices covered by a leaf in a create_graph cycle
-        self.direct_tensors = None    # covering tensors (a list the walk owns)
-        self.graph_roots = None       # held tensors whose graph covers some range
-        self.cycle_leaves = None      # leaves whose .grad graph reaches back to them
-        self.graph_carried = []       # chain lengths of the carried states that lead graph_roots
-        self.graph_sizes = []         # saved tensors per graph, one entry per root
+        self.direct_matches = set()  # indices of ranges covered by a live tensor's storage
+        self.graph_matches = set()  # indices covered by a tensor saved in a held graph
+        self.cycle_matches = set()  # indices covered by a leaf in a create_graph cycle
+        self.direct_tensors = None  # covering tensors (a list the walk owns)
+        self.graph_roots = None  # held tensors whose graph covers some range
+        self.cycle_leaves = None  # leaves whose .grad graph reaches back to them
+        self.graph_carried = []  # chain lengths of the carried states that lead graph_roots
+        self.graph_sizes = []  # saved tensors per graph, one entry per root
         self.answer = None
-        self.candidates = []          # (kind, elements) to climb from, the likelier first
+        self.candidates = []  # (kind, elements) to climb from, the likelier first

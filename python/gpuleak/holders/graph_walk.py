@@ -42,8 +42,9 @@ class plain_tensor_methods:
     """Calls tensor methods without the __torch_function__ of tensor subclasses."""
 
     def __init__(self, torch):
-        disable = getattr(torch._C, "DisableTorchFunctionSubclass", None) or \
-            getattr(torch._C, "DisableTorchFunction", None)
+        disable = getattr(torch._C, "DisableTorchFunctionSubclass", None) or getattr(
+            torch._C, "DisableTorchFunction", None
+        )
         self.context = disable() if disable is not None else None
 
     def __enter__(self):
@@ -106,22 +107,21 @@ class GraphWalk:
             # Reading a saved tensor of a non-reentrant checkpoint would
             # recompute its forward pass: leave those graphs alone.
             return
-        roots = self.own([])       # (tensor, its grad_fn): keeping the node objects
-        for tensor in tensors:     # alive keeps their ids stable during the walks
+        roots = self.own([])  # (tensor, its grad_fn): keeping the node objects
+        for tensor in tensors:  # alive keeps their ids stable during the walks
             node = grad_fn(tensor)
             if node is not None:
                 roots.append((tensor, node))
         root_node_ids = {id(node) for _, node in roots}
         inner_node_ids = set()
-        matched = []               # (root index, saved count, {site index: {range index}})
+        matched = []  # (root index, saved count, {site index: {range index}})
         budget = [_GRAPH_NODES_TOTAL]
-        carried = {}               # root index -> recurrences, for carried states
+        carried = {}  # root index -> recurrences, for carried states
         for index, (tensor, node) in enumerate(roots):
             if budget[0] <= 0 or self.out_of_time():
                 break
             recurrences = [0]
-            saved_ranges = self.saved_tensor_ranges(node, budget, root_node_ids, inner_node_ids,
-                                                    recurrences)
+            saved_ranges = self.saved_tensor_ranges(node, budget, root_node_ids, inner_node_ids, recurrences)
             if recurrences[0] >= _CARRIED_STATE_RECURRENCES:
                 carried[index] = recurrences[0]
             hits_by_site = {}
@@ -143,8 +143,7 @@ class GraphWalk:
                 if index in carried:
                     # The newest carried state has the longest chain below it.
                     place = 0
-                    while place < len(site.graph_carried) and \
-                            site.graph_carried[place] >= carried[index]:
+                    while place < len(site.graph_carried) and site.graph_carried[place] >= carried[index]:
                         place += 1
                     site.graph_roots.insert(place, tensor)
                     site.graph_carried.insert(place, carried[index])
@@ -166,8 +165,7 @@ class GraphWalk:
             self.saved_names_by_type[node_type] = names
         return names
 
-    def saved_tensor_ranges(self, root, budget, root_node_ids=(), inner_node_ids=None,
-                            recurrences=None):
+    def saved_tensor_ranges(self, root, budget, root_node_ids=(), inner_node_ids=None, recurrences=None):
         """Storage ranges of the activations saved in the graph below `root`.
 
         Leaves that require grad (parameters) are left out: they live as long
@@ -193,7 +191,7 @@ class GraphWalk:
             if context:  # tensors a custom Function kept as ctx attributes
                 values.extend(v for v in list(context.values()) if is_a(v, tensor_type))
             for value in values:
-                for saved in (value if is_a(value, (list, tuple)) else (value,)):
+                for saved in value if is_a(value, (list, tuple)) else (value,):
                     if not is_a(saved, tensor_type):
                         continue
                     try:
@@ -214,8 +212,7 @@ class GraphWalk:
                 if child is not None and id(child) not in seen:
                     seen[id(child)] = child
                     pending.append(child)
-                    if recurrences is not None and type(child) is root_type and \
-                            node_signature(child) == root_signature:
+                    if recurrences is not None and type(child) is root_type and node_signature(child) == root_signature:
                         recurrences[0] += 1
                     if id(child) in root_node_ids:
                         inner_node_ids.add(id(child))

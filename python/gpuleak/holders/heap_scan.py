@@ -79,9 +79,9 @@ def storage_range(tensor):
     """[start, end) of the memory a tensor's storage owns, or None."""
     try:
         try:
-            storage = tensor.untyped_storage()    # torch >= 2.0
+            storage = tensor.untyped_storage()  # torch >= 2.0
         except AttributeError:
-            storage = tensor.storage()            # torch 1.x (TypedStorage)
+            storage = tensor.storage()  # torch 1.x (TypedStorage)
         start = storage.data_ptr()
         size = storage.nbytes()
     except Exception:  # sparse, meta, functorch wrappers...: no plain storage
@@ -101,8 +101,7 @@ class HeapScan:
             module = sys.modules.get(name)
             if is_a(module, types.ModuleType):
                 try:
-                    self.module_dicts.setdefault(id(object.__getattribute__(module, "__dict__")),
-                                                 name)
+                    self.module_dicts.setdefault(id(object.__getattribute__(module, "__dict__")), name)
                 except Exception:
                     continue
 
@@ -116,12 +115,10 @@ class HeapScan:
         optimizer_type = getattr(getattr(torch, "optim", None), "Optimizer", None) or ()
         tensors = self.own([])
         modules = self.own([])
-        categories = _TypeCategories(tensor_type, module_type, checkpoint_frame_type,
-                                     optimizer_type)
+        categories = _TypeCategories(tensor_type, module_type, checkpoint_frame_type, optimizer_type)
         objects = gc.get_objects()
         try:
-            selected = list(itertools.compress(objects, map(categories.__getitem__,
-                                                            map(type, objects))))
+            selected = list(itertools.compress(objects, map(categories.__getitem__, map(type, objects))))
         finally:
             del objects
         self.own(selected)
@@ -150,8 +147,7 @@ class HeapScan:
         if not namespace:
             return
         for attribute, hooks in list(namespace.items()):
-            if not (is_a(attribute, str) and attribute.endswith("hooks")
-                    and is_a(hooks, dict) and hooks):
+            if not (is_a(attribute, str) and attribute.endswith("hooks") and is_a(hooks, dict) and hooks):
                 continue
             self.hook_dicts[id(hooks)] = (label, attribute)
             for hook in list(hooks.values()):
@@ -163,8 +159,7 @@ class HeapScan:
         """A module's _buffers / _parameters / _modules dicts, so that names say 'buffer of X'."""
         if not namespace:
             return
-        for attribute, role in (("_buffers", "buffer"), ("_parameters", "parameter"),
-                                ("_modules", "submodule")):
+        for attribute, role in (("_buffers", "buffer"), ("_parameters", "parameter"), ("_modules", "submodule")):
             slots = namespace.get(attribute)
             if is_a(slots, dict):
                 self.module_slots[id(slots)] = (role, type(module).__name__)
@@ -187,6 +182,7 @@ class HeapScan:
                 if site.direct_tensors is None:
                     site.direct_tensors = self.own([])
                 if len(site.direct_tensors) < ELEMENTS_KEPT_PER_SITE and all(
-                        t is not tensor for t in site.direct_tensors):
+                    t is not tensor for t in site.direct_tensors
+                ):
                     site.direct_tensors.append(tensor)
                 site.direct_matches.add(range_index)

@@ -25,9 +25,16 @@ import ast
 import os
 import sys
 
-_GROWING_CALLS = {"append": "append", "extend": "extend", "insert": "append",
-                  "appendleft": "append", "extendleft": "extend", "add": "append",
-                  "update": "extend", "setdefault": "item-assignment"}
+_GROWING_CALLS = {
+    "append": "append",
+    "extend": "extend",
+    "insert": "append",
+    "appendleft": "append",
+    "extendleft": "extend",
+    "add": "append",
+    "update": "extend",
+    "setdefault": "item-assignment",
+}
 _HOOK_REGISTRATIONS = {
     "_forward_hooks": ("register_forward_hook",),
     "_forward_pre_hooks": ("register_forward_pre_hook",),
@@ -73,13 +80,17 @@ class Store:
     def in_function_of(self, lines):
         """Whether one of `lines` ((file, line) of the allocation's stack) is in this
         store's function: the code that allocated is the code that stored."""
-        return any(path == self.path and self.span[0] <= line <= self.span[1]
-                   for path, line in lines)
+        return any(path == self.path and self.span[0] <= line <= self.span[1] for path, line in lines)
 
     def as_answer(self, sources):
-        return {"file": self.path, "line": self.line, "kind": self.kind,
-                "function": self.function, "in_loop": self.in_loop,
-                "statement": sources.line_text(self.path, self.line)}
+        return {
+            "file": self.path,
+            "line": self.line,
+            "kind": self.kind,
+            "function": self.function,
+            "in_loop": self.in_loop,
+            "statement": sources.line_text(self.path, self.line),
+        }
 
 
 class SourceIndex:
@@ -128,7 +139,7 @@ class SourceIndex:
         lines = self.lines.get(path) or []
         if 0 < line <= len(lines):
             text = lines[line - 1].strip()
-            return text if len(text) <= _STATEMENT_CHARS else text[:_STATEMENT_CHARS - 3] + "..."
+            return text if len(text) <= _STATEMENT_CHARS else text[: _STATEMENT_CHARS - 3] + "..."
         return ""
 
 
@@ -142,13 +153,11 @@ def expression_text(node):
 def _is_initialisation(value):
     """`[]`, `{}`, `None`, `0`, `list()`, `defaultdict(list)`, `[0] * 900`: a fresh, empty start."""
     if isinstance(value, (ast.List, ast.Dict, ast.Set, ast.Tuple)):
-        return all(_is_initialisation(e) for e in getattr(value, "elts", [])) and \
-            not getattr(value, "keys", None)
+        return all(_is_initialisation(e) for e in getattr(value, "elts", [])) and not getattr(value, "keys", None)
     if isinstance(value, ast.Constant):
         return True
     if isinstance(value, ast.Call):
-        name = value.func.attr if isinstance(value.func, ast.Attribute) else \
-            getattr(value.func, "id", "")
+        name = value.func.attr if isinstance(value.func, ast.Attribute) else getattr(value.func, "id", "")
         return name in _EMPTY_CALLS and not value.args[1:]
     if isinstance(value, ast.BinOp) and isinstance(value.op, ast.Mult):
         return _is_initialisation(value.left) or _is_initialisation(value.right)
@@ -232,8 +241,11 @@ class _StoreFinder(ast.NodeVisitor):
 
     def visit_Call(self, node):
         func = node.func
-        if isinstance(func, ast.Attribute) and func.attr in _GROWING_CALLS and \
-                self.matches(expression_text(func.value)):
+        if (
+            isinstance(func, ast.Attribute)
+            and func.attr in _GROWING_CALLS
+            and self.matches(expression_text(func.value))
+        ):
             self.add(node, _GROWING_CALLS[func.attr])
         self.generic_visit(node)
 
@@ -244,7 +256,7 @@ class _StoreFinder(ast.NodeVisitor):
 
     def visit_Assign(self, node):
         for target in node.targets:
-            for single in (target.elts if isinstance(target, ast.Tuple) else [target]):
+            for single in target.elts if isinstance(target, ast.Tuple) else [target]:
                 self.assigned(node, single, node.value)
         self.generic_visit(node)
 
@@ -271,8 +283,7 @@ class _StoreFinder(ast.NodeVisitor):
 def _scope_node(tree, first_line, name):
     """The function or class definition that starts at first_line (decorators included)."""
     for node in ast.walk(tree):
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and \
-                node.name == name:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.name == name:
             starts = min([node.lineno] + [d.lineno for d in node.decorator_list])
             if first_line in (starts, node.lineno):
                 return node
@@ -293,8 +304,9 @@ def best(stores, allocation_lines=()):
     if not stores:
         return None
     on_stack = set(allocation_lines)
-    return max(stores, key=lambda store: ((store.path, store.line) in on_stack,
-                                          store.in_function_of(on_stack)) + store.rank())
+    return max(
+        stores, key=lambda store: ((store.path, store.line) in on_stack, store.in_function_of(on_stack)) + store.rank()
+    )
 
 
 class KeepingStatements:
@@ -325,8 +337,7 @@ class KeepingStatements:
             return None
         qualname = getattr(code, "co_qualname", code.co_name)
         prefix = qualname.rsplit(".", 1)[0] if "." in qualname else ""
-        return self.through_return(best(self.search(path, node, _name_matcher(name), prefix),
-                                        self.allocation_lines))
+        return self.through_return(best(self.search(path, node, _name_matcher(name), prefix), self.allocation_lines))
 
     def in_module(self, module_name, name):
         """Stores into global `name` anywhere in the module's file."""
@@ -334,8 +345,7 @@ class KeepingStatements:
         path = getattr(module, "__file__", None) if module is not None else None
         tree = self.sources.tree(path) if path and not is_library_file(path) else None
         if tree is not None:
-            return self.through_return(best(self.search(path, tree, _name_matcher(name)),
-                                            self.allocation_lines))
+            return self.through_return(best(self.search(path, tree, _name_matcher(name)), self.allocation_lines))
         if module_name != "__main__":
             return None
         # An interactive __main__ (a notebook's kernel, IPython) has no file: its globals
@@ -364,26 +374,34 @@ class KeepingStatements:
             if tree is None:
                 continue
             for node in ast.walk(tree):
-                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and \
-                        node.name == called:
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == called:
                     inner.extend(self.growing_returned(path, node))
         found = best(inner, self.allocation_lines)
         if found is None:
             return self.answer(store)
         answer = self.answer(found)
-        answer["called_from"] = {"file": store.path, "line": store.line,
-                                 "function": store.function,
-                                 "statement": self.sources.line_text(store.path, store.line)}
+        answer["called_from"] = {
+            "file": store.path,
+            "line": store.line,
+            "function": store.function,
+            "statement": self.sources.line_text(store.path, store.line),
+        }
         return answer
 
     def growing_returned(self, path, function):
         """Stores that grow, inside a loop, a local that `function` returns by name."""
-        returned = {node.value.id for node in ast.walk(function)
-                    if isinstance(node, ast.Return) and isinstance(node.value, ast.Name)}
+        returned = {
+            node.value.id
+            for node in ast.walk(function)
+            if isinstance(node, ast.Return) and isinstance(node.value, ast.Name)
+        }
         stores = []
         for name in returned:
-            stores.extend(s for s in self.search(path, function, _name_matcher(name))
-                          if s.in_loop and s.kind != "assignment" and not s.stores_a_number)
+            stores.extend(
+                s
+                for s in self.search(path, function, _name_matcher(name))
+                if s.in_loop and s.kind != "assignment" and not s.stores_a_number
+            )
         return stores
 
     def for_attribute(self, cls, attribute):
@@ -428,17 +446,14 @@ class KeepingStatements:
             finder = _MethodCallFinder(path, method, class_name)
             finder.visit(tree)
             for call, function, in_loop, span in finder.found:
-                in_allocating_function = any(
-                    file == path and span[0] <= line <= span[1] for file, line in on_stack)
+                in_allocating_function = any(file == path and span[0] <= line <= span[1] for file, line in on_stack)
                 receiver = expression_text(call.func.value)
                 made_here = receiver in instances or receiver.split("[", 1)[0] in instances
-                calls.append(((in_allocating_function, made_here, in_loop, -call.lineno),
-                              path, call.lineno, function))
+                calls.append(((in_allocating_function, made_here, in_loop, -call.lineno), path, call.lineno, function))
         if not calls:
             return None
         _, path, line, function = max(calls, key=lambda c: c[0])
-        return {"file": path, "line": line, "function": function,
-                "statement": self.sources.line_text(path, line)}
+        return {"file": path, "line": line, "function": function, "statement": self.sources.line_text(path, line)}
 
     def in_closure(self, function, name):
         """Stores into the free variable `name` of a closure: in the closure, then in its maker."""
@@ -484,9 +499,14 @@ class KeepingStatements:
             return None
         self.sources.tree(code.co_filename)
         line = code.co_firstlineno
-        return {"file": code.co_filename, "line": line, "kind": "lru-cache",
-                "function": getattr(function, "__qualname__", code.co_name), "in_loop": False,
-                "statement": self.sources.line_text(code.co_filename, line)}
+        return {
+            "file": code.co_filename,
+            "line": line,
+            "kind": "lru-cache",
+            "function": getattr(function, "__qualname__", code.co_name),
+            "in_loop": False,
+            "statement": self.sources.line_text(code.co_filename, line),
+        }
 
     def leaf_names(self):
         """Names assigned a tensor made with requires_grad=True anywhere in the program's files."""
@@ -496,8 +516,11 @@ class KeepingStatements:
             if tree is None:
                 continue
             for node in ast.walk(tree):
-                if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call) and \
-                        any(k.arg == "requires_grad" and _truthy(k.value) for k in node.value.keywords):
+                if (
+                    isinstance(node, ast.Assign)
+                    and isinstance(node.value, ast.Call)
+                    and any(k.arg == "requires_grad" and _truthy(k.value) for k in node.value.keywords)
+                ):
                     names.extend(expression_text(t) for t in node.targets if isinstance(t, ast.Name))
         return list(dict.fromkeys(names))
 
@@ -527,8 +550,7 @@ class _MethodCallFinder(_StoreFinder):
 
     def visit_Call(self, node):
         func = node.func
-        if isinstance(func, ast.Attribute) and func.attr == self.method and \
-                self.class_name not in self.scope:
+        if isinstance(func, ast.Attribute) and func.attr == self.method and self.class_name not in self.scope:
             span = self.spans[-1] if self.spans else (1, 1 << 30)
             self.found.append((node, self.function_name(), self.loops > 0, span))
         self.generic_visit(node)
@@ -542,9 +564,11 @@ class _CallFinder(_StoreFinder):
 
     def visit_Call(self, node):
         func = node.func
-        if isinstance(func, ast.Attribute) and func.attr in self.method_names and (
-                self.keyword is None or
-                any(k.arg == self.keyword and _truthy(k.value) for k in node.keywords)):
+        if (
+            isinstance(func, ast.Attribute)
+            and func.attr in self.method_names
+            and (self.keyword is None or any(k.arg == self.keyword and _truthy(k.value) for k in node.keywords))
+        ):
             self.add(node, "backward-create-graph" if self.keyword else "hook-registration")
         self.generic_visit(node)
 
@@ -559,6 +583,7 @@ def _name_matcher(name):
 
     def matches(text):
         return text == full or text == base
+
     return matches
 
 
@@ -567,4 +592,5 @@ def _attribute_matcher(attribute):
 
     def matches(text):
         return text.endswith(suffix)
+
     return matches

@@ -11,10 +11,20 @@ import functools
 import sys
 import types
 
-from gpuleak.holders.object_reads import (GENERATOR_TYPES, CALLABLE_TYPES,
-                                          deque_maxlen, first_attribute, index_text,
-                                          instance_dict, is_a, is_namespace_of, key_text, length,
-                                          members, type_name)
+from gpuleak.holders.object_reads import (
+    GENERATOR_TYPES,
+    CALLABLE_TYPES,
+    deque_maxlen,
+    first_attribute,
+    index_text,
+    instance_dict,
+    is_a,
+    is_namespace_of,
+    key_text,
+    length,
+    members,
+    type_name,
+)
 
 _CO_OPTIMIZED = 0x0001
 _SLOT_OWNER_WORDS = {"buffer": "buffer of", "parameter": "parameter of", "submodule": "submodule of"}
@@ -97,8 +107,7 @@ class Naming:
             try:
                 function = hook
                 if is_a(hook, functools.partial):
-                    if any(a is holder for a in hook.args) or \
-                            any(v is holder for v in (hook.keywords or {}).values()):
+                    if any(a is holder for a in hook.args) or any(v is holder for v in (hook.keywords or {}).values()):
                         return label
                     function = hook.func
                 if is_a(function, types.MethodType):
@@ -222,7 +231,7 @@ def function_slot(function, child, below):
             if cell is below and index < len(code.co_freevars):
                 return code.co_freevars[index]
     if child is function.__defaults__ and below is not None:
-        positional = code.co_varnames[:code.co_argcount]
+        positional = code.co_varnames[: code.co_argcount]
         defaults = function.__defaults__ or ()
         for offset, value in enumerate(defaults):
             if value is below:
@@ -239,8 +248,7 @@ def local_name(frame, child):
     try:
         snapshot = frame.f_locals
         items = list(snapshot.items())
-        if sys.version_info < (3, 13) and type(snapshot) is dict and \
-                frame.f_code.co_flags & _CO_OPTIMIZED:
+        if sys.version_info < (3, 13) and type(snapshot) is dict and frame.f_code.co_flags & _CO_OPTIMIZED:
             snapshot.clear()  # see collect_frame_locals: the snapshot would outlive this walk
     except Exception:
         return None

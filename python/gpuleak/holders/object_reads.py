@@ -79,8 +79,7 @@ def type_name(obj):
     if kind is LRU_CACHE_TYPE:
         return "lru_cache"
     module = kind.__dict__.get("__module__")
-    if is_a(module, str) and module.startswith("torch") and (
-            "Tensor" in kind.__name__ or kind.__name__ == "Parameter"):
+    if is_a(module, str) and module.startswith("torch") and ("Tensor" in kind.__name__ or kind.__name__ == "Parameter"):
         return "Tensor"
     return kind.__name__
 

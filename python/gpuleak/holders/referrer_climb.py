@@ -14,8 +14,14 @@ import gc
 import sys
 import types
 
-from gpuleak.holders.object_reads import (CONTAINER_TYPES, GENERATOR_TYPES, LRU_CACHE_TYPE,
-                                          TRACEBACK_TYPES, is_a, is_namespace_of)
+from gpuleak.holders.object_reads import (
+    CONTAINER_TYPES,
+    GENERATOR_TYPES,
+    LRU_CACHE_TYPE,
+    TRACEBACK_TYPES,
+    is_a,
+    is_namespace_of,
+)
 
 CLIMB_SAMPLE_PER_SITE = 12
 CLIMB_SAMPLE_TOTAL = 96
@@ -26,19 +32,18 @@ _CO_OPTIMIZED = 0x0001  # inspect.CO_OPTIMIZED: a function body with fast locals
 # traceback (ReferrerClimb.finished_local).
 FINISHED_FRAME_OWNER = ", which has returned; an exception's traceback keeps its frame"
 # Objects that only relay a reference when naming: the name is found above them.
-RELAY_TYPES = (types.CellType, types.FrameType, types.TracebackType, BaseException,
-               types.MethodType, functools.partial)
+RELAY_TYPES = (types.CellType, types.FrameType, types.TracebackType, BaseException, types.MethodType, functools.partial)
 
 
 class Climb:
     """References found above some starting objects, by id (the objects live in Walk.keep)."""
 
     def __init__(self):
-        self.parents = {}    # id(child) -> [id(referrer), ...]
-        self.cover = {}      # id(node) -> bitmask of the starting objects below it
-        self.depth = {}      # id(node) -> level at which it was first seen
+        self.parents = {}  # id(child) -> [id(referrer), ...]
+        self.cover = {}  # id(node) -> bitmask of the starting objects below it
+        self.depth = {}  # id(node) -> level at which it was first seen
         self.traceback = {}  # id(node) -> True when a path below it passes a traceback
-        self.order = []      # ids in the order they were found
+        self.order = []  # ids in the order they were found
 
 
 class ReferrerClimb:
@@ -80,8 +85,7 @@ class ReferrerClimb:
         frontier = self.own(list(starts))
         for level in range(1, _CLIMB_MAX_DEPTH + 1):
             # The starting objects are climbed whatever they are.
-            expandable = self.own([obj for obj in frontier
-                                   if level == 1 or not self.stops_climb(obj)])
+            expandable = self.own([obj for obj in frontier if level == 1 or not self.stops_climb(obj)])
             if not expandable or self.out_of_time():
                 break
             targets = self.own(tuple(expandable))
@@ -94,8 +98,7 @@ class ReferrerClimb:
             # that keeps the parameters.
             grad_owners = getattr(self, "grad_owners", None) or {}
             links = [(referrer, None) for referrer in referrers]
-            links += [(grad_owners[id(obj)], [id(obj)]) for obj in expandable
-                      if id(obj) in grad_owners]
+            links += [(grad_owners[id(obj)], [id(obj)]) for obj in expandable if id(obj) in grad_owners]
             for referrer, children in links:
                 if self.ignored(referrer):
                     continue
@@ -134,13 +137,11 @@ class ReferrerClimb:
             return True
         if not is_a(obj, CONTAINER_TYPES) or self.is_root(obj):
             return False
-        if is_a(obj, dict) and (id(obj) in self.module_slots or
-                                self.dict_owner(climb, key) is not None):
+        if is_a(obj, dict) and (id(obj) in self.module_slots or self.dict_owner(climb, key) is not None):
             return False  # a namespace: the attribute is named by its owner
         for parent_key in climb.parents.get(key, ()):
             parent = self.keep.get(parent_key)
-            if is_a(parent, types.FunctionType) and (
-                    parent.__closure__ is obj or parent.__defaults__ is obj):
+            if is_a(parent, types.FunctionType) and (parent.__closure__ is obj or parent.__defaults__ is obj):
                 return False  # a function's own cells or defaults
             if is_a(parent, LRU_CACHE_TYPE):
                 return False  # the cache inside an lru_cache wrapper
@@ -244,8 +245,7 @@ class ReferrerClimb:
             if key in running or not self.user_frame(frame):
                 continue
             outer = frame.f_back
-            while outer is not None and not ((id(outer) in climbed or id(outer) in running)
-                                             and self.user_frame(outer)):
+            while outer is not None and not ((id(outer) in climbed or id(outer) in running) and self.user_frame(outer)):
                 outer = outer.f_back
             if outer is None:
                 found.append(frame)
@@ -254,8 +254,7 @@ class ReferrerClimb:
 
     def user_frame(self, frame):
         code = frame.f_code
-        return not code.co_filename.startswith(self.package_dir) and \
-            bool(code.co_flags & _CO_OPTIMIZED)
+        return not code.co_filename.startswith(self.package_dir) and bool(code.co_flags & _CO_OPTIMIZED)
 
     def finished_local(self, obj):
         """("frame", ...) when obj is a local of a returned frame a traceback keeps, else None."""
@@ -272,8 +271,12 @@ class ReferrerClimb:
                 for frame in finished:
                     code = frame.f_code
                     function = getattr(code, "co_qualname", code.co_name)
-                    owner = "local of %s (%s:%d)%s" % (function, code.co_filename,
-                                                       code.co_firstlineno, FINISHED_FRAME_OWNER)
+                    owner = "local of %s (%s:%d)%s" % (
+                        function,
+                        code.co_filename,
+                        code.co_firstlineno,
+                        FINISHED_FRAME_OWNER,
+                    )
                     self.user_code.append(code)
                     for name, value in frame.f_locals.items():
                         table.setdefault(id(value), (owner, name, function, code))

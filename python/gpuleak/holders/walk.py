@@ -17,25 +17,39 @@ import sys
 import time
 import types
 
-from gpuleak.holders.diagnosis import (LIBRARY_HANDOVER_CALLS, array_framework_fact,
-                                       cause_and_fix, owning_library, view_of_larger_base)
-from gpuleak.holders.graph_walk import (GraphWalk, grad_fn, is_scalar, median,
-                                        plain_tensor_methods)
+from gpuleak.holders.diagnosis import (
+    LIBRARY_HANDOVER_CALLS,
+    array_framework_fact,
+    cause_and_fix,
+    owning_library,
+    view_of_larger_base,
+)
+from gpuleak.holders.graph_walk import GraphWalk, grad_fn, is_scalar, median, plain_tensor_methods
 from gpuleak.holders.array_scan import array_range, array_types, live_arrays
 from gpuleak.holders.heap_scan import HeapScan, Ranges, storage_range
 from gpuleak.holders.keeping_statement import KeepingStatements, is_library_file
 from gpuleak.holders.naming import Naming
 from gpuleak.holders.object_reads import LRU_CACHE_TYPE, is_a, members
-from gpuleak.holders.referrer_climb import (CLIMB_SAMPLE_PER_SITE, CLIMB_SAMPLE_TOTAL,
-                                            FINISHED_FRAME_OWNER, ReferrerClimb)
+from gpuleak.holders.referrer_climb import (
+    CLIMB_SAMPLE_PER_SITE,
+    CLIMB_SAMPLE_TOTAL,
+    FINISHED_FRAME_OWNER,
+    ReferrerClimb,
+)
 
 _PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def unmatched(site, note=None):
-    answer = {"site_id": site.site_id, "matched_addresses": 0, "kind": "unknown",
-              "holder": None, "graph_tensors_per_element": None,
-              "element_has_grad_fn": False, "fix": None}
+    answer = {
+        "site_id": site.site_id,
+        "matched_addresses": 0,
+        "kind": "unknown",
+        "holder": None,
+        "graph_tensors_per_element": None,
+        "element_has_grad_fn": False,
+        "fix": None,
+    }
     if note:
         answer["note"] = note
     return answer
@@ -48,17 +62,17 @@ class Walk(HeapScan, GraphWalk, ReferrerClimb, Naming):
         self.torch = sys.modules.get("torch")
         self.package_dir = _PACKAGE_DIR
         self.own_ids = set()
-        self.keep = self.own({})            # id -> object, for every object the walk looks at
+        self.keep = self.own({})  # id -> object, for every object the walk looks at
         self.hook_callables = self.own([])  # (callable, label) of every registered module hook
-        self.hook_dicts = {}                # id(hook dict) -> (label, attribute name)
-        self.module_dicts = {}              # id(module.__dict__) -> module name
-        self.module_slots = {}              # id(module._buffers etc.) -> (role, module type)
-        self.optimizer_states = {}          # id(optimizer.state) -> optimizer type
+        self.hook_dicts = {}  # id(hook dict) -> (label, attribute name)
+        self.module_dicts = {}  # id(module.__dict__) -> module name
+        self.module_slots = {}  # id(module._buffers etc.) -> (role, module type)
+        self.optimizer_states = {}  # id(optimizer.state) -> optimizer type
         self.saved_names_by_type = {}
         self.checkpointing = False
-        self.grad_owners = None             # id(leaf.grad) -> leaf (index_gradients)
-        self.frame_locals = None            # id(value) -> (owner, name, function, code)
-        self.user_code = self.own([])       # code objects of the program's running frames
+        self.grad_owners = None  # id(leaf.grad) -> leaf (index_gradients)
+        self.frame_locals = None  # id(value) -> (owner, name, function, code)
+        self.user_code = self.own([])  # code objects of the program's running frames
         self.statements = None
 
     # ---- bookkeeping -------------------------------------------------
@@ -87,8 +101,7 @@ class Walk(HeapScan, GraphWalk, ReferrerClimb, Naming):
         if self.torch is None:  # CuPy's or JAX's arrays stand for tensors
             array_kinds = array_types()
             if not array_kinds:
-                return [unmatched(site, "neither torch nor CuPy nor JAX is imported in this process")
-                        for site in sites]
+                return [unmatched(site, "neither torch nor CuPy nor JAX is imported in this process") for site in sites]
         gc_was_enabled = gc.isenabled()
         gc.disable()
         try:
@@ -181,8 +194,7 @@ class Walk(HeapScan, GraphWalk, ReferrerClimb, Naming):
         if graph and site.graph_roots:
             candidates.insert(0 if graph > direct else len(candidates), ("graph", site.graph_roots))
         answer = unmatched(site)
-        answer["matched_addresses"] = len(site.direct_matches | site.graph_matches |
-                                          site.cycle_matches)
+        answer["matched_addresses"] = len(site.direct_matches | site.graph_matches | site.cycle_matches)
         site.answer = answer
         site.candidates = candidates
         if candidates:
@@ -205,8 +217,9 @@ class Walk(HeapScan, GraphWalk, ReferrerClimb, Naming):
             answer["graph_tensors_per_element"] = median(site.graph_sizes) or None
         elif has_grad_fn and not self.checkpointing:
             with plain_tensor_methods(self.torch):
-                sizes = [len(self.saved_tensor_ranges(grad_fn(t), [2000])) for t in elements[:4]
-                         if grad_fn(t) is not None]
+                sizes = [
+                    len(self.saved_tensor_ranges(grad_fn(t), [2000])) for t in elements[:4] if grad_fn(t) is not None
+                ]
             if sizes and median(sizes) > 0:
                 answer["graph_tensors_per_element"] = median(sizes)
 
@@ -224,8 +237,11 @@ class Walk(HeapScan, GraphWalk, ReferrerClimb, Naming):
                 self.name_cycle(site)
         for site, _, _, _ in unresolved:
             if site.answer.get("holder") is None:
-                site.answer["note"] = ("holder not found within the time budget" if self.timed_out
-                                       else "no Python reference leads to a named holder")
+                site.answer["note"] = (
+                    "holder not found within the time budget"
+                    if self.timed_out
+                    else "no Python reference leads to a named holder"
+                )
 
     def climb_and_name(self, sites):
         slots = sum(len(site.candidates) for site in sites)
@@ -263,8 +279,7 @@ class Walk(HeapScan, GraphWalk, ReferrerClimb, Naming):
                 if site.cycle_leaves:
                     continue  # named by name_cycle
                 kind, elements = site.candidates[0]
-                unresolved.append((site, kind, elements,
-                                   self.choose_holder(climb, masks[site_index, 0], elements)))
+                unresolved.append((site, kind, elements, self.choose_holder(climb, masks[site_index, 0], elements)))
         if unresolved and not self.timed_out:
             # Their roots may lie above where the first climb stopped: climb on from the holders.
             above = self.climb([self.keep[key] for _, _, _, key in unresolved])
@@ -293,9 +308,11 @@ class Walk(HeapScan, GraphWalk, ReferrerClimb, Naming):
     def finish(self, site, climb, holder_key, chain, elements):
         holder_obj = self.keep[holder_key]
         holder = self.describe(chain, holder_obj)
-        through_traceback = climb.traceback.get(holder_key, False) or \
-            holder["owner"] == "exception being handled" or \
-            holder["owner"].endswith(FINISHED_FRAME_OWNER)
+        through_traceback = (
+            climb.traceback.get(holder_key, False)
+            or holder["owner"] == "exception being handled"
+            or holder["owner"].endswith(FINISHED_FRAME_OWNER)
+        )
         facts = set()
         if is_a(holder_obj, dict) and id(holder_obj) in self.hook_dicts:
             facts.add("hook-dict")
@@ -350,8 +367,8 @@ class Walk(HeapScan, GraphWalk, ReferrerClimb, Naming):
         if view is not None:
             answer["view"] = {"bytes": view[0], "base_bytes": view[1]}
         answer["cause"], answer["fix"] = cause_and_fix(
-            holder, through_traceback, answer["element_has_grad_fn"], scalar, integer_keys, facts,
-            view, library)
+            holder, through_traceback, answer["element_has_grad_fn"], scalar, integer_keys, facts, view, library
+        )
 
     def holds_cuda_graphs(self, holder_obj):
         cuda = getattr(self.torch, "cuda", None)
@@ -388,8 +405,7 @@ class Walk(HeapScan, GraphWalk, ReferrerClimb, Naming):
                 found = statements.in_module(self.module_dicts[id(root_obj)], name)
             elif is_a(root_obj, types.FunctionType):
                 found = statements.in_closure(root_obj, name)
-                if (found is None or found["kind"] == "assignment") and \
-                        self.hook_label(root_obj):
+                if (found is None or found["kind"] == "assignment") and self.hook_label(root_obj):
                     found = statements.hook_registration("_forward_hooks") or found
             elif is_a(root_obj, type):
                 found = statements.for_attribute(root_obj, name.split("[", 1)[0])
@@ -415,14 +431,20 @@ class Walk(HeapScan, GraphWalk, ReferrerClimb, Naming):
             shape = "x".join(str(d) for d in leaf.shape)
         except Exception:
             shape = "?"
-        holder = {"type": "Tensor", "name": name, "owner": "autograd reference cycle",
-                  "path": name, "length": None, "bounded": False, "maxlen": None,
-                  "element": "a leaf of shape %s whose .grad has a graph back to itself "
-                             "(%d such leaves)" % (shape, len(site.cycle_leaves))}
+        holder = {
+            "type": "Tensor",
+            "name": name,
+            "owner": "autograd reference cycle",
+            "path": name,
+            "length": None,
+            "bounded": False,
+            "maxlen": None,
+            "element": "a leaf of shape %s whose .grad has a graph back to itself "
+            "(%d such leaves)" % (shape, len(site.cycle_leaves)),
+        }
         if kept_at is not None:
             holder["kept_at"] = kept_at
         answer = site.answer
         answer["holder"] = holder
         answer.pop("note", None)
-        answer["cause"], answer["fix"] = cause_and_fix(holder, False, True, False, False,
-                                                       {"autograd-cycle"})
+        answer["cause"], answer["fix"] = cause_and_fix(holder, False, True, False, False, {"autograd-cycle"})

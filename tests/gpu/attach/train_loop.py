@@ -19,8 +19,7 @@ mode, steps, ready_file = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 torch.manual_seed(0)
 torch.backends.cudnn.deterministic = True
 device = "cuda"
-model = torch.nn.Sequential(torch.nn.Linear(512, 1024), torch.nn.ReLU(),
-                            torch.nn.Linear(1024, 512)).to(device)
+model = torch.nn.Sequential(torch.nn.Linear(512, 1024), torch.nn.ReLU(), torch.nn.Linear(1024, 512)).to(device)
 optimizer = torch.optim.SGD(model.parameters(), lr=1e-3)
 data = torch.randn(64, 512, device=device)
 target = torch.randn(64, 512, device=device)
@@ -38,8 +37,10 @@ for step in range(steps):
     value = float(loss.item())
     torch.cuda.synchronize()
     time.sleep(0.01)  # a job of ~60 steps/s
-    print("STEP " + json.dumps({"step": step, "loss": value,
-                                "step_ms": (time.perf_counter() - started) * 1000}), flush=True)
+    print(
+        "STEP " + json.dumps({"step": step, "loss": value, "step_ms": (time.perf_counter() - started) * 1000}),
+        flush=True,
+    )
     if step == 20:
         with open(ready_file + ".tmp", "w") as out:
             out.write(str(os.getpid()))

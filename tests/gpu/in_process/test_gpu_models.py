@@ -8,8 +8,7 @@ cache = []
 
 def model():
     torch.manual_seed(0)
-    return torch.nn.Sequential(torch.nn.Linear(256, 256), torch.nn.ReLU(),
-                               torch.nn.Linear(256, 10)).cuda()
+    return torch.nn.Sequential(torch.nn.Linear(256, 256), torch.nn.ReLU(), torch.nn.Linear(256, 10)).cuda()
 
 
 @pytest.mark.gpuleak_limit_leaks("1 MiB")

@@ -15,8 +15,7 @@ import gpuleak
 
 def evaluate(steps, keep_tensor):
     torch.manual_seed(0)
-    net = torch.nn.Sequential(torch.nn.Linear(512, 512), torch.nn.ReLU(),
-                              torch.nn.Linear(512, 10)).cuda()
+    net = torch.nn.Sequential(torch.nn.Linear(512, 512), torch.nn.ReLU(), torch.nn.Linear(512, 10)).cuda()
     total_loss = 0
     for _ in range(steps):
         loss = net(torch.randn(256, 512, device="cuda")).square().mean()
@@ -26,11 +25,23 @@ def evaluate(steps, keep_tensor):
 
 def show(name, block):
     r = block.result
-    print(json.dumps({"block": name, "verdict": r.verdict, "steps": r.steps,
-                      "growth_bytes_per_step": r.growth_bytes_per_step,
-                      "left_behind_bytes": r.left_behind_bytes, "holder": r.holder,
-                      "keeping_line": r.keeping_line, "fix": r.fix, "complete": r.complete,
-                      "summary": r.summary()}), flush=True)
+    print(
+        json.dumps(
+            {
+                "block": name,
+                "verdict": r.verdict,
+                "steps": r.steps,
+                "growth_bytes_per_step": r.growth_bytes_per_step,
+                "left_behind_bytes": r.left_behind_bytes,
+                "holder": r.holder,
+                "keeping_line": r.keeping_line,
+                "fix": r.fix,
+                "complete": r.complete,
+                "summary": r.summary(),
+            }
+        ),
+        flush=True,
+    )
 
 
 if __name__ == "__main__":

@@ -28,8 +28,7 @@ class CudaTouchingDataset(Dataset):
 
     def __getitem__(self, index):
         if not _held_in_worker:
-            _held_in_worker.append(
-                torch.empty(WORKER_HOLD_MIB * 2**20, dtype=torch.uint8, device="cuda"))
+            _held_in_worker.append(torch.empty(WORKER_HOLD_MIB * 2**20, dtype=torch.uint8, device="cuda"))
         sample = torch.full((16,), float(index), device="cuda")  # the mistake under test
         return sample.cpu()
 
@@ -38,8 +37,9 @@ def main():
     ready_file = sys.argv[1]
     lifetime_s = float(sys.argv[2]) if len(sys.argv) > 2 else 300.0
     model = torch.nn.Linear(16, 16).cuda()
-    loader = DataLoader(CudaTouchingDataset(), batch_size=8, num_workers=2,
-                        multiprocessing_context="spawn", persistent_workers=True)
+    loader = DataLoader(
+        CudaTouchingDataset(), batch_size=8, num_workers=2, multiprocessing_context="spawn", persistent_workers=True
+    )
     iterator = iter(loader)
     for _ in range(8):
         model(next(iterator).cuda())

@@ -24,8 +24,9 @@ def main():
     kept = []
     started = time.time()
     with open(ready_file + ".tmp", "w") as out:
-        json.dump({"pid": os.getpid(), "leak_started_unix_s": started,
-                   "leak_bytes_per_s": LEAK_MIB_PER_S * 2**20}, out)
+        json.dump(
+            {"pid": os.getpid(), "leak_started_unix_s": started, "leak_bytes_per_s": LEAK_MIB_PER_S * 2**20}, out
+        )
     os.rename(ready_file + ".tmp", ready_file)
     next_tick = time.monotonic()
     while time.time() - started < max_s:

@@ -30,8 +30,7 @@ while time.monotonic() < deadline:
 def main():
     ready_file = sys.argv[1]
     lifetime_s = sys.argv[2] if len(sys.argv) > 2 else "300"
-    child = subprocess.Popen([sys.executable, "-c", CHILD, lifetime_s], stdout=subprocess.PIPE,
-                             text=True)
+    child = subprocess.Popen([sys.executable, "-c", CHILD, lifetime_s], stdout=subprocess.PIPE, text=True)
     child_pid = int(child.stdout.readline())
     with open(ready_file + ".tmp", "w") as out:
         json.dump({"parent": os.getpid(), "orphan": child_pid}, out)

@@ -45,17 +45,23 @@ def climb_and_name(self, sites):
     def climb(starts):
         result = original_climb(starts)
         grad_owners = self.grad_owners or {}
-        record.setdefault("climbs", []).append({
-            "starts": [describe(obj) + (" grad-of-leaf" if id(obj) in grad_owners else "")
-                       for obj in starts[:16]],
-            "grad_owners": len(grad_owners),
-            "found": [{"type": describe(self.keep[key]), "depth": result.depth.get(key),
-                       "cover": bin(result.cover.get(key, 0)).count("1"),
-                       "root": bool(self.is_root(self.keep[key])),
-                       "choosable": bool(self.choosable(result, key)),
-                       "parents": [describe(self.keep[p]) for p in result.parents.get(key, ())[:4]]}
-                      for key in result.order[:80]],
-        })
+        record.setdefault("climbs", []).append(
+            {
+                "starts": [describe(obj) + (" grad-of-leaf" if id(obj) in grad_owners else "") for obj in starts[:16]],
+                "grad_owners": len(grad_owners),
+                "found": [
+                    {
+                        "type": describe(self.keep[key]),
+                        "depth": result.depth.get(key),
+                        "cover": bin(result.cover.get(key, 0)).count("1"),
+                        "root": bool(self.is_root(self.keep[key])),
+                        "choosable": bool(self.choosable(result, key)),
+                        "parents": [describe(self.keep[p]) for p in result.parents.get(key, ())[:4]],
+                    }
+                    for key in result.order[:80]
+                ],
+            }
+        )
         return result
 
     self.climb = climb

@@ -29,12 +29,25 @@ def choose_holder(self, climb, sample_mask, elements):
     rows = []
     for key in climb.order[:60]:
         obj = self.keep.get(key)
-        rows.append([type(obj).__name__, bin(climb.cover.get(key, 0) & sample_mask).count("1"),
-                     climb.depth.get(key), bool(self.choosable(climb, key))])
-    line = json.dumps({"pid": os.getpid(), "elements": [type(e).__name__ for e in elements[:4]],
-                       "element_count": len(elements), "chosen": type(self.keep.get(chosen)).__name__,
-                       "grad_owners": len(getattr(self, "grad_owners", None) or {}),
-                       "timed_out": self.timed_out, "candidates": rows})
+        rows.append(
+            [
+                type(obj).__name__,
+                bin(climb.cover.get(key, 0) & sample_mask).count("1"),
+                climb.depth.get(key),
+                bool(self.choosable(climb, key)),
+            ]
+        )
+    line = json.dumps(
+        {
+            "pid": os.getpid(),
+            "elements": [type(e).__name__ for e in elements[:4]],
+            "element_count": len(elements),
+            "chosen": type(self.keep.get(chosen)).__name__,
+            "grad_owners": len(getattr(self, "grad_owners", None) or {}),
+            "timed_out": self.timed_out,
+            "candidates": rows,
+        }
+    )
     with open(OUT, "a") as f:
         f.write(line + "\n")
     return chosen

@@ -35,9 +35,11 @@ def span(t):
     return [s.data_ptr(), s.nbytes() if hasattr(s, "nbytes") else s.size() * t.element_size()]
 
 
-kinds = {"grad": [span(p.grad) for p in olds if p.grad is not None],
-         "param": [span(p) for p in olds],
-         "exp_avg": [span(cloud.optimizer.state[p]["exp_avg"]) for p in olds]}
+kinds = {
+    "grad": [span(p.grad) for p in olds if p.grad is not None],
+    "param": [span(p) for p in olds],
+    "exp_avg": [span(cloud.optimizer.state[p]["exp_avg"]) for p in olds],
+}
 out["olds"] = len(olds)
 out["grad_referrer_types"] = sorted({type(r).__name__ for r in gc.get_referrers(olds[0].grad)})
 out["param_referent_types"] = sorted({type(r).__name__ for r in gc.get_referents(olds[0])})
@@ -50,11 +52,22 @@ def choose_holder(self, climb, sample_mask, elements):
     rows = []
     for key in climb.order[:60]:
         obj = self.keep.get(key)
-        rows.append([type(obj).__name__, bin(climb.cover.get(key, 0) & sample_mask).count("1"),
-                     climb.depth.get(key), bool(self.choosable(climb, key))])
+        rows.append(
+            [
+                type(obj).__name__,
+                bin(climb.cover.get(key, 0) & sample_mask).count("1"),
+                climb.depth.get(key),
+                bool(self.choosable(climb, key)),
+            ]
+        )
     chosen = original(self, climb, sample_mask, elements)
-    seen.append({"candidates": rows, "chosen": type(self.keep.get(chosen)).__name__,
-                 "elements": [type(e).__name__ for e in elements[:3]]})
+    seen.append(
+        {
+            "candidates": rows,
+            "chosen": type(self.keep.get(chosen)).__name__,
+            "elements": [type(e).__name__ for e in elements[:3]],
+        }
+    )
     return chosen
 
 
@@ -64,8 +77,15 @@ for kind, spans in kinds.items():
     started = time.monotonic()
     answer = holders.answer_request({"request_id": kind, "sites": [{"site_id": 1, "addresses": spans[-8:]}]}, 10.0)
     site = answer["sites"][0] if answer.get("sites") else {}
-    out[kind] = {"holder": site.get("holder"), "matched": site.get("matched_addresses"), "kind": site.get("kind"),
-                 "seconds": answer.get("seconds"), "timed_out": answer.get("timed_out"),
-                 "error": answer.get("error"), "climb": list(seen), "wall": round(time.monotonic() - started, 3)}
+    out[kind] = {
+        "holder": site.get("holder"),
+        "matched": site.get("matched_addresses"),
+        "kind": site.get("kind"),
+        "seconds": answer.get("seconds"),
+        "timed_out": answer.get("timed_out"),
+        "error": answer.get("error"),
+        "climb": list(seen),
+        "wall": round(time.monotonic() - started, 3),
+    }
 json.dump(out, open(sys.argv[1], "w"), indent=1, default=str)
 print(json.dumps({k: (v.get("holder") if isinstance(v, dict) else v) for k, v in out.items()}, default=str)[:3000])

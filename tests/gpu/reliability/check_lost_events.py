@@ -61,8 +61,14 @@ def gpuleak_run(gpuleak, stress, out_dir, env_extra):
         shutil.rmtree(out_dir)
     env = dict(os.environ, **env_extra)
     started = time.monotonic()
-    proc = subprocess.run([gpuleak, "run", "-q", "--no-live", "-o", out_dir, "--", stress], env=env,
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=200)
+    proc = subprocess.run(
+        [gpuleak, "run", "-q", "--no-live", "-o", out_dir, "--", stress],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        timeout=200,
+    )
     return proc, time.monotonic() - started
 
 
@@ -85,70 +91,115 @@ def main():
     # Control: the default buffer.
     control_dir = "/tmp/gpuleak-reliability-control"
     proc, seconds = gpuleak_run(args.gpuleak, args.stress, control_dir, {})
-    check("control: the program ran to its end under gpuleak run", "done" in proc.stdout,
-          {"exit": proc.returncode, "seconds": round(seconds, 1), "stderr_tail": proc.stderr[-400:]})
+    check(
+        "control: the program ran to its end under gpuleak run",
+        "done" in proc.stdout,
+        {"exit": proc.returncode, "seconds": round(seconds, 1), "stderr_tail": proc.stderr[-400:]},
+    )
     control_traces = traces_of(control_dir)
     status, out, err, seconds, peak = report_with_rusage(args.gpuleak, ["--json", *control_traces])
     control = json.loads(out)["processes"][0] if out else {}
     events = control.get("events", {})
-    check("control: nothing lost, no damage, no trace error",
-          events.get("lost") == 0 and control.get("damage") == [] and control.get("trace_error") is None,
-          {"events": events, "damage": control.get("damage"), "trace_error": control.get("trace_error")})
-    check("control: exactly 36 x 4096 bytes leaked, verdict LEAKED, complete",
-          control.get("leaks", {}).get("bytes") == 36 * 4096 and control.get("verdict", {}).get("name") == "LEAKED"
-          and control.get("verdict", {}).get("complete") is True,
-          {"leaks_bytes": control.get("leaks", {}).get("bytes"), "verdict": control.get("verdict")})
+    check(
+        "control: nothing lost, no damage, no trace error",
+        events.get("lost") == 0 and control.get("damage") == [] and control.get("trace_error") is None,
+        {"events": events, "damage": control.get("damage"), "trace_error": control.get("trace_error")},
+    )
+    check(
+        "control: exactly 36 x 4096 bytes leaked, verdict LEAKED, complete",
+        control.get("leaks", {}).get("bytes") == 36 * 4096
+        and control.get("verdict", {}).get("name") == "LEAKED"
+        and control.get("verdict", {}).get("complete") is True,
+        {"leaks_bytes": control.get("leaks", {}).get("bytes"), "verdict": control.get("verdict")},
+    )
 
     # Lossy: a small buffer and every CPU busy.
     lossy_dir = "/tmp/gpuleak-reliability-lossy"
     busy = start_load()
     try:
-        proc, run_seconds = gpuleak_run(args.gpuleak, args.stress, lossy_dir,
-                                        {"GPULEAK_BUFFER_BYTES": "262144", "GPULEAK_FLUSH_MS": "200"})
+        proc, run_seconds = gpuleak_run(
+            args.gpuleak, args.stress, lossy_dir, {"GPULEAK_BUFFER_BYTES": "262144", "GPULEAK_FLUSH_MS": "200"}
+        )
     finally:
         for b in busy:
             b.kill()
         for b in busy:
             b.wait()
-    check("lossy: the program ran to its end (dropping never blocks or fails it)",
-          "done" in proc.stdout and proc.returncode == 0,
-          {"exit": proc.returncode, "seconds": round(run_seconds, 1), "stderr_tail": proc.stderr[-400:]})
+    check(
+        "lossy: the program ran to its end (dropping never blocks or fails it)",
+        "done" in proc.stdout and proc.returncode == 0,
+        {"exit": proc.returncode, "seconds": round(run_seconds, 1), "stderr_tail": proc.stderr[-400:]},
+    )
     lossy_traces = traces_of(lossy_dir)
     status, out, err, seconds, peak = report_with_rusage(args.gpuleak, ["--json", *lossy_traces])
     document = json.loads(out) if out else {"processes": [{}]}
     p = document["processes"][0]
     events = p.get("events", {})
-    check("lossy: events were lost, each lost number declared by range",
-          events.get("lost", 0) > 0 and events.get("lost_ranged_seqs", 0) > 0 and events.get("lost_counted_seqs") == 0,
-          {"events": events})
-    check("lossy: no damage claimed, no trace error, report exit 0",
-          p.get("damage") == [] and p.get("trace_error") is None and status == 0,
-          {"damage": p.get("damage"), "trace_error": p.get("trace_error"), "exit": status,
-           "stderr": err.decode(errors="replace")[-400:]})
+    check(
+        "lossy: events were lost, each lost number declared by range",
+        events.get("lost", 0) > 0 and events.get("lost_ranged_seqs", 0) > 0 and events.get("lost_counted_seqs") == 0,
+        {"events": events},
+    )
+    check(
+        "lossy: no damage claimed, no trace error, report exit 0",
+        p.get("damage") == [] and p.get("trace_error") is None and status == 0,
+        {
+            "damage": p.get("damage"),
+            "trace_error": p.get("trace_error"),
+            "exit": status,
+            "stderr": err.decode(errors="replace")[-400:],
+        },
+    )
     covered = events.get("allocations", 0) + events.get("frees", 0) + events.get("lost_ranged_seqs", 0)
-    check("lossy: recorded + lost numbers cover every allocation and free the program made",
-          EXPECTED_EVENTS <= covered <= EXPECTED_EVENTS + 10000,
-          {"allocations": events.get("allocations"), "frees": events.get("frees"),
-           "lost_ranged_seqs": events.get("lost_ranged_seqs"), "covered": covered, "expected_at_least": EXPECTED_EVENTS})
+    check(
+        "lossy: recorded + lost numbers cover every allocation and free the program made",
+        EXPECTED_EVENTS <= covered <= EXPECTED_EVENTS + 10000,
+        {
+            "allocations": events.get("allocations"),
+            "frees": events.get("frees"),
+            "lost_ranged_seqs": events.get("lost_ranged_seqs"),
+            "covered": covered,
+            "expected_at_least": EXPECTED_EVENTS,
+        },
+    )
     verdict = p.get("verdict", {})
-    check("lossy: the verdict says data is missing (never a clean bill)",
-          verdict.get("complete") is False and verdict.get("name") in ("LEAKED", "INCOMPLETE", "LEAK")
-          and any("lost" in reason for reason in verdict.get("incomplete", [])),
-          {"verdict": verdict})
-    check("lossy: report's peak RSS under 1 GiB, within 60 s",
-          peak < MAX_RSS_BYTES and seconds < 60, {"peak_rss_mib": peak >> 20, "seconds": round(seconds, 2),
-                                                   "trace_bytes": sum(os.path.getsize(t) for t in lossy_traces)})
+    check(
+        "lossy: the verdict says data is missing (never a clean bill)",
+        verdict.get("complete") is False
+        and verdict.get("name") in ("LEAKED", "INCOMPLETE", "LEAK")
+        and any("lost" in reason for reason in verdict.get("incomplete", [])),
+        {"verdict": verdict},
+    )
+    check(
+        "lossy: report's peak RSS under 1 GiB, within 60 s",
+        peak < MAX_RSS_BYTES and seconds < 60,
+        {
+            "peak_rss_mib": peak >> 20,
+            "seconds": round(seconds, 2),
+            "trace_bytes": sum(os.path.getsize(t) for t in lossy_traces),
+        },
+    )
     gate, _, gate_err, _, _ = report_with_rusage(args.gpuleak, ["--fail-on-leak", *lossy_traces])
-    check("lossy: report --fail-on-leak does not pass (exit 1: leaks, or 3: data missing)",
-          gate in (1, 3), {"exit": gate, "stderr": gate_err.decode(errors="replace")[-300:]})
+    check(
+        "lossy: report --fail-on-leak does not pass (exit 1: leaks, or 3: data missing)",
+        gate in (1, 3),
+        {"exit": gate, "stderr": gate_err.decode(errors="replace")[-300:]},
+    )
     text_status, text_out, _, _, _ = report_with_rusage(args.gpuleak, lossy_traces)
     text = text_out.decode(errors="replace")
-    check("lossy: the text report says how many events were lost and does not say 'No leaks'",
-          "events were lost by the collector" in text and "No leaks" not in text,
-          {"verdict_line": next((l for l in text.splitlines() if "Verdict:" in l), None)})
+    check(
+        "lossy: the text report says how many events were lost and does not say 'No leaks'",
+        "events were lost by the collector" in text and "No leaks" not in text,
+        {"verdict_line": next((l for l in text.splitlines() if "Verdict:" in l), None)},
+    )
 
-    summary = {"suite": "reliability", "what": __doc__.strip().splitlines()[0],
-               "passed": sum(c["ok"] for c in checks), "total": len(checks), "checks": checks}
+    summary = {
+        "suite": "reliability",
+        "what": __doc__.strip().splitlines()[0],
+        "passed": sum(c["ok"] for c in checks),
+        "total": len(checks),
+        "checks": checks,
+    }
     with open(os.path.join(args.out, "summary.json"), "w") as f:
         json.dump(summary, f, indent=1)
     for c in checks:
