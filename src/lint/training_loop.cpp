@@ -144,10 +144,27 @@ bool is_small_constant_loop(const FileAnalysis& file, NodeId loop) {
   }
 }
 
+bool runs_one_step(const FileAnalysis& file, std::size_t scope_index) {
+  const Scope& scope = file.scopes()[scope_index];
+  if (scope.body == kNoNode) return false;
+  return any_call_in(file, scope.body, [&](NodeId c) {
+    return file.innermost_loop(c) == kNoNode &&
+           (file.is_backward_call(c) || file.is_optimizer_step_call(c));
+  });
+}
+
+bool loop_steps_through_helper(const FileAnalysis& file, NodeId loop) {
+  return any_call_in(file, loop, [&](NodeId c) {
+    std::vector<std::size_t> callees = file.callees_of(c);
+    return std::any_of(callees.begin(), callees.end(),
+                       [&](std::size_t s) { return runs_one_step(file, s); });
+  });
+}
+
 bool is_step_loop(const FileAnalysis& file, NodeId loop) {
   if (is_small_constant_loop(file, loop)) return false;
   if (iterates_over_batches(file, loop) || loop_calls_backward(file, loop) ||
-      loop_steps_optimizer(file, loop)) {
+      loop_steps_optimizer(file, loop) || loop_steps_through_helper(file, loop)) {
     return true;
   }
   if (!file.is_unbounded_loop(loop)) return false;
