@@ -19,8 +19,14 @@ bool clears_gradients_within(const FileAnalysis& file, NodeId region, int depth)
           file.text(receiver).find("grad") != std::string_view::npos) {
         return true;
       }
-      if (depth < 2 && receiver == kNoNode && !m.empty()) {
-        for (std::size_t s : file.scopes_named(m)) {
+      // A function of this file, or a method of an instance of one of its
+      // classes (`trainer.train_step(x)` with `trainer = Trainer(...)`).
+      bool resolvable = receiver == kNoNode || dotted_text(tree, receiver) == "self" ||
+                        !file.constructed_classes(receiver).empty();
+      if (depth < 2 && resolvable && !m.empty()) {
+        std::vector<std::size_t> callees =
+            receiver == kNoNode ? file.scopes_named(m) : file.callees_of(id);
+        for (std::size_t s : callees) {
           const Scope& scope = file.scopes()[s];
           if (scope.body != kNoNode && clears_gradients_within(file, scope.body, depth + 1)) {
             return true;

@@ -1062,5 +1062,26 @@ TEST(lint_value_flow, an_append_is_not_described_as_an_in_place_tensor_update) {
   EXPECT_EQ(message.find("in place"), std::string::npos) << message;
 }
 
+TEST(lint_value_flow, a_method_of_an_instance_that_zeroes_gradients_clears_them_for_the_loop) {
+  // GL503 looks for zero_grad() in what the loop calls: here in Trainer.step,
+  // reached through `trainer`, which the file constructs from Trainer.
+  std::string source =
+      "import torch\n"
+      "class Trainer:\n"
+      "    def __init__(self, net, optimizer):\n"
+      "        self.net = net\n"
+      "        self.optimizer = optimizer\n"
+      "    def step(self, x):\n"
+      "        self.optimizer.zero_grad()\n"
+      "        return self.net(x).mean()\n"
+      "def fit(gen):\n"
+      "    for x in gen:\n"
+      "        loss = trainer.step(x)\n"
+      "        loss.backward()\n"
+      "        trainer.optimizer.step()\n"
+      "trainer = Trainer(torch.nn.Linear(2, 2).cuda(), None)\n";
+  EXPECT_TRUE(findings(source).empty());
+}
+
 }  // namespace
 }  // namespace gpuleak::lint
