@@ -77,8 +77,12 @@ void GraphFlow::bind_pattern(NodeId target, std::uint8_t bits, Env& env) {
 
 void GraphFlow::bind_loop_targets(NodeId target, NodeId iterable, std::uint8_t bits, Env& env) {
   // `for i, out in enumerate(outputs)`: the first name counts, it is an int.
+  // `for step, loss in history.items()`: the first is a key (a step number,
+  // a name); the values are what the dict was filled with.
   if (target != kNoNode && iterable != kNoNode && tree_.kind(iterable) == NodeKind::kCall &&
-      file_.qualified_name(file_.callee(iterable)) == "enumerate") {
+      (file_.qualified_name(file_.callee(iterable)) == "enumerate" ||
+       (file_.callee_last_name(iterable) == "items" && file_.method_receiver(iterable) != kNoNode &&
+        file_.positional_arguments(iterable).empty()))) {
     NodeKind k = tree_.kind(target);
     if (k == NodeKind::kPatternList || k == NodeKind::kTuplePattern || k == NodeKind::kTuple ||
         k == NodeKind::kExpressionList) {

@@ -433,6 +433,14 @@ std::uint8_t GraphFlow::eval_call(NodeId call, Env& env) {
     std::uint8_t summary = same_file_function_bits(call);
     if (summary != 0) return strip_if_no_grad(summary);
   }
+  if (receiver != kNoNode && !file_.constructed_classes(receiver).empty()) {
+    // `train_util.train_step(imgs)` where every binding of `train_util`
+    // constructs a class of this file: what that class's method returns.
+    std::uint8_t summary = 0;
+    for (std::size_t s : file_.callees_of(call)) summary |= learnt_.returns[s];
+    summary &= kTensorFacts;
+    if (summary != 0) return strip_if_no_grad(summary);
+  }
   if (receiver == kNoNode && vocabulary::is_capitalized(name)) {
     // A module built from tensors holds its own parameters, not one value per
     // step; a weak reference keeps nothing alive.

@@ -19,8 +19,14 @@ bool clears_gradients_within(const FileAnalysis& file, NodeId region, int depth)
           file.text(receiver).find("grad") != std::string_view::npos) {
         return true;
       }
-      if (depth < 2 && receiver == kNoNode && !m.empty()) {
-        for (std::size_t s : file.scopes_named(m)) {
+      // A function of this file, or a method of an instance of one of its
+      // classes (`trainer.train_step(x)` with `trainer = Trainer(...)`).
+      bool resolvable = receiver == kNoNode || dotted_text(tree, receiver) == "self" ||
+                        !file.constructed_classes(receiver).empty();
+      if (depth < 2 && resolvable && !m.empty()) {
+        std::vector<std::size_t> callees =
+            receiver == kNoNode ? file.scopes_named(m) : file.callees_of(id);
+        for (std::size_t s : callees) {
           const Scope& scope = file.scopes()[s];
           if (scope.body != kNoNode && clears_gradients_within(file, scope.body, depth + 1)) {
             return true;
@@ -144,10 +150,27 @@ bool is_small_constant_loop(const FileAnalysis& file, NodeId loop) {
   }
 }
 
+bool runs_one_step(const FileAnalysis& file, std::size_t scope_index) {
+  const Scope& scope = file.scopes()[scope_index];
+  if (scope.body == kNoNode) return false;
+  return any_call_in(file, scope.body, [&](NodeId c) {
+    return file.innermost_loop(c) == kNoNode &&
+           (file.is_backward_call(c) || file.is_optimizer_step_call(c));
+  });
+}
+
+bool loop_steps_through_helper(const FileAnalysis& file, NodeId loop) {
+  return any_call_in(file, loop, [&](NodeId c) {
+    std::vector<std::size_t> callees = file.callees_of(c);
+    return std::any_of(callees.begin(), callees.end(),
+                       [&](std::size_t s) { return runs_one_step(file, s); });
+  });
+}
+
 bool is_step_loop(const FileAnalysis& file, NodeId loop) {
   if (is_small_constant_loop(file, loop)) return false;
   if (iterates_over_batches(file, loop) || loop_calls_backward(file, loop) ||
-      loop_steps_optimizer(file, loop)) {
+      loop_steps_optimizer(file, loop) || loop_steps_through_helper(file, loop)) {
     return true;
   }
   if (!file.is_unbounded_loop(loop)) return false;

@@ -27,9 +27,17 @@ bool is_small_constant_loop(const FileAnalysis& file, NodeId loop);
 // `for i in range(10000)`: more than kSmallLoopIterations, known before it runs.
 bool is_large_constant_loop(const FileAnalysis& file, NodeId loop);
 // A loop whose iterations are training or evaluation steps: it iterates
-// over batches, calls backward() or optimizer.step(), or never ends. Loops
+// over batches, calls backward() or optimizer.step() (itself or through a
+// helper that runs one step), or never ends. Loops
 // over layers, heads or time steps inside one step are not.
 bool is_step_loop(const FileAnalysis& file, NodeId loop);
+// Whether the function of scope `scope_index` runs one training step:
+// it calls backward() or optimizer.step() outside any loop of its own
+// (`train_step(batch)`; not `train_epoch(loader)`, whose loop runs many).
+bool runs_one_step(const FileAnalysis& file, std::size_t scope_index);
+// `losses = trainer.train_step(imgs)`: the loop calls a function of this file
+// that runs one step, so each iteration is a training step.
+bool loop_steps_through_helper(const FileAnalysis& file, NodeId loop);
 // Whether any of the `count` loops from `loop` outwards is a step loop.
 bool any_step_loop(const FileAnalysis& file, NodeId loop, int count);
 // For a store of a value that carries an autograd graph into a container

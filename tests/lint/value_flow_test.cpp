@@ -953,5 +953,135 @@ TEST(lint_value_flow, a_buffer_updated_from_values_unrelated_to_the_input_is_not
   EXPECT_TRUE(findings(source).empty());
 }
 
+// --- steps run by helpers, keys of dicts (fourth round) ---------------------
+
+TEST(lint_value_flow, a_method_of_an_instance_of_a_file_class_returns_what_it_computes) {
+  // `train_util = Trainer(...)` at module level, `train_util.compute(imgs)` in
+  // the loop: the summary of Trainer.compute, though the receiver is not self.
+  std::string source =
+      "import torch\n"
+      "class Trainer:\n"
+      "    def __init__(self, net):\n"
+      "        self.net = net\n"
+      "    def compute(self, imgs):\n"
+      "        return self.net(imgs).mean()\n"
+      "def fit(gen, optimizer):\n"
+      "    total = 0\n"
+      "    for imgs in gen:\n"
+      "        optimizer.zero_grad()\n"
+      "        loss = train_util.compute(imgs)\n"
+      "        optimizer.step()\n"
+      "        total += loss\n"
+      "    return total.item()\n"
+      "train_util = Trainer(torch.nn.Linear(2, 2).cuda())\n";
+  auto f = findings(source);
+  EXPECT_NE(std::find(f.begin(), f.end(), std::make_pair(std::string("GL101"), 13)), f.end());
+}
+
+TEST(lint_value_flow, a_loop_calling_a_helper_that_runs_one_step_is_a_step_loop) {
+  // bubbliiiing/faster-rcnn-pytorch's shape: backward() and optimizer.step()
+  // run inside train_step; the loop over `gen` (no loader name) only sums.
+  std::string source =
+      "import torch\n"
+      "def train_step(model, optimizer, imgs):\n"
+      "    optimizer.zero_grad()\n"
+      "    loss = model(imgs).mean()\n"
+      "    loss.backward()\n"
+      "    optimizer.step()\n"
+      "    return loss\n"
+      "def fit(model, optimizer, gen):\n"
+      "    total_loss = 0\n"
+      "    for imgs in gen:\n"
+      "        loss = train_step(model, optimizer, imgs)\n"
+      "        total_loss += loss\n"
+      "    return total_loss.item()\n";
+  auto f = findings(source);
+  EXPECT_NE(std::find(f.begin(), f.end(), std::make_pair(std::string("GL101"), 12)), f.end());
+}
+
+TEST(lint_value_flow, a_helper_that_loops_over_batches_does_not_make_its_caller_a_step_loop) {
+  // train_epoch runs many steps in its own loop: the loop over epochs that
+  // calls it is not a loop of steps (it keeps one value per epoch).
+  std::string source =
+      "import torch\n"
+      "def train_epoch(model, optimizer, gen):\n"
+      "    for imgs in gen:\n"
+      "        optimizer.zero_grad()\n"
+      "        loss = model(imgs).mean()\n"
+      "        loss.backward()\n"
+      "        optimizer.step()\n"
+      "    return loss\n"
+      "def fit(model, optimizer, gen, epochs):\n"
+      "    last = []\n"
+      "    for epoch in range(epochs):\n"
+      "        last.append(train_epoch(model, optimizer, gen))\n"
+      "    return last\n";
+  EXPECT_TRUE(findings(source).empty());
+}
+
+TEST(lint_value_flow, the_keys_of_a_dict_iterated_with_items_are_not_its_values) {
+  // caikit-nlp's step log: the dict holds losses (a leak, line 12); the step
+  // numbers read back with `.items()` are keys, and `float(loss_val)` drops
+  // the graph, so the record appended per step keeps nothing.
+  std::string source =
+      "import torch\n"
+      "def train(model, loader, optimizer, epochs):\n"
+      "    tracker = []\n"
+      "    step = 1\n"
+      "    for epoch in range(epochs):\n"
+      "        log = {}\n"
+      "        for batch in loader:\n"
+      "            optimizer.zero_grad()\n"
+      "            loss = model(batch).mean()\n"
+      "            loss.backward()\n"
+      "            optimizer.step()\n"
+      "            log[step] = loss\n"
+      "            step += 1\n"
+      "        for s, loss_val in log.items():\n"
+      "            tracker.append({'step': s, 'value': float(loss_val)})\n"
+      "    return tracker\n";
+  auto f = findings(source);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0], std::make_pair(std::string("GL101"), 12));
+}
+
+TEST(lint_value_flow, an_append_is_not_described_as_an_in_place_tensor_update) {
+  std::string source =
+      "import torch\n"
+      "def train(model, loader, optimizer):\n"
+      "    losses = []\n"
+      "    for batch in loader:\n"
+      "        optimizer.zero_grad()\n"
+      "        loss = model(batch).mean()\n"
+      "        loss.backward()\n"
+      "        optimizer.step()\n"
+      "        losses.append(loss)\n"
+      "    return losses\n";
+  std::string message = message_of(source, "GL101");
+  EXPECT_NE(message.find("keeps `loss`"), std::string::npos) << message;
+  EXPECT_EQ(message.find("in place"), std::string::npos) << message;
+}
+
+TEST(lint_value_flow, a_method_of_an_instance_that_zeroes_gradients_clears_them_for_the_loop) {
+  // GL503 looks for zero_grad() in what the loop calls: here in Trainer.step,
+  // reached through `trainer`, which the file constructs from Trainer.
+  std::string source =
+      "import torch\n"
+      "class Trainer:\n"
+      "    def __init__(self, net, optimizer):\n"
+      "        self.net = net\n"
+      "        self.optimizer = optimizer\n"
+      "    def step(self, x):\n"
+      "        self.optimizer.zero_grad()\n"
+      "        return self.net(x).mean()\n"
+      "def fit(gen):\n"
+      "    for x in gen:\n"
+      "        loss = trainer.step(x)\n"
+      "        loss.backward()\n"
+      "        trainer.optimizer.step()\n"
+      "trainer = Trainer(torch.nn.Linear(2, 2).cuda(), None)\n";
+  EXPECT_TRUE(findings(source).empty());
+}
+
 }  // namespace
 }  // namespace gpuleak::lint

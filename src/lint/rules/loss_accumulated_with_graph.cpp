@@ -45,7 +45,11 @@ class LossAccumulatedWithGraph final : public Rule {
         continue;
       }
       RuleReport r = describe(file, store, growth);
-      if (file.tree().kind(store.site) == NodeKind::kCall) describe_in_place(file, store, r);
+      // An in-place tensor update (`buf.add_(v)`) is recorded as an augmented
+      // store at its call; `losses.append(loss)` keeps its own wording.
+      if (store.kind == StoreKind::kAugmented && file.tree().kind(store.site) == NodeKind::kCall) {
+        describe_in_place(file, store, r);
+      }
       if (store.evidence != kNoNode) {
         // The chain of evidence: why this value is taken for a graph.
         r.message += fmt::format(" (`{}` at line {} shows the elements have a graph)",
