@@ -63,7 +63,7 @@ StepFinder::HeldEvent StepFinder::to_held_event(trace::Record&& record) {
       [&](auto&& r) -> HeldEvent {
         using T = std::decay_t<decltype(r)>;
         if constexpr (std::is_constructible_v<HeldEvent, std::in_place_type_t<T>, T&&>) {
-          return HeldEvent(std::in_place_type<T>, std::move(r));
+          return HeldEvent(std::in_place_type<T>, std::forward<decltype(r)>(r));
         } else {
           return std::make_unique<trace::Record>(std::move(record));
         }
@@ -244,7 +244,8 @@ void StepFinder::on_alloc_following(const trace::AllocRecord& alloc, const Found
       h.loop_id = loop.id;
       h.iteration = loop.iterations++;
       ++probation_iterations_;
-      loop.mean_piece_events = 0.9 * loop.mean_piece_events + 0.1 * (since_anchor_ + 1.0);
+      loop.mean_piece_events =
+          0.9 * loop.mean_piece_events + 0.1 * (static_cast<double>(since_anchor_) + 1.0);
       loop.mean_piece_all_events =
           0.9 * loop.mean_piece_all_events + 0.1 * static_cast<double>(since_anchor_all_);
       since_anchor_ = 0;
@@ -265,7 +266,8 @@ void StepFinder::on_alloc_following(const trace::AllocRecord& alloc, const Found
     // before this record is decided.
     release_until(held_.size() - 1);
     ready_.push_back(Ready{true, loop.id, loop.iterations++, time_of(held_.front().event)});
-    loop.mean_piece_events = 0.9 * loop.mean_piece_events + 0.1 * (since_anchor_ + 1.0);
+    loop.mean_piece_events =
+        0.9 * loop.mean_piece_events + 0.1 * (static_cast<double>(since_anchor_) + 1.0);
     loop.mean_piece_all_events =
         0.9 * loop.mean_piece_all_events + 0.1 * static_cast<double>(since_anchor_all_);
     since_anchor_ = 0;
@@ -824,7 +826,7 @@ bool StepFinder::pop(FinderItem& item) {
         if constexpr (std::is_same_v<T, std::unique_ptr<trace::Record>>) {
           item.record = std::move(*e);
         } else {
-          item.record = std::move(e);
+          item.record = std::forward<decltype(e)>(e);
         }
       },
       std::move(held_.released_front().event));
