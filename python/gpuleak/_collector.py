@@ -85,20 +85,27 @@ class Collector:
         except AttributeError:
             self._take_candidates = None
         self._candidate_buffers = None
-        try:  # older collectors judge growth at steps only
-            self._growth_tick = entry("gpuleak_growth_tick", [i32])
-        except AttributeError:
-            self._growth_tick = None
+        self._mark_growth_boundary = None
+        # gpuleak_growth_tick is the first name of gpuleak_mark_growth_boundary,
+        # the one collectors built before the rename export; older ones still
+        # judge growth at steps only.
+        for name in ("gpuleak_mark_growth_boundary", "gpuleak_growth_tick"):
+            try:
+                self._mark_growth_boundary = entry(name, [i32])
+                break
+            except AttributeError:
+                pass
         try:  # older collectors have no candidates at exit
             self._candidates_at_exit = entry("gpuleak_growth_candidates_at_exit", [])
         except AttributeError:
             self._candidates_at_exit = None
 
-    def growth_tick(self, index_driver_allocations):
-        """A growth boundary without a step (see gpuleak_growth_tick); False if unsupported."""
-        if self._growth_tick is None:
+    def mark_growth_boundary(self, index_driver_allocations):
+        """A step boundary of the live index without a step (see gpuleak_mark_growth_boundary);
+        False if unsupported."""
+        if self._mark_growth_boundary is None:
             return False
-        self._growth_tick(1 if index_driver_allocations else 0)
+        self._mark_growth_boundary(1 if index_driver_allocations else 0)
         return True
 
     def growth_candidates_at_exit(self):
@@ -110,7 +117,8 @@ class Collector:
         return True
 
     def take_growth_candidates(self, max_sites=16, max_allocations=64):
-        """Sites that grew at 8 consecutive steps or growth ticks: [(site_id, [[address, size], ...])]."""
+        """Sites that grew at 8 consecutive step boundaries (with or without a step):
+        [(site_id, [[address, size], ...])]."""
         if self._take_candidates is None:
             return []
         import ctypes

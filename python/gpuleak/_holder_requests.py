@@ -25,9 +25,10 @@ usual holders) live on the main thread's stack.
 
 A CuPy or JAX loop that marks no step may also end before `gpuleak run`'s
 request can come (a 200-iteration loop can take a second). In a process
-without torch that never marked a step, the watcher therefore also ticks
-the collector's live index every GROWTH_TICK_S (gpuleak_growth_tick): a
-site whose live arrays rose at 8 ticks in a row becomes a candidate, and
+without torch that never marked a step, the watcher therefore also marks a
+step boundary of the collector's live index every GROWTH_BOUNDARY_S
+(gpuleak_mark_growth_boundary, no step): a site whose live arrays rose at 8
+of these boundaries in a row becomes a candidate, and
 the main thread walks for its holder at once, as a step boundary does with
 the candidates of a torch loop.
 """
@@ -249,13 +250,13 @@ class HolderRequests:
         if (
             not self.stepped
             and driver_allocations_are_arrays()
-            and getattr(self.collector, "growth_tick", None) is not None
+            and getattr(self.collector, "mark_growth_boundary", None) is not None
         ):
             # The first step of a JAX loop with the platform allocator (the
             # main script's loop, python_loop.py) ends the watcher's growth
-            # ticks: its driver allocations, which are its arrays, must stay
+            # boundaries: its driver allocations, which are its arrays, must stay
             # in the live index the steps judge from now on.
-            self.collector.growth_tick(True)
+            self.collector.mark_growth_boundary(True)
         self.stepped = True
         take = getattr(self.collector, "take_growth_candidates", None)
         candidates = take() if take is not None else []
@@ -362,18 +363,18 @@ _PENDING_CALL = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p)
 # How long the watcher waits in a process that never marked a step.
 NO_STEPS_IDLE_S = 0.2
 
-# Between growth ticks of a process without steps or torch: 8 ticks in a row
-# (0.4 s) make a candidate.
-GROWTH_TICK_S = 0.05
+# Between the growth boundaries of a process without steps or torch: 8 in a
+# row (0.4 s) make a candidate.
+GROWTH_BOUNDARY_S = 0.05
 
 
-def ticks_growth(requests):
-    """Whether growth ticks serve this process: no in-process step so far, no torch (whose
+def marks_growth_boundaries(requests):
+    """Whether growth boundaries without steps serve this process: no in-process step so far, no torch (whose
     allocations are judged at its own boundaries), and a collector that has them."""
     return (
         not requests.stepped
         and "torch" not in sys.modules
-        and getattr(requests.collector, "growth_tick", None) is not None
+        and getattr(requests.collector, "mark_growth_boundary", None) is not None
     )
 
 
@@ -408,7 +409,7 @@ class RequestWatcher(threading.Thread):
         self.answered = 0
         self.candidates = []  # growth candidates the main thread has still to walk for
         self.candidates_lock = threading.Lock()
-        self.ticking = True
+        self.marking_boundaries = True
         # Kept referenced for as long as a call may be pending.
         self.callback = _PENDING_CALL(self.on_main_thread)
         try:
@@ -420,9 +421,9 @@ class RequestWatcher(threading.Thread):
 
     def run(self):
         next_poll = 0.0
-        while not self.stopped.wait(GROWTH_TICK_S if self.ticking else self.interval_s):
+        while not self.stopped.wait(GROWTH_BOUNDARY_S if self.marking_boundaries else self.interval_s):
             try:
-                found = self.tick() if self.ticking else False
+                found = self.mark_growth_boundary() if self.marking_boundaries else False
                 now = self.clock()
                 if not found and now < next_poll:
                     continue
@@ -451,13 +452,14 @@ class RequestWatcher(threading.Thread):
                 )
                 return
 
-    def tick(self):
-        """One growth tick while the process qualifies (ticks_growth); whether candidates wait."""
-        if not ticks_growth(self.requests):
+    def mark_growth_boundary(self):
+        """One growth boundary while the process qualifies (marks_growth_boundaries); whether
+        candidates wait."""
+        if not marks_growth_boundaries(self.requests):
             # Steps came (or torch arrived): their boundaries judge growth from now on.
-            self.ticking = not self.requests.stepped
+            self.marking_boundaries = not self.requests.stepped
             return False
-        self.requests.collector.growth_tick(driver_allocations_are_arrays())
+        self.requests.collector.mark_growth_boundary(driver_allocations_are_arrays())
         found = self.requests.collector.take_growth_candidates()
         if found:
             with self.candidates_lock:

@@ -7,7 +7,7 @@ namespace gpuleak::analysis {
 namespace {
 
 constexpr std::size_t kIntervalsKept = 15;
-constexpr double kRecentIntervals = 2.0;   // "ticked recently": within twice its interval
+constexpr double kRecentIntervals = 2.0;   // "stepped recently": within twice its interval
 constexpr double kMaxCoarserRatio = 32.0;  // ... and no more than this much coarser
 
 }  // namespace
@@ -38,31 +38,31 @@ std::uint64_t ClockArbiter::Pace::median() const {
   return sorted[sorted.size() / 2];
 }
 
-bool ClockArbiter::on_tick(ClockKey key, std::uint64_t /*time_ns*/) {
-  ++tick_order_;
-  // The ticking clock is a more trusted one for every less trusted clock:
-  // each of those learns how many of its own ticks this one's take.
+bool ClockArbiter::on_step_boundary(ClockKey key, std::uint64_t /*time_ns*/) {
+  ++step_order_;
+  // The stepping clock is a more trusted one for every less trusted clock:
+  // each of those learns how many of its own steps this one's take.
   for (auto& [other_key, other] : clocks_) {
     if (trust_rank(other_key.source) <= trust_rank(key.source)) continue;
     auto found = other.paced_by.find(key);
     if (found == other.paced_by.end()) continue;
     Pace& pace = found->second;
     if (pace.recent.size() < kIntervalsKept) {
-      pace.recent.push_back(pace.ticks_since);
+      pace.recent.push_back(pace.steps_since);
     } else {
-      pace.recent[pace.next] = pace.ticks_since;
+      pace.recent[pace.next] = pace.steps_since;
       pace.next = (pace.next + 1) % kIntervalsKept;
     }
-    pace.ticks_since = 0;
+    pace.steps_since = 0;
   }
   State& self = clocks_[key];
   bool paced_by_better = false;
   for (const auto& [other_key, other] : clocks_) {
-    if (trust_rank(other_key.source) >= trust_rank(key.source) || other.ticks == 0) continue;
+    if (trust_rank(other_key.source) >= trust_rank(key.source) || other.steps == 0) continue;
     Pace& pace = self.paced_by[other_key];
-    ++pace.ticks_since;
-    if (self.ticks > 0 && other.last_tick_order > self.last_tick_order) {
-      paced_by_better = true;  // it ticked since this clock's last tick
+    ++pace.steps_since;
+    if (self.steps > 0 && other.last_step_order > self.last_step_order) {
+      paced_by_better = true;  // it marked a step since this clock's last one
       continue;
     }
     // The main script's loop may be an epoch loop around batches that only
@@ -72,12 +72,12 @@ bool ClockArbiter::on_tick(ClockKey key, std::uint64_t /*time_ns*/) {
     if (other_key.source == trace::StepSource::kPythonLoop) continue;
     std::uint64_t every = pace.median();
     if (every > 0 && static_cast<double>(every) <= kMaxCoarserRatio &&
-        static_cast<double>(pace.ticks_since) <= kRecentIntervals * static_cast<double>(every)) {
+        static_cast<double>(pace.steps_since) <= kRecentIntervals * static_cast<double>(every)) {
       paced_by_better = true;
     }
   }
-  ++self.ticks;
-  self.last_tick_order = tick_order_;
+  ++self.steps;
+  self.last_step_order = step_order_;
   return !paced_by_better;
 }
 

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "analysis/creating_calls.h"
 #include "gpuleak/vocabulary.h"
@@ -51,7 +52,7 @@ std::string bytes_per_step(const SiteGrowth& top) {
 // (an object that allocates twice there shows as two of half the size).
 std::string objects_per_step(const SiteGrowth& top, const CreatingCall& call) {
   if (top.allocations_per_step < 0.5 || top.rate_bytes_per_step <= 0) return {};
-  auto count = static_cast<std::uint64_t>(top.allocations_per_step + 0.5);
+  auto count = static_cast<std::uint64_t>(std::lround(top.allocations_per_step));
   auto each = static_cast<std::uint64_t>(top.rate_bytes_per_step / top.allocations_per_step);
   return fmt::format(" ({} {} {}{} a step, {} each)", count, call.library, call.object,
                      count == 1 ? "" : "s", quantity::format_bytes(each));
@@ -134,13 +135,11 @@ LeakCause leak_cause(const std::vector<SiteGrowth>& leaking, const HolderFinding
     if (native_buffer && top.site_id != kPoolSiteId) return device_buffer_cause(top);
   }
   LeakCause c;
-  if (top_holder && top_holder->kind == "graph") {
-    c.cause = cause_slug(Cause::kAutogradGraphKeptAlive);
-  } else if (top_holder && top_holder->kind == "tensor") {
-    c.cause = cause_slug(Cause::kTensorsKeptAlive);
-  } else if (!top.tensor_level) {
+  // The holder found decides between a graph and tensors; without one, many
+  // sites growing together say a graph.
+  if (!holder_decides && !top.tensor_level) {
     c.cause = cause_slug(Cause::kNonTensorDriverAllocations);
-  } else if (many_sites_grow_together(leaking)) {
+  } else if (holder_decides ? top_holder->kind == "graph" : many_sites_grow_together(leaking)) {
     c.cause = cause_slug(Cause::kAutogradGraphKeptAlive);
   } else {
     c.cause = cause_slug(Cause::kTensorsKeptAlive);

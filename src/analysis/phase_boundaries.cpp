@@ -1,7 +1,7 @@
-// ProcessAnalysis, where iterations end: the ticks of every clock (the
+// ProcessAnalysis, where steps end: the step boundaries of every clock (the
 // program's steps, loops found in the allocations, time windows while
-// nothing else ticks), each phase they open, and what is sampled and judged
-// at each boundary.
+// nothing else marks steps), each phase they open, and what is sampled and
+// judged at each boundary.
 #include "analysis/process_analysis.h"
 
 namespace gpuleak::analysis {
@@ -41,11 +41,12 @@ ProcessAnalysis::Phase* ProcessAnalysis::phase_for(ClockKey clock) {
   return phases_.back().get();
 }
 
-void ProcessAnalysis::on_tick(ClockKey clock, std::uint64_t step_number, std::uint64_t time_ns) {
-  if (!arbiter_.on_tick(clock, time_ns)) return;  // a better clock paces the program now
+void ProcessAnalysis::on_step_boundary(ClockKey clock, std::uint64_t step_number,
+                                       std::uint64_t time_ns) {
+  if (!arbiter_.on_step_boundary(clock, time_ns)) return;  // a better clock paces the program now
   Phase* phase = phase_for(clock);
   if (phase == nullptr) {
-    ++untracked_ticks_;
+    ++untracked_steps_;
     return;
   }
   real_steps_ = true;  // no more time windows

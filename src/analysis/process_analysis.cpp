@@ -13,7 +13,7 @@ namespace gpuleak::analysis {
 using trace::MemoryKind;
 
 ProcessAnalysis::ProcessAnalysis(AnalysisOptions options)
-    : options_(std::move(options)), finder_(options_.iterations) {
+    : options_(std::move(options)), finder_(options_.step_finder) {
   catalog_.set_source_lookup(options_.source_lookup);
   if (options_.export_request) export_.emplace(*options_.export_request);
   if (options_.tracked_block) block_window_.emplace(*options_.tracked_block);
@@ -105,9 +105,10 @@ void ProcessAnalysis::drain_finder() {
   FinderItem item;
   while (finder_.pop(item)) {
     if (item.is_boundary) {
-      // A loop found in the allocation stream ticks inside the block only.
+      // A loop found in the allocation stream marks steps inside the block only.
       if (block_window_ && !(block_window_->began() && !block_window_->ended())) continue;
-      on_tick({trace::StepSource::kAllocationPeriod, item.loop_id}, item.iteration, item.time_ns);
+      on_step_boundary({trace::StepSource::kAllocationPeriod, item.loop_id}, item.iteration,
+                       item.time_ns);
     } else {
       apply(item.record);
     }
@@ -221,7 +222,7 @@ void ProcessAnalysis::apply(const trace::Record& record) {
           if (oom.top_stacks.size() > 5) oom.top_stacks.resize(5);
           out_of_memory_.push_back(std::move(oom));
         } else if constexpr (std::is_same_v<T, trace::StepRecord>) {
-          on_tick({r.source, r.clock}, r.step, r.time_ns);
+          on_step_boundary({r.source, r.clock}, r.step, r.time_ns);
         } else if constexpr (std::is_same_v<T, trace::SampleRecord>) {
           switch (r.metric) {
             case trace::Metric::kHostRssBytes:

@@ -5,11 +5,11 @@
 // The same object serves `gpuleak report` (a finished trace) and
 // `gpuleak run` (a trace still being written: verdicts while the job runs).
 //
-// Iterations come from several clocks (clock_arbiter.h): the program's
+// Steps come from several clocks (clock_arbiter.h): the program's
 // StepRecords (gpuleak.step(), optimizer steps, DataLoader batches) and the
-// loops the analysis finds in the allocation stream (iteration_finder.h);
+// loops the analysis finds in the allocation stream (step_finder.h);
 // a program where nothing repeats gets time windows (`time_window_s`). Each
-// clock's ticks, inside each phase the program names (gpuleak.phase()), make
+// clock's steps, inside each phase the program names (gpuleak.phase()), make
 // a *phase* with its own series and verdict, so a leak during evaluation is
 // judged over evaluation batches, not mixed with training steps.
 //
@@ -34,11 +34,11 @@
 #include "analysis/export_detail.h"
 #include "analysis/growth_tracker.h"
 #include "analysis/holder_findings.h"
-#include "analysis/iteration_finder.h"
 #include "analysis/live_set.h"
 #include "analysis/process_activity.h"
 #include "analysis/report_model.h"
 #include "analysis/stack_catalog.h"
+#include "analysis/step_finder.h"
 #include "analysis/suppressions.h"
 #include "analysis/timeline_sampler.h"
 #include "analysis/tracked_block_window.h"
@@ -51,11 +51,11 @@ struct AnalysisOptions {
   GrowthOptions growth;
   double time_window_s = 1.0;
   Suppressions suppressions;
-  IterationFinderOptions iterations;
+  StepFinderOptions step_finder;
   // Find loops in the allocation stream (off: only the program's marks and
   // time windows, as before).
   bool find_loops = true;
-  // At most this many phases get series of their own; ticks of further
+  // At most this many phases get series of their own; steps of further
   // clocks are counted, not tracked.
   std::size_t max_phases = 12;
   SourceLookup source_lookup;  // where source text may come from (analysis/source_lines.h)
@@ -108,7 +108,7 @@ class ProcessAnalysis {
   std::uint64_t boundaries() const { return boundaries_; }
 
  private:
-  // One clock's ticks inside one named phase of the program, with the
+  // One clock's steps inside one named phase of the program, with the
   // series and detections of its own growth tracker.
   struct Phase {
     std::string label;  // the program's phase name (gpuleak.phase()), or ""
@@ -148,7 +148,7 @@ class ProcessAnalysis {
   void on_compaction(const trace::CompactionRecord& compaction);
   void drain_finder();
   void advance_time_windows(std::uint64_t time_ns);
-  void on_tick(ClockKey clock, std::uint64_t step_number, std::uint64_t time_ns);
+  void on_step_boundary(ClockKey clock, std::uint64_t step_number, std::uint64_t time_ns);
   Phase* phase_for(ClockKey clock);
   void add_boundary(Phase& phase, std::uint64_t step_number, std::uint64_t time_ns);
   void evaluate(Phase& phase);
@@ -209,13 +209,13 @@ class ProcessAnalysis {
   StackCatalog catalog_;
   ProcessActivity activity_{catalog_};  // how the process used CUDA (ProcessReport::cuda_use)
   LiveSet live_;
-  IterationFinder finder_;
+  StepFinder finder_;
   ClockArbiter arbiter_;
   std::vector<std::unique_ptr<Phase>> phases_;
   std::string label_;  // the program's current phase name
   std::map<ClockKey, std::string> clock_descriptions_;
   std::uint64_t boundaries_ = 0;
-  std::uint64_t untracked_ticks_ = 0;  // ticks of clocks beyond max_phases
+  std::uint64_t untracked_steps_ = 0;  // steps of clocks beyond max_phases
   bool finished_ = false;
   bool pool_blocks_seen_ = false;  // a framework's pool blocks are tracked one by one
 
@@ -258,7 +258,7 @@ class ProcessAnalysis {
   std::uint64_t peak_live_bytes_ = 0;
   std::uint64_t first_time_ns_ = 0, last_time_ns_ = 0;
 
-  // Time windows, until some other clock ticks.
+  // Time windows, until some other clock marks a step.
   bool real_steps_ = false;
   std::uint64_t next_window_ns_ = 0;
 

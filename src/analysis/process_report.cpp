@@ -81,6 +81,7 @@ std::vector<LeakGroup> ProcessAnalysis::group_totals(const LiveTotals& totals, s
                      (origin == kCachingAllocatorOrigin || origin == kCupyPoolOrigin);
   }
   std::vector<LeakGroup> out;
+  out.reserve(merged.size());
   for (auto& [signature, g] : merged) out.push_back(std::move(g));
   std::sort(out.begin(), out.end(), [](const LeakGroup& a, const LeakGroup& b) {
     return a.bytes != b.bytes ? a.bytes > b.bytes : a.allocations > b.allocations;

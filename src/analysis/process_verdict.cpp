@@ -26,10 +26,10 @@ ProcessVerdict judge_process(const ProcessReport& r) {
     v.kind = ProcessVerdictKind::kLeaked;
   } else if (!v.incomplete.empty()) {
     v.kind = ProcessVerdictKind::kIncomplete;
-  } else if (r.growth.verdict == Verdict::kNoLeak) {
-    v.kind = ProcessVerdictKind::kNoLeak;
-  } else if (exit_memory_counts_as_leak(r) && r.exited && r.growth.steps == 0) {
-    // No steps to judge growth by, and nothing was left allocated at exit.
+  } else if (r.growth.verdict == Verdict::kNoLeak ||
+             (exit_memory_counts_as_leak(r) && r.exited && r.growth.steps == 0)) {
+    // Growth judged no leak; or no steps to judge growth by, and nothing was
+    // left allocated at exit.
     v.kind = ProcessVerdictKind::kNoLeak;
   } else {
     v.kind = ProcessVerdictKind::kNotYet;

@@ -46,7 +46,7 @@ struct TopFlags {
   std::size_t count = 0;
   bool json = false;
   double window_s = 300;
-  std::uint64_t min_growth_bytes_per_s = 16 * 1024;
+  std::uint64_t min_growth_bytes_per_s = std::uint64_t{16} * 1024;
   std::vector<int> pids;
   bool no_nvml = false;
   std::string device_files;
@@ -307,6 +307,7 @@ std::string run_attach(RawTerminal& terminal, int pid, const TopFlags& flags) {
   sigemptyset(&ignore.sa_mask);
   sigaction(SIGINT, &ignore, &previous);
   std::vector<char*> argv;
+  argv.reserve(words.size() + 1);
   for (std::string& word : words) argv.push_back(word.data());
   argv.push_back(nullptr);
   pid_t child = fork();

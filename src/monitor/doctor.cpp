@@ -365,19 +365,18 @@ DoctorReport diagnose(const RawSample& raw, Sample sample) {
   for (const auto& view : sample.processes) {
     std::string verdict = "ok";
     bool listed_by_driver = !view.gpu.empty();
-    if (!view.visible) {
-      report.findings.push_back(namespace_finding(sample, tree, view));
-      verdict = "other-namespace";
-    } else if (view.info.is_zombie()) {
+    // The driver lists this pid, but the process with this pid here has no
+    // GPU file open: it is somebody else's pid (after zombie and orphan).
+    bool foreign_pid = listed_by_driver && view.info.handle_scan == HandleScan::kScanned &&
+                       view.info.device_handle_count == 0;
+    if (view.visible && view.info.is_zombie()) {
       report.findings.push_back(zombie_finding(sample, tree, view));
       verdict = "zombie";
-    } else if (view.orphan.orphaned) {
+    } else if (view.visible && view.orphan.orphaned) {
       report.findings.push_back(orphan_finding(sample, tree, view));
       verdict = "orphan";
-    } else if (listed_by_driver && view.info.handle_scan == HandleScan::kScanned &&
-               view.info.device_handle_count == 0) {
-      // The driver lists this pid, but the process with this pid here has no
-      // GPU file open: it is somebody else's pid.
+    } else if (!view.visible || foreign_pid) {
+      // A process of another pid namespace, or somebody else's pid.
       report.findings.push_back(namespace_finding(sample, tree, view));
       verdict = "other-namespace";
     } else if (is_worker(view) && holds(view) && view.relation.of_pid > 0) {

@@ -17,7 +17,7 @@ using quantity::MetricType;
 constexpr double kInfinity = std::numeric_limits<double>::infinity();
 
 double until_full(const TrendSummary& trend) {
-  return trend.leak && trend.seconds_until_full ? *trend.seconds_until_full : kInfinity;
+  return trend.leak ? trend.seconds_until_full.value_or(kInfinity) : kInfinity;
 }
 
 // The labels of one moment's series: the node, each GPU's identity, each

@@ -60,11 +60,13 @@ struct MemoryV2 {  // nvmlMemory_v2_t; `used` excludes `reserved`
 inline constexpr unsigned int kMemoryV2Version =
     static_cast<unsigned int>(sizeof(MemoryV2)) | (2U << 24U);
 
+// The members keep NVML's own names (its header and documentation spell them
+// so), hence the NOLINTs for the naming rule.
 struct ProcessInfo {  // nvmlProcessInfo_t as written by the _v2 and _v3 calls
   unsigned int pid;
-  unsigned long long usedGpuMemory;
-  unsigned int gpuInstanceId;
-  unsigned int computeInstanceId;
+  unsigned long long usedGpuMemory;  // NOLINT(readability-identifier-naming): NVML's name
+  unsigned int gpuInstanceId;        // NOLINT(readability-identifier-naming): NVML's name
+  unsigned int computeInstanceId;    // NOLINT(readability-identifier-naming): NVML's name
 };
 // The largest layout a driver has ever been documented to write per entry.
 inline constexpr unsigned kLargestProcessInfoBytes = 32;

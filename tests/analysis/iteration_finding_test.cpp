@@ -123,10 +123,10 @@ TEST(ClockArbiter, a_clock_that_only_repeats_a_better_one_is_ignored) {
   int dataloader_boundaries = 0;
   for (int i = 0; i < 50; ++i) {
     std::uint64_t t = 1'000'000'000ull + i * 10'000'000ull;
-    dataloader_boundaries += arbiter.on_tick({StepSource::kDataLoader, 1}, t);
-    EXPECT_TRUE(arbiter.on_tick({StepSource::kOptimizerHook, 0}, t + 9'000'000));
+    dataloader_boundaries += arbiter.on_step_boundary({StepSource::kDataLoader, 1}, t);
+    EXPECT_TRUE(arbiter.on_step_boundary({StepSource::kOptimizerHook, 0}, t + 9'000'000));
   }
-  EXPECT_LE(dataloader_boundaries, 1);  // its first tick came before any optimizer step
+  EXPECT_LE(dataloader_boundaries, 1);  // its first step came before any optimizer step
 }
 
 TEST(ClockArbiter, micro_batches_between_optimizer_steps_are_not_iterations) {
@@ -136,9 +136,9 @@ TEST(ClockArbiter, micro_batches_between_optimizer_steps_are_not_iterations) {
   for (int step = 0; step < 30; ++step) {
     for (int m = 0; m < 8; ++m) {
       t += 5'000'000;
-      micro += arbiter.on_tick({StepSource::kAllocationPeriod, 1}, t);
+      micro += arbiter.on_step_boundary({StepSource::kAllocationPeriod, 1}, t);
     }
-    arbiter.on_tick({StepSource::kOptimizerHook, 0}, t + 1'000'000);
+    arbiter.on_step_boundary({StepSource::kOptimizerHook, 0}, t + 1'000'000);
   }
   EXPECT_LE(micro, 16);  // only before the optimizer's pace is known
 }
@@ -148,12 +148,12 @@ TEST(ClockArbiter, a_validation_loop_between_two_optimizer_steps_counts) {
   std::uint64_t t = 1'000'000'000ull;
   for (int step = 0; step < 20; ++step) {
     t += 10'000'000;
-    arbiter.on_tick({StepSource::kOptimizerHook, 0}, t);
+    arbiter.on_step_boundary({StepSource::kOptimizerHook, 0}, t);
   }
   int validation = 0;
   for (int batch = 0; batch < 50; ++batch) {
     t += 10'000'000;
-    validation += arbiter.on_tick({StepSource::kDataLoader, 2}, t);
+    validation += arbiter.on_step_boundary({StepSource::kDataLoader, 2}, t);
   }
   EXPECT_GE(validation, 45);
 }
@@ -165,9 +165,9 @@ TEST(ClockArbiter, explicit_steps_once_per_epoch_leave_optimizer_steps_counting)
   for (int epoch = 0; epoch < 4; ++epoch) {
     for (int step = 0; step < 100; ++step) {
       t += 10'000'000;
-      optimizer += arbiter.on_tick({StepSource::kOptimizerHook, 0}, t);
+      optimizer += arbiter.on_step_boundary({StepSource::kOptimizerHook, 0}, t);
     }
-    arbiter.on_tick({StepSource::kExplicit, 0}, t + 1);
+    arbiter.on_step_boundary({StepSource::kExplicit, 0}, t + 1);
   }
   EXPECT_GE(optimizer, 390);
 }

@@ -329,8 +329,8 @@ TEST(ClockArbiter, a_python_loop_as_fine_as_the_allocations_silences_them) {
   std::uint64_t t = 1'000'000'000ull;
   for (int i = 0; i < 100; ++i) {
     t += 1'000'000;
-    EXPECT_TRUE(arbiter.on_tick({StepSource::kPythonLoop, 1}, t));
-    period += arbiter.on_tick({StepSource::kAllocationPeriod, 1}, t + 500'000);
+    EXPECT_TRUE(arbiter.on_step_boundary({StepSource::kPythonLoop, 1}, t));
+    period += arbiter.on_step_boundary({StepSource::kAllocationPeriod, 1}, t + 500'000);
   }
   EXPECT_LE(period, 1);
 }
@@ -344,9 +344,9 @@ TEST(ClockArbiter, an_epoch_loop_in_the_script_does_not_silence_the_batches_insi
   for (int epoch = 0; epoch < 10; ++epoch) {
     for (int batch = 0; batch < 20; ++batch) {
       t += 1'000'000;
-      batches += arbiter.on_tick({StepSource::kAllocationPeriod, 1}, t);
+      batches += arbiter.on_step_boundary({StepSource::kAllocationPeriod, 1}, t);
     }
-    arbiter.on_tick({StepSource::kPythonLoop, 1}, t + 100);
+    arbiter.on_step_boundary({StepSource::kPythonLoop, 1}, t + 100);
   }
   EXPECT_GE(batches, 190);  // all but the first batch of each epoch after the first
 }

@@ -217,7 +217,7 @@ leave_traced_program()
 
 def test_a_short_cupy_loop_gets_its_holder_before_it_ends(run_traced, tmp_path):
     # A CuPy loop that lasts one second marks no step and ends before any
-    # request of `gpuleak run` could reach it: the watcher's growth ticks
+    # request of `gpuleak run` could reach it: the watcher's growth boundaries
     # find the growing site in the process and the holder is walked at once.
     stand_ins = tmp_path / "site-packages"
     write_package(stand_ins, STAND_IN_CUPY)
@@ -232,7 +232,7 @@ def test_a_short_cupy_loop_gets_its_holder_before_it_ends(run_traced, tmp_path):
     assert site["kind"] == "tensor" and site["matched_addresses"] >= 8, site
     assert site["holder"]["name"] == "spectra" and site["holder"]["owner"] == "module __main__"
     assert site["holder"]["kept_at"]["statement"].startswith("spectra.append(power)")
-    assert run.steps() == []  # the ticks are not steps: nothing of them is in the trace
+    assert run.steps() == []  # the boundaries are not steps: nothing of them is in the trace
 
 
 def test_a_short_cupy_loop_that_keeps_nothing_walks_for_no_holder(run_traced, tmp_path):

@@ -122,25 +122,28 @@ def test_polling_is_rate_limited_by_time(tmp_path):
 
 def test_the_first_step_of_a_jax_platform_loop_keeps_its_driver_allocations_indexed(tmp_path, monkeypatch):
     # The main script's loop (python-loop) marks steps, which end the
-    # watcher's growth ticks; JAX's platform allocator puts its arrays in
-    # driver allocations, which only a growth tick asks the collector to index.
+    # watcher's growth boundaries; JAX's platform allocator puts its arrays in
+    # driver allocations, which only a growth boundary asks the collector to index.
     from gpuleak import _holder_requests
     from gpuleak._holder_requests import HolderRequests
 
-    ticks = []
+    boundaries = []
     collector = type(
         "Collector",
         (),
-        {"growth_tick": lambda self, index: ticks.append(index), "take_growth_candidates": lambda self: []},
+        {
+            "mark_growth_boundary": lambda self, index: boundaries.append(index),
+            "take_growth_candidates": lambda self: [],
+        },
     )()
     requests = HolderRequests(collector, str(tmp_path), seconds=1)
     for arrays_in_driver_allocations in (True, False):
-        ticks.clear()
+        boundaries.clear()
         requests.stepped = False
         monkeypatch.setattr(_holder_requests, "driver_allocations_are_arrays", lambda: arrays_in_driver_allocations)
         for _ in range(3):
             requests.on_step()
-        assert ticks == ([True] if arrays_in_driver_allocations else [])
+        assert boundaries == ([True] if arrays_in_driver_allocations else [])
 
 
 def test_a_walk_that_crashes_does_not_take_the_process_down():

@@ -1,6 +1,8 @@
-// Finds a program's loop iterations in its own allocation stream, without
-// any mark from the program: what serves evaluation and inference loops,
-// custom optimizers, JAX, CuPy and CUDA C++ programs alike.
+// Finds the steps of a program's loops in its own allocation stream (the
+// `allocation-period` step source), without any mark from the program: what
+// serves evaluation and inference loops, custom optimizers, JAX, CuPy and CUDA
+// C++ programs alike. One pass of a loop is one step; the code below calls it
+// an iteration of the loop it follows.
 //
 // The idea. A loop body makes the same calls each time round, so the places
 // its allocations come from repeat. Looked at through the call stack, a loop
@@ -49,7 +51,7 @@
 
 namespace gpuleak::analysis {
 
-struct IterationFinderOptions {
+struct StepFinderOptions {
   RepetitionOptions repetition;
   // Records held while searching, at most; beyond, the oldest go on without
   // boundaries.
@@ -111,9 +113,9 @@ struct FinderItem {
   std::uint64_t time_ns = 0;
 };
 
-class IterationFinder {
+class StepFinder {
  public:
-  explicit IterationFinder(IterationFinderOptions options = {});
+  explicit StepFinder(StepFinderOptions options = {});
 
   // An event record (definitions go to the catalog, not here). The catalog
   // is the one the records' stacks are defined in (the same each call).
@@ -256,7 +258,7 @@ class IterationFinder {
   const FoundLoop* known_anchor(const trace::AllocRecord& alloc);
 
   const StackCatalog* catalog_ = nullptr;  // the latest push()'s
-  IterationFinderOptions options_;
+  StepFinderOptions options_;
   std::unordered_map<std::uint32_t, Path> paths_;
   Path unknown_path_;  // the path of a stack not defined yet (not cached)
   std::vector<FoundLoop> loops_;

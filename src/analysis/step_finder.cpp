@@ -1,4 +1,4 @@
-#include "analysis/iteration_finder.h"
+#include "analysis/step_finder.h"
 
 #include <algorithm>
 
@@ -38,12 +38,12 @@ std::uint64_t time_of(const trace::Record& record) {
 
 }  // namespace
 
-const trace::AllocRecord* IterationFinder::as_alloc(const HeldEvent& event) {
+const trace::AllocRecord* StepFinder::as_alloc(const HeldEvent& event) {
   const auto* alloc = std::get_if<trace::AllocRecord>(&event);
   return alloc != nullptr && alloc->stack_id != 0 ? alloc : nullptr;
 }
 
-std::uint64_t IterationFinder::time_of(const HeldEvent& event) {
+std::uint64_t StepFinder::time_of(const HeldEvent& event) {
   return std::visit(
       [](const auto& e) -> std::uint64_t {
         using T = std::decay_t<decltype(e)>;
@@ -58,12 +58,12 @@ std::uint64_t IterationFinder::time_of(const HeldEvent& event) {
 
 // The event kinds go in as they are; anything else (the finder is given
 // events only, but takes any record) goes in whole, on the heap.
-IterationFinder::HeldEvent IterationFinder::to_held_event(trace::Record&& record) {
+StepFinder::HeldEvent StepFinder::to_held_event(trace::Record&& record) {
   return std::visit(
       [&](auto&& r) -> HeldEvent {
         using T = std::decay_t<decltype(r)>;
         if constexpr (std::is_constructible_v<HeldEvent, std::in_place_type_t<T>, T&&>) {
-          return HeldEvent(std::in_place_type<T>, std::move(r));
+          return HeldEvent(std::in_place_type<T>, std::forward<decltype(r)>(r));
         } else {
           return std::make_unique<trace::Record>(std::move(record));
         }
@@ -71,7 +71,7 @@ IterationFinder::HeldEvent IterationFinder::to_held_event(trace::Record&& record
       std::move(record));
 }
 
-IterationFinder::HeldEvent IterationFinder::to_held_event(const trace::Record& record) {
+StepFinder::HeldEvent StepFinder::to_held_event(const trace::Record& record) {
   return std::visit(
       [&](const auto& r) -> HeldEvent {
         using T = std::decay_t<decltype(r)>;
@@ -88,14 +88,14 @@ bool FoundLoop::runs_on(std::uint32_t thread) const {
   return thread_per_iteration || std::find(threads.begin(), threads.end(), thread) != threads.end();
 }
 
-IterationFinder::IterationFinder(IterationFinderOptions options)
+StepFinder::StepFinder(StepFinderOptions options)
     : options_(options), next_search_at_(options.min_search_events) {}
 
-const FoundLoop* IterationFinder::loop(std::uint32_t id) const {
+const FoundLoop* StepFinder::loop(std::uint32_t id) const {
   return id >= 1 && id <= loops_.size() ? &loops_[id - 1] : nullptr;
 }
 
-const IterationFinder::Path& IterationFinder::path_of(std::uint32_t stack_id) {
+const StepFinder::Path& StepFinder::path_of(std::uint32_t stack_id) {
   auto [it, inserted] = paths_.try_emplace(stack_id);
   Path& path = it->second;
   if (!inserted) return path;
@@ -126,26 +126,26 @@ const IterationFinder::Path& IterationFinder::path_of(std::uint32_t stack_id) {
   return path;
 }
 
-std::uint64_t IterationFinder::key_at(std::uint32_t stack_id, std::size_t depth) {
+std::uint64_t StepFinder::key_at(std::uint32_t stack_id, std::size_t depth) {
   const Path& path = path_of(stack_id);
   std::size_t length = path.prefix_hashes.size();
   if (length == 0 || depth + 1 >= length) return path.leaf_key;
   return path.prefix_hashes[depth];
 }
 
-void IterationFinder::push(const trace::Record& record, const StackCatalog& catalog) {
+void StepFinder::push(const trace::Record& record, const StackCatalog& catalog) {
   catalog_ = &catalog;
   held_.push_back(Held{to_held_event(record)});
   on_pushed();
 }
 
-void IterationFinder::push(trace::Record&& record, const StackCatalog& catalog) {
+void StepFinder::push(trace::Record&& record, const StackCatalog& catalog) {
   catalog_ = &catalog;
   held_.push_back(Held{to_held_event(std::move(record))});
   on_pushed();
 }
 
-void IterationFinder::on_pushed() {
+void StepFinder::on_pushed() {
   const trace::AllocRecord* alloc = as_alloc(held_.back().event);
   if (alloc != nullptr) {
     ++allocations_seen_;
@@ -164,7 +164,7 @@ void IterationFinder::on_pushed() {
   trim_held();
 }
 
-void IterationFinder::resume(std::uint32_t id) {
+void StepFinder::resume(std::uint32_t id) {
   // A loop seen before is back. What came between may hold a loop of its
   // own (a validation pass): look for it first. The returning record (the
   // last held) stays held: it starts the loop's next iteration.
@@ -187,7 +187,7 @@ void IterationFinder::resume(std::uint32_t id) {
   next_nested_search_ = 0;
 }
 
-const FoundLoop* IterationFinder::known_anchor(const trace::AllocRecord& alloc) {
+const FoundLoop* StepFinder::known_anchor(const trace::AllocRecord& alloc) {
   const FoundLoop* found = nullptr;
   const FoundLoop* followed = following_ != 0 ? &loops_[following_ - 1] : nullptr;
   for (const FoundLoop& loop : loops_) {
@@ -206,8 +206,7 @@ const FoundLoop* IterationFinder::known_anchor(const trace::AllocRecord& alloc) 
   return found;
 }
 
-void IterationFinder::on_alloc_following(const trace::AllocRecord& alloc,
-                                         const FoundLoop* returning) {
+void StepFinder::on_alloc_following(const trace::AllocRecord& alloc, const FoundLoop* returning) {
   FoundLoop& loop = loops_[following_ - 1];
   ++since_anchor_all_;
   if (!loop.runs_on(alloc.thread_id) && joins_loop(loop, alloc)) {
@@ -245,7 +244,8 @@ void IterationFinder::on_alloc_following(const trace::AllocRecord& alloc,
       h.loop_id = loop.id;
       h.iteration = loop.iterations++;
       ++probation_iterations_;
-      loop.mean_piece_events = 0.9 * loop.mean_piece_events + 0.1 * (since_anchor_ + 1.0);
+      loop.mean_piece_events =
+          0.9 * loop.mean_piece_events + 0.1 * (static_cast<double>(since_anchor_) + 1.0);
       loop.mean_piece_all_events =
           0.9 * loop.mean_piece_all_events + 0.1 * static_cast<double>(since_anchor_all_);
       since_anchor_ = 0;
@@ -266,7 +266,8 @@ void IterationFinder::on_alloc_following(const trace::AllocRecord& alloc,
     // before this record is decided.
     release_until(held_.size() - 1);
     ready_.push_back(Ready{true, loop.id, loop.iterations++, time_of(held_.front().event)});
-    loop.mean_piece_events = 0.9 * loop.mean_piece_events + 0.1 * (since_anchor_ + 1.0);
+    loop.mean_piece_events =
+        0.9 * loop.mean_piece_events + 0.1 * (static_cast<double>(since_anchor_) + 1.0);
     loop.mean_piece_all_events =
         0.9 * loop.mean_piece_all_events + 0.1 * static_cast<double>(since_anchor_all_);
     since_anchor_ = 0;
@@ -303,7 +304,7 @@ void IterationFinder::on_alloc_following(const trace::AllocRecord& alloc,
   if (static_cast<double>(since_anchor_) > lost_after) lose_loop();
 }
 
-bool IterationFinder::joins_loop(const FoundLoop& loop, const trace::AllocRecord& alloc) {
+bool StepFinder::joins_loop(const FoundLoop& loop, const trace::AllocRecord& alloc) {
   // The key at the loop's depth holds the whole call path down to the
   // loop's statement: another thread that reaches the anchor by the same
   // path runs the same loop (one more request handler).
@@ -315,7 +316,7 @@ bool IterationFinder::joins_loop(const FoundLoop& loop, const trace::AllocRecord
   return anchor && outsider.anchors >= kJoinAfterAnchors;
 }
 
-void IterationFinder::lose_loop() {
+void StepFinder::lose_loop() {
   // The loop has ended (or the program is in another one): search again,
   // from the last iteration's start, which is still held.
   following_ = 0;
@@ -323,7 +324,7 @@ void IterationFinder::lose_loop() {
   next_search_at_ = held_allocations_ + options_.min_search_events;
 }
 
-void IterationFinder::maybe_search(bool at_end) {
+void StepFinder::maybe_search(bool at_end) {
   if (!at_end && held_allocations_ < next_search_at_) return;
   if (search(/*require_ongoing=*/!at_end, held_.size())) return;
   std::size_t step = std::max(options_.min_search_events,
@@ -331,7 +332,7 @@ void IterationFinder::maybe_search(bool at_end) {
   next_search_at_ = held_allocations_ + step;
 }
 
-std::optional<IterationFinder::Candidate> IterationFinder::search_thread(
+std::optional<StepFinder::Candidate> StepFinder::search_thread(
     const std::vector<std::uint32_t>& stacks, std::size_t below_depth, bool require_ongoing,
     const std::vector<bool>* thread_starts) {
   RepetitionOptions repetition = options_.repetition;
@@ -377,7 +378,7 @@ std::optional<IterationFinder::Candidate> IterationFinder::search_thread(
   return std::nullopt;
 }
 
-bool IterationFinder::in_gpuleak_frame(std::uint32_t stack_id, std::size_t depth) const {
+bool StepFinder::in_gpuleak_frame(std::uint32_t stack_id, std::size_t depth) const {
   const trace::StackRecord* stack = catalog_ ? catalog_->stack(stack_id) : nullptr;
   if (stack == nullptr || stack->python.empty()) return false;
   std::size_t from_outermost = std::min(depth, stack->python.size() - 1);
@@ -386,8 +387,8 @@ bool IterationFinder::in_gpuleak_frame(std::uint32_t stack_id, std::size_t depth
   return code != nullptr && is_gpuleak_python(code->filename);
 }
 
-FoundLoop IterationFinder::loop_of(std::uint32_t thread, const std::vector<std::uint32_t>& stacks,
-                                   const Candidate& c) const {
+FoundLoop StepFinder::loop_of(std::uint32_t thread, const std::vector<std::uint32_t>& stacks,
+                              const Candidate& c) const {
   FoundLoop loop;
   loop.thread_id = thread;
   loop.threads = {thread};
@@ -423,8 +424,8 @@ bool FoundLoop::part_of_every_iteration(std::uint64_t key) const {
          2 * it->second.iterations >= static_cast<std::uint64_t>(body_iterations);
 }
 
-bool IterationFinder::search(bool require_ongoing, std::size_t held_end, double min_cover,
-                             std::uint32_t inside_loop) {
+bool StepFinder::search(bool require_ongoing, std::size_t held_end, double min_cover,
+                        std::uint32_t inside_loop) {
   const FoundLoop* inside = inside_loop != 0 ? &loops_[inside_loop - 1] : nullptr;
   // Each thread's allocations in the held records, latest window only.
   std::unordered_map<std::uint32_t, std::vector<std::uint32_t>> by_thread;
@@ -501,7 +502,7 @@ bool IterationFinder::search(bool require_ongoing, std::size_t held_end, double 
   return true;
 }
 
-std::optional<FoundLoop> IterationFinder::search_short_threads(
+std::optional<FoundLoop> StepFinder::search_short_threads(
     const std::unordered_map<std::uint32_t, std::vector<std::uint32_t>>& by_thread,
     std::size_t held_end, bool require_ongoing, bool* python) {
   std::size_t short_threads = 0;
@@ -541,7 +542,7 @@ std::optional<FoundLoop> IterationFinder::search_short_threads(
   return loop;
 }
 
-void IterationFinder::follow(std::uint32_t id, std::size_t held_end) {
+void StepFinder::follow(std::uint32_t id, std::size_t held_end) {
   FoundLoop& loop = loops_[id - 1];
   place_boundaries(loop, 0, held_end);
   // Records before the last iteration's start are decided; from there on
@@ -596,7 +597,7 @@ void IterationFinder::follow(std::uint32_t id, std::size_t held_end) {
   release_until(last_anchor);
 }
 
-bool IterationFinder::shallower_undecided(const FoundLoop& loop) {
+bool StepFinder::shallower_undecided(const FoundLoop& loop) {
   std::vector<std::uint32_t> stacks = held_stacks(loop.thread_id);
   for (std::size_t depth = 0; depth < loop.depth; ++depth) {
     std::size_t keys = 0, distinct_runs = 0;
@@ -618,7 +619,7 @@ bool IterationFinder::shallower_undecided(const FoundLoop& loop) {
   return false;
 }
 
-std::vector<std::uint32_t> IterationFinder::held_stacks(std::uint32_t thread) const {
+std::vector<std::uint32_t> StepFinder::held_stacks(std::uint32_t thread) const {
   std::vector<std::uint32_t> stacks;
   for (std::size_t i = 0; i < held_.size(); ++i) {
     if (const trace::AllocRecord* a = as_alloc(held_[i].event)) {
@@ -628,7 +629,7 @@ std::vector<std::uint32_t> IterationFinder::held_stacks(std::uint32_t thread) co
   return stacks;
 }
 
-void IterationFinder::end_probation(FoundLoop& loop) {
+void StepFinder::end_probation(FoundLoop& loop) {
   probation_ = false;
   std::size_t last_anchor = 0;
   for (std::size_t i = held_.size(); i-- > 0;) {
@@ -640,7 +641,7 @@ void IterationFinder::end_probation(FoundLoop& loop) {
   release_until(last_anchor);
 }
 
-bool IterationFinder::probation_found_shallower(FoundLoop& loop) {
+bool StepFinder::probation_found_shallower(FoundLoop& loop) {
   // Any of the loop's threads may show the loop around it first (request
   // handlers each serve a share of the batches).
   std::vector<std::uint32_t> stacks;
@@ -670,7 +671,7 @@ bool IterationFinder::probation_found_shallower(FoundLoop& loop) {
   return true;
 }
 
-void IterationFinder::recheck_shallower(const FoundLoop& loop) {
+void StepFinder::recheck_shallower(const FoundLoop& loop) {
   // Early on, a loop inside one statement (a model's layers) may be all
   // that repeats yet; once the program's own loop has gone round often
   // enough, it shows at a shallower depth, and the finder moves to it.
@@ -735,7 +736,7 @@ void IterationFinder::recheck_shallower(const FoundLoop& loop) {
   release_until(last_anchor);
 }
 
-std::uint32_t IterationFinder::adopt(const FoundLoop& candidate) {
+std::uint32_t StepFinder::adopt(const FoundLoop& candidate) {
   for (FoundLoop& known : loops_) {
     // The anchor key holds the call path down to the loop's statement: the
     // same loop found on another thread is one more thread running it.
@@ -756,7 +757,7 @@ std::uint32_t IterationFinder::adopt(const FoundLoop& candidate) {
   return loop.id;
 }
 
-void IterationFinder::place_boundaries(FoundLoop& loop, std::size_t begin, std::size_t end) {
+void StepFinder::place_boundaries(FoundLoop& loop, std::size_t begin, std::size_t end) {
   std::unordered_map<std::uint32_t, std::uint64_t> previous;  // per thread
   for (std::size_t i = begin; i < end; ++i) {
     const trace::AllocRecord* a = as_alloc(held_[i].event);
@@ -774,7 +775,7 @@ void IterationFinder::place_boundaries(FoundLoop& loop, std::size_t begin, std::
   }
 }
 
-void IterationFinder::release_until(std::size_t held_index) {
+void StepFinder::release_until(std::size_t held_index) {
   for (std::size_t n = 0; n < held_index && !held_.empty(); ++n) {
     const Held& h = held_.front();
     if (h.boundary_before) ready_.push_back(Ready{true, h.loop_id, h.iteration, time_of(h.event)});
@@ -785,7 +786,7 @@ void IterationFinder::release_until(std::size_t held_index) {
   next_search_at_ = std::min(next_search_at_, held_allocations_ + options_.min_search_events);
 }
 
-void IterationFinder::trim_held() {
+void StepFinder::trim_held() {
   if (held_.size() <= options_.max_held_records) return;
   probation_ = false;
   // Nothing repeats (or the loop thread went quiet): let the oldest half go
@@ -794,7 +795,7 @@ void IterationFinder::trim_held() {
   release_until(held_.size() / 2);
 }
 
-void IterationFinder::finish(const StackCatalog& catalog) {
+void StepFinder::finish(const StackCatalog& catalog) {
   catalog_ = &catalog;
   if (following_ != 0 && probation_) probation_found_shallower(loops_[following_ - 1]);
   probation_ = false;
@@ -810,7 +811,7 @@ void IterationFinder::finish(const StackCatalog& catalog) {
   release_until(held_.size());
 }
 
-bool IterationFinder::pop(FinderItem& item) {
+bool StepFinder::pop(FinderItem& item) {
   if (ready_.empty()) return false;
   Ready next = ready_.front();
   ready_.pop_front();
@@ -825,7 +826,7 @@ bool IterationFinder::pop(FinderItem& item) {
         if constexpr (std::is_same_v<T, std::unique_ptr<trace::Record>>) {
           item.record = std::move(*e);
         } else {
-          item.record = std::move(e);
+          item.record = std::forward<decltype(e)>(e);
         }
       },
       std::move(held_.released_front().event));
@@ -833,8 +834,7 @@ bool IterationFinder::pop(FinderItem& item) {
   return true;
 }
 
-std::optional<Frame> IterationFinder::loop_frame(std::uint32_t loop_id,
-                                                 StackCatalog& catalog) const {
+std::optional<Frame> StepFinder::loop_frame(std::uint32_t loop_id, StackCatalog& catalog) const {
   const FoundLoop* loop = this->loop(loop_id);
   if (loop == nullptr) return std::nullopt;
   const trace::StackRecord* stack = catalog.stack(loop->anchor_stack);
