@@ -187,6 +187,17 @@ GrowthReport ProcessAnalysis::phase_report(const Phase& phase) {
   return g;
 }
 
+std::vector<const trace::StepSummaryRecord*> ProcessAnalysis::summarized_marks(
+    const Phase& phase) const {
+  std::vector<const trace::StepSummaryRecord*> marks;
+  for (const auto& step : summarized_steps_) {
+    if (step.source == phase.clock.source && step.clock == phase.clock.clock &&
+        (marks.empty() || step.step > marks.back()->step))
+      marks.push_back(&step);
+  }
+  return marks;
+}
+
 std::optional<std::uint64_t> ProcessAnalysis::date_from_summary(const Phase& phase,
                                                                 std::uint64_t first_growing_step,
                                                                 double rate_bytes_per_step) const {
@@ -196,12 +207,8 @@ std::optional<std::uint64_t> ProcessAnalysis::date_from_summary(const Phase& pha
   // included) may be older.
   std::uint64_t raw_first_step = phase.growth.step_number_at(0);
   if (first_growing_step > raw_first_step + phase.growth.options().warmup_steps + 1) return {};
-  std::vector<const trace::StepSummaryRecord*> points;
-  for (const auto& step : summarized_steps_) {
-    if (step.source == phase.clock.source && step.clock == phase.clock.clock &&
-        step.step < raw_first_step && (points.empty() || step.step > points.back()->step))
-      points.push_back(&step);
-  }
+  std::vector<const trace::StepSummaryRecord*> points = summarized_marks(phase);
+  std::erase_if(points, [&](const auto* step) { return step->step >= raw_first_step; });
   if (points.empty()) return {};
   // What was live at each kept step is every kind of memory together: a
   // stretch grew with this leak when it rose by at least half of what the
@@ -328,7 +335,7 @@ GrowthReport ProcessAnalysis::growth_report_of_phases(const Phase** primary_phas
     g.verdict = Verdict::kNotYet;
     g.undecided_reason = hidden_allocations_reason_;
   } else {
-    if (g.verdict == Verdict::kNotYet) judge_from_step_summary(g);
+    if (g.verdict == Verdict::kNotYet && primary) judge_from_step_summary(*order[*primary], g);
     g.undecided_reason = undecided_reason(g);
   }
   if (g.verdict == Verdict::kNotYet) {
@@ -348,19 +355,20 @@ GrowthReport ProcessAnalysis::growth_report_of_phases(const Phase** primary_phas
 // marks, and is no higher at its end, did not leak over them; one that did
 // stays NOT YET with the figures (the summary has no sites to name, so it
 // never says LEAK by itself).
-void ProcessAnalysis::judge_from_step_summary(GrowthReport& growth) const {
+void ProcessAnalysis::judge_from_step_summary(const Phase& phase, GrowthReport& growth) const {
   const GrowthOptions& o = options_.growth;
   if (!compaction_ || events_missing_ || growth.steps >= o.warmup_steps + o.min_steps) return;
-  std::vector<const trace::StepSummaryRecord*> marks;
-  for (const auto& mark : summarized_steps_) {
-    if (mark.step > o.warmup_steps) marks.push_back(&mark);
-  }
+  std::vector<const trace::StepSummaryRecord*> marks = summarized_marks(phase);
+  std::erase_if(marks, [&](const auto* mark) { return mark->step <= o.warmup_steps; });
   if (marks.size() < 4 || marks.back()->step - marks.front()->step < o.min_steps) return;
-  std::size_t half = marks.size() / 2;
-  std::uint64_t first_high = 0, second_high = 0;
-  for (std::size_t i = 0; i < marks.size(); ++i)
-    (i < half ? first_high : second_high) =
-        std::max(i < half ? first_high : second_high, marks[i]->live_bytes);
+  auto high = [](auto begin, auto end) {
+    std::uint64_t most = 0;
+    for (auto it = begin; it != end; ++it) most = std::max(most, (*it)->live_bytes);
+    return most;
+  };
+  auto middle = marks.begin() + static_cast<std::ptrdiff_t>(marks.size() / 2);
+  std::uint64_t first_high = high(marks.begin(), middle);
+  std::uint64_t second_high = high(middle, marks.end());
   std::uint64_t live_at_end = std::max(live_.device_bytes(), live_.tensor_bytes());
   std::string span = fmt::format(
       "the trace was compacted {} steps before the end; the summary's {} step marks "

@@ -171,6 +171,8 @@ class ProcessAnalysis {
   // phase it grew in (the caller adds what the phase knows of its stop).
   SiteGrowth describe_site(const SiteTrend& trend);
   GrowthReport phase_report(const Phase& phase);
+  // The step marks a compaction summary kept of this phase's clock, in step order.
+  std::vector<const trace::StepSummaryRecord*> summarized_marks(const Phase& phase) const;
   // A compacted trace: growth that was already going on where the raw
   // events begin is dated from the summary's steps (what was live at each),
   // not from the first raw step. Returns the step it began at, or nothing
@@ -184,9 +186,10 @@ class ProcessAnalysis {
   std::string phase_name(const Phase& phase);
   std::string phase_reason(const Phase& phase);
   std::string undecided_reason(const GrowthReport& primary);
-  // A compacted trace whose raw part is too short to judge: judges `growth`
-  // from the summary's step totals instead (growth_verdict.cpp says how).
-  void judge_from_step_summary(GrowthReport& growth) const;
+  // A compacted trace whose raw part is too short to judge: judges `growth`,
+  // the report of `phase`, from the summary's step totals instead
+  // (growth_verdict.cpp says how).
+  void judge_from_step_summary(const Phase& phase, GrowthReport& growth) const;
   // Why the main script's loop could not be followed, in words, or "".
   std::string python_loop_note() const;
   // Whether a phase is judged by the pool's bytes in use: the framework
