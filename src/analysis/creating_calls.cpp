@@ -117,6 +117,8 @@ AllocationCalls allocation_calls(trace::MemoryKind kind) {
       return {"cuMemAddressReserve", "cuMemAddressFree"};
     case MemoryKind::kArray:
       return {"cudaMallocArray", "cudaFreeArray"};
+    case MemoryKind::kGraphExec:
+      return {"cudaGraphInstantiate", "cudaGraphExecDestroy"};
     case MemoryKind::kDevice:
     case MemoryKind::kTorchBlock:
       break;

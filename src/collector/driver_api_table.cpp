@@ -44,6 +44,10 @@ constexpr DriverApi kApis[] = {
     GPULEAK_API(cuMemAllocFromPoolAsync_ptsz, kAllocate),
     GPULEAK_API(cuCtxCreate_v3, kContext),
     GPULEAK_API(cuCtxCreate_v4, kContext),
+    GPULEAK_API(cuGraphInstantiateWithFlags, kAllocate),
+    GPULEAK_API(cuGraphInstantiateWithParams, kAllocate),
+    GPULEAK_API(cuGraphInstantiateWithParams_ptsz, kAllocate),
+    GPULEAK_API(cuGraphExecDestroy, kRelease),
 };
 
 #undef GPULEAK_API

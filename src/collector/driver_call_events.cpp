@@ -3,6 +3,7 @@
 #include <cupti.h>
 
 #include "collector/array_size.h"
+#include "collector/graph_exec_size.h"
 
 namespace gpuleak::collector {
 
@@ -15,6 +16,14 @@ std::uint64_t array3d_bytes(const CUDA_ARRAY3D_DESCRIPTOR* d) {
   if (!d) return 0;
   return cuda_array_bytes(static_cast<unsigned>(d->Format), d->NumChannels, d->Width, d->Height,
                           d->Depth);
+}
+
+// An executable graph: its handle, and its size estimated once it exists
+// (the node count is read only at exit, for a successful call).
+Allocation graph_exec(const CUgraphExec* out, CUgraph graph, bool done) {
+  if (!done || !out) return {0, 0, MemoryKind::kGraphExec, 0};
+  return {reinterpret_cast<std::uintptr_t>(*out), estimated_graph_exec_bytes(graph),
+          MemoryKind::kGraphExec, 0};
 }
 
 }  // namespace
@@ -111,6 +120,19 @@ bool describe_allocation(std::uint32_t cbid, const void* params, bool done, Allo
       *a = {handle, array3d_bytes(p->pMipmappedArrayDesc), MemoryKind::kArray};
       return true;
     }
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithFlags: {
+      // cudaGraphInstantiate and cudaGraphInstantiateWithFlags come here.
+      auto* p = static_cast<const cuGraphInstantiateWithFlags_params*>(params);
+      *a = graph_exec(p->phGraphExec, p->hGraph, done);
+      return true;
+    }
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithParams:
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphInstantiateWithParams_ptsz: {
+      // The _ptsz variant has the same layout.
+      auto* p = static_cast<const cuGraphInstantiateWithParams_params*>(params);
+      *a = graph_exec(p->phGraphExec, p->hGraph, done);
+      return true;
+    }
     default:
       return false;
   }
@@ -144,6 +166,11 @@ bool describe_release(std::uint32_t cbid, const void* params, Allocation* a) {
       *a = {reinterpret_cast<std::uintptr_t>(
                 static_cast<const cuArrayDestroy_params*>(params)->hArray),
             0, MemoryKind::kArray};
+      return true;
+    case CUPTI_DRIVER_TRACE_CBID_cuGraphExecDestroy:
+      *a = {reinterpret_cast<std::uintptr_t>(
+                static_cast<const cuGraphExecDestroy_params*>(params)->hGraphExec),
+            0, MemoryKind::kGraphExec};
       return true;
     case CUPTI_DRIVER_TRACE_CBID_cuMipmappedArrayDestroy:
       *a = {reinterpret_cast<std::uintptr_t>(

@@ -183,7 +183,19 @@ __attribute__((constructor)) static void on_load(void) {
     (pctx, ctxCreateParams, flags, dev))                                                           \
   X(cuCtxDestroy_v2, kContext, (CUcontext ctx), (ctx))                                             \
   X(cuDevicePrimaryCtxRetain, kContext, (CUcontext * pctx, CUdevice dev), (pctx, dev))             \
-  X(cuDevicePrimaryCtxRelease_v2, kContext, (CUdevice dev), (dev))
+  X(cuDevicePrimaryCtxRelease_v2, kContext, (CUdevice dev), (dev))                                 \
+  X(cuGraphInstantiateWithFlags, kAllocate,                                                        \
+    (CUgraphExec * phGraphExec, CUgraph hGraph, unsigned long long flags),                         \
+    (phGraphExec, hGraph, flags))                                                                  \
+  X(cuGraphInstantiateWithParams, kAllocate,                                                       \
+    (CUgraphExec * phGraphExec, CUgraph hGraph,                                                    \
+     CUDA_GRAPH_INSTANTIATE_PARAMS * instantiateParams),                                           \
+    (phGraphExec, hGraph, instantiateParams))                                                      \
+  X(cuGraphInstantiateWithParams_ptsz, kAllocate,                                                  \
+    (CUgraphExec * phGraphExec, CUgraph hGraph,                                                    \
+     CUDA_GRAPH_INSTANTIATE_PARAMS * instantiateParams),                                           \
+    (phGraphExec, hGraph, instantiateParams))                                                      \
+  X(cuGraphExecDestroy, kRelease, (CUgraphExec hGraphExec), (hGraphExec))
 
 #define GPULEAK_LOOKUP_APIS(X)                                                             \
   X(cuGetProcAddress, (const char* symbol, void** pfn, int cudaVersion, cuuint64_t flags), \

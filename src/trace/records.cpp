@@ -48,6 +48,8 @@ const char* memory_kind_name(MemoryKind kind) {
       return "array";
     case MemoryKind::kTorchBlock:
       return "torch-block";
+    case MemoryKind::kGraphExec:
+      return "graph-exec";
   }
   return "unknown";
 }
@@ -86,6 +88,7 @@ bool occupies_device(MemoryKind kind) {
     case MemoryKind::kManaged:
     case MemoryKind::kVmmPhysical:
     case MemoryKind::kArray:
+    case MemoryKind::kGraphExec:
       return true;
     // Host memory, address space, mappings of handles counted once as
     // kVmmPhysical, and torch blocks (inside driver segments, counted there).
@@ -106,6 +109,8 @@ std::uint8_t address_space(MemoryKind kind) {
       return 4;
     case MemoryKind::kTorchBlock:
       return 5;
+    case MemoryKind::kGraphExec:
+      return 6;
     default:
       return 0;
   }

@@ -62,6 +62,10 @@ enum class MemoryKind : std::uint8_t {
   kAddressRange = 7,  // cuMemAddressReserve (virtual address space only)
   kArray = 8,         // cuArrayCreate, cuArray3DCreate, cuMipmappedArrayCreate
   kTorchBlock = 9,    // a tensor block handed out by PyTorch's caching allocator
+  // cuGraphInstantiate*: an executable graph. Its device memory is the
+  // driver's own (no allocation call of the program's), so its size is an
+  // estimate from the graph's node count (collector/graph_exec_size.h).
+  kGraphExec = 10,
 };
 
 // Tensor-level memory (a PyTorch tensor, or one driver call per tensor

@@ -964,6 +964,55 @@ TEST(CollectorInterposer, calls_through_lookups_dlsym_and_links_become_exact_eve
   EXPECT_EQ(by_bytes[8192]->site.line, marked_line("linked leak", kDriverChildSource));
 }
 
+// Executable graphs hold device memory that no allocation call shows: each
+// cuGraphInstantiate* is recorded as a graph-exec allocation sized from the
+// graph's node count and each cuGraphExecDestroy as its release, so a
+// program that instantiates per step and never destroys is a leak at the
+// instantiating line, and one that destroys is not.
+TEST(CollectorInterposer, executable_graphs_are_recorded_from_instantiate_to_destroy) {
+  SKIP_WITHOUT_INTERPOSER();
+  for (bool destroy : {false, true}) {
+    SCOPED_TRACE(destroy ? "graphs-destroyed" : "graphs-kept");
+    ScratchDir dir;
+    ProcessResult run = run_process({kDriverChild, destroy ? "graphs-destroyed" : "graphs-kept"},
+                                    interposer_options(dir.path()));
+    ASSERT_EQ(run.exit_code, 0) << run.describe();
+    auto files = traces_in(dir.path());
+    ASSERT_EQ(files.size(), 1u);
+    TraceContents c = read_trace(files[0]);
+    EXPECT_EQ(c.error, "");
+    std::set<std::uint64_t> sizes;
+    std::size_t graph_execs = 0;
+    for (const auto& a : c.all<trace::AllocRecord>()) {
+      if (a.kind != trace::MemoryKind::kGraphExec) continue;
+      ++graph_execs;
+      sizes.insert(a.size);
+    }
+    EXPECT_EQ(graph_execs, 20u);
+    ASSERT_EQ(sizes.size(), 1u) << "one graph, one estimate";
+    // 256 nodes: more than a graph's base, and within what the GPU probe measured.
+    EXPECT_GT(*sizes.begin(), 256u * 1024);
+    EXPECT_LT(*sizes.begin(), 4u << 20);
+    std::size_t graph_frees = 0;
+    for (const auto& f : c.all<trace::FreeRecord>())
+      graph_frees += f.kind == trace::MemoryKind::kGraphExec;
+    EXPECT_EQ(graph_frees, destroy ? 20u : 0u);
+
+    analysis::ProcessReport report = analysis::analyze_trace_file(files[0], {});
+    if (destroy) {
+      EXPECT_TRUE(report.leaks.groups.empty());
+      continue;
+    }
+    ASSERT_EQ(report.leaks.groups.size(), 1u);
+    const analysis::LeakGroup& g = report.leaks.groups[0];
+    EXPECT_EQ(g.kind, trace::MemoryKind::kGraphExec);
+    EXPECT_EQ(g.api, "cuGraphInstantiateWithFlags");
+    EXPECT_EQ(g.bytes, 20 * *sizes.begin());
+    EXPECT_NE(g.site.function.find("instantiate_graph"), std::string::npos);
+    EXPECT_EQ(g.site.line, marked_line("instantiate", kDriverChildSource));
+  }
+}
+
 // With one device visible the interposer's events take device 0 without
 // asking the driver for the current context; with several it asks for each
 // context's device. Both must give the driver's answer.

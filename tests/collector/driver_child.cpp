@@ -25,6 +25,12 @@
 //       stand-in driver directly (native), through the interposer's wrappers
 //       with no collector attached, with hooks that return at once, and
 //       recording; prints JSON (compare cupti_child bench)
+//   driver_child graphs-kept|graphs-destroyed
+//       20 executable graphs of a 256-node graph, instantiated through the
+//       entry point cuGetProcAddress gives for "cuGraphInstantiate" (the
+//       driver's cuGraphInstantiateWithFlags) from instantiate_graph();
+//       graphs-destroyed destroys each one (cuGraphExecDestroy, linked)
+//       after use, graphs-kept never does.
 //   driver_child rtld-next
 //       dlsym(RTLD_NEXT, "cuMemAlloc_v2") from this program: the next
 //       definition after the program, i.e. the interposer's wrapper, and
@@ -169,6 +175,36 @@ int events(const char* stand_in_cupti) {
   return 0;
 }
 
+using GraphInstantiate = CUresult (*)(CUgraphExec*, CUgraph, unsigned long long);
+
+__attribute__((noinline)) CUgraphExec instantiate_graph(GraphInstantiate instantiate) {
+  // The stand-in driver reads a graph handle as its node count.
+  CUgraph graph = reinterpret_cast<CUgraph>(std::uintptr_t{256});
+  CUgraphExec exec = nullptr;
+  check(instantiate(&exec, graph, 0), CUDA_SUCCESS, "cuGraphInstantiate");  // MARK: instantiate
+  return exec;
+}
+
+int graphs(bool destroy) {
+  void* driver = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!driver) std::exit(91);
+  auto get = reinterpret_cast<GetProcAddress>(::dlsym(driver, "cuGetProcAddress_v2"));
+  if (!get) std::exit(90);
+  GraphInstantiate instantiate = nullptr;
+  look_up(get, "cuInit", table.init);
+  look_up(get, "cuDevicePrimaryCtxRetain", table.retain);
+  look_up(get, "cuGraphInstantiate", instantiate);
+  check(table.init(0), CUDA_SUCCESS, "cuInit");
+  CUcontext context = nullptr;
+  check(table.retain(&context, 0), CUDA_SUCCESS, "cuDevicePrimaryCtxRetain");
+  for (int step = 0; step < 20; ++step) {
+    CUgraphExec exec = instantiate_graph(instantiate);
+    if (destroy) check(cuGraphExecDestroy(exec), CUDA_SUCCESS, "cuGraphExecDestroy");
+  }
+  std::printf("done\n");
+  return 0;
+}
+
 __attribute__((noinline)) double time_pairs(int depth, std::uint64_t pairs, AllocAsync alloc,
                                             FreeAsync release) {
   if (depth > 0) {
@@ -261,6 +297,8 @@ int main(int argc, char** argv) {
   if (mode == "events") return events(nullptr);
   if (mode == "events-another-cupti-client" && argc > 2) return events(argv[2]);
   if (mode == "rtld-next") return rtld_next();
+  if (mode == "graphs-kept" || mode == "graphs-destroyed")
+    return graphs(mode == "graphs-destroyed");
   if (mode == "bench" && argc > 4)
     return bench(std::strtoull(argv[2], nullptr, 10), std::atoi(argv[3]), std::atoi(argv[4]));
   std::fprintf(stderr, "usage: driver_child events|events-another-cupti-client CUPTI|rtld-next\n");

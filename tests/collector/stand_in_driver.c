@@ -10,7 +10,11 @@
  * above 1 TiB with CUDA_ERROR_OUT_OF_MEMORY and fail a free of an unknown
  * address with CUDA_ERROR_INVALID_VALUE. cuMemAllocAsync is implemented by
  * calling the exported cuMemAllocFromPoolAsync, as a driver calling its own
- * entry point would: the interposer must report it once. Single-threaded.
+ * entry point would: the interposer must report it once. Graphs: a CUgraph
+ * handle's value is its node count (cuGraphGetNodes answers it), and
+ * cuGraphInstantiateWithFlags hands out executable-graph handles from a
+ * counter; cuGraphExecDestroy fails for one it never handed out or already
+ * destroyed. Single-threaded.
  */
 #include <cuda.h>
 #include <dlfcn.h>
@@ -134,6 +138,37 @@ EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr address, CUstream stream) {
   return release(address);
 }
 
+/* Executable graphs handed out, by handle - 0x6e000 (live or not). */
+#define MAX_GRAPH_EXECS 4096
+static unsigned char g_graph_exec_live[MAX_GRAPH_EXECS];
+static int g_graph_exec_count;
+
+EXPORT CUresult cuGraphGetNodes(CUgraph graph, CUgraphNode* nodes, size_t* count) {
+  if (!count) return CUDA_ERROR_INVALID_VALUE;
+  if (nodes) return CUDA_ERROR_NOT_SUPPORTED; /* the collector asks for the count only */
+  *count = (size_t)(uintptr_t)graph;
+  return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuGraphInstantiateWithFlags(CUgraphExec* exec, CUgraph graph,
+                                            unsigned long long flags) {
+  (void)flags;
+  if (!exec || !graph) return CUDA_ERROR_INVALID_VALUE;
+  if (g_graph_exec_count == MAX_GRAPH_EXECS) return CUDA_ERROR_OUT_OF_MEMORY;
+  g_graph_exec_live[g_graph_exec_count] = 1;
+  *exec = (CUgraphExec)(uintptr_t)(0x6e000 + g_graph_exec_count++);
+  return CUDA_SUCCESS;
+}
+
+EXPORT CUresult cuGraphExecDestroy(CUgraphExec exec) {
+  uintptr_t index = (uintptr_t)exec - 0x6e000;
+  if ((uintptr_t)exec < 0x6e000 || index >= (uintptr_t)g_graph_exec_count ||
+      !g_graph_exec_live[index])
+    return CUDA_ERROR_INVALID_VALUE;
+  g_graph_exec_live[index] = 0;
+  return CUDA_SUCCESS;
+}
+
 CUresult cuGetProcAddress(const char* symbol, void** pfn, int version, cuuint64_t flags);
 
 EXPORT CUresult cuGetProcAddress_v2(const char* symbol, void** pfn, int version, cuuint64_t flags,
@@ -146,6 +181,8 @@ EXPORT CUresult cuGetProcAddress_v2(const char* symbol, void** pfn, int version,
       (strcmp(symbol, "cuMemAllocAsync") == 0 || strcmp(symbol, "cuMemFreeAsync") == 0))
     suffix = "_ptsz";
   (void)version;
+  /* CUDA 12's cuGraphInstantiate is the entry point cuGraphInstantiateWithFlags. */
+  if (strcmp(symbol, "cuGraphInstantiate") == 0) symbol = "cuGraphInstantiateWithFlags";
   snprintf(name, sizeof name, "%s%s", symbol, suffix);
   /* The driver's own table, as the real one has (no dlsym). */
   static const struct {
@@ -164,6 +201,9 @@ EXPORT CUresult cuGetProcAddress_v2(const char* symbol, void** pfn, int version,
       {"cuMemFreeAsync", (void*)cuMemFreeAsync},
       {"cuMemFreeAsync_ptsz", (void*)cuMemFreeAsync_ptsz},
       {"cuMemAllocFromPoolAsync", (void*)cuMemAllocFromPoolAsync},
+      {"cuGraphGetNodes", (void*)cuGraphGetNodes},
+      {"cuGraphInstantiateWithFlags", (void*)cuGraphInstantiateWithFlags},
+      {"cuGraphExecDestroy", (void*)cuGraphExecDestroy},
       {"cuGetProcAddress", (void*)cuGetProcAddress},
       {"cuGetProcAddress_v2", (void*)cuGetProcAddress_v2},
   };
