@@ -29,6 +29,9 @@ class Mario:
         self.net = net.float()
         if self.use_cuda:
             self.net = self.net.to(device="cuda")
+        self.exploration_rate = 1
+        self.exploration_rate_decay = 0.99999975
+        self.exploration_rate_min = 0.1
         self.curr_step = 0
         self.memory = deque(maxlen=60000)  # Please change this value according to your GPU memory
         self.batch_size = 32
@@ -37,6 +40,23 @@ class Mario:
         self.loss_fn = torch.nn.SmoothL1Loss()
         self.burnin = 1e4
         self.learn_every = 3
+
+    def act(self, state):
+        if np.random.rand() < self.exploration_rate:
+            action_idx = np.random.randint(self.action_dim)
+        else:
+            state = state.__array__()
+            if self.use_cuda:
+                state = torch.tensor(state).cuda()
+            else:
+                state = torch.tensor(state)
+            state = state.unsqueeze(0)
+            action_values = self.net(state, model="online")
+            action_idx = torch.argmax(action_values, axis=1).item()
+        self.exploration_rate *= self.exploration_rate_decay
+        self.exploration_rate = max(self.exploration_rate_min, self.exploration_rate)
+        self.curr_step += 1
+        return action_idx
 
     def cache(self, state, next_state, action, reward, done):
         state = state.__array__()
