@@ -1,7 +1,7 @@
 # Source: https://github.com/keras-team/keras/issues/23110 ("GPU Memory leak in torch backend:
 #   torchtree_impl.py closure captures tensor containers"), fixed by
-#   https://github.com/keras-team/keras/pull/23111; file keras/src/tree/torchtree_impl.py after
-#   the fix (excerpt: _dict_to_ordered_dict and traverse)
+#   https://github.com/keras-team/keras/pull/23111; file keras/src/tree/torchtree_impl.py as
+#   stored after the fix (excerpt: _dict_to_ordered_dict and traverse), unchanged
 # Reported: "When using the torch backend, predict_on_batch in a loop leaks GPU memory linearly
 #   until OOM ... Both _dict_to_ordered_dict and traverse use: is_leaf=lambda x: x is not
 #   structure. The lambda captures structure (which holds GPU tensors) by reference. PyTorch's

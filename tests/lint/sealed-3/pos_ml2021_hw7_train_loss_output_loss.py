@@ -1,6 +1,6 @@
 # Source: https://github.com/pai4451/ML2021/issues/2 ("HW7 Out of memory"), the HW7 (BERT
-#   extractive question answering) sample training loop of ML2021 that the issue quotes
-#   (excerpt: the training loop)
+#   extractive question answering) sample code given to the ML2021 students ("the HW7 TA example
+#   code"), as copied into public course repositories (excerpt: the training loop)
 # Reported: "When i run the HW7 TA example code, my cpu ram keep increasing until out of my 64G
 #   ram ... `train_loss += output.loss` # store the complete compution graph leading to out of
 #   memory ... `train_loss += output.loss.detach() or .item()` if i modify original code to

@@ -1,6 +1,7 @@
 # Source: https://github.com/huggingface/transformers/pull/6999 ("fixed trainer tr_loss memory
 #   leak", fixes issue #6939), file src/transformers/trainer.py before the fix (excerpt: the
-#   epoch/step loop of Trainer.train and Trainer.training_step, reduced)
+#   epoch/step loop of Trainer.train and Trainer.training_step, reduced; written from the pull
+#   request and its review, not copied from the file)
 # Reported: "The Trainer class contains the memory leak ... The model trains for around 20 000
 #   steps ... before using up all 12GB of RAM." Review: "the problem is not that we don't call
 #   .item() but that we don't call .detach(), which means some variables are kept forever for a
