@@ -26,6 +26,13 @@ for lib in $(ldd "${binaries[@]}" | awk '/=> \//{print $3}' | sort -u); do
     *) cp -L "$lib" dist/lib/ ;;
   esac
 done
+# A RUNPATH serves only its own object's direct needs: the copied libraries
+# look for theirs (libgrpc++ for libgrpc) next to themselves too.
+if command -v patchelf > /dev/null; then
+  for lib in dist/lib/*.so*; do
+    case "$(basename "$lib")" in libgpuleak_*) ;; *) patchelf --set-rpath '$ORIGIN' "$lib" ;; esac
+  done
+fi
 # IPython for the %%gpuleak magic's GPU check (tests/gpu/suites/in_process.sh): the GPU
 # machine has no IPython and no registry; Debian's pure-Python packages load there.
 mkdir -p dist/ipython
