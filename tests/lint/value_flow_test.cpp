@@ -1083,5 +1083,44 @@ TEST(lint_value_flow, a_method_of_an_instance_that_zeroes_gradients_clears_them_
   EXPECT_TRUE(findings(source).empty());
 }
 
+TEST(lint_value_flow, a_method_call_reads_the_summary_of_methods_not_of_a_function_of_that_name) {
+  // ULTRA_pytorch's shape: `model.train(feed)` runs DLA.train, which returns
+  // the loss it differentiated; the loop sits in a module-level `def train`
+  // that returns nothing. The call's summary is the method's alone.
+  std::string source =
+      "import torch\n"
+      "class Algo:\n"
+      "    def train(self, feed):\n"
+      "        self.loss = self.loss_func(self.model(feed), feed)\n"
+      "        self.loss.backward()\n"
+      "        return self.loss, None, {}\n"
+      "def train(model, data):\n"
+      "    loss = 0.0\n"
+      "    while True:\n"
+      "        step_loss, _, summary = model.train(data)\n"
+      "        loss += step_loss / 10\n";
+  auto f = findings(source);
+  EXPECT_NE(std::find(f.begin(), f.end(), std::make_pair(std::string("GL101"), 11)), f.end());
+}
+
+TEST(lint_value_flow, a_plain_call_reads_the_summary_of_functions_not_of_a_method_of_that_name) {
+  // The other way round: `step(batch)` runs the module-level step, which
+  // returns a float; a method `step` returning a loss is not what runs.
+  std::string source =
+      "import torch\n"
+      "class Trainer:\n"
+      "    def step(self, batch):\n"
+      "        loss = self.model(batch).mean()\n"
+      "        loss.backward()\n"
+      "        return loss, 0\n"
+      "def step(batch):\n"
+      "    return float(len(batch)), 0\n"
+      "def run(loader):\n"
+      "    total = 0.0\n"
+      "    for batch in loader:\n"
+      "        size, _ = step(batch)\n"
+      "        total += size\n";
+  EXPECT_TRUE(findings(source).empty());
+}
 }  // namespace
 }  // namespace gpuleak::lint
