@@ -1122,5 +1122,90 @@ TEST(lint_value_flow, a_plain_call_reads_the_summary_of_functions_not_of_a_metho
       "        total += size\n";
   EXPECT_TRUE(findings(source).empty());
 }
+
+TEST(lint_value_flow, a_window_trimmed_by_slicing_still_chains_the_graphs_it_concatenates) {
+  // botorch's stopping criterion: the window keeps n + 1 values, but the
+  // slice of the previous window is a view carrying its graph.
+  std::string source =
+      "import torch\n"
+      "def fit(model, loader, opt):\n"
+      "    hist = None\n"
+      "    for x in loader:\n"
+      "        opt.zero_grad()\n"
+      "        loss = model(x).mean()\n"
+      "        loss.backward()\n"
+      "        opt.step()\n"
+      "        if hist is None:\n"
+      "            hist = loss.unsqueeze(0)\n"
+      "        else:\n"
+      "            hist = torch.cat([hist[-10:], loss.unsqueeze(0)])\n";
+  auto f = findings(source);
+  EXPECT_NE(std::find(f.begin(), f.end(), std::make_pair(std::string("GL101"), 12)), f.end());
+}
+
+TEST(lint_value_flow, a_window_trimmed_by_slicing_of_values_without_graph_is_bounded) {
+  std::string source =
+      "import torch\n"
+      "def fit(model, loader, opt):\n"
+      "    hist = torch.zeros(0)\n"
+      "    for x in loader:\n"
+      "        opt.zero_grad()\n"
+      "        loss = model(x).mean()\n"
+      "        loss.backward()\n"
+      "        opt.step()\n"
+      "        hist = torch.cat([hist[-10:], loss.detach().unsqueeze(0)])\n";
+  EXPECT_TRUE(findings(source).empty());
+}
+
+TEST(lint_value_flow, the_first_fill_of_an_unset_attribute_does_not_restart_it) {
+  // `if self.prev is None: self.prev = v` runs once; the concatenation after
+  // it keeps growing the graph chain of every call.
+  std::string source =
+      "import torch\n"
+      "class Window:\n"
+      "    def __init__(self, n):\n"
+      "        self.n = n\n"
+      "        self.prev = None\n"
+      "    def evaluate(self, fvals):\n"
+      "        if self.prev is None:\n"
+      "            self.prev = torch.zeros(0)\n"
+      "        self.prev = torch.cat([self.prev[-self.n:], fvals.unsqueeze(0)])\n"
+      "        return False\n"
+      "def fit(model, loader, opt):\n"
+      "    crit = Window(10)\n"
+      "    for x in loader:\n"
+      "        opt.zero_grad()\n"
+      "        loss = model(x).mean()\n"
+      "        loss.backward()\n"
+      "        opt.step()\n"
+      "        if crit.evaluate(loss):\n"
+      "            break\n";
+  auto f = findings(source);
+  EXPECT_NE(std::find(f.begin(), f.end(), std::make_pair(std::string("GL102"), 9)), f.end());
+}
+
+TEST(lint_value_flow, an_attribute_emptied_when_it_passes_a_bound_is_still_restarted) {
+  // `if len(self.prev) > n: self.prev = ...` is a trim, not a first fill.
+  std::string source =
+      "import torch\n"
+      "class Window:\n"
+      "    def __init__(self, n):\n"
+      "        self.n = n\n"
+      "        self.prev = torch.zeros(0)\n"
+      "    def evaluate(self, fvals):\n"
+      "        if len(self.prev) > self.n:\n"
+      "            self.prev = torch.zeros(0)\n"
+      "        self.prev = self.prev + fvals\n"
+      "        return False\n"
+      "def fit(model, loader, opt):\n"
+      "    crit = Window(10)\n"
+      "    for x in loader:\n"
+      "        opt.zero_grad()\n"
+      "        loss = model(x).mean()\n"
+      "        loss.backward()\n"
+      "        opt.step()\n"
+      "        crit.evaluate(loss)\n";
+  EXPECT_TRUE(findings(source).empty());
+}
 }  // namespace
 }  // namespace gpuleak::lint
