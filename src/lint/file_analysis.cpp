@@ -418,6 +418,22 @@ std::vector<std::size_t> FileAnalysis::callees_of(NodeId call) const {
     }
     out.push_back(s);
   }
+  if (out.empty()) {
+    // `crit = Window(10)` then `crit(loss)` (or `self.crit(loss)`): calling an
+    // instance runs its class's `__call__`, when this file defines one.
+    std::vector<std::string> classes = constructed_classes(fn);
+    if (!classes.empty()) {
+      const std::vector<std::size_t>& calls = scopes_named_ref("__call__");
+      for (std::size_t s : calls.size() <= kMaxCalleesByName ? calls : std::vector<std::size_t>{}) {
+        const ClassFacts* owner = class_facts(scopes_[s].class_node);
+        if (owner != nullptr &&
+            std::find(classes.begin(), classes.end(), owner->name) != classes.end()) {
+          out.push_back(s);
+        }
+      }
+      if (!out.empty()) return out;
+    }
+  }
   if (out.empty() && !method) {
     // log = make_logger(); log(x): the def the factory returns.
     auto it = factory_calls_by_name_.find(std::string(name));

@@ -1207,5 +1207,32 @@ TEST(lint_value_flow, an_attribute_emptied_when_it_passes_a_bound_is_still_resta
       "        crit.evaluate(loss)\n";
   EXPECT_TRUE(findings(source).empty());
 }
+
+TEST(lint_value_flow, calling_an_instance_of_a_class_of_the_file_runs_its_dunder_call) {
+  // `crit = Window(10)`, `crit(loss)`: Window.__call__ hands the loss to
+  // evaluate, which keeps it in a window that lives across steps.
+  std::string source =
+      "import torch\n"
+      "class Window:\n"
+      "    def __init__(self, n):\n"
+      "        self.n = n\n"
+      "        self.prev = torch.zeros(0)\n"
+      "    def __call__(self, fvals):\n"
+      "        return self.evaluate(fvals)\n"
+      "    def evaluate(self, fvals):\n"
+      "        self.prev = torch.cat([self.prev, fvals.unsqueeze(0)])\n"
+      "        return False\n"
+      "def fit(model, loader, opt):\n"
+      "    crit = Window(10)\n"
+      "    for x in loader:\n"
+      "        opt.zero_grad()\n"
+      "        loss = model(x).mean()\n"
+      "        loss.backward()\n"
+      "        opt.step()\n"
+      "        if crit(loss):\n"
+      "            break\n";
+  auto f = findings(source);
+  EXPECT_NE(std::find(f.begin(), f.end(), std::make_pair(std::string("GL102"), 9)), f.end());
+}
 }  // namespace
 }  // namespace gpuleak::lint
