@@ -1234,5 +1234,38 @@ TEST(lint_value_flow, calling_an_instance_of_a_class_of_the_file_runs_its_dunder
   auto f = findings(source);
   EXPECT_NE(std::find(f.begin(), f.end(), std::make_pair(std::string("GL102"), 9)), f.end());
 }
+
+// A parameter that every call of its function fills with `Window(10)` holds a
+// Window: calling it runs Window.__call__ (botorch's torch_minimize).
+std::string stopping_source(std::string_view second_call) {
+  return "import torch\n"
+         "class Window:\n"
+         "    def __init__(self, n):\n"
+         "        self.prev = torch.zeros(0)\n"
+         "    def __call__(self, fvals):\n"
+         "        self.prev = torch.cat([self.prev, fvals.unsqueeze(0)])\n"
+         "        return False\n"
+         "def minimize(model, loader, opt, stop=None):\n"
+         "    for x in loader:\n"
+         "        opt.zero_grad()\n"
+         "        loss = model(x).mean()\n"
+         "        loss.backward()\n"
+         "        opt.step()\n"
+         "        if stop is not None and stop(loss):\n"
+         "            break\n"
+         "def fit(model, loader, opt):\n"
+         "    minimize(model, loader, opt, stop=Window(10))\n" +
+         std::string(second_call);
+}
+
+TEST(lint_value_flow, a_parameter_every_caller_fills_with_an_instance_holds_that_class) {
+  auto f = findings(stopping_source("    minimize(model, loader, opt)\n"));
+  EXPECT_NE(std::find(f.begin(), f.end(), std::make_pair(std::string("GL101"), 6)), f.end());
+  EXPECT_NE(std::find(f.begin(), f.end(), std::make_pair(std::string("GL101"), 14)), f.end());
+}
+
+TEST(lint_value_flow, a_parameter_one_caller_fills_with_something_else_holds_no_known_class) {
+  EXPECT_TRUE(findings(stopping_source("    minimize(model, loader, opt, make_stop())\n")).empty());
+}
 }  // namespace
 }  // namespace gpuleak::lint
