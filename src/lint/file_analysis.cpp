@@ -424,7 +424,8 @@ std::vector<std::size_t> FileAnalysis::callees_of(NodeId call) const {
     std::vector<std::string> classes = constructed_classes(fn);
     if (!classes.empty()) {
       const std::vector<std::size_t>& calls = scopes_named_ref("__call__");
-      for (std::size_t s : calls.size() <= kMaxCalleesByName ? calls : std::vector<std::size_t>{}) {
+      for (std::size_t s : calls) {
+        if (calls.size() > kMaxCalleesByName) break;
         const ClassFacts* owner = class_facts(scopes_[s].class_node);
         if (owner != nullptr &&
             std::find(classes.begin(), classes.end(), owner->name) != classes.end()) {
