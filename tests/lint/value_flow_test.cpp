@@ -1267,5 +1267,47 @@ TEST(lint_value_flow, a_parameter_every_caller_fills_with_an_instance_holds_that
 TEST(lint_value_flow, a_parameter_one_caller_fills_with_something_else_holds_no_known_class) {
   EXPECT_TRUE(findings(stopping_source("    minimize(model, loader, opt, make_stop())\n")).empty());
 }
+
+// A torchmetrics metric with list states made once in a function, before
+// its epoch loop, and updated in the batch loop inside it.
+std::string local_metric_source(std::string_view made_in_epoch, std::string_view after_compute) {
+  return std::string(
+             "import torch\n"
+             "import torchmetrics\n"
+             "def evaluate(model, loader, epochs):\n"
+             "    auroc = torchmetrics.AUROC(task='binary').cuda()\n"
+             "    for epoch in range(epochs):\n") +
+         std::string(made_in_epoch) +
+         "        for x, y in loader:\n"
+         "            with torch.no_grad():\n"
+         "                preds = model(x.cuda())\n"
+         "            auroc.update(preds, y.cuda())\n"
+         "        print(auroc.compute())\n" +
+         std::string(after_compute);
+}
+
+TEST(lint_value_flow, a_local_list_state_metric_updated_every_epoch_and_never_reset_grows) {
+  auto f = findings(local_metric_source("", ""));
+  EXPECT_NE(std::find(f.begin(), f.end(), std::make_pair(std::string("GL206"), 9)), f.end());
+}
+
+TEST(lint_value_flow, a_local_metric_reset_or_made_per_epoch_holds_one_epoch) {
+  EXPECT_TRUE(findings(local_metric_source("", "        auroc.reset()\n")).empty());
+  std::string per_epoch =
+      local_metric_source("        auroc = torchmetrics.AUROC(task='binary').cuda()\n", "");
+  EXPECT_TRUE(findings(per_epoch).empty());
+  // One pass over the loader: the metric is the function's, released on return.
+  std::string one_pass =
+      "import torch\n"
+      "import torchmetrics\n"
+      "def evaluate(model, loader):\n"
+      "    auroc = torchmetrics.AUROC(task='binary').cuda()\n"
+      "    for x, y in loader:\n"
+      "        with torch.no_grad():\n"
+      "            preds = model(x.cuda())\n"
+      "        auroc.update(preds, y.cuda())\n"
+      "    return auroc.compute()\n";
+  EXPECT_TRUE(findings(one_pass).empty());
+}
 }  // namespace
 }  // namespace gpuleak::lint
