@@ -418,6 +418,23 @@ std::vector<std::size_t> FileAnalysis::callees_of(NodeId call) const {
     }
     out.push_back(s);
   }
+  if (out.empty()) {
+    // `crit = Window(10)` then `crit(loss)` (or `self.crit(loss)`): calling an
+    // instance runs its class's `__call__`, when this file defines one.
+    std::vector<std::string> classes = constructed_classes(fn);
+    if (!classes.empty()) {
+      const std::vector<std::size_t>& calls = scopes_named_ref("__call__");
+      for (std::size_t s : calls) {
+        if (calls.size() > kMaxCalleesByName) break;
+        const ClassFacts* owner = class_facts(scopes_[s].class_node);
+        if (owner != nullptr &&
+            std::find(classes.begin(), classes.end(), owner->name) != classes.end()) {
+          out.push_back(s);
+        }
+      }
+      if (!out.empty()) return out;
+    }
+  }
   if (out.empty() && !method) {
     // log = make_logger(); log(x): the def the factory returns.
     auto it = factory_calls_by_name_.find(std::string(name));
@@ -436,6 +453,9 @@ std::vector<std::string> FileAnalysis::constructed_classes(NodeId receiver) cons
   std::string path = dotted_text(tree_, receiver);
   if (path.empty() || path == "self" || path == "cls") return out;
   const std::vector<NodeId>& bindings = assignments_to(path);
+  if (bindings.empty() && tree_.kind(receiver) == NodeKind::kIdentifier) {
+    return classes_passed_for_parameter(path, scope_index_of(receiver));
+  }
   for (NodeId a : bindings) {
     NodeId right = tree_.child_by_field(a, Field::kRight);
     if (right == kNoNode || tree_.kind(right) != NodeKind::kCall) return {};
@@ -444,6 +464,38 @@ std::vector<std::string> FileAnalysis::constructed_classes(NodeId receiver) cons
     // return anything.
     if (name.empty() || !std::isupper(static_cast<unsigned char>(name[0]))) return {};
     out.emplace_back(name);
+  }
+  return out;
+}
+
+std::vector<std::string> FileAnalysis::classes_passed_for_parameter(const std::string& name,
+                                                                    std::size_t scope) const {
+  // `def torch_minimize(closure, parameters, stopping_criterion=None)` and
+  // every call of it in the file that passes the parameter passes
+  // `ExpMAStoppingCriterion()` (by keyword or by position): that class.
+  // A call that leaves it out gets the default, which is no instance.
+  std::vector<std::string> out;
+  if (scope == 0) return out;
+  const Scope& s = scopes_[scope];
+  if (tree_.kind(s.node) != NodeKind::kFunctionDefinition) return out;
+  std::size_t first = s.class_node != kNoNode ? 1 : 0;  // self
+  std::size_t index = s.parameters.size();
+  for (std::size_t p = first; p < s.parameters.size(); ++p) {
+    if (s.parameters[p] == name) index = p - first;
+  }
+  if (index == s.parameters.size()) return out;
+  if (scopes_named_ref(s.name).size() != 1) return out;  // which def a call runs is unknown
+  for (NodeId call : calls_named(s.name)) {
+    NodeId passed = keyword_argument(call, name);
+    if (passed == kNoNode) {
+      std::vector<NodeId> positional = positional_arguments(call);
+      if (index < positional.size()) passed = positional[index];
+    }
+    if (passed == kNoNode) continue;
+    if (tree_.kind(passed) != NodeKind::kCall) return {};
+    std::string_view constructed = callee_last_name(passed);
+    if (constructed.empty() || !std::isupper(static_cast<unsigned char>(constructed[0]))) return {};
+    if (std::find(out.begin(), out.end(), constructed) == out.end()) out.emplace_back(constructed);
   }
   return out;
 }

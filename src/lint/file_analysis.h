@@ -209,6 +209,11 @@ class FileAnalysis {
   // AverageMeter()` -> {"AverageMeter"}); empty when any binding is something
   // else, or the receiver is `self`.
   std::vector<std::string> constructed_classes(NodeId receiver) const;
+  // The classes every call of the function `scope` constructs for its
+  // parameter `name` (by keyword or position); empty when one passes
+  // anything else.
+  std::vector<std::string> classes_passed_for_parameter(const std::string& name,
+                                                        std::size_t scope) const;
   // `util.split(out)` where `util` is a module of the project (imported, not
   // a known library) and this file defines `split` at module level: the file
   // holds that module's code (an excerpt of several files, or a module that

@@ -103,10 +103,10 @@ bool GraphFlow::disable_grad_in_private_functions() {
     // gradients on; the next round records them again as they are.
     std::vector<StoreEvent> kept;
     store_index_.clear();
-    for (StoreEvent& e : file_.stores_) {
+    for (const StoreEvent& e : file_.stores_) {
       if (file_.scopes_[e.scope].grad_disabled && e.grad_enabled) continue;
       store_index_.emplace(e.container != kNoNode ? e.container : e.site, kept.size());
-      kept.push_back(std::move(e));
+      kept.push_back(e);
     }
     file_.stores_ = std::move(kept);
   }

@@ -293,15 +293,24 @@ NodeId GraphFlow::self_update_operand(NodeId target, NodeId value, std::uint8_t&
     return kNoNode;
   }
   bool has_self = false;
+  bool has_part_of_self = false;
   NodeId other = kNoNode;
   for (NodeId o : operands) {
     if (dotted_text(tree_, o) == self || tree_.text(o) == self) {
       has_self = true;
+    } else if (tree_.kind(o) == NodeKind::kSubscript &&
+               dotted_text(tree_, tree_.child_by_field(o, Field::kValue)) == self) {
+      has_part_of_self = true;  // `window[-n:]`
     } else {
       other_bits |= file_.bits_[o];
       if (other == kNoNode) other = o;
     }
   }
+  // `window = torch.cat([window[-n:], v])` keeps n + 1 values, but a slice
+  // of a tensor is a view with the graph of the whole: with a v that carries
+  // a graph every update chains the previous one's, so the graphs of all
+  // steps stay (botorch's stopping-criterion window).
+  if (!has_self && has_part_of_self && (other_bits & kCarriesGraph)) return other;
   return has_self ? other : kNoNode;
 }
 

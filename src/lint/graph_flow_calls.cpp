@@ -65,8 +65,10 @@ bool is_append_method(std::string_view method) {
 }  // namespace
 
 std::uint8_t GraphFlow::same_file_function_bits(NodeId call) const {
+  // The defs the call can run (callees_of): `algo.train(feed)` runs a method
+  // named train, never the module-level `def train(...)` beside it.
   std::uint8_t bits = 0;
-  for (std::size_t s : file_.scopes_named(file_.callee_last_name(call))) {
+  for (std::size_t s : file_.callees_of(call)) {
     bits |= learnt_.returns[s];
   }
   // A function that returns what it caught hands it to its caller on
@@ -77,7 +79,7 @@ std::uint8_t GraphFlow::same_file_function_bits(NodeId call) const {
 std::vector<std::uint8_t> GraphFlow::same_file_return_elements(NodeId call,
                                                                std::size_t count) const {
   std::vector<std::uint8_t> out;
-  std::vector<std::size_t> scopes = file_.scopes_named(file_.callee_last_name(call));
+  std::vector<std::size_t> scopes = file_.callees_of(call);
   if (scopes.empty()) return out;
   for (std::size_t s : scopes) {
     const std::vector<std::uint8_t>& e = learnt_.return_elements[s];

@@ -1,5 +1,8 @@
 #include "import_table.h"
 
+#include <string>
+#include <utility>
+
 namespace gpuleak::lint {
 namespace {
 
@@ -88,10 +91,14 @@ ImportTable::ImportTable(const SyntaxTree& tree) {
         if (tree.kind(c) == NodeKind::kAliasedImport) {
           std::string name = without_spaces(tree.text(tree.child_by_field(c, Field::kName)));
           std::string alias(tree.text(tree.child_by_field(c, Field::kAlias)));
-          alias_to_module_[alias] = module + "." + name;
+          std::string qualified = module;
+          qualified.append(".").append(name);
+          alias_to_module_[alias] = std::move(qualified);
         } else {
           std::string name = without_spaces(tree.text(c));
-          alias_to_module_[name] = module + "." + name;
+          std::string qualified = module;
+          qualified.append(".").append(name);
+          alias_to_module_[name] = std::move(qualified);
         }
       }
     }

@@ -18,7 +18,7 @@ bool equal_ignoring_case(std::string_view a, std::string_view b) {
 }  // namespace
 
 const std::vector<std::unique_ptr<Rule>>& all_rules() {
-  static const std::vector<std::unique_ptr<Rule>> rules = [] {
+  static const std::vector<std::unique_ptr<Rule>> kRules = [] {
     std::vector<std::unique_ptr<Rule>> r;
     r.push_back(make_loss_accumulated_with_graph_rule());
     r.push_back(make_eval_outputs_kept_with_graph_rule());
@@ -41,16 +41,16 @@ const std::vector<std::unique_ptr<Rule>>& all_rules() {
               [](const auto& a, const auto& b) { return a->info().id < b->info().id; });
     return r;
   }();
-  return rules;
+  return kRules;
 }
 
 const std::vector<const RuleInfo*>& rule_catalog() {
-  static const std::vector<const RuleInfo*> infos = [] {
+  static const std::vector<const RuleInfo*> kInfos = [] {
     std::vector<const RuleInfo*> out;
     for (const auto& rule : all_rules()) out.push_back(&rule->info());
     return out;
   }();
-  return infos;
+  return kInfos;
 }
 
 const RuleInfo* find_rule(std::string_view id_or_name) {

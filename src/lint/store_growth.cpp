@@ -486,6 +486,36 @@ bool initialises_on_first_use(const FileAnalysis& file, NodeId assignment,
   return false;
 }
 
+// Directly under `if path is None:` (or `if not path:`), in its first
+// branch: the rebinding runs only while there is nothing to drop, the first
+// fill of `if c is None: c = v else: c = torch.cat([c, v])`. Stricter than
+// initialises_on_first_use: `if len(c) > n: c = []` mentions c and does empty it.
+bool binds_only_when_unset(const FileAnalysis& file, NodeId assignment, const std::string& path) {
+  const SyntaxTree& tree = file.tree();
+  NodeId statement = tree.parent(assignment);
+  if (statement == kNoNode || tree.kind(statement) != NodeKind::kExpressionStatement) return false;
+  NodeId block = tree.parent(statement);
+  NodeId branch = block != kNoNode ? tree.parent(block) : kNoNode;
+  if (branch == kNoNode || tree.kind(branch) != NodeKind::kIfStatement ||
+      tree.child_by_field(branch, Field::kConsequence) != block) {
+    return false;
+  }
+  NodeId condition = tree.child_by_field(branch, Field::kCondition);
+  while (condition != kNoNode && tree.kind(condition) == NodeKind::kParenthesizedExpression) {
+    condition = tree.first_named_child(condition);
+  }
+  if (condition == kNoNode) return false;
+  if (tree.kind(condition) == NodeKind::kNotOperator) {
+    return dotted_text(tree, tree.first_named_child(condition)) == path;
+  }
+  if (tree.kind(condition) != NodeKind::kComparisonOperator) return false;
+  std::vector<NodeId> parts = tree.named_children(condition);
+  std::string_view text = tree.text(condition);
+  return parts.size() == 2 && tree.kind(parts[1]) == NodeKind::kNone &&
+         dotted_text(tree, parts[0]) == path && text.find(" is not ") == std::string_view::npos &&
+         text.find(" is ") != std::string_view::npos;
+}
+
 }  // namespace
 
 namespace {
@@ -584,7 +614,7 @@ bool container_bounded_elsewhere(const FileAnalysis& file, const std::string& pa
         dotted_text(tree, tree.child_by_field(right, Field::kValue)) == path) {
       return true;
     }
-    if (mentions(file, right, path)) continue;
+    if (mentions(file, right, path) || binds_only_when_unset(file, id, path)) continue;
     // A rebinding that starts it afresh: for an attribute, any outside
     // __init__ (a reset method); for a name, any after the first, which
     // created it.
@@ -621,6 +651,7 @@ bool sum_restarted_every_step(const FileAnalysis& file, const std::string& path)
         tree.kind(right) == NodeKind::kCall &&
         (file.callee_last_name(right) == "detach" || file.callee_last_name(right) == "item");
     if (mentions(file, right, path) && !detaches) continue;
+    if (binds_only_when_unset(file, id, path)) continue;  // the first value, not a restart
     std::size_t scope = file.scope_index_of(id);
     const Scope& s = file.scopes()[scope];
     if (s.name == "__init__" || called_only_from_init(file, s.name)) continue;

@@ -1083,5 +1083,231 @@ TEST(lint_value_flow, a_method_of_an_instance_that_zeroes_gradients_clears_them_
   EXPECT_TRUE(findings(source).empty());
 }
 
+TEST(lint_value_flow, a_method_call_reads_the_summary_of_methods_not_of_a_function_of_that_name) {
+  // ULTRA_pytorch's shape: `model.train(feed)` runs DLA.train, which returns
+  // the loss it differentiated; the loop sits in a module-level `def train`
+  // that returns nothing. The call's summary is the method's alone.
+  std::string source =
+      "import torch\n"
+      "class Algo:\n"
+      "    def train(self, feed):\n"
+      "        self.loss = self.loss_func(self.model(feed), feed)\n"
+      "        self.loss.backward()\n"
+      "        return self.loss, None, {}\n"
+      "def train(model, data):\n"
+      "    loss = 0.0\n"
+      "    while True:\n"
+      "        step_loss, _, summary = model.train(data)\n"
+      "        loss += step_loss / 10\n";
+  auto f = findings(source);
+  EXPECT_NE(std::find(f.begin(), f.end(), std::make_pair(std::string("GL101"), 11)), f.end());
+}
+
+TEST(lint_value_flow, a_plain_call_reads_the_summary_of_functions_not_of_a_method_of_that_name) {
+  // The other way round: `step(batch)` runs the module-level step, which
+  // returns a float; a method `step` returning a loss is not what runs.
+  std::string source =
+      "import torch\n"
+      "class Trainer:\n"
+      "    def step(self, batch):\n"
+      "        loss = self.model(batch).mean()\n"
+      "        loss.backward()\n"
+      "        return loss, 0\n"
+      "def step(batch):\n"
+      "    return float(len(batch)), 0\n"
+      "def run(loader):\n"
+      "    total = 0.0\n"
+      "    for batch in loader:\n"
+      "        size, _ = step(batch)\n"
+      "        total += size\n";
+  EXPECT_TRUE(findings(source).empty());
+}
+
+TEST(lint_value_flow, a_window_trimmed_by_slicing_still_chains_the_graphs_it_concatenates) {
+  // botorch's stopping criterion: the window keeps n + 1 values, but the
+  // slice of the previous window is a view carrying its graph.
+  std::string source =
+      "import torch\n"
+      "def fit(model, loader, opt):\n"
+      "    hist = None\n"
+      "    for x in loader:\n"
+      "        opt.zero_grad()\n"
+      "        loss = model(x).mean()\n"
+      "        loss.backward()\n"
+      "        opt.step()\n"
+      "        if hist is None:\n"
+      "            hist = loss.unsqueeze(0)\n"
+      "        else:\n"
+      "            hist = torch.cat([hist[-10:], loss.unsqueeze(0)])\n";
+  auto f = findings(source);
+  EXPECT_NE(std::find(f.begin(), f.end(), std::make_pair(std::string("GL101"), 12)), f.end());
+}
+
+TEST(lint_value_flow, a_window_trimmed_by_slicing_of_values_without_graph_is_bounded) {
+  std::string source =
+      "import torch\n"
+      "def fit(model, loader, opt):\n"
+      "    hist = torch.zeros(0)\n"
+      "    for x in loader:\n"
+      "        opt.zero_grad()\n"
+      "        loss = model(x).mean()\n"
+      "        loss.backward()\n"
+      "        opt.step()\n"
+      "        hist = torch.cat([hist[-10:], loss.detach().unsqueeze(0)])\n";
+  EXPECT_TRUE(findings(source).empty());
+}
+
+TEST(lint_value_flow, the_first_fill_of_an_unset_attribute_does_not_restart_it) {
+  // `if self.prev is None: self.prev = v` runs once; the concatenation after
+  // it keeps growing the graph chain of every call.
+  std::string source =
+      "import torch\n"
+      "class Window:\n"
+      "    def __init__(self, n):\n"
+      "        self.n = n\n"
+      "        self.prev = None\n"
+      "    def evaluate(self, fvals):\n"
+      "        if self.prev is None:\n"
+      "            self.prev = torch.zeros(0)\n"
+      "        self.prev = torch.cat([self.prev[-self.n:], fvals.unsqueeze(0)])\n"
+      "        return False\n"
+      "def fit(model, loader, opt):\n"
+      "    crit = Window(10)\n"
+      "    for x in loader:\n"
+      "        opt.zero_grad()\n"
+      "        loss = model(x).mean()\n"
+      "        loss.backward()\n"
+      "        opt.step()\n"
+      "        if crit.evaluate(loss):\n"
+      "            break\n";
+  auto f = findings(source);
+  EXPECT_NE(std::find(f.begin(), f.end(), std::make_pair(std::string("GL102"), 9)), f.end());
+}
+
+TEST(lint_value_flow, an_attribute_emptied_when_it_passes_a_bound_is_still_restarted) {
+  // `if len(self.prev) > n: self.prev = ...` is a trim, not a first fill.
+  std::string source =
+      "import torch\n"
+      "class Window:\n"
+      "    def __init__(self, n):\n"
+      "        self.n = n\n"
+      "        self.prev = torch.zeros(0)\n"
+      "    def evaluate(self, fvals):\n"
+      "        if len(self.prev) > self.n:\n"
+      "            self.prev = torch.zeros(0)\n"
+      "        self.prev = self.prev + fvals\n"
+      "        return False\n"
+      "def fit(model, loader, opt):\n"
+      "    crit = Window(10)\n"
+      "    for x in loader:\n"
+      "        opt.zero_grad()\n"
+      "        loss = model(x).mean()\n"
+      "        loss.backward()\n"
+      "        opt.step()\n"
+      "        crit.evaluate(loss)\n";
+  EXPECT_TRUE(findings(source).empty());
+}
+
+TEST(lint_value_flow, calling_an_instance_of_a_class_of_the_file_runs_its_dunder_call) {
+  // `crit = Window(10)`, `crit(loss)`: Window.__call__ hands the loss to
+  // evaluate, which keeps it in a window that lives across steps.
+  std::string source =
+      "import torch\n"
+      "class Window:\n"
+      "    def __init__(self, n):\n"
+      "        self.n = n\n"
+      "        self.prev = torch.zeros(0)\n"
+      "    def __call__(self, fvals):\n"
+      "        return self.evaluate(fvals)\n"
+      "    def evaluate(self, fvals):\n"
+      "        self.prev = torch.cat([self.prev, fvals.unsqueeze(0)])\n"
+      "        return False\n"
+      "def fit(model, loader, opt):\n"
+      "    crit = Window(10)\n"
+      "    for x in loader:\n"
+      "        opt.zero_grad()\n"
+      "        loss = model(x).mean()\n"
+      "        loss.backward()\n"
+      "        opt.step()\n"
+      "        if crit(loss):\n"
+      "            break\n";
+  auto f = findings(source);
+  EXPECT_NE(std::find(f.begin(), f.end(), std::make_pair(std::string("GL102"), 9)), f.end());
+}
+
+// A parameter that every call of its function fills with `Window(10)` holds a
+// Window: calling it runs Window.__call__ (botorch's torch_minimize).
+std::string stopping_source(std::string_view second_call) {
+  return "import torch\n"
+         "class Window:\n"
+         "    def __init__(self, n):\n"
+         "        self.prev = torch.zeros(0)\n"
+         "    def __call__(self, fvals):\n"
+         "        self.prev = torch.cat([self.prev, fvals.unsqueeze(0)])\n"
+         "        return False\n"
+         "def minimize(model, loader, opt, stop=None):\n"
+         "    for x in loader:\n"
+         "        opt.zero_grad()\n"
+         "        loss = model(x).mean()\n"
+         "        loss.backward()\n"
+         "        opt.step()\n"
+         "        if stop is not None and stop(loss):\n"
+         "            break\n"
+         "def fit(model, loader, opt):\n"
+         "    minimize(model, loader, opt, stop=Window(10))\n" +
+         std::string(second_call);
+}
+
+TEST(lint_value_flow, a_parameter_every_caller_fills_with_an_instance_holds_that_class) {
+  auto f = findings(stopping_source("    minimize(model, loader, opt)\n"));
+  EXPECT_NE(std::find(f.begin(), f.end(), std::make_pair(std::string("GL101"), 6)), f.end());
+  EXPECT_NE(std::find(f.begin(), f.end(), std::make_pair(std::string("GL101"), 14)), f.end());
+}
+
+TEST(lint_value_flow, a_parameter_one_caller_fills_with_something_else_holds_no_known_class) {
+  EXPECT_TRUE(findings(stopping_source("    minimize(model, loader, opt, make_stop())\n")).empty());
+}
+
+// A torchmetrics metric with list states made once in a function, before
+// its epoch loop, and updated in the batch loop inside it.
+std::string local_metric_source(std::string_view made_in_epoch, std::string_view after_compute) {
+  return std::string(
+             "import torch\n"
+             "import torchmetrics\n"
+             "def evaluate(model, loader, epochs):\n"
+             "    auroc = torchmetrics.AUROC(task='binary').cuda()\n"
+             "    for epoch in range(epochs):\n") +
+         std::string(made_in_epoch) +
+         "        for x, y in loader:\n"
+         "            with torch.no_grad():\n"
+         "                preds = model(x.cuda())\n"
+         "            auroc.update(preds, y.cuda())\n"
+         "        print(auroc.compute())\n" +
+         std::string(after_compute);
+}
+
+TEST(lint_value_flow, a_local_list_state_metric_updated_every_epoch_and_never_reset_grows) {
+  auto f = findings(local_metric_source("", ""));
+  EXPECT_NE(std::find(f.begin(), f.end(), std::make_pair(std::string("GL206"), 9)), f.end());
+}
+
+TEST(lint_value_flow, a_local_metric_reset_or_made_per_epoch_holds_one_epoch) {
+  EXPECT_TRUE(findings(local_metric_source("", "        auroc.reset()\n")).empty());
+  std::string per_epoch =
+      local_metric_source("        auroc = torchmetrics.AUROC(task='binary').cuda()\n", "");
+  EXPECT_TRUE(findings(per_epoch).empty());
+  // One pass over the loader: the metric is the function's, released on return.
+  std::string one_pass =
+      "import torch\n"
+      "import torchmetrics\n"
+      "def evaluate(model, loader):\n"
+      "    auroc = torchmetrics.AUROC(task='binary').cuda()\n"
+      "    for x, y in loader:\n"
+      "        with torch.no_grad():\n"
+      "            preds = model(x.cuda())\n"
+      "        auroc.update(preds, y.cuda())\n"
+      "    return auroc.compute()\n";
+  EXPECT_TRUE(findings(one_pass).empty());
+}
 }  // namespace
 }  // namespace gpuleak::lint
