@@ -100,6 +100,15 @@ std::optional<std::size_t> calling_frame(const std::vector<Frame>& frames) {
   return std::nullopt;
 }
 
+std::optional<CreatingCallOnStack> creating_call_of_kind(trace::MemoryKind kind,
+                                                         const std::vector<Frame>& frames) {
+  if (kind != trace::MemoryKind::kGraphExec) return std::nullopt;
+  std::optional<std::size_t> caller = calling_frame(frames);
+  if (!caller) return std::nullopt;
+  const Pattern* graphs = pattern_of("cudaGraphInstantiate");
+  return CreatingCallOnStack{&graphs->call, *caller, caller};
+}
+
 AllocationCalls allocation_calls(trace::MemoryKind kind) {
   using trace::MemoryKind;
   switch (kind) {

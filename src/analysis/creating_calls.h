@@ -38,6 +38,14 @@ struct CreatingCallOnStack {
 // The outermost creating call on `frames` (innermost first), or nothing.
 std::optional<CreatingCallOnStack> find_creating_call(const std::vector<Frame>& frames);
 
+// A leak whose memory kind is itself a library object (an executable graph,
+// recorded from cuGraphInstantiate*) when no creating call is on its stack:
+// the program called the driver's entry point directly, or the runtime's
+// frame has no symbol. The call is the innermost frame of the program's own
+// code; nothing for other kinds or a stack without such a frame.
+std::optional<CreatingCallOnStack> creating_call_of_kind(trace::MemoryKind kind,
+                                                         const std::vector<Frame>& frames);
+
 // How memory of `kind` is allocated and freed by a program that calls CUDA
 // itself: {"cudaMalloc", "cudaFree"} and so on (runtime names; the driver's
 // are in parentheses where they differ by more than a prefix).

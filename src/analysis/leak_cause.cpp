@@ -131,6 +131,8 @@ LeakCause leak_cause(const std::vector<SiteGrowth>& leaking, const HolderFinding
   bool holder_decides = top_holder && (top_holder->kind == "graph" || top_holder->kind == "tensor");
   if (!holder_decides) {
     if (auto found = find_creating_call(top.frames)) return library_handle_cause(top, *found);
+    if (auto found = creating_call_of_kind(top.kind, top.frames))
+      return library_handle_cause(top, *found);
     bool native_buffer = !runs_python || (!top.tensor_level && asked_by_native_code(top));
     if (native_buffer && top.site_id != kPoolSiteId) return device_buffer_cause(top);
   }

@@ -112,6 +112,33 @@ TEST(LeakCause, a_library_handle_made_per_step_is_named_by_its_create_and_destro
   }
 }
 
+// Executable graphs are recorded as their own kind, from the driver's
+// cuGraphInstantiateWithFlags: a program that calls the driver's entry point
+// itself has no cudaGraphInstantiate frame, and is still told which object
+// it leaks and which call destroys it, at its own line.
+TEST(LeakCause, an_executable_graph_per_step_is_named_without_a_runtime_frame) {
+  SiteGrowth s;
+  s.site_id = 4;
+  s.tensor_level = false;
+  s.kind = trace::MemoryKind::kGraphExec;
+  s.allocations_per_step = 1;
+  s.rate_bytes_per_step = 736.0 * 1024;
+  s.frames = {native("capture_step", "/work/decode", "decode.cu", 52),
+              native("main", "/work/decode", "decode.cu", 70)};
+  LeakCause c = leak_cause({s}, nullptr, kNoPython);
+  EXPECT_EQ(c.cause, cause_slug(Cause::kLibraryHandlesNeverDestroyed));
+  EXPECT_NE(c.text.find("executable graph is made by cudaGraphInstantiate at decode.cu:52"),
+            std::string::npos)
+      << c.text;
+  EXPECT_NE(c.text.find("cudaGraphExecDestroy"), std::string::npos) << c.text;
+  EXPECT_EQ(c.fix.find("cudaFree"), std::string::npos) << c.fix;
+
+  // A device buffer at the same frames stays a buffer.
+  s.kind = trace::MemoryKind::kDevice;
+  c = leak_cause({s}, nullptr, kNoPython);
+  EXPECT_EQ(c.cause, cause_slug(Cause::kDeviceBuffersNeverFreed));
+}
+
 TEST(LeakCause, a_plan_made_inside_another_library_call_names_the_outer_call) {
   SiteGrowth s = cublas_handle_site();
   s.frames = {native("cuMemAlloc_v2", "/usr/lib/libcuda.so.1"),
