@@ -126,6 +126,7 @@ def main():
     )
     samples = {str(s): {n: {"async": [], "sync": []} for n in names} for s in sites_list}
     in_process = {str(s): [] for s in sites_list}
+    in_process_skip = {part: [] for part in BREAKDOWN_PARTS}
     errors = []
     started = time.time()
     rounds_done = 0
@@ -143,6 +144,23 @@ def main():
                         in_process[str(sites)].append(result)
                     except Exception as error:
                         errors.append("in-process sites %d round %d: %s" % (sites, r, error))
+                    # The breakdown in one process: the machine's per-process state
+                    # cancels out, so a part's cost is recording with it over recording
+                    # without it, each against the same process's wrappers.
+                    for part in BREAKDOWN_PARTS if sites == args.breakdown_sites else ():
+                        try:
+                            result, _ = run(
+                                in_process_argv(sites),
+                                {
+                                    "GPULEAK_TRACE_DIR": traces,
+                                    "GPULEAK_BENCH_IN_PROCESS": "1",
+                                    "GPULEAK_BENCH_SKIP": part,
+                                },
+                                cpus,
+                            )
+                            in_process_skip[part].append(result)
+                        except Exception as error:
+                            errors.append("in-process skip_%s round %d: %s" % (part, r, error))
                     continue
                 name = turn[(i + r) % len(turn)]
                 argv, env = configs[name](sites)
@@ -205,6 +223,23 @@ def main():
                 for k in entry["modes"]
             }
             row["gpuleak_in_process"] = entry
+        if int(sites) == args.breakdown_sites and ratios["recording"]:
+            recording = statistics.median(ratios["recording"])
+            parts = {}
+            for part, results in in_process_skip.items():
+                skipped = []
+                for result in results:
+                    medians = result["async_median_us"]
+                    off, _, rec = (medians[k] for k in list(medians))
+                    skipped.append(rec / off)
+                if skipped:
+                    q1, q2, q3 = quartiles(skipped)
+                    parts[part] = {
+                        "recording_ratio_without_it": round(q2, 3),
+                        "iqr": round(q3 - q1, 3),
+                        "its_cost_in_pair_ratio": round(recording - q2, 3),
+                    }
+            row["in_process_breakdown"] = parts
         g = row["gpuleak"].get("async")
         row["meets_target"] = bool(g) and g["median_round_ratio"] <= TARGET_RATIO and g["iqr_round_ratio"] <= TARGET_IQR
         figures[sites] = row
@@ -254,6 +289,11 @@ def main():
                     inside["recording"]["iqr"],
                     inside["empty"]["median_ratio"],
                 )
+            )
+        for part, cost in row.get("in_process_breakdown", {}).items():
+            print(
+                "%2s sites in process, without %-9s async %5.2fx (IQR %.2f): the part costs %+.3fx"
+                % (sites, part, cost["recording_ratio_without_it"], cost["iqr"], cost["its_cost_in_pair_ratio"])
             )
     print("backend: %s; rounds %d; meets 1.2x / IQR 0.15: %s" % (backend.strip(), rounds_done, result["meets_target"]))
 

@@ -4,7 +4,8 @@
 # process, 8 interleaved rounds for 1, 8 and 48 call sites (bench/run_async_pair_overhead.py);
 # with them the A/A control (native again: the benchmark's own spread), the in-process
 # comparison (wrappers only / empty hooks / recording in one process) and, at 8 sites, the
-# breakdown (GPULEAK_BENCH_SKIP=PART, one part of the per-event work left out at a time).
+# breakdown (GPULEAK_BENCH_SKIP=PART, one part of the per-event work left out at a time), across
+# processes and in one process (where the machine's per-process state cancels out).
 # $R/async-pairs.json has every sample; summary.json the medians, round ratios and their
 # inter-quartile range per number of sites, and pass (gpuleak's async pair: median round
 # ratio <= 1.2, IQR <= 0.15, at every number of sites, 8 rounds done). About 4-5 minutes:
