@@ -88,6 +88,13 @@ def main():
     traces = tempfile.mkdtemp(prefix="gpuleak-async-pairs-")
     under_gpuleak = [args.gpuleak, "run", "-q", "--orphan-grace", "0", "-o", traces, "--"]
 
+    def clear_traces():
+        # `gpuleak run -o` refuses a folder that holds an earlier run's traces.
+        for entry in os.listdir(traces):
+            path = os.path.join(traces, entry)
+            if os.path.isfile(path):
+                os.remove(path)
+
     def pairs_argv(sites, sanitizer=False):
         if sanitizer:
             return [
@@ -120,6 +127,7 @@ def main():
     sites_list = [int(s) for s in args.sites.split(",")]
     # Which backend `gpuleak run` records with, and that it records (one short verbose run).
     check, check_err = run(under_gpuleak + [args.alloc_pairs, "1", "1000", "10", "1"], {"GPULEAK_VERBOSE": "1"})
+    clear_traces()
     backend = next(
         (line.split("capture backend: ", 1)[1] for line in check_err.splitlines() if "capture backend: " in line),
         "unknown: " + check_err[-300:],
@@ -144,6 +152,7 @@ def main():
                         in_process[str(sites)].append(result)
                     except Exception as error:
                         errors.append("in-process sites %d round %d: %s" % (sites, r, error))
+                    clear_traces()
                     # The breakdown in one process: the machine's per-process state
                     # cancels out, so a part's cost is recording with it over recording
                     # without it, each against the same process's wrappers.
@@ -161,6 +170,7 @@ def main():
                             in_process_skip[part].append(result)
                         except Exception as error:
                             errors.append("in-process skip_%s round %d: %s" % (part, r, error))
+                        clear_traces()
                     continue
                 name = turn[(i + r) % len(turn)]
                 argv, env = configs[name](sites)
@@ -172,10 +182,7 @@ def main():
                     errors.append("%s sites %d round %d: %s" % (name, sites, r, error))
                     samples[str(sites)][name]["async"].append(None)
                     samples[str(sites)][name]["sync"].append(None)
-                for entry in os.listdir(traces):
-                    path = os.path.join(traces, entry)
-                    if os.path.isfile(path):
-                        os.remove(path)
+                clear_traces()
         rounds_done += 1
         print("round %d done after %.0f s" % (r, time.time() - started), flush=True)
     figures = {}
