@@ -55,6 +55,8 @@ void ProcessAnalysis::on_step_boundary(ClockKey clock, std::uint64_t step_number
 
 void ProcessAnalysis::add_boundary(Phase& phase, std::uint64_t step_number, std::uint64_t time_ns) {
   ++boundaries_;
+  if (phase.growth.boundaries() == 0) phase.first_boundary_ns = time_ns;
+  phase.last_boundary_ns = time_ns;
   phase.growth.on_boundary(step_number, time_ns);
   phase.rss_at_boundary.push(static_cast<double>(host_rss_.value_or(0)));
   phase.reserved_at_boundary.push(static_cast<double>(pool_reserved_.value_or(0)));

@@ -137,6 +137,10 @@ class ProcessAnalysis {
     // would otherwise repeat one stale reading as a flat line).
     std::uint64_t rss_samples_seen = 0, device_used_samples_seen = 0, reserved_samples_seen = 0;
     std::optional<std::uint64_t> pool_detected_at;
+    // When its first and latest boundaries came (trace time): whether a loop
+    // was over before another began.
+    std::uint64_t first_boundary_ns = 0;
+    std::uint64_t last_boundary_ns = 0;
     explicit Phase(const GrowthOptions& options)
         : growth(options),
           rss_at_boundary(options.window_steps),
