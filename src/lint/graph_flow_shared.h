@@ -13,11 +13,11 @@
 
 namespace gpuleak::lint::graph_flow {
 
-inline constexpr std::uint8_t kTensorBits = kCarriesGraph | kDeviceTensor;
-// The high nibble follows a function's first four parameters into stores.
-inline constexpr std::uint8_t kFirstParameterBit = 0x10;
-inline constexpr std::uint8_t kParameterBits = 0xF0;
-inline constexpr std::size_t kTrackedParameters = 4;
+inline constexpr FlowBits kTensorBits = kCarriesGraph | kDeviceTensor;
+// The bits above the low nibble follow a function's parameters into stores.
+inline constexpr FlowBits kFirstParameterBit = 0x10;
+inline constexpr FlowBits kParameterBits = ~FlowBits{0xF};
+inline constexpr std::size_t kTrackedParameters = 28;
 static_assert(kTrackedParameters == kGraphFlowTrackedParameters);
 inline constexpr int kMaxRounds = 4;
 // Nested loops are walked twice each; beyond this depth once, which bounds

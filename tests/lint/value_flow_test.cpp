@@ -278,6 +278,87 @@ TEST(lint_value_flow, a_helper_that_appends_to_a_container_it_is_handed_stores_a
   EXPECT_TRUE(findings(numbers).empty());
 }
 
+TEST(lint_value_flow, a_helper_handed_its_container_and_value_past_the_fourth_argument_stores) {
+  // advertorch's EAD attack: `_update_if_smaller_dist_succeed(adv, labs, out,
+  // dist, n, cur_dist, ...)` keeps its 4th argument in its 6th. Every position
+  // counts, not the first four.
+  std::string source =
+      "import torch\n"
+      "from collections import defaultdict\n"
+      "def _log_metrics(step, epoch, lr, model, x, logs, z):\n"
+      "    logs['z'].append(z.detach())\n"
+      "def train(model, dataloader, optimizer, criterion, nb_epochs):\n"
+      "    logs = defaultdict(list)\n"
+      "    for epoch in range(nb_epochs):\n"
+      "        for step, x in enumerate(dataloader):\n"
+      "            optimizer.zero_grad()\n"
+      "            z = model(x)\n"
+      "            loss = criterion(x, z)\n"
+      "            loss.backward()\n"
+      "            optimizer.step()\n"
+      "            _log_metrics(step, epoch, 0.1, model, x, logs, z)\n"
+      "    return logs\n";
+  EXPECT_EQ(findings(source), (std::vector<std::pair<std::string, int>>{{"GL201", 14}}));
+  std::string numbers = source;
+  numbers.replace(numbers.find("z.detach()"), 10, "z.mean().item()");
+  EXPECT_TRUE(findings(numbers).empty());
+}
+
+TEST(lint_value_flow, a_method_that_keeps_its_sixth_parameter_stores_at_the_call) {
+  std::string source =
+      "import torch\n"
+      "class Recorder:\n"
+      "    def __init__(self):\n"
+      "        self.kept = []\n"
+      "    def record(self, step, epoch, lr, phase, tag, value):\n"
+      "        self.kept.append(value)\n"
+      "def train(model, loader, optimizer):\n"
+      "    recorder = Recorder()\n"
+      "    for step, x in enumerate(loader):\n"
+      "        optimizer.zero_grad()\n"
+      "        loss = model(x).mean()\n"
+      "        loss.backward()\n"
+      "        optimizer.step()\n"
+      "        recorder.record(step, 0, 0.1, 'train', 'loss', loss)\n";
+  auto found = findings(source);
+  EXPECT_TRUE(std::any_of(found.begin(), found.end(), [](const auto& f) { return f.second == 14; }))
+      << ::testing::PrintToString(found);
+  std::string number = source;
+  number.replace(number.find("'loss', loss)"), 13, "'loss', loss.item())");
+  EXPECT_TRUE(findings(number).empty());
+}
+
+TEST(lint_value_flow, a_helper_writing_a_graph_into_a_slot_of_a_buffer_it_is_handed_chains_it) {
+  // `best[mask] = dist[mask]` in a helper, on a buffer the loop's function
+  // made: each write adds a CopySlices node over the buffer's last version,
+  // so the buffer keeps every step's graph. Without a graph, or into a list,
+  // the write replaces what was there.
+  std::string source =
+      "import torch\n"
+      "def update_best(dist, labels, best_dist, best_labels):\n"
+      "    mask = dist < best_dist\n"
+      "    best_dist[mask] = dist[mask]\n"
+      "    best_labels[mask] = labels[mask]\n"
+      "def attack(model, x, y, steps):\n"
+      "    best_dist = torch.full((len(x),), 1e10, device=x.device)\n"
+      "    best_labels = torch.zeros_like(y)\n"
+      "    for _ in range(steps):\n"
+      "        out = model(x)\n"
+      "        out.sum().backward()\n"
+      "        dist = (out - x).pow(2).sum(1)\n"
+      "        update_best(dist, y, best_dist, best_labels)\n"
+      "    return best_dist\n";
+  auto found = findings(source);
+  EXPECT_TRUE(std::any_of(found.begin(), found.end(), [](const auto& f) { return f.second == 13; }))
+      << ::testing::PrintToString(found);
+  std::string detached = source;
+  detached.replace(detached.find("update_best(dist, y"), 18, "update_best(dist.detach(), y");
+  EXPECT_TRUE(findings(detached).empty()) << ::testing::PrintToString(findings(detached));
+  std::string list = source;
+  list.replace(list.find("torch.full((len(x),), 1e10, device=x.device)"), 45, "[1e10] * len(x)");
+  EXPECT_TRUE(findings(list).empty()) << ::testing::PrintToString(findings(list));
+}
+
 TEST(lint_value_flow, a_mutable_default_argument_is_a_store_that_outlives_every_call) {
   std::string source =
       "import torch\n"
