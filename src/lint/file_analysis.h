@@ -35,7 +35,7 @@ enum ValueBit : std::uint8_t {
 // that a store can say which parameter its value came from and a call can
 // hand its arguments through the function's summary, whatever their position
 // (`_update(adv, labs, out, dist, n, cur_dist, ...)` keeps its 4th argument in
-// its 6th). Parameters past the 28th are not followed.
+// its 6th). Parameters past the 27th are not followed.
 using FlowBits = std::uint32_t;
 // The rules' bits (the low nibble of FlowBits).
 inline constexpr std::uint8_t kValueBits = kCarriesGraph | kDeviceTensor | kException | kNonScalar;

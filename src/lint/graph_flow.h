@@ -37,7 +37,7 @@
 namespace gpuleak::lint {
 
 // graph_flow::kTrackedParameters, for the header (graph_flow_shared.h checks they agree).
-inline constexpr std::size_t kGraphFlowTrackedParameters = 28;
+inline constexpr std::size_t kGraphFlowTrackedParameters = 27;
 
 class GraphFlow {
  public:

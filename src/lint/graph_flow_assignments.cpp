@@ -141,7 +141,7 @@ void GraphFlow::assign_target(NodeId target, NodeId value, FlowBits bits, Env& e
       record_store(StoreKind::kSubscript, site, container, key, value, bits);
       record_stores_through_setitem(site, container, value, bits);
       std::string holder = dotted_text(tree_, container);
-      if (!holder.empty()) env.add(holder, bits);
+      if (!holder.empty()) env.add(holder, bits & ~kRequiresGradLeaf);
       return;
     }
     case NodeKind::kPatternList:

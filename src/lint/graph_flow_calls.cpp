@@ -190,7 +190,7 @@ void GraphFlow::record_call_arguments(NodeId call, const std::vector<NodeId>& po
       if (tree_.kind(positional[i]) == NodeKind::kListSplat) break;  // *args: positions unknown
       std::size_t p = first + i;
       if (p >= into.size()) break;
-      into[p] |= file_.bits_[positional[i]] & kTensorFacts;
+      into[p] |= as_operand(file_.bits_[positional[i]]) & kTensorFacts;
     }
     if (args == kNoNode || tree_.kind(args) != NodeKind::kArgumentList) continue;
     for (NodeId a : tree_.named_children(args)) {
@@ -199,7 +199,9 @@ void GraphFlow::record_call_arguments(NodeId call, const std::vector<NodeId>& po
       NodeId value = tree_.child_by_field(a, Field::kValue);
       if (name == kNoNode || value == kNoNode) continue;
       for (std::size_t p = 0; p < callee.parameters.size(); ++p) {
-        if (callee.parameters[p] == tree_.text(name)) into[p] |= file_.bits_[value] & kTensorFacts;
+        if (callee.parameters[p] == tree_.text(name)) {
+          into[p] |= as_operand(file_.bits_[value]) & kTensorFacts;
+        }
       }
     }
   }
@@ -207,6 +209,11 @@ void GraphFlow::record_call_arguments(NodeId call, const std::vector<NodeId>& po
 
 FlowBits GraphFlow::torch_function_bits(std::string_view q, NodeId call, FlowBits args) {
   std::string_view last = vocabulary::last_component(q);
+  // `yy = nn.Parameter(x.clone())` made in a function: a leaf that requires
+  // grad, the variable of an optimisation loop. (`requires_grad=True` on a
+  // factory is not taken: Debian's torch makes such tensors on the meta
+  // device for its fake-tensor memo.)
+  if (q == "torch.nn.Parameter" || q == "torch.nn.parameter.Parameter") return kRequiresGradLeaf;
   if (vocabulary::is_capitalized(last) || q.starts_with("torch.cuda.") ||
       q.starts_with("torch.distributed.") || q.starts_with("torch.utils.") ||
       q.starts_with("torch.backends.")) {
@@ -267,7 +274,7 @@ FlowBits GraphFlow::eval_call(NodeId call, Env& env) {
   NodeId receiver = file_.method_receiver(call);
   FlowBits receiver_bits = 0;
   if (receiver != kNoNode) {
-    receiver_bits = eval(receiver, env);
+    receiver_bits = as_operand(eval(receiver, env));
   } else if (fn != kNoNode && tree_.kind(fn) != NodeKind::kIdentifier) {
     eval(fn, env);
   }
@@ -278,11 +285,11 @@ FlowBits GraphFlow::eval_call(NodeId call, Env& env) {
   NodeId args = tree_.child_by_field(call, Field::kArguments);
   if (args != kNoNode) {
     if (tree_.kind(args) == NodeKind::kGeneratorExpression) {
-      arg_bits |= eval(args, env);
+      arg_bits |= as_operand(eval(args, env));
       positional.push_back(args);
     } else {
       for (NodeId a : tree_.named_children(args)) {
-        arg_bits |= eval(a, env);
+        arg_bits |= as_operand(eval(a, env));
         NodeKind k = tree_.kind(a);
         if (k != NodeKind::kKeywordArgument && k != NodeKind::kDictionarySplat) {
           positional.push_back(a);
@@ -321,6 +328,9 @@ FlowBits GraphFlow::eval_call(NodeId call, Env& env) {
       FlowBits bits = file_.bits_[stored];
       record_store(store_kind, call, receiver, kNoNode, stored, bits);
       std::string holder = dotted_text(tree_, receiver);
+      // A container of leaves is no leaf (`self.append(nn.Parameter(...))`
+      // in an unpickler, `opt = Adam([z])`).
+      bits &= ~kRequiresGradLeaf;
       if (!holder.empty() && bits != 0) env.add(holder, bits);
       return 0;
     }

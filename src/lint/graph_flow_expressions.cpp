@@ -34,8 +34,8 @@ FlowBits GraphFlow::eval(NodeId e, Env& env) {
       r = eval_call(e, env);
       break;
     case NodeKind::kBinaryOperator: {
-      FlowBits left = eval(tree_.child_by_field(e, Field::kLeft), env);
-      FlowBits right = eval(tree_.child_by_field(e, Field::kRight), env);
+      FlowBits left = as_operand(eval(tree_.child_by_field(e, Field::kLeft), env));
+      FlowBits right = as_operand(eval(tree_.child_by_field(e, Field::kRight), env));
       NodeId l = tree_.child_by_field(e, Field::kLeft);
       // "%s" % loss formats a string.
       if (l != kNoNode && tree_.kind(l) == NodeKind::kString) {
@@ -48,7 +48,8 @@ FlowBits GraphFlow::eval(NodeId e, Env& env) {
       break;
     }
     case NodeKind::kUnaryOperator:
-      r = strip_if_no_grad(eval(tree_.first_named_child(e), env) & (kTensorFacts | kParameterBits));
+      r = strip_if_no_grad(as_operand(eval(tree_.first_named_child(e), env)) &
+                           (kTensorFacts | kParameterBits));
       break;
     case NodeKind::kBooleanOperator:
       r = static_cast<FlowBits>(eval(tree_.child_by_field(e, Field::kLeft), env) |
@@ -100,6 +101,7 @@ FlowBits GraphFlow::eval(NodeId e, Env& env) {
     case NodeKind::kSet:
     case NodeKind::kExpressionList:
       for (NodeId c : tree_.named_children(e)) r |= eval(c, env);
+      r &= ~kRequiresGradLeaf;  // a list of leaves is no leaf
       break;
     case NodeKind::kDictionary:
       for (NodeId c : tree_.named_children(e)) {
@@ -111,6 +113,7 @@ FlowBits GraphFlow::eval(NodeId e, Env& env) {
           r |= eval(c, env);
         }
       }
+      r &= ~kRequiresGradLeaf;
       break;
     case NodeKind::kListComprehension:
     case NodeKind::kSetComprehension:

@@ -33,7 +33,7 @@ void GraphFlow::record_store(StoreKind kind, NodeId site, NodeId container, Node
           sums ? sum_restarted_every_step(file_, path) : container_bounded_elsewhere(file_, path);
       memo = bounded_containers_.emplace(memo_key, bounded).first;
     }
-    auto parameters = static_cast<FlowBits>((bits & kParameterBits) >> 4);
+    auto parameters = static_cast<FlowBits>((bits & kParameterBits) >> kParameterShift);
     if (!memo->second) {
       (sums ? parameter_sums_ : parameter_sinks_)[scope_] |= parameters;
       any_parameter_sinks_ = true;
@@ -64,7 +64,7 @@ void GraphFlow::record_store(StoreKind kind, NodeId site, NodeId container, Node
       evidence = it->second;
     }
   }
-  auto parameter_sources = static_cast<FlowBits>((bits & kParameterBits) >> 4);
+  auto parameter_sources = static_cast<FlowBits>((bits & kParameterBits) >> kParameterShift);
   bits &= kValueBits;
   if (bits == 0 && kind != StoreKind::kAppend && kind != StoreKind::kExtend &&
       kind != StoreKind::kAugmented && kind != StoreKind::kSubscript &&

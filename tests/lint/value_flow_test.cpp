@@ -248,6 +248,44 @@ TEST(lint_value_flow, cpu_of_a_parameter_still_hands_the_callers_graph_to_a_sum)
   EXPECT_TRUE(findings(fixed).empty());
 }
 
+TEST(lint_value_flow, values_computed_from_a_parameter_made_in_the_function_carry_a_graph) {
+  // `yy_k = nn.Parameter(x.clone())` in advertorch's EAD attack: the iterate of
+  // an optimisation loop is a leaf that requires grad, so what is computed
+  // from it has a graph, whatever the opaque calls around it.
+  std::string source =
+      "import torch\n"
+      "import torch.nn as nn\n"
+      "def fit(target, steps):\n"
+      "    z = nn.Parameter(torch.zeros_like(target))\n"
+      "    opt = torch.optim.Adam([z], lr=0.1)\n"
+      "    gaps = []\n"
+      "    for _ in range(steps):\n"
+      "        opt.zero_grad()\n"
+      "        gap = z - target\n"
+      "        loss = (gap ** 2).sum()\n"
+      "        loss.backward()\n"
+      "        opt.step()\n"
+      "        gaps.append(gap)\n"
+      "    return gaps\n";
+  EXPECT_EQ(findings(source), (std::vector<std::pair<std::string, int>>{{"GL101", 13}}));
+  std::string detached = source;
+  detached.replace(detached.find("gaps.append(gap)"), 16, "gaps.append(gap.detach())");
+  EXPECT_TRUE(findings(detached).empty()) << ::testing::PrintToString(findings(detached));
+  // The leaf itself has no graph: a list of parameters is no graph store, and
+  // nor is what is read back from a list that holds leaves.
+  std::string leaves =
+      "import torch\n"
+      "import torch.nn as nn\n"
+      "def make(n, steps):\n"
+      "    params = []\n"
+      "    firsts = []\n"
+      "    for _ in range(steps):\n"
+      "        params.append(nn.Parameter(torch.zeros(n)))\n"
+      "        firsts.append(params[0] * 1)\n"
+      "    return params\n";
+  EXPECT_TRUE(findings(leaves).empty()) << ::testing::PrintToString(findings(leaves));
+}
+
 // --- where a value escapes -------------------------------------------------
 
 TEST(lint_value_flow, a_helper_that_appends_to_a_container_it_is_handed_stores_at_the_call) {
