@@ -397,6 +397,38 @@ TEST(lint_value_flow, a_helper_writing_a_graph_into_a_slot_of_a_buffer_it_is_han
   EXPECT_TRUE(findings(list).empty()) << ::testing::PrintToString(findings(list));
 }
 
+TEST(lint_value_flow, a_method_cache_keeps_an_instance_the_file_deletes) {
+  // ParlAI's DynamicBatchWorld: `@lru_cache(maxsize=1)` on a method keeps
+  // `self`, so `del world, agent` frees nothing and the next model is loaded
+  // on top of the training one. One entry is no bound here: no next call
+  // comes to replace it.
+  std::string source =
+      "import torch\n"
+      "from functools import lru_cache\n"
+      "class Session:\n"
+      "    def __init__(self, agent):\n"
+      "        self.agent = agent\n"
+      "    @lru_cache(maxsize=1)\n"
+      "    def num_batches(self):\n"
+      "        return len(self.agent.data)\n"
+      "def run(make_agent, load_next):\n"
+      "    agent = make_agent()\n"
+      "    session = Session(agent)\n"
+      "    while session.num_batches() > 0:\n"
+      "        session.agent.step()\n"
+      "    del session, agent\n"
+      "    return load_next()\n";
+  EXPECT_EQ(findings(source), (std::vector<std::pair<std::string, int>>{{"GL205", 6}}));
+  EXPECT_NE(message_of(source, "GL205").find("`del session, agent` at line 14"), std::string::npos)
+      << message_of(source, "GL205");
+  std::string kept = source;
+  kept.replace(kept.find("    del session, agent\n"), 23, "");
+  EXPECT_TRUE(findings(kept).empty()) << ::testing::PrintToString(findings(kept));
+  std::string factory = source;
+  factory.replace(factory.find("Session(agent)"), 14, "make_session(agent)");
+  EXPECT_TRUE(findings(factory).empty()) << ::testing::PrintToString(findings(factory));
+}
+
 TEST(lint_value_flow, a_mutable_default_argument_is_a_store_that_outlives_every_call) {
   std::string source =
       "import torch\n"
