@@ -389,6 +389,9 @@ TEST(lint_value_flow, a_helper_writing_a_graph_into_a_slot_of_a_buffer_it_is_han
   auto found = findings(source);
   EXPECT_TRUE(std::any_of(found.begin(), found.end(), [](const auto& f) { return f.second == 13; }))
       << ::testing::PrintToString(found);
+  EXPECT_NE(message_of(source, "GL101").find("which writes it into the tensor `best_dist`"),
+            std::string::npos)
+      << message_of(source, "GL101");
   std::string detached = source;
   detached.replace(detached.find("update_best(dist, y"), 18, "update_best(dist.detach(), y");
   EXPECT_TRUE(findings(detached).empty()) << ::testing::PrintToString(findings(detached));
