@@ -209,11 +209,18 @@ void GraphFlow::record_call_arguments(NodeId call, const std::vector<NodeId>& po
 
 FlowBits GraphFlow::torch_function_bits(std::string_view q, NodeId call, FlowBits args) {
   std::string_view last = vocabulary::last_component(q);
-  // `yy = nn.Parameter(x.clone())` made in a function: a leaf that requires
-  // grad, the variable of an optimisation loop. (`requires_grad=True` on a
-  // factory is not taken: Debian's torch makes such tensors on the meta
-  // device for its fake-tensor memo.)
+  // `yy = nn.Parameter(x.clone())` or `delta = torch.zeros_like(x,
+  // requires_grad=True)` made in a function: a leaf that requires grad, the
+  // variable of an optimisation loop (an attack's perturbation). Not on the
+  // meta device, which holds no memory (torch's fake-tensor memo makes such
+  // tensors).
   if (q == "torch.nn.Parameter" || q == "torch.nn.parameter.Parameter") return kRequiresGradLeaf;
+  NodeId requires_grad = file_.keyword_argument(call, "requires_grad");
+  if (requires_grad != kNoNode && tree_.kind(requires_grad) == NodeKind::kTrue) {
+    NodeId device = file_.keyword_argument(call, "device");
+    std::string_view where = device != kNoNode ? tree_.text(device) : std::string_view();
+    if (where != "\"meta\"" && where != "'meta'") return kRequiresGradLeaf;
+  }
   if (vocabulary::is_capitalized(last) || q.starts_with("torch.cuda.") ||
       q.starts_with("torch.distributed.") || q.starts_with("torch.utils.") ||
       q.starts_with("torch.backends.")) {

@@ -268,6 +268,15 @@ TEST(lint_value_flow, values_computed_from_a_parameter_made_in_the_function_carr
       "        gaps.append(gap)\n"
       "    return gaps\n";
   EXPECT_EQ(findings(source), (std::vector<std::pair<std::string, int>>{{"GL101", 13}}));
+  std::string flag = source;
+  flag.replace(flag.find("nn.Parameter(torch.zeros_like(target))"), 38,
+               "torch.zeros_like(target, requires_grad=True)");
+  EXPECT_EQ(findings(flag), (std::vector<std::pair<std::string, int>>{{"GL101", 13}}));
+  // A meta tensor holds no memory.
+  std::string meta = source;
+  meta.replace(meta.find("nn.Parameter(torch.zeros_like(target))"), 38,
+               "torch.empty((0,), device=\"meta\", requires_grad=True)");
+  EXPECT_TRUE(findings(meta).empty()) << ::testing::PrintToString(findings(meta));
   std::string detached = source;
   detached.replace(detached.find("gaps.append(gap)"), 16, "gaps.append(gap.detach())");
   EXPECT_TRUE(findings(detached).empty()) << ::testing::PrintToString(findings(detached));
