@@ -360,6 +360,17 @@ FlowBits GraphFlow::eval_call(NodeId call, Env& env) {
       return 0;
     }
     if (returns_python_value(name)) return 0;
+    // `delta.requires_grad_()` (or `x.detach().requires_grad_()`): the tensor
+    // is now a leaf that requires grad. (`r.requires_grad = True` is not taken:
+    // Debian's torch sets it on the meta tensors of its fake-tensor memo.)
+    if (name == "requires_grad_" &&
+        (positional.empty() || tree_.kind(positional[0]) == NodeKind::kTrue)) {
+      std::string holder = dotted_text(tree_, receiver);
+      if (!holder.empty() && tree_.kind(receiver) == NodeKind::kIdentifier) {
+        env.add(holder, kRequiresGradLeaf);
+      }
+      return static_cast<FlowBits>((receiver_bits & kNonScalar) | kRequiresGradLeaf);
+    }
     // Only tensors have detach(): whatever it was, the result is one.
     if (name == "detach" || name == "detach_") {
       return static_cast<FlowBits>(kDeviceTensor | (receiver_bits & kNonScalar));

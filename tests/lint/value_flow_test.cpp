@@ -272,6 +272,10 @@ TEST(lint_value_flow, values_computed_from_a_parameter_made_in_the_function_carr
   flag.replace(flag.find("nn.Parameter(torch.zeros_like(target))"), 38,
                "torch.zeros_like(target, requires_grad=True)");
   EXPECT_EQ(findings(flag), (std::vector<std::pair<std::string, int>>{{"GL101", 13}}));
+  std::string set_later = source;
+  set_later.replace(set_later.find("nn.Parameter(torch.zeros_like(target))"), 38,
+                    "torch.zeros_like(target)\n    z.requires_grad_()");
+  EXPECT_EQ(findings(set_later), (std::vector<std::pair<std::string, int>>{{"GL101", 14}}));
   // A meta tensor holds no memory.
   std::string meta = source;
   meta.replace(meta.find("nn.Parameter(torch.zeros_like(target))"), 38,
