@@ -30,8 +30,14 @@ enum ValueBit : std::uint8_t {
   kNonScalar = 8,     // may hold more than one element (a model output, not a loss):
                       // `.item()` would raise on it
 };
-// The rules' bits; GraphFlow uses the high nibble internally to follow a
-// function's first four parameters into stores.
+// What GraphFlow keeps per value: the ValueBits in the low nibble and, above
+// them, one bit per parameter of the function being walked (after self), so
+// that a store can say which parameter its value came from and a call can
+// hand its arguments through the function's summary, whatever their position
+// (`_update(adv, labs, out, dist, n, cur_dist, ...)` keeps its 4th argument in
+// its 6th). Parameters past the 27th are not followed.
+using FlowBits = std::uint32_t;
+// The rules' bits (the low nibble of FlowBits).
 inline constexpr std::uint8_t kValueBits = kCarriesGraph | kDeviceTensor | kException | kNonScalar;
 // What a tensor value is; kException travels separately.
 inline constexpr std::uint8_t kTensorFacts = kCarriesGraph | kDeviceTensor | kNonScalar;
@@ -90,10 +96,10 @@ struct StoreEvent {
   // What shows the value carries a graph when nothing that made it does:
   // `losses[i - 1].backward()` for a store into `losses`; kNoNode otherwise.
   NodeId evidence = kNoNode;
-  // Which of the storing function's first four parameters (after self) the
-  // value comes from, bit i for the i-th: the start of the evidence chain
-  // when a parameter's tensor-ness is known from its function's signature.
-  std::uint8_t parameter_sources = 0;
+  // Which of the storing function's parameters (after self) the value comes
+  // from, bit i for the i-th: the start of the evidence chain when a
+  // parameter's tensor-ness is known from its function's signature.
+  FlowBits parameter_sources = 0;
   // The graph is inferred from the input of the module's `forward` (its
   // first parameter after self), not from anything that made the value.
   bool graph_from_forward_input = false;
@@ -221,7 +227,9 @@ class FileAnalysis {
   std::size_t project_module_function(NodeId call) const;
 
   // --- data flow (see graph_flow.h) --------------------------------------
-  std::uint8_t value_bits(NodeId expression) const { return bits_[expression] & kValueBits; }
+  std::uint8_t value_bits(NodeId expression) const {
+    return static_cast<std::uint8_t>(bits_[expression] & kValueBits);
+  }
   bool grad_disabled_at(NodeId node) const { return grad_disabled_[node] != 0; }
   const std::vector<StoreEvent>& stores() const { return stores_; }
 
@@ -273,7 +281,7 @@ class FileAnalysis {
   // `log = make_logger()`: name -> the calls on the right of such assignments.
   std::unordered_map<std::string, std::vector<NodeId>> factory_calls_by_name_;
 
-  std::vector<std::uint8_t> bits_;
+  std::vector<FlowBits> bits_;
   std::vector<bool> grad_disabled_;  // one bit per node
   std::vector<StoreEvent> stores_;
 };

@@ -10,12 +10,12 @@ FlowEnvironment::Slot FlowEnvironment::slot(const std::string& key) const {
   return it == values_.end() ? Slot{} : Slot{true, it->second};
 }
 
-std::uint8_t FlowEnvironment::get(const std::string& key) const {
+FlowBits FlowEnvironment::get(const std::string& key) const {
   auto it = values_.find(key);
   return it == values_.end() ? 0 : it->second;
 }
 
-const std::uint8_t* FlowEnvironment::find(const std::string& key) const {
+const FlowBits* FlowEnvironment::find(const std::string& key) const {
   auto it = values_.find(key);
   return it == values_.end() ? nullptr : &it->second;
 }
@@ -35,12 +35,12 @@ void FlowEnvironment::restore(const std::string& key, Slot to) {
   }
 }
 
-void FlowEnvironment::assign(const std::string& key, std::uint8_t bits) {
+void FlowEnvironment::assign(const std::string& key, FlowBits bits) {
   restore(key, Slot{bits != 0, bits});
 }
 
-void FlowEnvironment::add(const std::string& key, std::uint8_t bits) {
-  restore(key, Slot{true, static_cast<std::uint8_t>(get(key) | bits)});
+void FlowEnvironment::add(const std::string& key, FlowBits bits) {
+  restore(key, Slot{true, static_cast<FlowBits>(get(key) | bits)});
 }
 
 void FlowEnvironment::erase(const std::string& key) { restore(key, Slot{}); }

@@ -21,6 +21,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "file_analysis.h"
+
 namespace gpuleak::lint {
 
 class FlowEnvironment {
@@ -31,7 +33,7 @@ class FlowEnvironment {
   };
   struct Slot {
     bool bound = false;
-    std::uint8_t bits = 0;
+    FlowBits bits = 0;
   };
   // One name changed since a checkpoint: its slot then and now.
   struct Change {
@@ -41,14 +43,14 @@ class FlowEnvironment {
   };
 
   // The bits of `key`, 0 when unbound.
-  std::uint8_t get(const std::string& key) const;
+  FlowBits get(const std::string& key) const;
   // nullptr when `key` is unbound.
-  const std::uint8_t* find(const std::string& key) const;
+  const FlowBits* find(const std::string& key) const;
   bool empty() const { return values_.empty(); }
   // Binds `key` to `bits`; 0 unbinds it.
-  void assign(const std::string& key, std::uint8_t bits);
+  void assign(const std::string& key, FlowBits bits);
   // `env[key] |= bits`: binds `key` even when `bits` is 0.
-  void add(const std::string& key, std::uint8_t bits);
+  void add(const std::string& key, FlowBits bits);
   void erase(const std::string& key);
   // Sets the slot exactly (bound or not).
   void restore(const std::string& key, Slot slot);
@@ -69,7 +71,7 @@ class FlowEnvironment {
     std::string key;
     Slot before;
   };
-  std::unordered_map<std::string, std::uint8_t> values_;
+  std::unordered_map<std::string, FlowBits> values_;
   std::vector<Undo> journal_;
   int open_checkpoints_ = 0;
 };

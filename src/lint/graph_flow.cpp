@@ -21,7 +21,8 @@ void GraphFlow::run() {
   parameter_sinks_.assign(n, 0);
   parameter_sums_.assign(n, 0);
   parameter_graph_sinks_.assign(n, 0);
-  argument_containers_.assign(n, {});
+  argument_containers_.clear();
+  argument_slot_writes_.clear();
   learnt_.returns.assign(n, 0);
   learnt_.return_elements.assign(n, {});
   learnt_.arguments.assign(n, {});
@@ -113,16 +114,16 @@ bool GraphFlow::disable_grad_in_private_functions() {
   return changed;
 }
 
-std::uint8_t GraphFlow::strip_if_no_grad(std::uint8_t bits) const {
-  return grad_enabled_ ? bits : static_cast<std::uint8_t>(bits & ~kCarriesGraph);
+FlowBits GraphFlow::strip_if_no_grad(FlowBits bits) const {
+  return grad_enabled_ ? bits : static_cast<FlowBits>(bits & ~kCarriesGraph);
 }
 
-void GraphFlow::set(Env& env, const std::string& key, std::uint8_t bits) { env.assign(key, bits); }
+void GraphFlow::set(Env& env, const std::string& key, FlowBits bits) { env.assign(key, bits); }
 
 void GraphFlow::join_with_checkpoint(Env& env, FlowEnvironment::Checkpoint at) {
   for (const auto& c : env.changes_since(at)) {
     env.restore(c.key, {c.before.bound || c.after.bound,
-                        static_cast<std::uint8_t>(c.before.bits | c.after.bits)});
+                        static_cast<FlowBits>(c.before.bits | c.after.bits)});
   }
 }
 
@@ -140,10 +141,10 @@ void GraphFlow::analyze_scope(std::size_t index) {
   // value came from, and give them what the callers in this file pass.
   {
     std::size_t first = scope.class_node != kNoNode ? 1 : 0;
-    const std::vector<std::uint8_t>& passed = learnt_.arguments[index];
+    const std::vector<FlowBits>& passed = learnt_.arguments[index];
     for (std::size_t p = first, bit = 0; p < scope.parameters.size(); ++p, ++bit) {
-      std::uint8_t bits = p < passed.size() ? passed[p] : 0;
-      if (bit < kTrackedParameters) bits |= static_cast<std::uint8_t>(kFirstParameterBit << bit);
+      FlowBits bits = p < passed.size() ? passed[p] : 0;
+      if (bit < kTrackedParameters) bits |= static_cast<FlowBits>(kFirstParameterBit << bit);
       set(env, scope.parameters[p], bits);
     }
     // Attributes the class keeps tensors in, for every method.
@@ -330,7 +331,7 @@ std::string GraphFlow::class_attribute_key(const std::string& dotted) const {
   return c != nullptr ? c->name + "." + dotted.substr(5) : std::string();
 }
 
-std::uint8_t GraphFlow::captured_bits(NodeId function, const Env& env) const {
+FlowBits GraphFlow::captured_bits(NodeId function, const Env& env) const {
   if (env.empty() || function + 1 >= tree_.node(function).subtree_end) return 0;
   const Scope& inner = file_.scopes_[file_.scope_index_of(function + 1)];
   if (inner.node != function) return 0;
@@ -340,7 +341,7 @@ std::uint8_t GraphFlow::captured_bits(NodeId function, const Env& env) const {
     }
     return inner.assigned.count(std::string(name)) != 0;
   };
-  std::uint8_t bits = 0;
+  FlowBits bits = 0;
   for (NodeId id = function + 1; id < tree_.node(function).subtree_end; ++id) {
     if (tree_.kind(id) != NodeKind::kIdentifier) continue;
     Field f = tree_.node(id).field;

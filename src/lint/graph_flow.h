@@ -37,7 +37,7 @@
 namespace gpuleak::lint {
 
 // graph_flow::kTrackedParameters, for the header (graph_flow_shared.h checks they agree).
-inline constexpr std::size_t kGraphFlowTrackedParameters = 4;
+inline constexpr std::size_t kGraphFlowTrackedParameters = 27;
 
 class GraphFlow {
  public:
@@ -48,10 +48,10 @@ class GraphFlow {
   using Env = FlowEnvironment;
   // What the analysis learns across functions; rounds repeat while it grows.
   struct Summaries {
-    std::vector<std::uint8_t> returns;                               // per scope
-    std::vector<std::vector<std::uint8_t>> return_elements;          // per scope, when tuples
-    std::vector<std::vector<std::uint8_t>> arguments;                // per scope, per parameter
-    std::unordered_map<std::string, std::uint8_t> class_attributes;  // "Class.attr"
+    std::vector<FlowBits> returns;                               // per scope
+    std::vector<std::vector<FlowBits>> return_elements;          // per scope, when tuples
+    std::vector<std::vector<FlowBits>> arguments;                // per scope, per parameter
+    std::unordered_map<std::string, FlowBits> class_attributes;  // "Class.attr"
     bool operator==(const Summaries&) const = default;
   };
 
@@ -74,9 +74,9 @@ class GraphFlow {
   void walk_loop_body(NodeId body, Env& env);
   void walk_assignment(NodeId assignment, Env& env);
   void walk_augmented(NodeId assignment, Env& env);
-  void assign_target(NodeId target, NodeId value, std::uint8_t bits, Env& env, NodeId site);
-  void bind_pattern(NodeId target, std::uint8_t bits, Env& env);
-  void bind_loop_targets(NodeId target, NodeId iterable, std::uint8_t bits, Env& env);
+  void assign_target(NodeId target, NodeId value, FlowBits bits, Env& env, NodeId site);
+  void bind_pattern(NodeId target, FlowBits bits, Env& env);
+  void bind_loop_targets(NodeId target, NodeId iterable, FlowBits bits, Env& env);
   // A later element of a tuple unpacked from an opaque call, stored into a
   // container slot or attribute that nothing in the function uses as a tensor.
   bool opaque_element_without_evidence(NodeId element);
@@ -89,15 +89,15 @@ class GraphFlow {
   // `nn.Linear(...)`, or a class of this file that is an nn.Module.
   bool constructs_module(NodeId call);
 
-  std::uint8_t eval(NodeId expression, Env& env);
-  std::uint8_t eval_attribute(NodeId attribute, Env& env);
-  std::uint8_t eval_call(NodeId call, Env& env);
-  std::uint8_t eval_comprehension(NodeId comprehension, Env& env);
-  std::uint8_t torch_function_bits(std::string_view qualified, NodeId call, std::uint8_t args);
-  std::uint8_t same_file_function_bits(NodeId call) const;
+  FlowBits eval(NodeId expression, Env& env);
+  FlowBits eval_attribute(NodeId attribute, Env& env);
+  FlowBits eval_call(NodeId call, Env& env);
+  FlowBits eval_comprehension(NodeId comprehension, Env& env);
+  FlowBits torch_function_bits(std::string_view qualified, NodeId call, FlowBits args);
+  FlowBits same_file_function_bits(NodeId call) const;
   // Per-element bits of what a same-file function returns, when every
   // return of it is a tuple of `count` elements; empty otherwise.
-  std::vector<std::uint8_t> same_file_return_elements(NodeId call, std::size_t count) const;
+  std::vector<FlowBits> same_file_return_elements(NodeId call, std::size_t count) const;
   // The forward of the file's nn.Module class that every binding of the
   // called name constructs (`model = Net().to(device)`); empty if unknown.
   std::vector<std::size_t> forward_of_instance_called(NodeId call) const;
@@ -107,7 +107,7 @@ class GraphFlow {
   // Every return of `scope` is a `count`-tuple whose element `index` is one.
   bool forward_returns_python_number(std::size_t scope, std::size_t index, std::size_t count) const;
   void record_call_arguments(NodeId call, const std::vector<NodeId>& positional, NodeId args);
-  std::uint8_t captured_bits(NodeId function_or_lambda, const Env& env) const;
+  FlowBits captured_bits(NodeId function_or_lambda, const Env& env) const;
   std::string class_attribute_key(const std::string& dotted) const;
   void collect_differentiated_names(std::size_t scope);
   std::vector<std::string> summed_sources(NodeId value) const;
@@ -116,15 +116,15 @@ class GraphFlow {
   NodeId last_unpacking_of(const std::string& name, NodeId before, std::size_t index) const;
   // For `c = c + v` / `c = torch.cat([c, v])`: the operand that is not `c`.
   // `other_bits` receives what all the other operands carry.
-  NodeId self_update_operand(NodeId target, NodeId value, std::uint8_t& other_bits) const;
+  NodeId self_update_operand(NodeId target, NodeId value, FlowBits& other_bits) const;
 
   void record_store(StoreKind kind, NodeId site, NodeId container, NodeId key, NodeId value,
-                    std::uint8_t bits, std::size_t keeper = static_cast<std::size_t>(-1));
-  static void set(Env& env, const std::string& key, std::uint8_t bits);
+                    FlowBits bits, std::size_t keeper = static_cast<std::size_t>(-1));
+  static void set(Env& env, const std::string& key, FlowBits bits);
   // Leaves every name changed since `at` bound to the union of its value
   // then and now (what a loop may carry out of its body).
   static void join_with_checkpoint(Env& env, FlowEnvironment::Checkpoint at);
-  std::uint8_t strip_if_no_grad(std::uint8_t bits) const;
+  FlowBits strip_if_no_grad(FlowBits bits) const;
 
   // Parameters whose value a function puts into a container that outlives
   // the call (self.values.append(x), a global list): calls pass their
@@ -136,14 +136,13 @@ class GraphFlow {
   void record_stores_through_parameters(NodeId call, const std::vector<NodeId>& positional);
   // `stat_col["loss"] = loss` where a class of the file defines
   // `__setitem__` that keeps its value: a store at the assignment.
-  void record_stores_through_setitem(NodeId site, NodeId container, NodeId value,
-                                     std::uint8_t bits);
+  void record_stores_through_setitem(NodeId site, NodeId container, NodeId value, FlowBits bits);
   // Stores into a container the function was handed (`logs[k].append(z.detach())`
   // in `_log_metrics(logs, z)`): the summary "stores into argument M" with what
   // it stores (tensor facts, and which parameters they come from), so that the
   // call `_log_metrics(logs, z)` in a loop is a store into the caller's `logs`.
   void note_store_into_parameter(StoreKind kind, NodeId container, NodeId key, NodeId value,
-                                 std::uint8_t bits);
+                                 FlowBits bits);
   void record_stores_into_arguments(NodeId call, const std::vector<NodeId>& positional);
   // `self.running_mean.mul_(m).add_(mean * (1 - m))`: an in-place update of
   // a tensor the object keeps, from a value with a graph, links every call's
@@ -152,14 +151,19 @@ class GraphFlow {
                                     const std::vector<NodeId>& positional);
 
   FileAnalysis& file_;
-  std::vector<std::uint8_t> parameter_sinks_;  // per scope: bit i = positional parameter i
-  std::vector<std::uint8_t> parameter_sums_;   // per scope: added into a sum only
+  std::vector<FlowBits> parameter_sinks_;  // per scope: bit i = positional parameter i
+  std::vector<FlowBits> parameter_sums_;   // per scope: added into a sum only
   // Per scope: kept in a container emptied only now and then (an epoch-end
   // `empty()`), which bounds tensors but not graphs: a sink for graphs only.
-  std::vector<std::uint8_t> parameter_graph_sinks_;
+  std::vector<FlowBits> parameter_graph_sinks_;
   // Per scope, per tracked parameter used as a container: what is stored
   // into it (kTensorFacts and the kParameterBits of its sources); 0 if none.
-  std::vector<std::array<std::uint8_t, kGraphFlowTrackedParameters>> argument_containers_;
+  // Kept by scope, for the few functions that have any.
+  using ArgumentSummary = std::array<FlowBits, kGraphFlowTrackedParameters>;
+  std::unordered_map<std::size_t, ArgumentSummary> argument_containers_;
+  // The same for values written into a slot of such a parameter
+  // (`buf[mask] = v`): a store only of a graph, into a caller's tensor.
+  std::unordered_map<std::size_t, ArgumentSummary> argument_slot_writes_;
   bool any_parameter_sinks_ = false;
   bool any_argument_containers_ = false;
   bool private_values_scanned_ = false;
@@ -178,13 +182,13 @@ class GraphFlow {
   // Containers (in the current scope) whose elements are differentiated:
   // path -> the backward() call that shows it.
   std::unordered_map<std::string, NodeId> differentiated_elements_;
-  std::vector<std::uint8_t> returned_elements_;
+  std::vector<FlowBits> returned_elements_;
   bool returns_only_tuples_ = true;
   std::unordered_map<NodeId, std::size_t> store_index_;
   std::size_t scope_ = 0;
   bool grad_enabled_ = true;
   int loop_depth_ = 0;
-  std::uint8_t returned_ = 0;
+  FlowBits returned_ = 0;
 };
 
 }  // namespace gpuleak::lint

@@ -25,10 +25,10 @@ void GraphFlow::walk_assignment(NodeId assignment, Env& env) {
     walk_augmented(value, env);
     return;
   }
-  std::uint8_t bits = eval(value, env);
+  FlowBits bits = eval(value, env);
   for (NodeId target : targets) {
     if (targets.size() == 1) {
-      std::uint8_t other_bits = 0;
+      FlowBits other_bits = 0;
       NodeId other = self_update_operand(target, value, other_bits);
       // A slot concatenated with tensors without a graph is bounded by the
       // object that holds it, which the analysis does not follow; one with
@@ -53,14 +53,14 @@ void GraphFlow::walk_augmented(NodeId assignment, Env& env) {
   NodeId left = tree_.child_by_field(assignment, Field::kLeft);
   NodeId right = tree_.child_by_field(assignment, Field::kRight);
   if (left == kNoNode || right == kNoNode) return;
-  std::uint8_t right_bits = eval(right, env);
-  std::uint8_t left_bits = eval(left, env);
+  FlowBits right_bits = eval(right, env);
+  FlowBits left_bits = eval(left, env);
   NodeKind rk = tree_.kind(right);
   bool list_like =
       rk == NodeKind::kList || rk == NodeKind::kTuple || rk == NodeKind::kListComprehension;
   // `total += loss` under no_grad computes a new value without a graph;
   // `outputs += [out]` keeps the very objects, graph and all.
-  std::uint8_t effective = list_like ? right_bits : strip_if_no_grad(right_bits);
+  FlowBits effective = list_like ? right_bits : strip_if_no_grad(right_bits);
   if (tree_.kind(left) == NodeKind::kSubscript) {
     record_store(StoreKind::kSubscriptAugmented, assignment,
                  tree_.child_by_field(left, Field::kValue),
@@ -68,14 +68,14 @@ void GraphFlow::walk_augmented(NodeId assignment, Env& env) {
   } else {
     record_store(StoreKind::kAugmented, assignment, left, kNoNode, right, effective);
   }
-  set(env, dotted_text(tree_, left), static_cast<std::uint8_t>(left_bits | effective));
+  set(env, dotted_text(tree_, left), static_cast<FlowBits>(left_bits | effective));
 }
 
-void GraphFlow::bind_pattern(NodeId target, std::uint8_t bits, Env& env) {
+void GraphFlow::bind_pattern(NodeId target, FlowBits bits, Env& env) {
   for (NodeId name : bound_targets(tree_, target)) set(env, dotted_text(tree_, name), bits);
 }
 
-void GraphFlow::bind_loop_targets(NodeId target, NodeId iterable, std::uint8_t bits, Env& env) {
+void GraphFlow::bind_loop_targets(NodeId target, NodeId iterable, FlowBits bits, Env& env) {
   // `for i, out in enumerate(outputs)`: the first name counts, it is an int.
   // `for step, loss in history.items()`: the first is a key (a step number,
   // a name); the values are what the dict was filled with.
@@ -97,8 +97,7 @@ void GraphFlow::bind_loop_targets(NodeId target, NodeId iterable, std::uint8_t b
   bind_pattern(target, bits, env);
 }
 
-void GraphFlow::assign_target(NodeId target, NodeId value, std::uint8_t bits, Env& env,
-                              NodeId site) {
+void GraphFlow::assign_target(NodeId target, NodeId value, FlowBits bits, Env& env, NodeId site) {
   if (target == kNoNode) return;
   switch (tree_.kind(target)) {
     case NodeKind::kIdentifier: {
@@ -142,7 +141,7 @@ void GraphFlow::assign_target(NodeId target, NodeId value, std::uint8_t bits, En
       record_store(StoreKind::kSubscript, site, container, key, value, bits);
       record_stores_through_setitem(site, container, value, bits);
       std::string holder = dotted_text(tree_, container);
-      if (!holder.empty()) env.add(holder, bits);
+      if (!holder.empty()) env.add(holder, bits & ~kRequiresGradLeaf);
       return;
     }
     case NodeKind::kPatternList:
@@ -162,7 +161,7 @@ void GraphFlow::assign_target(NodeId target, NodeId value, std::uint8_t bits, En
         }
       }
       bool pairwise = values.size() == elements.size();
-      std::vector<std::uint8_t> from_summary;
+      std::vector<FlowBits> from_summary;
       if (!pairwise && value != kNoNode && tree_.kind(value) == NodeKind::kCall) {
         from_summary = same_file_return_elements(value, elements.size());
       } else if (!pairwise && value != kNoNode && tree_.kind(value) == NodeKind::kIdentifier) {
@@ -190,8 +189,7 @@ void GraphFlow::assign_target(NodeId target, NodeId value, std::uint8_t bits, En
       }
       for (std::size_t i = 0; i < elements.size(); ++i) {
         if (numbers[i]) {
-          assign_target(elements[i], value, static_cast<std::uint8_t>(bits & ~kTensorFacts), env,
-                        site);
+          assign_target(elements[i], value, static_cast<FlowBits>(bits & ~kTensorFacts), env, site);
           continue;
         }
         if (pairwise) {
@@ -203,8 +201,7 @@ void GraphFlow::assign_target(NodeId target, NodeId value, std::uint8_t bits, En
           // of a tuple from elsewhere is that something in it is a tensor
           // (by convention the loss, first). A later element stored into a
           // container is taken for one only on evidence from its uses.
-          assign_target(elements[i], value, static_cast<std::uint8_t>(bits & ~kTensorFacts), env,
-                        site);
+          assign_target(elements[i], value, static_cast<FlowBits>(bits & ~kTensorFacts), env, site);
         } else if (i > 0 && criterion_running_the_model(value) &&
                    opaque_name_without_graph_evidence(elements[i])) {
           // `loss, sample_size, logging_output = criterion(model, sample)`
@@ -214,7 +211,7 @@ void GraphFlow::assign_target(NodeId target, NodeId value, std::uint8_t bits, En
           // evidence of its own. (A loss of predictions, `loss, parts =
           // loss_fn(preds, y)`, or a model's `loss, stats = actor(data)`, may
           // well return graphs in its parts, and keeps them.)
-          assign_target(elements[i], value, static_cast<std::uint8_t>(bits & ~kCarriesGraph), env,
+          assign_target(elements[i], value, static_cast<FlowBits>(bits & ~kCarriesGraph), env,
                         site);
         } else {
           assign_target(elements[i], value, bits, env, site);
@@ -233,7 +230,7 @@ void GraphFlow::assign_target(NodeId target, NodeId value, std::uint8_t bits, En
   }
 }
 
-NodeId GraphFlow::self_update_operand(NodeId target, NodeId value, std::uint8_t& other_bits) const {
+NodeId GraphFlow::self_update_operand(NodeId target, NodeId value, FlowBits& other_bits) const {
   std::string self = dotted_text(tree_, target);
   // `self[key] = torch.cat((self[key], report[key]))`: a slot updated from
   // itself, compared by its text.
@@ -249,7 +246,7 @@ NodeId GraphFlow::self_update_operand(NodeId target, NodeId value, std::uint8_t&
     std::vector<NodeId> parts = tree_.named_children(value);
     if (parts.size() != 3) return kNoNode;
     for (NodeId branch : {parts[0], parts[2]}) {
-      std::uint8_t bits = 0;
+      FlowBits bits = 0;
       NodeId other = self_update_operand(target, branch, bits);
       if (other != kNoNode) {
         other_bits |= bits;

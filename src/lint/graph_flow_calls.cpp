@@ -64,10 +64,10 @@ bool is_append_method(std::string_view method) {
 
 }  // namespace
 
-std::uint8_t GraphFlow::same_file_function_bits(NodeId call) const {
+FlowBits GraphFlow::same_file_function_bits(NodeId call) const {
   // The defs the call can run (callees_of): `algo.train(feed)` runs a method
   // named train, never the module-level `def train(...)` beside it.
-  std::uint8_t bits = 0;
+  FlowBits bits = 0;
   for (std::size_t s : file_.callees_of(call)) {
     bits |= learnt_.returns[s];
   }
@@ -76,13 +76,12 @@ std::uint8_t GraphFlow::same_file_function_bits(NodeId call) const {
   return bits & kTensorFacts;
 }
 
-std::vector<std::uint8_t> GraphFlow::same_file_return_elements(NodeId call,
-                                                               std::size_t count) const {
-  std::vector<std::uint8_t> out;
+std::vector<FlowBits> GraphFlow::same_file_return_elements(NodeId call, std::size_t count) const {
+  std::vector<FlowBits> out;
   std::vector<std::size_t> scopes = file_.callees_of(call);
   if (scopes.empty()) return out;
   for (std::size_t s : scopes) {
-    const std::vector<std::uint8_t>& e = learnt_.return_elements[s];
+    const std::vector<FlowBits>& e = learnt_.return_elements[s];
     if (e.size() != count) return {};
     if (out.empty()) out.assign(count, 0);
     for (std::size_t i = 0; i < count; ++i) out[i] |= e[i] & kTensorFacts;
@@ -185,13 +184,13 @@ void GraphFlow::record_call_arguments(NodeId call, const std::vector<NodeId>& po
   for (std::size_t s : targets) {
     if (file_.is_hook_scope(s)) continue;  // the framework calls it with its own values
     const Scope& callee = file_.scopes_[s];
-    std::vector<std::uint8_t>& into = next_.arguments[s];
+    std::vector<FlowBits>& into = next_.arguments[s];
     std::size_t first = callee.class_node != kNoNode ? 1 : 0;  // self
     for (std::size_t i = 0; i < positional.size(); ++i) {
       if (tree_.kind(positional[i]) == NodeKind::kListSplat) break;  // *args: positions unknown
       std::size_t p = first + i;
       if (p >= into.size()) break;
-      into[p] |= file_.bits_[positional[i]] & kTensorFacts;
+      into[p] |= as_operand(file_.bits_[positional[i]]) & kTensorFacts;
     }
     if (args == kNoNode || tree_.kind(args) != NodeKind::kArgumentList) continue;
     for (NodeId a : tree_.named_children(args)) {
@@ -200,14 +199,28 @@ void GraphFlow::record_call_arguments(NodeId call, const std::vector<NodeId>& po
       NodeId value = tree_.child_by_field(a, Field::kValue);
       if (name == kNoNode || value == kNoNode) continue;
       for (std::size_t p = 0; p < callee.parameters.size(); ++p) {
-        if (callee.parameters[p] == tree_.text(name)) into[p] |= file_.bits_[value] & kTensorFacts;
+        if (callee.parameters[p] == tree_.text(name)) {
+          into[p] |= as_operand(file_.bits_[value]) & kTensorFacts;
+        }
       }
     }
   }
 }
 
-std::uint8_t GraphFlow::torch_function_bits(std::string_view q, NodeId call, std::uint8_t args) {
+FlowBits GraphFlow::torch_function_bits(std::string_view q, NodeId call, FlowBits args) {
   std::string_view last = vocabulary::last_component(q);
+  // `yy = nn.Parameter(x.clone())` or `delta = torch.zeros_like(x,
+  // requires_grad=True)` made in a function: a leaf that requires grad, the
+  // variable of an optimisation loop (an attack's perturbation). Not on the
+  // meta device, which holds no memory (torch's fake-tensor memo makes such
+  // tensors).
+  if (q == "torch.nn.Parameter" || q == "torch.nn.parameter.Parameter") return kRequiresGradLeaf;
+  NodeId requires_grad = file_.keyword_argument(call, "requires_grad");
+  if (requires_grad != kNoNode && tree_.kind(requires_grad) == NodeKind::kTrue) {
+    NodeId device = file_.keyword_argument(call, "device");
+    std::string_view where = device != kNoNode ? tree_.text(device) : std::string_view();
+    if (where != "\"meta\"" && where != "'meta'") return kRequiresGradLeaf;
+  }
   if (vocabulary::is_capitalized(last) || q.starts_with("torch.cuda.") ||
       q.starts_with("torch.distributed.") || q.starts_with("torch.utils.") ||
       q.starts_with("torch.backends.")) {
@@ -221,7 +234,7 @@ std::uint8_t GraphFlow::torch_function_bits(std::string_view q, NodeId call, std
     bool one_number = (last == "tensor" || last == "as_tensor") && positional.size() == 1 &&
                       (tree_.kind(positional[0]) == NodeKind::kInteger ||
                        tree_.kind(positional[0]) == NodeKind::kFloat);
-    return static_cast<std::uint8_t>(one_number ? kDeviceTensor : kDeviceTensor | kNonScalar);
+    return static_cast<FlowBits>(one_number ? kDeviceTensor : kDeviceTensor | kNonScalar);
   }
   if (one_of(last,
              {"zeros_like", "ones_like", "empty_like", "full_like", "rand_like", "randn_like"})) {
@@ -243,19 +256,19 @@ std::uint8_t GraphFlow::torch_function_bits(std::string_view q, NodeId call, std
     NodeId reduction = file_.keyword_argument(call, "reduction");
     bool reduced =
         reduction == kNoNode || tree_.text(reduction).find("none") == std::string_view::npos;
-    std::uint8_t bits = args & (reduced ? kTensorBits : kTensorFacts);
+    FlowBits bits = args & (reduced ? kTensorBits : kTensorFacts);
     return strip_if_no_grad(bits);
   }
   if (q == "torch.autograd.grad") {
     NodeId create = file_.keyword_argument(call, "create_graph");
     bool graph = create != kNoNode && tree_.kind(create) != NodeKind::kFalse;
-    return graph ? strip_if_no_grad(kTensorBits) : static_cast<std::uint8_t>(kDeviceTensor);
+    return graph ? strip_if_no_grad(kTensorBits) : static_cast<FlowBits>(kDeviceTensor);
   }
-  std::uint8_t bits = args & kTensorFacts;
+  FlowBits bits = args & kTensorFacts;
   if (one_of(last, {"sum", "mean", "norm", "prod", "std", "var"}) &&
       file_.positional_arguments(call).size() == 1 &&
       file_.keyword_argument(call, "dim") == kNoNode) {
-    bits = static_cast<std::uint8_t>(bits & ~kNonScalar);
+    bits = static_cast<FlowBits>(bits & ~kNonScalar);
   }
   if (one_of(last, {"cat", "concat", "concatenate", "stack", "hstack", "vstack"})) {
     bits |= (bits & kTensorBits) ? kNonScalar : 0;
@@ -263,27 +276,27 @@ std::uint8_t GraphFlow::torch_function_bits(std::string_view q, NodeId call, std
   return strip_if_no_grad(bits);
 }
 
-std::uint8_t GraphFlow::eval_call(NodeId call, Env& env) {
+FlowBits GraphFlow::eval_call(NodeId call, Env& env) {
   NodeId fn = file_.callee(call);
   NodeId receiver = file_.method_receiver(call);
-  std::uint8_t receiver_bits = 0;
+  FlowBits receiver_bits = 0;
   if (receiver != kNoNode) {
-    receiver_bits = eval(receiver, env);
+    receiver_bits = as_operand(eval(receiver, env));
   } else if (fn != kNoNode && tree_.kind(fn) != NodeKind::kIdentifier) {
     eval(fn, env);
   }
   // Arguments, in order.
-  std::uint8_t arg_bits = 0;
+  FlowBits arg_bits = 0;
   bool model_argument = false;
   std::vector<NodeId> positional;
   NodeId args = tree_.child_by_field(call, Field::kArguments);
   if (args != kNoNode) {
     if (tree_.kind(args) == NodeKind::kGeneratorExpression) {
-      arg_bits |= eval(args, env);
+      arg_bits |= as_operand(eval(args, env));
       positional.push_back(args);
     } else {
       for (NodeId a : tree_.named_children(args)) {
-        arg_bits |= eval(a, env);
+        arg_bits |= as_operand(eval(a, env));
         NodeKind k = tree_.kind(a);
         if (k != NodeKind::kKeywordArgument && k != NodeKind::kDictionarySplat) {
           positional.push_back(a);
@@ -319,9 +332,12 @@ std::uint8_t GraphFlow::eval_call(NodeId call, Env& env) {
       stored = positional.front();
     }
     if (stored != kNoNode) {
-      std::uint8_t bits = file_.bits_[stored];
+      FlowBits bits = file_.bits_[stored];
       record_store(store_kind, call, receiver, kNoNode, stored, bits);
       std::string holder = dotted_text(tree_, receiver);
+      // A container of leaves is no leaf (`self.append(nn.Parameter(...))`
+      // in an unpickler, `opt = Adam([z])`).
+      bits &= ~kRequiresGradLeaf;
       if (!holder.empty() && bits != 0) env.add(holder, bits);
       return 0;
     }
@@ -344,9 +360,20 @@ std::uint8_t GraphFlow::eval_call(NodeId call, Env& env) {
       return 0;
     }
     if (returns_python_value(name)) return 0;
+    // `delta.requires_grad_()` (or `x.detach().requires_grad_()`): the tensor
+    // is now a leaf that requires grad. (`r.requires_grad = True` is not taken:
+    // Debian's torch sets it on the meta tensors of its fake-tensor memo.)
+    if (name == "requires_grad_" &&
+        (positional.empty() || tree_.kind(positional[0]) == NodeKind::kTrue)) {
+      std::string holder = dotted_text(tree_, receiver);
+      if (!holder.empty() && tree_.kind(receiver) == NodeKind::kIdentifier) {
+        env.add(holder, kRequiresGradLeaf);
+      }
+      return static_cast<FlowBits>((receiver_bits & kNonScalar) | kRequiresGradLeaf);
+    }
     // Only tensors have detach(): whatever it was, the result is one.
     if (name == "detach" || name == "detach_") {
-      return static_cast<std::uint8_t>(kDeviceTensor | (receiver_bits & kNonScalar));
+      return static_cast<FlowBits>(kDeviceTensor | (receiver_bits & kNonScalar));
     }
     // The copy is on the host; its graph (and the graph's activations) is not.
     // A parameter moved to the host is still that parameter: a function
@@ -358,10 +385,10 @@ std::uint8_t GraphFlow::eval_call(NodeId call, Env& env) {
         NodeId a = args;
         bool to_cpu = a != kNoNode && tree_.text(a).find("cpu") != std::string_view::npos;
         if (to_cpu) return receiver_bits & (kCarriesGraph | kNonScalar | kParameterBits);
-        return static_cast<std::uint8_t>(
-            receiver_bits | (call_targets_cuda_device(file_, call) ? kDeviceTensor : 0));
+        return static_cast<FlowBits>(receiver_bits |
+                                     (call_targets_cuda_device(file_, call) ? kDeviceTensor : 0));
       }
-      return static_cast<std::uint8_t>(receiver_bits | kDeviceTensor);
+      return static_cast<FlowBits>(receiver_bits | kDeviceTensor);
     }
     if (returns_tensor_without_graph(name)) return receiver_bits & kDeviceTensor;
   }
@@ -396,17 +423,17 @@ std::uint8_t GraphFlow::eval_call(NodeId call, Env& env) {
   // `model.generate(...)` decodes token tensors on the model's device; the
   // generation loop runs without gradients.
   if (name == "generate" && receiver != kNoNode && file_.is_model_expression(receiver, call)) {
-    return static_cast<std::uint8_t>(kDeviceTensor | kNonScalar);
+    return static_cast<FlowBits>(kDeviceTensor | kNonScalar);
   }
   if (receiver != kNoNode && (receiver_bits & kTensorBits)) {
     // A tensor method: sum(), mean(), view(), softmax() ... passes it on;
     // a full reduction leaves one element.
-    std::uint8_t bits =
-        static_cast<std::uint8_t>((receiver_bits | (arg_bits & kTensorBits)) & kTensorFacts);
+    FlowBits bits =
+        static_cast<FlowBits>((receiver_bits | (arg_bits & kTensorBits)) & kTensorFacts);
     if (one_of(name, {"sum", "mean", "norm", "max", "min", "prod", "std", "var", "amax", "amin",
                       "logsumexp"}) &&
         positional.empty() && file_.keyword_argument(call, "dim") == kNoNode) {
-      bits = static_cast<std::uint8_t>(bits & ~kNonScalar);
+      bits = static_cast<FlowBits>(bits & ~kNonScalar);
     }
     return strip_if_no_grad(bits);
   }
@@ -420,7 +447,7 @@ std::uint8_t GraphFlow::eval_call(NodeId call, Env& env) {
   }
   if (q.starts_with("torch.")) return torch_function_bits(q, call, arg_bits);
   if (file_.is_loss_callee(call)) {
-    std::uint8_t bits = arg_bits & kTensorBits;
+    FlowBits bits = arg_bits & kTensorBits;
     if (model_argument) bits |= kTensorBits;  // compute_loss(model, batch)
     // A loss is one number unless asked not to reduce.
     NodeId reduction = file_.keyword_argument(call, "reduction");
@@ -432,13 +459,13 @@ std::uint8_t GraphFlow::eval_call(NodeId call, Env& env) {
   std::string dotted = dotted_text(tree_, fn);
   if (!dotted.empty() && (receiver == kNoNode || dotted.rfind("self.", 0) == 0 ||
                           file_.project_module_function(call) != static_cast<std::size_t>(-1))) {
-    std::uint8_t summary = same_file_function_bits(call);
+    FlowBits summary = same_file_function_bits(call);
     if (summary != 0) return strip_if_no_grad(summary);
   }
   if (receiver != kNoNode && !file_.constructed_classes(receiver).empty()) {
     // `train_util.train_step(imgs)` where every binding of `train_util`
     // constructs a class of this file: what that class's method returns.
-    std::uint8_t summary = 0;
+    FlowBits summary = 0;
     for (std::size_t s : file_.callees_of(call)) summary |= learnt_.returns[s];
     summary &= kTensorFacts;
     if (summary != 0) return strip_if_no_grad(summary);

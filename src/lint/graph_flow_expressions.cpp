@@ -7,9 +7,9 @@ namespace gpuleak::lint {
 
 using namespace graph_flow;
 
-std::uint8_t GraphFlow::eval(NodeId e, Env& env) {
+FlowBits GraphFlow::eval(NodeId e, Env& env) {
   if (e == kNoNode) return 0;
-  std::uint8_t r = 0;
+  FlowBits r = 0;
   switch (tree_.kind(e)) {
     case NodeKind::kIdentifier: {
       r = env.get(std::string(tree_.text(e)));
@@ -23,7 +23,7 @@ std::uint8_t GraphFlow::eval(NodeId e, Env& env) {
       // sys.exc_info()[0] is the exception's type: it holds no frames.
       NodeId index = tree_.child_by_field(e, Field::kSubscriptIndex);
       if ((r & kException) && index != kNoNode && tree_.text(index) == "0") {
-        r = static_cast<std::uint8_t>(r & ~kException);
+        r = static_cast<FlowBits>(r & ~kException);
       }
       for (NodeId c = tree_.first_child(e); c != kNoNode; c = tree_.next_sibling(c)) {
         if (tree_.node(c).field == Field::kSubscriptIndex) eval(c, env);
@@ -34,8 +34,8 @@ std::uint8_t GraphFlow::eval(NodeId e, Env& env) {
       r = eval_call(e, env);
       break;
     case NodeKind::kBinaryOperator: {
-      std::uint8_t left = eval(tree_.child_by_field(e, Field::kLeft), env);
-      std::uint8_t right = eval(tree_.child_by_field(e, Field::kRight), env);
+      FlowBits left = as_operand(eval(tree_.child_by_field(e, Field::kLeft), env));
+      FlowBits right = as_operand(eval(tree_.child_by_field(e, Field::kRight), env));
       NodeId l = tree_.child_by_field(e, Field::kLeft);
       // "%s" % loss formats a string.
       if (l != kNoNode && tree_.kind(l) == NodeKind::kString) {
@@ -43,22 +43,23 @@ std::uint8_t GraphFlow::eval(NodeId e, Env& env) {
       } else {
         // Arithmetic passes tensors on, and which parameters they came from.
         r = strip_if_no_grad(
-            static_cast<std::uint8_t>((left | right) & (kTensorFacts | kParameterBits)));
+            static_cast<FlowBits>((left | right) & (kTensorFacts | kParameterBits)));
       }
       break;
     }
     case NodeKind::kUnaryOperator:
-      r = strip_if_no_grad(eval(tree_.first_named_child(e), env) & (kTensorFacts | kParameterBits));
+      r = strip_if_no_grad(as_operand(eval(tree_.first_named_child(e), env)) &
+                           (kTensorFacts | kParameterBits));
       break;
     case NodeKind::kBooleanOperator:
-      r = static_cast<std::uint8_t>(eval(tree_.child_by_field(e, Field::kLeft), env) |
-                                    eval(tree_.child_by_field(e, Field::kRight), env));
+      r = static_cast<FlowBits>(eval(tree_.child_by_field(e, Field::kLeft), env) |
+                                eval(tree_.child_by_field(e, Field::kRight), env));
       break;
     case NodeKind::kNotOperator:
       eval(tree_.first_named_child(e), env);
       break;
     case NodeKind::kComparisonOperator: {
-      std::uint8_t all = 0;
+      FlowBits all = 0;
       for (NodeId c : tree_.named_children(e)) all |= eval(c, env);
       r = all & kDeviceTensor;  // a bool tensor has no graph
       break;
@@ -69,7 +70,7 @@ std::uint8_t GraphFlow::eval(NodeId e, Env& env) {
       std::optional<TensorTest> test =
           parts.size() == 3 ? tensor_test(parts[1]) : std::optional<TensorTest>();
       for (std::size_t i = 0; i < parts.size(); ++i) {
-        std::uint8_t b = 0;
+        FlowBits b = 0;
         if (test &&
             ((i == 0 && test->true_means_not_tensor) || (i == 2 && !test->true_means_not_tensor))) {
           FlowEnvironment::Checkpoint before = env.open();
@@ -100,6 +101,7 @@ std::uint8_t GraphFlow::eval(NodeId e, Env& env) {
     case NodeKind::kSet:
     case NodeKind::kExpressionList:
       for (NodeId c : tree_.named_children(e)) r |= eval(c, env);
+      r &= ~kRequiresGradLeaf;  // a list of leaves is no leaf
       break;
     case NodeKind::kDictionary:
       for (NodeId c : tree_.named_children(e)) {
@@ -111,6 +113,7 @@ std::uint8_t GraphFlow::eval(NodeId e, Env& env) {
           r |= eval(c, env);
         }
       }
+      r &= ~kRequiresGradLeaf;
       break;
     case NodeKind::kListComprehension:
     case NodeKind::kSetComprehension:
@@ -146,7 +149,7 @@ std::uint8_t GraphFlow::eval(NodeId e, Env& env) {
   return r;
 }
 
-std::uint8_t GraphFlow::eval_comprehension(NodeId e, Env& env) {
+FlowBits GraphFlow::eval_comprehension(NodeId e, Env& env) {
   std::vector<NodeId> parts = tree_.named_children(e);
   if (parts.empty()) return 0;
   // The comprehension's own names stay inside it: undone at the end.
@@ -156,14 +159,14 @@ std::uint8_t GraphFlow::eval_comprehension(NodeId e, Env& env) {
     NodeId part = parts[i];
     if (tree_.kind(part) == NodeKind::kForInClause) {
       NodeId right = tree_.child_by_field(part, Field::kRight);
-      std::uint8_t iterated = eval(right, inner);
+      FlowBits iterated = eval(right, inner);
       bind_loop_targets(tree_.child_by_field(part, Field::kLeft), right, iterated, inner);
     } else {
       eval(part, inner);
     }
   }
   NodeId body = parts[0];
-  std::uint8_t v = 0;
+  FlowBits v = 0;
   if (tree_.kind(body) == NodeKind::kPair) {
     eval(tree_.child_by_field(body, Field::kKey), inner);
     v = eval(tree_.child_by_field(body, Field::kValue), inner);
@@ -189,11 +192,11 @@ bool names_a_count(std::string_view name) {
 
 }  // namespace
 
-std::uint8_t GraphFlow::eval_attribute(NodeId e, Env& env) {
-  std::uint8_t object = eval(tree_.child_by_field(e, Field::kObject), env);
+FlowBits GraphFlow::eval_attribute(NodeId e, Env& env) {
+  FlowBits object = eval(tree_.child_by_field(e, Field::kObject), env);
   std::string key = dotted_text(tree_, e);
   if (!key.empty()) {
-    if (const std::uint8_t* bits = env.find(key)) return *bits;
+    if (const FlowBits* bits = env.find(key)) return *bits;
   }
   NodeId attr = tree_.child_by_field(e, Field::kAttributeName);
   std::string_view name = attr != kNoNode ? tree_.text(attr) : std::string_view();

@@ -44,7 +44,7 @@ void GraphFlow::record_in_place_accumulation(NodeId call, std::string_view metho
   // The operands that are added: all tensors for addcmul_/addcdiv_, the end
   // point for lerp_ (its weight is a number or a tensor of weights).
   NodeId value = positional.front();
-  std::uint8_t bits = 0;
+  FlowBits bits = 0;
   std::size_t operands = method == "addcmul_" || method == "addcdiv_" ? positional.size() : 1;
   for (std::size_t i = 0; i < operands && i < positional.size(); ++i) {
     bits |= file_.bits_[positional[i]];
@@ -57,7 +57,7 @@ void GraphFlow::record_in_place_accumulation(NodeId call, std::string_view metho
     bits |= kTensorBits;
   }
   record_store(StoreKind::kAugmented, call, target, kNoNode, value,
-               static_cast<std::uint8_t>(bits & kValueBits));
+               static_cast<FlowBits>(bits & kValueBits));
   auto it = store_index_.find(target);
   if (it != store_index_.end()) file_.stores_[it->second].graph_from_forward_input = from_input;
 }

@@ -53,7 +53,7 @@ void GraphFlow::walk_statement(NodeId statement, Env& env) {
       walk_if(statement, env);
       return;
     case NodeKind::kForStatement: {
-      std::uint8_t iterated = eval(tree_.child_by_field(statement, Field::kRight), env);
+      FlowBits iterated = eval(tree_.child_by_field(statement, Field::kRight), env);
       NodeId body = tree_.child_by_field(statement, Field::kBody);
       NodeId left = tree_.child_by_field(statement, Field::kLeft);
       // `for out in outputs`: elements of a list of carriers are carriers.
@@ -84,7 +84,7 @@ void GraphFlow::walk_statement(NodeId statement, Env& env) {
       // A nested def is a closure over what it reads from this scope.
       NodeId name = tree_.child_by_field(statement, Field::kName);
       if (name != kNoNode) {
-        std::uint8_t captured = scope_ != 0 ? captured_bits(statement, env) : 0;
+        FlowBits captured = scope_ != 0 ? captured_bits(statement, env) : 0;
         set(env, std::string(tree_.text(name)), captured);
       }
       return;
@@ -286,7 +286,7 @@ void GraphFlow::walk_with(NodeId statement, Env& env) {
         expression = tree_.first_named_child(value);
         alias = tree_.child_by_field(value, Field::kAlias);
       }
-      std::uint8_t bits = eval(expression, env);
+      FlowBits bits = eval(expression, env);
       // Gradient mode switches: no_grad(), inference_mode(), enable_grad(),
       // set_grad_enabled(flag).
       NodeId fn = tree_.kind(expression) == NodeKind::kCall ? file_.callee(expression) : expression;

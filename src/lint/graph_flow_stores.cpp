@@ -12,7 +12,7 @@ namespace gpuleak::lint {
 using namespace graph_flow;
 
 void GraphFlow::record_store(StoreKind kind, NodeId site, NodeId container, NodeId key,
-                             NodeId value, std::uint8_t bits, std::size_t keeper) {
+                             NodeId value, FlowBits bits, std::size_t keeper) {
   if ((bits & kParameterBits) && !(bits & kValueBits) && container != kNoNode &&
       kind != StoreKind::kLocalName && kind != StoreKind::kAttribute &&
       kind != StoreKind::kGlobalName && is_long_lived_container(container) &&
@@ -33,7 +33,7 @@ void GraphFlow::record_store(StoreKind kind, NodeId site, NodeId container, Node
           sums ? sum_restarted_every_step(file_, path) : container_bounded_elsewhere(file_, path);
       memo = bounded_containers_.emplace(memo_key, bounded).first;
     }
-    auto parameters = static_cast<std::uint8_t>((bits & kParameterBits) >> 4);
+    auto parameters = static_cast<FlowBits>((bits & kParameterBits) >> kParameterShift);
     if (!memo->second) {
       (sums ? parameter_sums_ : parameter_sinks_)[scope_] |= parameters;
       any_parameter_sinks_ = true;
@@ -64,7 +64,7 @@ void GraphFlow::record_store(StoreKind kind, NodeId site, NodeId container, Node
       evidence = it->second;
     }
   }
-  auto parameter_sources = static_cast<std::uint8_t>((bits & kParameterBits) >> 4);
+  auto parameter_sources = static_cast<FlowBits>((bits & kParameterBits) >> kParameterShift);
   bits &= kValueBits;
   if (bits == 0 && kind != StoreKind::kAppend && kind != StoreKind::kExtend &&
       kind != StoreKind::kAugmented && kind != StoreKind::kSubscript &&
@@ -77,7 +77,7 @@ void GraphFlow::record_store(StoreKind kind, NodeId site, NodeId container, Node
   event.container = container;
   event.key = key;
   event.value = value;
-  event.value_bits = bits;
+  event.value_bits = static_cast<std::uint8_t>(bits);
   event.grad_enabled = grad_enabled_;
   event.scope = scope_;
   event.keeping_function = keeper;
@@ -138,10 +138,10 @@ bool GraphFlow::is_long_lived_container(NodeId container) const {
 void GraphFlow::record_stores_through_parameters(NodeId call,
                                                  const std::vector<NodeId>& positional) {
   if (!any_parameter_sinks_ || positional.empty()) return;
-  std::uint8_t sinks = 0;
-  std::uint8_t sums = 0;
+  FlowBits sinks = 0;
+  FlowBits sums = 0;
   std::size_t keeper = static_cast<std::size_t>(-1);
-  std::uint8_t graph_sinks = 0;
+  FlowBits graph_sinks = 0;
   for (std::size_t s : file_.callees_of(call)) {
     if (parameter_sinks_[s] || parameter_sums_[s] || parameter_graph_sinks_[s]) keeper = s;
     sinks |= parameter_sinks_[s];
@@ -150,10 +150,10 @@ void GraphFlow::record_stores_through_parameters(NodeId call,
   }
   if (sinks == 0 && sums == 0 && graph_sinks == 0) return;
   for (std::size_t i = 0; i < positional.size() && i < kTrackedParameters; ++i) {
-    std::uint8_t bits = file_.bits_[positional[i]] & kValueBits;
-    bool kept =
-        (sinks & (1u << i)) != 0 || ((graph_sinks & (1u << i)) != 0 && (bits & kCarriesGraph) != 0);
-    bool summed_graph = (sums & (1u << i)) != 0 && (bits & kCarriesGraph) != 0;
+    FlowBits bits = file_.bits_[positional[i]] & kValueBits;
+    bool kept = (sinks & (FlowBits{1} << i)) != 0 ||
+                ((graph_sinks & (FlowBits{1} << i)) != 0 && (bits & kCarriesGraph) != 0);
+    bool summed_graph = (sums & (FlowBits{1} << i)) != 0 && (bits & kCarriesGraph) != 0;
     if (!kept && !summed_graph) continue;
     if (!(bits & kTensorBits)) continue;
     NodeId receiver = file_.method_receiver(call);
@@ -163,12 +163,12 @@ void GraphFlow::record_stores_through_parameters(NodeId call,
 }
 
 void GraphFlow::record_stores_through_setitem(NodeId site, NodeId container, NodeId value,
-                                              std::uint8_t bits) {
+                                              FlowBits bits) {
   if (!any_parameter_sinks_ || container == kNoNode || value == kNoNode) return;
   if (!(bits & kTensorBits)) return;
   std::vector<std::string> classes = file_.constructed_classes(container);
   // `__setitem__(self, key, value)`: the value is its second parameter.
-  constexpr std::uint8_t kValueParameter = 1u << 1;
+  constexpr FlowBits kValueParameter = FlowBits{1} << 1;
   for (std::size_t s : file_.scopes_named("__setitem__")) {
     const Scope& scope = file_.scopes_[s];
     if (scope.class_node == kNoNode) continue;
@@ -188,7 +188,7 @@ void GraphFlow::record_stores_through_setitem(NodeId site, NodeId container, Nod
 }
 
 void GraphFlow::note_store_into_parameter(StoreKind kind, NodeId container, NodeId key,
-                                          NodeId value, std::uint8_t bits) {
+                                          NodeId value, FlowBits bits) {
   if (container == kNoNode || scope_ == 0) return;
   // `b[:n] = data` copies into a buffer the caller handed over; only a key
   // that is new every step (`cache[step] = x`) adds an entry.
@@ -199,7 +199,18 @@ void GraphFlow::note_store_into_parameter(StoreKind kind, NodeId container, Node
     NodeKind k = tree_.kind(value);
     grows = k == NodeKind::kList || k == NodeKind::kTuple || k == NodeKind::kListComprehension;
   }
-  if (!grows || !(bits & (kTensorBits | kParameterBits))) return;
+  // `cur_dist[mask] = dist[mask]` into a buffer the caller handed over: into
+  // a tensor, a value with a graph adds a CopySlices node over the buffer's
+  // previous version, whatever the key. Whether the value has a graph (often
+  // an argument) and the buffer is a tensor is known at the call. A write
+  // under a key that changes (`mems[i] = ...`) may fill the slots of a list
+  // of fixed length the caller made, which the helper cannot tell: it counts
+  // as a slot write too.
+  bool slot_write =
+      kind == StoreKind::kSubscript && grad_enabled_ && (bits & (kCarriesGraph | kParameterBits));
+  if (kind == StoreKind::kSubscript && !slot_write) return;
+  if (!grows && !slot_write) return;
+  if (!(bits & (kTensorBits | kParameterBits))) return;
   // `logs["z"].append(...)`, `logs.append(...)`: the root name of the container.
   NodeId n = container;
   while (n != kNoNode &&
@@ -216,11 +227,15 @@ void GraphFlow::note_store_into_parameter(StoreKind kind, NodeId container, Node
     if (scope.parameters[p] != root) continue;
     std::size_t m = p - first;
     if (m >= kTrackedParameters) return;
-    std::uint8_t what = bits & (kTensorFacts | kParameterBits);
+    FlowBits what = bits & (kTensorFacts | kParameterBits);
     // The container's own bit says nothing of what is stored in it.
-    what = static_cast<std::uint8_t>(what & ~(kFirstParameterBit << m));
+    what = static_cast<FlowBits>(what & ~(kFirstParameterBit << m));
     if (what == 0) return;
-    argument_containers_[scope_][m] |= what;
+    if (slot_write) {
+      argument_slot_writes_[scope_][m] |= what;
+    } else {
+      argument_containers_[scope_][m] |= what;
+    }
     any_argument_containers_ = true;
     return;
   }
@@ -230,23 +245,35 @@ void GraphFlow::record_stores_into_arguments(NodeId call, const std::vector<Node
   if (!any_argument_containers_ || positional.empty()) return;
   for (std::size_t s : file_.callees_of(call)) {
     for (std::size_t m = 0; m < kTrackedParameters && m < positional.size(); ++m) {
-      std::uint8_t summary = argument_containers_[s][m];
-      if (summary == 0) continue;
-      NodeId container = positional[m];
-      if (dotted_text(tree_, container).empty()) continue;  // a fresh list dies with the call
-      // What goes in: tensors the function makes itself, and the arguments
-      // it takes them from.
-      std::uint8_t stored = summary & kTensorFacts;
-      NodeId source = kNoNode;
-      for (std::size_t p = 0; p < kTrackedParameters && p < positional.size(); ++p) {
-        if (!(summary & (kFirstParameterBit << p))) continue;
-        std::uint8_t passed = file_.bits_[positional[p]] & kTensorFacts;
-        if (passed != 0 && source == kNoNode) source = positional[p];
-        stored |= passed;
+      bool appended = false;  // one store per container: an append says more than a slot write
+      for (bool slot_write : {false, true}) {
+        if (slot_write && appended) break;
+        const auto& summaries = slot_write ? argument_slot_writes_ : argument_containers_;
+        auto found = summaries.find(s);
+        if (found == summaries.end()) continue;
+        FlowBits summary = found->second[m];
+        if (summary == 0) continue;
+        NodeId container = positional[m];
+        if (dotted_text(tree_, container).empty()) continue;  // a fresh list dies with the call
+        // What goes in: tensors the function makes itself, and the arguments
+        // it takes them from.
+        FlowBits stored = summary & kTensorFacts;
+        NodeId source = kNoNode;
+        for (std::size_t p = 0; p < kTrackedParameters && p < positional.size(); ++p) {
+          if (!(summary & (kFirstParameterBit << p))) continue;
+          FlowBits passed = file_.bits_[positional[p]] & kTensorFacts;
+          if (passed != 0 && source == kNoNode) source = positional[p];
+          stored |= passed;
+        }
+        stored = strip_if_no_grad(stored);
+        if (!(stored & kTensorBits)) continue;
+        // A slot write keeps something only as a graph chained into a tensor
+        // (store_growth checks that the caller's container is one).
+        if (slot_write && !(stored & kCarriesGraph)) continue;
+        record_store(slot_write ? StoreKind::kSubscript : StoreKind::kAppend, call, container,
+                     kNoNode, source != kNoNode ? source : call, stored, s);
+        appended = true;
       }
-      if (!(stored & kTensorBits)) continue;
-      record_store(StoreKind::kAppend, call, container, kNoNode, source != kNoNode ? source : call,
-                   strip_if_no_grad(stored), s);
     }
   }
 }

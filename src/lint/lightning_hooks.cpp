@@ -50,11 +50,11 @@ bool is_predict_batch_hook(const FileAnalysis& file, std::size_t scope) {
 }
 
 std::string lightning_parameter_evidence(const FileAnalysis& file, std::size_t scope,
-                                         std::uint8_t parameter_sources) {
+                                         FlowBits parameter_sources) {
   std::size_t index = lightning_outputs_parameter(file, scope);
   if (index == kNoOutputs) return {};
   std::size_t bit = index - 1;  // bits count the parameters after self
-  if (bit >= 8 || !(parameter_sources & (1u << bit))) return {};
+  if (bit >= 32 || !(parameter_sources & (FlowBits{1} << bit))) return {};
   const Scope& s = file.scopes()[scope];
   return fmt::format("`{}` is what Lightning hands `{}`: the step's outputs, on the GPU",
                      s.parameters[index], s.name);

@@ -33,6 +33,6 @@ bool is_predict_batch_hook(const FileAnalysis& file, std::size_t scope);
 // what Lightning hands `on_predict_batch_end`: the step's outputs, on the
 // GPU"; empty when none of them is a Lightning hook's outputs.
 std::string lightning_parameter_evidence(const FileAnalysis& file, std::size_t scope,
-                                         std::uint8_t parameter_sources);
+                                         FlowBits parameter_sources);
 
 }  // namespace gpuleak::lint

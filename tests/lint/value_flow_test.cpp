@@ -248,6 +248,57 @@ TEST(lint_value_flow, cpu_of_a_parameter_still_hands_the_callers_graph_to_a_sum)
   EXPECT_TRUE(findings(fixed).empty());
 }
 
+TEST(lint_value_flow, values_computed_from_a_parameter_made_in_the_function_carry_a_graph) {
+  // `yy_k = nn.Parameter(x.clone())` in advertorch's EAD attack: the iterate of
+  // an optimisation loop is a leaf that requires grad, so what is computed
+  // from it has a graph, whatever the opaque calls around it.
+  std::string source =
+      "import torch\n"
+      "import torch.nn as nn\n"
+      "def fit(target, steps):\n"
+      "    z = nn.Parameter(torch.zeros_like(target))\n"
+      "    opt = torch.optim.Adam([z], lr=0.1)\n"
+      "    gaps = []\n"
+      "    for _ in range(steps):\n"
+      "        opt.zero_grad()\n"
+      "        gap = z - target\n"
+      "        loss = (gap ** 2).sum()\n"
+      "        loss.backward()\n"
+      "        opt.step()\n"
+      "        gaps.append(gap)\n"
+      "    return gaps\n";
+  EXPECT_EQ(findings(source), (std::vector<std::pair<std::string, int>>{{"GL101", 13}}));
+  std::string flag = source;
+  flag.replace(flag.find("nn.Parameter(torch.zeros_like(target))"), 38,
+               "torch.zeros_like(target, requires_grad=True)");
+  EXPECT_EQ(findings(flag), (std::vector<std::pair<std::string, int>>{{"GL101", 13}}));
+  std::string set_later = source;
+  set_later.replace(set_later.find("nn.Parameter(torch.zeros_like(target))"), 38,
+                    "torch.zeros_like(target)\n    z.requires_grad_()");
+  EXPECT_EQ(findings(set_later), (std::vector<std::pair<std::string, int>>{{"GL101", 14}}));
+  // A meta tensor holds no memory.
+  std::string meta = source;
+  meta.replace(meta.find("nn.Parameter(torch.zeros_like(target))"), 38,
+               "torch.empty((0,), device=\"meta\", requires_grad=True)");
+  EXPECT_TRUE(findings(meta).empty()) << ::testing::PrintToString(findings(meta));
+  std::string detached = source;
+  detached.replace(detached.find("gaps.append(gap)"), 16, "gaps.append(gap.detach())");
+  EXPECT_TRUE(findings(detached).empty()) << ::testing::PrintToString(findings(detached));
+  // The leaf itself has no graph: a list of parameters is no graph store, and
+  // nor is what is read back from a list that holds leaves.
+  std::string leaves =
+      "import torch\n"
+      "import torch.nn as nn\n"
+      "def make(n, steps):\n"
+      "    params = []\n"
+      "    firsts = []\n"
+      "    for _ in range(steps):\n"
+      "        params.append(nn.Parameter(torch.zeros(n)))\n"
+      "        firsts.append(params[0] * 1)\n"
+      "    return params\n";
+  EXPECT_TRUE(findings(leaves).empty()) << ::testing::PrintToString(findings(leaves));
+}
+
 // --- where a value escapes -------------------------------------------------
 
 TEST(lint_value_flow, a_helper_that_appends_to_a_container_it_is_handed_stores_at_the_call) {
@@ -276,6 +327,122 @@ TEST(lint_value_flow, a_helper_that_appends_to_a_container_it_is_handed_stores_a
   std::string numbers = source;
   numbers.replace(numbers.find("z.detach()[::10]"), 16, "z.mean().item()");
   EXPECT_TRUE(findings(numbers).empty());
+}
+
+TEST(lint_value_flow, a_helper_handed_its_container_and_value_past_the_fourth_argument_stores) {
+  // advertorch's EAD attack: `_update_if_smaller_dist_succeed(adv, labs, out,
+  // dist, n, cur_dist, ...)` keeps its 4th argument in its 6th. Every position
+  // counts, not the first four.
+  std::string source =
+      "import torch\n"
+      "from collections import defaultdict\n"
+      "def _log_metrics(step, epoch, lr, model, x, logs, z):\n"
+      "    logs['z'].append(z.detach())\n"
+      "def train(model, dataloader, optimizer, criterion, nb_epochs):\n"
+      "    logs = defaultdict(list)\n"
+      "    for epoch in range(nb_epochs):\n"
+      "        for step, x in enumerate(dataloader):\n"
+      "            optimizer.zero_grad()\n"
+      "            z = model(x)\n"
+      "            loss = criterion(x, z)\n"
+      "            loss.backward()\n"
+      "            optimizer.step()\n"
+      "            _log_metrics(step, epoch, 0.1, model, x, logs, z)\n"
+      "    return logs\n";
+  EXPECT_EQ(findings(source), (std::vector<std::pair<std::string, int>>{{"GL201", 14}}));
+  std::string numbers = source;
+  numbers.replace(numbers.find("z.detach()"), 10, "z.mean().item()");
+  EXPECT_TRUE(findings(numbers).empty());
+}
+
+TEST(lint_value_flow, a_method_that_keeps_its_sixth_parameter_stores_at_the_call) {
+  std::string source =
+      "import torch\n"
+      "class Recorder:\n"
+      "    def __init__(self):\n"
+      "        self.kept = []\n"
+      "    def record(self, step, epoch, lr, phase, tag, value):\n"
+      "        self.kept.append(value)\n"
+      "def train(model, loader, optimizer):\n"
+      "    recorder = Recorder()\n"
+      "    for step, x in enumerate(loader):\n"
+      "        optimizer.zero_grad()\n"
+      "        loss = model(x).mean()\n"
+      "        loss.backward()\n"
+      "        optimizer.step()\n"
+      "        recorder.record(step, 0, 0.1, 'train', 'loss', loss)\n";
+  auto found = findings(source);
+  EXPECT_TRUE(std::any_of(found.begin(), found.end(), [](const auto& f) { return f.second == 14; }))
+      << ::testing::PrintToString(found);
+  std::string number = source;
+  number.replace(number.find("'loss', loss)"), 13, "'loss', loss.item())");
+  EXPECT_TRUE(findings(number).empty());
+}
+
+TEST(lint_value_flow, a_helper_writing_a_graph_into_a_slot_of_a_buffer_it_is_handed_chains_it) {
+  // `best[mask] = dist[mask]` in a helper, on a buffer the loop's function
+  // made: each write adds a CopySlices node over the buffer's last version,
+  // so the buffer keeps every step's graph. Without a graph, or into a list,
+  // the write replaces what was there.
+  std::string source =
+      "import torch\n"
+      "def update_best(dist, labels, best_dist, best_labels):\n"
+      "    mask = dist < best_dist\n"
+      "    best_dist[mask] = dist[mask]\n"
+      "    best_labels[mask] = labels[mask]\n"
+      "def attack(model, x, y, steps):\n"
+      "    best_dist = torch.full((len(x),), 1e10, device=x.device)\n"
+      "    best_labels = torch.zeros_like(y)\n"
+      "    for _ in range(steps):\n"
+      "        out = model(x)\n"
+      "        out.sum().backward()\n"
+      "        dist = (out - x).pow(2).sum(1)\n"
+      "        update_best(dist, y, best_dist, best_labels)\n"
+      "    return best_dist\n";
+  auto found = findings(source);
+  EXPECT_TRUE(std::any_of(found.begin(), found.end(), [](const auto& f) { return f.second == 13; }))
+      << ::testing::PrintToString(found);
+  EXPECT_NE(message_of(source, "GL101").find("which writes it into the tensor `best_dist`"),
+            std::string::npos)
+      << message_of(source, "GL101");
+  std::string detached = source;
+  detached.replace(detached.find("update_best(dist, y"), 18, "update_best(dist.detach(), y");
+  EXPECT_TRUE(findings(detached).empty()) << ::testing::PrintToString(findings(detached));
+  std::string list = source;
+  list.replace(list.find("torch.full((len(x),), 1e10, device=x.device)"), 45, "[1e10] * len(x)");
+  EXPECT_TRUE(findings(list).empty()) << ::testing::PrintToString(findings(list));
+}
+
+TEST(lint_value_flow, a_method_cache_keeps_an_instance_the_file_deletes) {
+  // ParlAI's DynamicBatchWorld: `@lru_cache(maxsize=1)` on a method keeps
+  // `self`, so `del world, agent` frees nothing and the next model is loaded
+  // on top of the training one. One entry is no bound here: no next call
+  // comes to replace it.
+  std::string source =
+      "import torch\n"
+      "from functools import lru_cache\n"
+      "class Session:\n"
+      "    def __init__(self, agent):\n"
+      "        self.agent = agent\n"
+      "    @lru_cache(maxsize=1)\n"
+      "    def num_batches(self):\n"
+      "        return len(self.agent.data)\n"
+      "def run(make_agent, load_next):\n"
+      "    agent = make_agent()\n"
+      "    session = Session(agent)\n"
+      "    while session.num_batches() > 0:\n"
+      "        session.agent.step()\n"
+      "    del session, agent\n"
+      "    return load_next()\n";
+  EXPECT_EQ(findings(source), (std::vector<std::pair<std::string, int>>{{"GL205", 6}}));
+  EXPECT_NE(message_of(source, "GL205").find("`del session, agent` at line 14"), std::string::npos)
+      << message_of(source, "GL205");
+  std::string kept = source;
+  kept.replace(kept.find("    del session, agent\n"), 23, "");
+  EXPECT_TRUE(findings(kept).empty()) << ::testing::PrintToString(findings(kept));
+  std::string factory = source;
+  factory.replace(factory.find("Session(agent)"), 14, "make_session(agent)");
+  EXPECT_TRUE(findings(factory).empty()) << ::testing::PrintToString(findings(factory));
 }
 
 TEST(lint_value_flow, a_mutable_default_argument_is_a_store_that_outlives_every_call) {

@@ -4,6 +4,8 @@
 // long as the process, so every model it has seen stays referenced.
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "lint/rules/rule_factories.h"
 #include "lint/vocabulary.h"
 
@@ -110,9 +112,31 @@ class CachedCallKeepsModel final : public Rule {
       for (NodeId d : tree.named_children(scope.definition)) {
         NodeId call = kNoNode;
         if (tree.kind(d) != NodeKind::kDecorator || !is_cache_decorator(file, d, call)) continue;
-        if (keeps_one_entry(file, call)) continue;
         std::string kept = what_the_key_keeps(file, scope);
-        if (kept.empty()) continue;
+        // `del world` of an instance whose method is cached: the author frees
+        // it, the cache still holds it (even one entry, until a next call
+        // that may never come). ParlAI's DynamicBatchWorld kept the training
+        // model past `del world, agent`.
+        NodeId freed = kNoNode;
+        if (kept.empty() || keeps_one_entry(file, call)) {
+          freed = deleted_instance(file, scope);
+          if (freed == kNoNode) continue;
+          const ClassFacts* owner = file.class_facts(scope.class_node);
+          RuleReport r;
+          r.node = d;
+          r.message = fmt::format(
+              "`@{}` caches `{}` with `self` in its key: `{}` at line {} frees the `{}` "
+              "instance, but the cache keeps it, with everything it holds (a model on the GPU), "
+              "until the cache is cleared or, with one entry, until a next call",
+              file.text(tree.first_named_child(d)), scope.name, file.text(freed),
+              tree.start_point(freed).row + 1, owner != nullptr ? owner->name : "");
+          r.fix = fmt::format(
+              "compute it once per instance (in `__init__`, or a dict on `self`), or call "
+              "`{}.{}.cache_clear()` before the `del`",
+              owner != nullptr ? owner->name : "", scope.name);
+          sink.report(kInfo, std::move(r));
+          break;
+        }
         RuleReport r;
         r.node = d;
         r.message = fmt::format(
@@ -136,6 +160,37 @@ class CachedCallKeepsModel final : public Rule {
   }
 
  private:
+  // The `del` statement of the file that deletes a name every binding of
+  // which constructs the class of `scope`, a method called on that
+  // instance; kNoNode if none.
+  static NodeId deleted_instance(const FileAnalysis& file, const Scope& scope) {
+    if (scope.class_node == kNoNode || scope.parameters.empty() ||
+        scope.parameters.front() != "self" || has_decorator_named(file, scope, "staticmethod") ||
+        has_decorator_named(file, scope, "classmethod")) {
+      return kNoNode;
+    }
+    const ClassFacts* owner = file.class_facts(scope.class_node);
+    if (owner == nullptr) return kNoNode;
+    const SyntaxTree& tree = file.tree();
+    for (NodeId statement : file.delete_statements()) {
+      std::vector<NodeId> targets = tree.named_children(statement);
+      if (targets.size() == 1 && tree.kind(targets[0]) == NodeKind::kExpressionList) {
+        targets = tree.named_children(targets[0]);
+      }
+      for (NodeId target : targets) {
+        if (tree.kind(target) != NodeKind::kIdentifier) continue;
+        std::vector<std::string> classes = file.constructed_classes(target);
+        if (classes.empty() ||
+            std::any_of(classes.begin(), classes.end(),
+                        [&](const std::string& c) { return c != owner->name; })) {
+          continue;
+        }
+        return statement;
+      }
+    }
+    return kNoNode;
+  }
+
   // "`self`, the `Net` instance," for a method of an nn.Module, "`model`" for a
   // parameter that holds one; empty when the key holds no model.
   static std::string what_the_key_keeps(const FileAnalysis& file, const Scope& scope) {

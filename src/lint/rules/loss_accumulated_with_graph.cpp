@@ -101,10 +101,18 @@ class LossAccumulatedWithGraph final : public Rule {
       const ClassFacts* owner =
           keeper.class_node != kNoNode ? file.class_facts(keeper.class_node) : nullptr;
       std::string callee = owner != nullptr ? owner->name + "." + keeper.name : keeper.name;
-      r.message = fmt::format(
-          "`{}` hands `{}`, which carries an autograd graph, to `{}`, which keeps what it is "
-          "given: one graph more on {}",
-          quote(file, store.site), value, callee, span);
+      r.message =
+          growth.into_tensor
+              // A helper's slot write into a tensor the caller made (`cur_dist[mask] = d`).
+              ? fmt::format(
+                    "`{}` hands `{}`, which carries an autograd graph, to `{}`, which writes it "
+                    "into the tensor `{}`: each write links its graph to the buffer's earlier "
+                    "ones, one graph more on {}",
+                    quote(file, store.site), value, callee, container, span)
+              : fmt::format(
+                    "`{}` hands `{}`, which carries an autograd graph, to `{}`, which keeps what "
+                    "it is given: one graph more on {}",
+                    quote(file, store.site), value, callee, span);
       std::string passed =
           one_number ? number
                      : converted_code(file, store.value, store.value_bits | kNonScalar, false);
