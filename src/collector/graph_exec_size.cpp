@@ -14,7 +14,7 @@ namespace {
 // depth corpus's case, 0.8 MiB per 256-node graph. The driver takes this
 // memory in 2 MiB pieces and reuses what destroyed graphs held, so a single
 // reading is coarse; the estimate is good to about a third.
-constexpr std::uint64_t kBytesPerGraph = 96 * 1024;
+constexpr std::uint64_t kBytesPerGraph = std::uint64_t{96} * 1024;
 constexpr std::uint64_t kBytesPerNode = 2560;
 
 using GetNodes = CUresult (*)(CUgraph, CUgraphNode*, std::size_t*);
@@ -29,7 +29,7 @@ GetNodes get_nodes_function() {
 std::uint64_t estimated_graph_exec_bytes(CUgraph graph) {
   // Resolved once, on the first instantiation (a rare call, never on the
   // allocation pair's path).
-  static const GetNodes get_nodes = get_nodes_function();
+  static GetNodes get_nodes = get_nodes_function();
   std::size_t nodes = 0;
   if (!graph || !get_nodes || get_nodes(graph, nullptr, &nodes) != CUDA_SUCCESS) nodes = 0;
   return kBytesPerGraph + kBytesPerNode * nodes;
