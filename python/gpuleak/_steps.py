@@ -5,7 +5,7 @@ The program's clocks, each ticking once per iteration of some loop:
 hooks), DataLoader batches (one clock per dataset) and the main script's
 loop (python_loop.py, one clock per loop it chose). Every tick is marked
 in the trace with its source and clock; the analysis decides which clock's
-ticks are the iterations of each part of the run (src/analysis/
+ticks are the iterations of each part of the run (src/analysis/steps/
 clock_arbiter.h), and finds loops without any of them in the allocations.
 
 In the process, a tick *paces* unless a more trusted clock (explicit >

@@ -39,7 +39,7 @@ report each back-edge of chosen code objects only, so this module:
 
 The analysis ranks python-loop below the program's own clocks (explicit,
 optimizer-hook, dataloader) and above loops found in the allocations
-(src/analysis/clock_arbiter.h): where an optimizer steps, its steps win.
+(src/analysis/steps/clock_arbiter.h): where an optimizer steps, its steps win.
 
 On Python 3.11 and earlier there is no sys.monitoring: install() writes a
 `python_loop` annotation saying so, and the report says it in words when no

@@ -7,8 +7,8 @@
 #include <random>
 #include <set>
 
-#include "analysis/clock_arbiter.h"
-#include "analysis/repetition.h"
+#include "analysis/steps/clock_arbiter.h"
+#include "analysis/steps/repetition.h"
 #include "analysis/synthetic_trace.h"
 
 namespace gpuleak::analysis {
