@@ -1,4 +1,4 @@
-// Finding iterations without marks: the repetition detector on synthetic key
+// Finding steps without marks: the repetition detector on synthetic key
 // streams (noise, varying length, nested periods, none at all), the clock
 // arbiter's trust order, and whole analyses of loops that call no optimizer.
 #include <fmt/format.h>
@@ -34,7 +34,7 @@ TEST(Repetition, a_repeated_body_is_found_with_its_first_key_as_anchor) {
   EXPECT_DOUBLE_EQ(found->mean_piece_length, 4.0);
 }
 
-TEST(Repetition, noise_between_iterations_does_not_hide_the_loop) {
+TEST(Repetition, noise_between_passes_does_not_hide_the_loop) {
   std::mt19937 random(7);
   std::vector<std::uint64_t> keys;
   for (int i = 0; i < 60; ++i) {
@@ -50,7 +50,7 @@ TEST(Repetition, noise_between_iterations_does_not_hide_the_loop) {
   EXPECT_EQ(found->occurrences, 60u);
 }
 
-TEST(Repetition, iterations_of_varying_length_are_found) {
+TEST(Repetition, passes_of_varying_length_are_found) {
   std::mt19937 random(3);
   std::vector<std::uint64_t> keys;
   for (int i = 0; i < 40; ++i) {
@@ -129,7 +129,7 @@ TEST(ClockArbiter, a_clock_that_only_repeats_a_better_one_is_ignored) {
   EXPECT_LE(dataloader_boundaries, 1);  // its first step came before any optimizer step
 }
 
-TEST(ClockArbiter, micro_batches_between_optimizer_steps_are_not_iterations) {
+TEST(ClockArbiter, micro_batches_between_optimizer_steps_are_not_steps) {
   ClockArbiter arbiter;
   int micro = 0;
   std::uint64_t t = 1'000'000'000ull;
@@ -199,8 +199,8 @@ struct EvalLoop {
     loss = with({{"/w/eval.py", 72, "evaluate"}});
     total = with({{"/w/eval.py", 73, "evaluate"}});
   }
-  // One iteration; what it keeps stays allocated.
-  void iteration(SyntheticTrace& t, bool keep, std::uint64_t batch_bytes = 1 << 20) {
+  // One step; what it keeps stays allocated.
+  void run_step(SyntheticTrace& t, bool keep, std::uint64_t batch_bytes = 1 << 20) {
     std::vector<std::uint64_t> transient;
     transient.push_back(t.alloc(batch, batch_bytes));
     transient.push_back(t.alloc(embed, 256 << 10));
@@ -237,10 +237,10 @@ GrowthReport growth_of(const SyntheticTrace& t) {
   return analysis.build_report("synthetic").growth;
 }
 
-TEST(IterationFinding, eval_loop_without_marks_gets_a_leak_verdict_within_50_iterations) {
+TEST(StepFinding, eval_loop_without_marks_gets_a_leak_verdict_within_50_steps) {
   SyntheticTrace t;
   EvalLoop loop(t);
-  for (int i = 0; i < 120; ++i) loop.iteration(t, /*keep=*/true);
+  for (int i = 0; i < 120; ++i) loop.run_step(t, /*keep=*/true);
   GrowthReport g = growth_of(t);
   ASSERT_EQ(g.verdict, Verdict::kLeak) << phases_of(g);
   EXPECT_EQ(g.step_source, "allocation-period");
@@ -254,12 +254,12 @@ TEST(IterationFinding, eval_loop_without_marks_gets_a_leak_verdict_within_50_ite
   EXPECT_NE(g.step_source_reason.find("repeat"), std::string::npos);
 }
 
-TEST(IterationFinding, eval_loop_that_frees_everything_is_no_leak_over_500_iterations) {
+TEST(StepFinding, eval_loop_that_frees_everything_is_no_leak_over_500_steps) {
   SyntheticTrace t;
   EvalLoop loop(t);
   std::mt19937 random(5);
   for (int i = 0; i < 500; ++i) {
-    loop.iteration(t, /*keep=*/false, (1 + random() % 4) << 20);  // varying batch sizes
+    loop.run_step(t, /*keep=*/false, (1 + random() % 4) << 20);  // varying batch sizes
   }
   GrowthReport g = growth_of(t);
   EXPECT_EQ(g.verdict, Verdict::kNoLeak) << phases_of(g);
@@ -267,14 +267,14 @@ TEST(IterationFinding, eval_loop_that_frees_everything_is_no_leak_over_500_itera
   for (const PhaseSummary& p : g.phases) EXPECT_EQ(p.verdict, Verdict::kNoLeak) << p.name;
 }
 
-TEST(IterationFinding, a_thread_allocating_at_random_does_not_hide_the_loop) {
+TEST(StepFinding, a_thread_allocating_at_random_does_not_hide_the_loop) {
   SyntheticTrace t;
   EvalLoop loop(t);
   std::vector<std::uint32_t> others;
   for (int i = 0; i < 30; ++i) others.push_back(t.python_stack({{"/w/worker.py", 10u + i, "run"}}));
   std::mt19937 random(9);
   for (int i = 0; i < 120; ++i) {
-    loop.iteration(t, /*keep=*/true);
+    loop.run_step(t, /*keep=*/true);
     t.set_thread(2);
     for (int k = 0; k < 5; ++k) t.free(t.alloc(others[random() % others.size()], 4096));
     t.set_thread(1);
@@ -285,7 +285,7 @@ TEST(IterationFinding, a_thread_allocating_at_random_does_not_hide_the_loop) {
   EXPECT_GE(g.steps, 110u);
 }
 
-TEST(IterationFinding, evaluation_after_training_is_judged_as_its_own_phase) {
+TEST(StepFinding, evaluation_after_training_is_judged_as_its_own_phase) {
   SyntheticTrace t;
   auto forward = t.python_stack({{"/w/train.py", 50, "<module>"}, {"/w/train.py", 30, "train"}});
   for (int step = 0; step < 100; ++step) {
@@ -296,7 +296,7 @@ TEST(IterationFinding, evaluation_after_training_is_judged_as_its_own_phase) {
     t.step(step + 1);
   }
   EvalLoop loop(t);
-  for (int i = 0; i < 80; ++i) loop.iteration(t, /*keep=*/true);
+  for (int i = 0; i < 80; ++i) loop.run_step(t, /*keep=*/true);
   GrowthReport g = growth_of(t);
   ASSERT_EQ(g.verdict, Verdict::kLeak) << phases_of(g);
   EXPECT_EQ(g.step_source, "allocation-period");
@@ -307,7 +307,7 @@ TEST(IterationFinding, evaluation_after_training_is_judged_as_its_own_phase) {
   EXPECT_TRUE(training_clean);
 }
 
-TEST(IterationFinding, validation_passes_inside_training_are_one_phase) {
+TEST(StepFinding, validation_passes_inside_training_are_one_phase) {
   SyntheticTrace t;
   auto forward = t.python_stack({{"/w/train.py", 90, "<module>"}, {"/w/train.py", 30, "fit"}});
   Frames val = {{"/w/train.py", 90, "<module>"}, {"/w/train.py", 35, "fit"}};
@@ -347,7 +347,7 @@ TEST(IterationFinding, validation_passes_inside_training_are_one_phase) {
 // interpreter switching between them every few allocations; the first thread
 // serves a few batches before the others start. A scratch buffer cached by
 // the batch's total length is kept for every new total.
-TEST(IterationFinding, request_threads_running_one_loop_each_count_their_batches) {
+TEST(StepFinding, request_threads_running_one_loop_each_count_their_batches) {
   SyntheticTrace t;
   Frames thread_frames = {{"/usr/lib/python3.12/threading.py", 1032, "_bootstrap"},
                           {"/usr/lib/python3.12/threading.py", 1075, "_bootstrap_inner"},
@@ -448,7 +448,7 @@ TEST(IterationFinding, request_threads_running_one_loop_each_count_their_batches
 // backward() (its innermost frame gpuleak's own wrapper) and one native frame
 // naming the node: that repeats once per training step, but it is not a loop
 // of the program, and no phase may be named after gpuleak's wrapper.
-TEST(IterationFinding, backward_passes_under_a_lent_stack_are_not_a_loop_of_their_own) {
+TEST(StepFinding, backward_passes_under_a_lent_stack_are_not_a_loop_of_their_own) {
   SyntheticTrace t;
   Frames train = {{"/w/train.py", 60, "<module>"}, {"/w/train.py", 50, "train"}};
   auto at = [&](int line) {
@@ -485,7 +485,7 @@ TEST(IterationFinding, backward_passes_under_a_lent_stack_are_not_a_loop_of_thei
   EXPECT_EQ(g.phase.find("_backward_lines"), std::string::npos) << g.phase;
 }
 
-TEST(IterationFinding, loop_of_a_cuda_program_is_found_from_native_frames) {
+TEST(StepFinding, loop_of_a_cuda_program_is_found_from_native_frames) {
   SyntheticTrace t;
   // _start -> main -> run_step (3 call sites) -> cudaMalloc.
   auto site = [&](std::uint64_t call) {
@@ -506,7 +506,7 @@ TEST(IterationFinding, loop_of_a_cuda_program_is_found_from_native_frames) {
   EXPECT_GE(g.steps, 95u);
 }
 
-TEST(IterationFinding, when_nothing_repeats_the_report_says_why) {
+TEST(StepFinding, when_nothing_repeats_the_report_says_why) {
   SyntheticTrace t;
   std::vector<std::uint32_t> sites;
   for (int i = 0; i < 60; ++i) sites.push_back(t.python_stack({{"/w/a.py", 10u + i, "f"}}));
@@ -530,7 +530,7 @@ TEST(IterationFinding, when_nothing_repeats_the_report_says_why) {
 // library handle and never destroys it, as the depth corpus's cuDNN case):
 // no thread repeats anything, but the threads, one after another, do: each
 // thread is one iteration, and 80 of them are a verdict with steps counted.
-TEST(IterationFinding, a_thread_started_per_iteration_is_one_iteration_each) {
+TEST(StepFinding, a_thread_started_per_step_is_one_step_each) {
   SyntheticTrace t;
   auto create = t.native_stack({0x401000, 0x401200, 0x402030, 0x7f0000001000});
   auto scratch = t.native_stack({0x401000, 0x401200, 0x402040, 0x7f0000002000});
@@ -554,7 +554,7 @@ TEST(IterationFinding, a_thread_started_per_iteration_is_one_iteration_each) {
 }
 
 // Its control: each thread frees what it made; the same loop, no growth.
-TEST(IterationFinding, threads_per_iteration_that_free_what_they_made_are_no_leak) {
+TEST(StepFinding, threads_per_step_that_free_what_they_made_are_no_leak) {
   SyntheticTrace t;
   auto create = t.native_stack({0x401000, 0x401200, 0x402030, 0x7f0000001000});
   for (std::uint32_t i = 0; i < 80; ++i) {
@@ -570,7 +570,7 @@ TEST(IterationFinding, threads_per_iteration_that_free_what_they_made_are_no_lea
 
 // Threads that each allocate at random places: nothing repeats, no loop is
 // found; a run of a second says how many time windows it saw and needs.
-TEST(IterationFinding, threads_with_nothing_alike_in_a_short_run_say_what_they_saw_and_need) {
+TEST(StepFinding, threads_with_nothing_alike_in_a_short_run_say_what_they_saw_and_need) {
   SyntheticTrace t;
   std::vector<std::uint32_t> sites;
   for (std::uint64_t i = 0; i < 60; ++i)
@@ -592,7 +592,7 @@ TEST(IterationFinding, threads_with_nothing_alike_in_a_short_run_say_what_they_s
   EXPECT_NE(g.undecided_reason.find(seen), std::string::npos) << g.undecided_reason;
 }
 
-TEST(IterationFinding, explicit_step_once_per_epoch_leaves_optimizer_steps_pacing) {
+TEST(StepFinding, explicit_step_once_per_epoch_leaves_optimizer_steps_pacing) {
   SyntheticTrace t;
   auto forward = t.python_stack({{"/w/train.py", 30, "train"}});
   auto leak = t.python_stack({{"/w/train.py", 42, "train"}});
@@ -609,14 +609,14 @@ TEST(IterationFinding, explicit_step_once_per_epoch_leaves_optimizer_steps_pacin
   EXPECT_GE(g.steps, 190u);
 }
 
-TEST(IterationFinding, dataloader_batches_are_the_iterations_of_a_loop_without_optimizer) {
+TEST(StepFinding, dataloader_batches_are_the_steps_of_a_loop_without_optimizer) {
   SyntheticTrace t;
   t.annotate("iteration_clock",
              R"({"source": 4, "clock": 1, "description": "batches of the DataLoader over Val"})");
   EvalLoop loop(t);
   for (int i = 0; i < 80; ++i) {
     t.step_from(StepSource::kDataLoader, i + 1, 1);
-    loop.iteration(t, /*keep=*/true);
+    loop.run_step(t, /*keep=*/true);
   }
   GrowthReport g = growth_of(t);
   ASSERT_EQ(g.verdict, Verdict::kLeak);
@@ -624,11 +624,11 @@ TEST(IterationFinding, dataloader_batches_are_the_iterations_of_a_loop_without_o
   EXPECT_EQ(g.phase, "batches of the DataLoader over Val");
 }
 
-TEST(IterationFinding, a_phase_the_program_names_labels_its_iterations) {
+TEST(StepFinding, a_phase_the_program_names_labels_its_steps) {
   SyntheticTrace t;
   EvalLoop loop(t);
   t.annotate("phase", R"({"name": "eval", "event": "begin"})");
-  for (int i = 0; i < 80; ++i) loop.iteration(t, /*keep=*/true);
+  for (int i = 0; i < 80; ++i) loop.run_step(t, /*keep=*/true);
   t.annotate("phase", R"({"name": "eval", "event": "end"})");
   GrowthReport g = growth_of(t);
   ASSERT_EQ(g.verdict, Verdict::kLeak);
