@@ -11,8 +11,8 @@ When torch is imported (right after torch/__init__.py has run):
   * the global optimizer step hooks mark step boundaries (_steps.py);
     torch < 2.0 has no global hooks: Optimizer._optimizer_step_code, which
     torch's step wrapper calls after every step(), is wrapped instead;
-  * every batch a DataLoader iterator hands out ticks that DataLoader's
-    clock (one clock per dataset; evaluation loops mostly have no optimizer);
+  * every batch a DataLoader iterator hands out marks a step of that
+    DataLoader's clock (one clock per dataset; evaluation loops mostly have no optimizer);
   * a CUDA lazy-init callback (torch.cuda._lazy_call) runs once CUDA is up:
     it attaches the allocator trace tracker when GPULEAK_TORCH_MODE is
     `hook` or `user`, writes the `torch_tracking` annotation in every mode,
@@ -158,7 +158,7 @@ def register_step_hooks(torch, clock):
 
 
 def register_dataloader_clock(clock):
-    """Wraps DataLoader iterators' __next__ so each batch handed out ticks a clock.
+    """Wraps DataLoader iterators' __next__ so each batch handed out marks a step of a clock.
 
     One wrapper call per batch (about a microsecond); the clock is numbered
     per dataset and described once in the trace (`iteration_clock`).

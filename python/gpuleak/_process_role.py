@@ -8,7 +8,7 @@ Written once CUDA is up in a process (gpuleak._boot.on_cuda_initialized):
                 either key may be missing: "dataloader_worker" only inside a
                 torch DataLoader worker, "multiprocessing" only in a process
                 multiprocessing started. The analysis names roles from it
-                (src/analysis/process_roles.h).
+                (src/analysis/processes/process_roles.h).
   python_exit   {} at the moment Python's atexit handlers begin. It is
                 registered after multiprocessing's own handler (which joins
                 every non-daemon child), so it runs before it: the time says

@@ -1,23 +1,23 @@
 """Step boundaries: when a training step ended, and what happens then.
 
-The program's clocks, each ticking once per iteration of some loop:
+The program's clocks, each marking a step once per pass of some loop:
 `gpuleak.step()` calls, optimizer steps (torch's global optimizer step
 hooks), DataLoader batches (one clock per dataset) and the main script's
-loop (python_loop.py, one clock per loop it chose). Every tick is marked
+loop (python_loop.py, one clock per loop it chose). Every step is marked
 in the trace with its source and clock; the analysis decides which clock's
-ticks are the iterations of each part of the run (src/analysis/
+steps count in each part of the run (src/analysis/steps/
 clock_arbiter.h), and finds loops without any of them in the allocations.
 
-In the process, a tick *paces* unless a more trusted clock (explicit >
-optimizer > DataLoader > Python loop) ticked since this clock's last tick:
-only pacing ticks take memory samples (rate-limited, see _memory_samples.py;
+In the process, a step *paces* unless a more trusted clock (explicit >
+optimizer > DataLoader > Python loop) marked one since this clock's last
+step: only pacing steps take memory samples (rate-limited, see _memory_samples.py;
 a framework pool's bytes in use, see jax_arrays.py), look for a holder
 request (one stat call) and advance the collector's growth index, so a
 DataLoader beside an optimizer does not double them.
 
-Which optimizer steps count, so a step is one training iteration:
+Which optimizer steps count, so a step is one pass of the training loop:
   * steps are counted on one optimizer, the pacer: the first that stepped.
-    A GAN's second optimizer, stepping once per iteration too, adds nothing;
+    A GAN's second optimizer, also stepping once per training step, adds nothing;
   * another optimizer becomes the pacer when it completes two steps while
     the pacer completes none (the first one was a warm-up or an LR finder, or
     was dropped); the pacer is held by a weak reference;
@@ -25,7 +25,7 @@ Which optimizer steps count, so a step is one training iteration:
     wrappers) does not count separately; torch >= 2.0 only, where the
     pre-hook shows which step is outermost;
   * gpuleak.step() does not turn optimizer steps off: both are marked, and
-    where both tick, explicit steps pace (a call once per epoch leaves the
+    where both mark steps, explicit steps pace (a call once per epoch leaves the
     optimizer's steps pacing between).
 
 Everything here runs inside the program's training loop: it is cheap, takes
@@ -52,9 +52,9 @@ class StepClock:
     def __init__(self, collector):
         self.collector = collector
         self._mark = collector.mark_clock_step if collector is not None else None
-        self.step = 0  # pacing ticks so far
-        self._counts = {}  # (source, clock) -> ticks so far
-        self._last_tick = {}  # (source, clock) -> tick order of its latest tick
+        self.step = 0  # pacing steps so far
+        self._counts = {}  # (source, clock) -> steps so far
+        self._last_mark = {}  # (source, clock) -> the order of its latest step among all clocks'
         self._order = 0
         self._optimizer_off = False  # its hook failed once
         self.sampler = None  # set once CUDA is initialized
@@ -127,7 +127,7 @@ class StepClock:
 
     # ---- the main script's loop (python_loop.py) -----------------------------
 
-    def python_loop_iteration(self, clock):
+    def python_loop_pass(self, clock):
         self.boundary(_collector.STEP_FROM_PYTHON_LOOP, clock)
 
     # ---- the boundary ---------------------------------------------------------
@@ -139,17 +139,17 @@ class StepClock:
         count = self._counts.get(key, 0) + 1
         self._counts[key] = count
         self._order += 1
-        previous = self._last_tick.get(key, 0)
+        previous = self._last_mark.get(key, 0)
         rank = _RANK.get(source, 4)
         pacing = True
-        for (other_source, _), order in self._last_tick.items():
+        for (other_source, _), order in self._last_mark.items():
             if _RANK.get(other_source, 4) < rank and order > previous:
                 pacing = False
                 break
-        self._last_tick[key] = self._order
+        self._last_mark[key] = self._order
         if pacing:
             # The pool is read before the mark, so the boundary sees its level
-            # at this iteration's end (a loop of 0.5 ms iterations would
+            # at this step's end (a loop of 0.5 ms steps would
             # otherwise have none: the sampler thread reads every 500 ms).
             self._run_part(
                 "pool_reader", "pool-reader", "reading the framework's pool at steps failed (%s); it is off from now on"

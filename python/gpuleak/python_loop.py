@@ -1,7 +1,7 @@
 """The main script's loop as a step source (`python-loop`), through sys.monitoring.
 
 A program that marks no steps (no gpuleak.step(), no torch optimizer, no
-DataLoader) still runs its iterations as a loop, most often in the script
+DataLoader) still runs its steps as a loop, most often in the script
 that was started. On Python 3.12 and later, sys.monitoring (PEP 669) can
 report each back-edge of chosen code objects only, so this module:
 
@@ -17,12 +17,12 @@ report each back-edge of chosen code objects only, so this module:
   * counts the back-edges (a jump to a lower offset) per loop, a loop being
     (code object, destination offset): the two back-edges of a loop body
     with an if/else are one loop; forward jumps are disabled where they fire;
-  * marks a step (source python-loop) at each time round the *chosen* loop:
-    one that went round `min_ticks` times, the shallowest (fewest loops of
+  * marks a step (source python-loop) at each pass of the *chosen* loop:
+    one that went round `min_passes` times, the shallowest (fewest loops of
     the main script around it, counted up the stack once per loop), and
     among equally deep ones the one going round now (loops one after
     another: training, evaluation, training again); a deeper loop takes over
-    only once the chosen one stopped (idle ten of its own iterations' time,
+    only once the chosen one stopped (idle ten of its own passes' time,
     and at least 10 ms).
     Each chosen loop is a clock of its own, described once in the trace
     (`iteration_clock`, with its file, line and function): an inner loop
@@ -33,13 +33,13 @@ report each back-edge of chosen code objects only, so this module:
     per-request loop inside each batch);
   * bounds its cost: a loop that goes round faster than every 50 us most
     of the time (a tight inner loop, a comprehension, in bursts or not) is
-    never chosen, and is disabled where it fires after 256 times round;
+    never chosen, and is disabled where it fires after 256 passes;
     at most 32 loops are followed. The chosen loop costs a callback and a
-    mark per iteration (a few microseconds).
+    mark per step (a few microseconds).
 
 The analysis ranks python-loop below the program's own clocks (explicit,
 optimizer-hook, dataloader) and above loops found in the allocations
-(src/analysis/clock_arbiter.h): where an optimizer steps, its steps win.
+(src/analysis/steps/clock_arbiter.h): where an optimizer steps, its steps win.
 
 On Python 3.11 and earlier there is no sys.monitoring: install() writes a
 `python_loop` annotation saying so, and the report says it in words when no
@@ -57,7 +57,7 @@ from gpuleak._notice import say_once
 NEEDS = (3, 12)
 TOOL_IDS = (4, 3)  # free by convention (sys.monitoring's DEBUGGER, COVERAGE, PROFILER, OPTIMIZER are 0, 1, 2, 5)
 
-# What LoopChooser.tick() says about one back-edge.
+# What LoopChooser.on_back_edge() says about one back-edge.
 IGNORE, MARK, DISABLE = 0, 1, 2
 
 
@@ -133,20 +133,20 @@ def line_of(code, offset):
     return code.co_firstlineno
 
 
-# ---- which loop's iterations are the steps ----------------------------------------
+# ---- which loop's passes are the steps --------------------------------------------
 
 _TIGHT = object()  # LoopChooser.loops' entry for a loop found tight
 
 
 class _Loop:
-    __slots__ = ("ticks", "first_ns", "last_ns", "fast", "enclosing", "clock")
+    __slots__ = ("passes", "first_ns", "last_ns", "fast", "enclosing", "clock")
 
     def __init__(self, now_ns):
-        self.ticks = 0
+        self.passes = 0
         self.first_ns = self.last_ns = now_ns
         self.fast = 0  # intervals shorter than tight_interval_ns in the current block
         # The loop keys it stands in (enclosing_of), itself last; known once it
-        # went round min_ticks times. Its depth is their number.
+        # went round min_passes times. Its depth is their number.
         self.enclosing = None
         self.clock = 0  # its clock number once it was chosen
 
@@ -155,19 +155,19 @@ class LoopChooser:
     """Pure: fed each back-edge (its loop key and the time), says IGNORE, MARK or DISABLE.
 
     `enclosing_of(key)` is asked once per loop, when it has gone round
-    `min_ticks` times: the keys of the main script's loops it stands in,
+    `min_passes` times: the keys of the main script's loops it stands in,
     outermost first and itself last (its depth is their number).
     After MARK, `clock` is the chosen loop's clock number and `step` its
     count; `new_clock` is true at the first mark of a clock, and then
     `encloses` lists the clocks of loops chosen before that stand inside
     this one (an inner loop chosen first, then the loop around it)."""
 
-    def __init__(self, min_ticks=8, tight_block=256, tight_interval_ns=50_000, max_loops=32, idle_iterations=10):
-        self.min_ticks = min_ticks
+    def __init__(self, min_passes=8, tight_block=256, tight_interval_ns=50_000, max_loops=32, idle_passes=10):
+        self.min_passes = min_passes
         self.tight_block = tight_block
         self.tight_interval_ns = tight_interval_ns
         self.max_loops = max_loops
-        self.idle_iterations = idle_iterations
+        self.idle_passes = idle_passes
         self.loops = {}
         self.chosen = None  # key of the chosen loop
         self.clocks = 0  # clock numbers handed out
@@ -177,7 +177,7 @@ class LoopChooser:
         self.new_clock = False
         self.encloses = []
 
-    def tick(self, key, now_ns, enclosing_of):
+    def on_back_edge(self, key, now_ns, enclosing_of):
         loop = self.loops.get(key)
         if loop is _TIGHT:
             return DISABLE  # another back-edge of a loop found tight (an if/else body has two)
@@ -186,13 +186,13 @@ class LoopChooser:
                 self.disabled += 1
                 return DISABLE
             loop = self.loops[key] = _Loop(now_ns)
-        loop.ticks += 1
+        loop.passes += 1
         previous_ns, loop.last_ns = loop.last_ns, now_ns
-        if loop.ticks > 1 and now_ns - previous_ns < self.tight_interval_ns:
+        if loop.passes > 1 and now_ns - previous_ns < self.tight_interval_ns:
             loop.fast += 1
-        in_block = loop.ticks % self.tight_block
+        in_block = loop.passes % self.tight_block
         if in_block == 0:
-            # Most times round faster than tight_interval_ns: a tight loop (or
+            # Most passes faster than tight_interval_ns: a tight loop (or
             # bursts of one, an inner loop) whose callbacks would cost more
             # than they tell. Disabled where it fires, for good.
             if 2 * loop.fast > self.tight_block:
@@ -203,7 +203,7 @@ class LoopChooser:
                 return DISABLE
             loop.fast = 0
             in_block = self.tight_block
-        if loop.ticks < self.min_ticks or 2 * loop.fast > in_block:
+        if loop.passes < self.min_passes or 2 * loop.fast > in_block:
             return IGNORE  # not yet, or mostly tight so far
         if loop.enclosing is None:
             loop.enclosing = tuple(enclosing_of(key))
@@ -225,7 +225,7 @@ class LoopChooser:
         else:
             self.new_clock = False
         self.clock = loop.clock
-        self.step = loop.ticks
+        self.step = loop.passes
         return MARK
 
     def _takes_over(self, loop, chosen, now_ns):
@@ -234,10 +234,10 @@ class LoopChooser:
             # now (the training loop again after an evaluation loop); two
             # that take turns each keep their own clock.
             return True
-        # A deeper loop only once the chosen one has stopped: idle for ten of its iterations.
-        iterations = max(chosen.ticks - 1, 1)
-        mean_ns = (chosen.last_ns - chosen.first_ns) / iterations
-        return now_ns - chosen.last_ns > self.idle_iterations * max(mean_ns, 1_000_000)
+        # A deeper loop only once the chosen one has stopped: idle for ten of its passes.
+        passes = max(chosen.passes - 1, 1)
+        mean_ns = (chosen.last_ns - chosen.first_ns) / passes
+        return now_ns - chosen.last_ns > self.idle_passes * max(mean_ns, 1_000_000)
 
 
 # ---- sys.monitoring -------------------------------------------------------------------
@@ -250,7 +250,7 @@ class LoopSignal:
         self.monitoring = monitoring
         self.events = monitoring.events
         self.collector = collector
-        self.mark = mark  # mark(clock_number) at each time round the chosen loop
+        self.mark = mark  # mark(clock_number) at each pass of the chosen loop
         self.chooser = LoopChooser()
         self.tool = None
         self.main_file = None
@@ -315,7 +315,7 @@ class LoopSignal:
             return self.monitoring.DISABLE  # a forward jump: never a loop's back-edge
         try:
             chooser = self.chooser
-            action = chooser.tick((code, destination_offset), self._clock_ns(), self.enclosing_of)
+            action = chooser.on_back_edge((code, destination_offset), self._clock_ns(), self.enclosing_of)
             if action == MARK:
                 if chooser.new_clock:
                     self.describe(chooser.clock, code, destination_offset, chooser.encloses)
@@ -411,7 +411,7 @@ class EarlyAnnotations:
 
 
 class StepMarks:
-    """Marks at each time round the chosen loop, once the collector is in the process.
+    """Marks at each pass of the chosen loop, once the collector is in the process.
 
     Start-up does not load the collector (a process that never uses CUDA
     should not pay for it): until the CUDA driver's injection or the package
@@ -435,7 +435,7 @@ class StepMarks:
             if not _collector.loaded_in_process():
                 return
             step_clock = self.step_clock = _runtime.clock()
-        step_clock.python_loop_iteration(clock_number)
+        step_clock.python_loop_pass(clock_number)
 
 
 def install(collector=None, environ=None, version_info=None):

@@ -24,8 +24,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include "analysis/live_set.h"
-#include "analysis/report_model.h"
+#include "analysis/model/live_set.h"
+#include "analysis/model/report_model.h"
 #include "trace/records.h"
 
 namespace gpuleak::analysis {

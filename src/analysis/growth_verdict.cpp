@@ -6,8 +6,8 @@
 #include <algorithm>
 #include <tuple>
 
-#include "analysis/growth_notes.h"
-#include "analysis/leak_cause.h"
+#include "analysis/growth/growth_notes.h"
+#include "analysis/growth/leak_cause.h"
 #include "analysis/process_analysis.h"
 #include "gpuleak/vocabulary.h"
 #include "quantity/units.h"

@@ -30,19 +30,19 @@
 #include <string>
 #include <vector>
 
-#include "analysis/clock_arbiter.h"
 #include "analysis/export_detail.h"
-#include "analysis/growth_tracker.h"
-#include "analysis/holder_findings.h"
-#include "analysis/live_set.h"
-#include "analysis/process_activity.h"
-#include "analysis/report_model.h"
-#include "analysis/stack_catalog.h"
-#include "analysis/step_finder.h"
+#include "analysis/growth/growth_tracker.h"
+#include "analysis/growth/holder_findings.h"
+#include "analysis/growth/timeline_sampler.h"
+#include "analysis/growth/vmm_site_pairs.h"
+#include "analysis/model/live_set.h"
+#include "analysis/model/report_model.h"
+#include "analysis/model/stack_catalog.h"
+#include "analysis/processes/process_activity.h"
+#include "analysis/steps/clock_arbiter.h"
+#include "analysis/steps/step_finder.h"
 #include "analysis/suppressions.h"
-#include "analysis/timeline_sampler.h"
 #include "analysis/tracked_block_window.h"
-#include "analysis/vmm_site_pairs.h"
 #include "trace/records.h"
 
 namespace gpuleak::analysis {
@@ -58,7 +58,7 @@ struct AnalysisOptions {
   // At most this many phases get series of their own; steps of further
   // clocks are counted, not tracked.
   std::size_t max_phases = 12;
-  SourceLookup source_lookup;  // where source text may come from (analysis/source_lines.h)
+  SourceLookup source_lookup;  // where source text may come from (analysis/model/source_lines.h)
   // What an export needs beyond the report (analysis/export_detail.h);
   // ProcessReport::export_detail holds it.
   std::optional<ExportRequest> export_request;
@@ -231,7 +231,7 @@ class ProcessAnalysis {
   std::uint64_t trace_error_offset_ = 0;
   std::vector<std::string> damage_;
   std::uint64_t lost_ranged_seqs_ = 0, lost_counted_seqs_ = 0;
-  // The process's annotations about itself (analysis/annotation_values.h);
+  // The process's annotations about itself (analysis/model/annotation_values.h);
   // the last one of each kind counts.
   std::optional<TorchTracking> torch_tracking_;
   std::optional<EventClock> clock_;

@@ -7,8 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "analysis/annotation_fields.h"
-#include "analysis/annotation_values.h"
+#include "analysis/model/annotation_fields.h"
+#include "analysis/model/annotation_values.h"
 #include "analysis/process_analysis.h"
 
 namespace gpuleak::analysis {

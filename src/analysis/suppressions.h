@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "analysis/report_model.h"
+#include "analysis/model/report_model.h"
 
 namespace gpuleak::analysis {
 

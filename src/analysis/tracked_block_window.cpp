@@ -3,7 +3,7 @@
 #include <nlohmann/json.hpp>
 #include <variant>
 
-#include "analysis/annotation_fields.h"
+#include "analysis/model/annotation_fields.h"
 
 namespace gpuleak::analysis {
 

@@ -13,9 +13,9 @@
 #include <optional>
 #include <sstream>
 
-#include "analysis/job_analysis.h"
-#include "analysis/process_samples.h"
-#include "analysis/process_verdict.h"
+#include "analysis/processes/job_analysis.h"
+#include "analysis/processes/process_samples.h"
+#include "analysis/processes/process_verdict.h"
 #include "analysis/trace_loader.h"
 #include "cli/command.h"
 #include "cli/progress.h"

@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "analysis/job_analysis.h"
+#include "analysis/model/report_model.h"
 #include "analysis/process_analysis.h"
-#include "analysis/report_model.h"
+#include "analysis/processes/job_analysis.h"
 
 namespace CLI {
 class App;

@@ -19,7 +19,7 @@
 #include <map>
 #include <thread>
 
-#include "analysis/process_samples.h"
+#include "analysis/processes/process_samples.h"
 #include "cli/child_process.h"
 #include "cli/command.h"
 #include "cli/install_layout.h"
@@ -175,7 +175,7 @@ std::uint64_t unix_ns() {
 }
 
 // What `run` sees of the job's processes from outside, written to
-// processes.jsonl beside the traces (analysis/process_samples.h).
+// processes.jsonl beside the traces (analysis/processes/process_samples.h).
 class JobSampling {
  public:
   JobSampling(const std::string& dir, int main_pid, const monitor::NvmlLibrary* nvml)

@@ -8,7 +8,7 @@
 #include <cstring>
 #include <vector>
 
-#include "analysis/site_source_lines.h"
+#include "analysis/writeback/site_source_lines.h"
 #include "cli/command.h"
 #include "symbolize/embedded_symbols.h"
 

@@ -20,7 +20,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "analysis/process_samples.h"
+#include "analysis/processes/process_samples.h"
 
 namespace gpuleak::monitor {
 

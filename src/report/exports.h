@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "analysis/export_detail.h"
-#include "analysis/report_model.h"
+#include "analysis/model/report_model.h"
 
 namespace gpuleak::report {
 

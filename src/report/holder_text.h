@@ -15,7 +15,7 @@
 #include <optional>
 #include <string>
 
-#include "analysis/report_model.h"
+#include "analysis/model/report_model.h"
 
 namespace gpuleak::report {
 

@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "analysis/export_detail.h"
-#include "analysis/report_model.h"
+#include "analysis/model/report_model.h"
 
 namespace gpuleak::report {
 

@@ -17,8 +17,8 @@
 #include <nlohmann/json.hpp>
 #include <string_view>
 
-#include "analysis/job_ranks.h"
-#include "analysis/process_verdict.h"
+#include "analysis/processes/job_ranks.h"
+#include "analysis/processes/process_verdict.h"
 #include "generated/html_report_assets.h"
 #include "quantity/units.h"
 #include "report/file_names.h"
@@ -388,7 +388,7 @@ class PageWriter {
     out_ << "</section>\n";
   }
 
-  // The banner: the one verdict (analysis/process_verdict.h), as the text
+  // The banner: the one verdict (analysis/processes/process_verdict.h), as the text
   // report and --fail-on-leak have it.
   void write_verdict(const ProcessReport& r) {
     const analysis::GrowthReport& g = r.growth;
@@ -704,7 +704,7 @@ class PageWriter {
 
   std::ostream& out_;
   const std::vector<analysis::UnusableTrace>& unusable_;
-  std::optional<std::string> ranks_;  // the job's ranks in words (analysis/job_ranks.h)
+  std::optional<std::string> ranks_;  // the job's ranks in words (analysis/processes/job_ranks.h)
 };
 
 }  // namespace

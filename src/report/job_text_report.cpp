@@ -4,7 +4,7 @@
 
 #include <algorithm>
 
-#include "analysis/job_ranks.h"
+#include "analysis/processes/job_ranks.h"
 #include "quantity/units.h"
 #include "report/process_finding_text.h"
 #include "report/text_report.h"

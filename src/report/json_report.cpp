@@ -1,7 +1,7 @@
 #include "report/json_report.h"
 
-#include "analysis/job_ranks.h"
-#include "analysis/process_verdict.h"
+#include "analysis/processes/job_ranks.h"
+#include "analysis/processes/process_verdict.h"
 #include "report/process_finding_text.h"
 
 namespace gpuleak::report {
@@ -437,7 +437,7 @@ json finding_json(const analysis::ProcessFinding& f, const analysis::JobReport& 
           {"fix", f.fix}};
 }
 
-// The job's ranks across hosts (analysis/job_ranks.h), or null.
+// The job's ranks across hosts (analysis/processes/job_ranks.h), or null.
 json ranks_json(const std::vector<analysis::ProcessReport>& reports) {
   std::optional<analysis::JobRanks> ranks = analysis::job_ranks(reports);
   if (!ranks) return nullptr;

@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <vector>
 
-#include "analysis/report_model.h"
+#include "analysis/model/report_model.h"
 
 namespace gpuleak::report {
 

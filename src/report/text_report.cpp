@@ -4,7 +4,7 @@
 
 #include <sstream>
 
-#include "analysis/process_verdict.h"
+#include "analysis/processes/process_verdict.h"
 #include "quantity/units.h"
 #include "report/file_names.h"
 #include "report/holder_text.h"
@@ -92,7 +92,7 @@ void write_phases(std::ostream& out, const analysis::GrowthReport& g) {
   }
 }
 
-// The one verdict (analysis/process_verdict.h), on one line.
+// The one verdict (analysis/processes/process_verdict.h), on one line.
 void write_verdict(std::ostream& out, const ProcessReport& r, const analysis::ProcessVerdict& v) {
   const analysis::GrowthReport& g = r.growth;
   out << "  Verdict: " << analysis::process_verdict_name(v.kind);
@@ -152,7 +152,7 @@ void write_growth(std::ostream& out, const ProcessReport& r) {
   }
   write_phases(out, g);
   // The verdict itself is the Verdict line at the top (one verdict for
-  // every output: analysis/process_verdict.h).
+  // every output: analysis/processes/process_verdict.h).
   if (g.verdict == analysis::Verdict::kLeak && g.seconds_to_full) {
     out << fmt::format("  Device full in ~{} at this rate (of {})\n",
                        format_duration_seconds(*g.seconds_to_full),

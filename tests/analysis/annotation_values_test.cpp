@@ -2,7 +2,7 @@
 // what the collector and the Python package write reads back whole; a field
 // of the wrong type reads as missing and a value that is not an object as no
 // annotation, never as an exception.
-#include "analysis/annotation_values.h"
+#include "analysis/model/annotation_values.h"
 
 #include <gtest/gtest.h>
 

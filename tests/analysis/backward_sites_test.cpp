@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "analysis/stack_catalog.h"
+#include "analysis/model/stack_catalog.h"
 #include "analysis/trace_loader.h"
 
 namespace gpuleak::analysis {

@@ -4,7 +4,7 @@
 // and is never clean when events were lost before the compaction.
 #include <gtest/gtest.h>
 
-#include "analysis/process_verdict.h"
+#include "analysis/processes/process_verdict.h"
 #include "analysis/synthetic_trace.h"
 #include "trace/codec.h"
 #include "trace/event_sequencer.h"

@@ -1,9 +1,9 @@
-// A job whose processes ran on several hosts (analysis/job_analysis.h):
+// A job whose processes ran on several hosts (analysis/processes/job_analysis.h):
 // PIDs repeat across hosts (each node's, or each container's, PID
 // namespace), so a process is its host and its PID.
 #include <gtest/gtest.h>
 
-#include "analysis/job_analysis.h"
+#include "analysis/processes/job_analysis.h"
 
 namespace gpuleak::analysis {
 namespace {

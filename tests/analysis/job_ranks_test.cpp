@@ -1,5 +1,5 @@
-// The ranks of a multi-node job in one view (analysis/job_ranks.h).
-#include "analysis/job_ranks.h"
+// The ranks of a multi-node job in one view (analysis/processes/job_ranks.h).
+#include "analysis/processes/job_ranks.h"
 
 #include <gtest/gtest.h>
 

@@ -1,14 +1,14 @@
 // The cause of a leak from the growing sites and the holder the Python
-// package named (analysis/leak_cause.h), and how holder answers for the same
-// site replace each other (analysis/holder_findings.h).
-#include "analysis/leak_cause.h"
+// package named (analysis/growth/leak_cause.h), and how holder answers for the same
+// site replace each other (analysis/growth/holder_findings.h).
+#include "analysis/growth/leak_cause.h"
 
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
-#include "analysis/holder_findings.h"
+#include "analysis/growth/holder_findings.h"
 #include "gpuleak/vocabulary.h"
 
 namespace gpuleak::analysis {

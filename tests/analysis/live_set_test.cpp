@@ -3,7 +3,7 @@
 // entry, over every address space: the same entries, counts and byte totals
 // after every step (the table shifts entries back on delete, which must
 // never lose one).
-#include "analysis/live_set.h"
+#include "analysis/model/live_set.h"
 
 #include <gtest/gtest.h>
 

@@ -1,9 +1,9 @@
 // Roles of a job's processes from what is known of each (process_roles.h).
-#include "analysis/process_roles.h"
+#include "analysis/processes/process_roles.h"
 
 #include <gtest/gtest.h>
 
-#include "analysis/annotation_values.h"
+#include "analysis/model/annotation_values.h"
 
 namespace gpuleak::analysis {
 namespace {

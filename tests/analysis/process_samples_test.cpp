@@ -1,6 +1,6 @@
 // processes.jsonl: what `gpuleak run` writes is what `report` reads back, and
 // a damaged file is read as far as it is whole (process_samples.h).
-#include "analysis/process_samples.h"
+#include "analysis/processes/process_samples.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

@@ -8,7 +8,7 @@
 #include <random>
 #include <string>
 
-#include "analysis/clock_arbiter.h"
+#include "analysis/steps/clock_arbiter.h"
 #include "analysis/synthetic_trace.h"
 #include "analysis/trace_loader.h"
 

@@ -12,8 +12,8 @@
 #include <regex>
 #include <set>
 
-#include "analysis/job_analysis.h"
-#include "analysis/process_samples.h"
+#include "analysis/processes/job_analysis.h"
+#include "analysis/processes/process_samples.h"
 #include "analysis/trace_loader.h"
 
 namespace gpuleak::analysis {

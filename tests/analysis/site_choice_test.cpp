@@ -1,9 +1,9 @@
-// Which frame of a stack a report blames (analysis/stack_catalog.h).
+// Which frame of a stack a report blames (analysis/model/stack_catalog.h).
 #include <gtest/gtest.h>
 
 #include <vector>
 
-#include "analysis/stack_catalog.h"
+#include "analysis/model/stack_catalog.h"
 
 namespace gpuleak::analysis {
 namespace {

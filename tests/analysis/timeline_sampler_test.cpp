@@ -1,7 +1,7 @@
 // The report's timeline of a long run: bounded, every row where a reader
 // zooms in (start, end, the moment growth was found), and no peak or dip
 // lost in between.
-#include "analysis/timeline_sampler.h"
+#include "analysis/growth/timeline_sampler.h"
 
 #include <gtest/gtest.h>
 

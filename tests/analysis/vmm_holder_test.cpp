@@ -2,14 +2,14 @@
 // platform allocator on CUDA 13): growth is judged on the physical site
 // (cuMemCreate), the package's walk answers for the mapping site (cuMemMap,
 // whose addresses are the arrays'); the report must name the holder for the
-// physical site all the same (analysis/vmm_site_pairs.h).
+// physical site all the same (analysis/growth/vmm_site_pairs.h).
 #include <gtest/gtest.h>
 
 #include <string>
 
+#include "analysis/growth/vmm_site_pairs.h"
 #include "analysis/synthetic_trace.h"
 #include "analysis/trace_loader.h"
-#include "analysis/vmm_site_pairs.h"
 
 namespace gpuleak::analysis {
 namespace {

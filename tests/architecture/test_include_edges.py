@@ -48,26 +48,34 @@ def tracked_sources():
     return [f for f in files if f.endswith(SOURCE_SUFFIXES)]
 
 
-def module_of(path):
+def module_of(path, table):
+    """The module a file belongs to: src/NAME, or a sub-folder of it that the
+    table gives a row of its own (src/analysis/steps), include/gpuleak or
+    python/gpuleak."""
     parts = path.split("/")
     if parts[0] == "src":
+        for depth in range(len(parts) - 1, 1, -1):
+            folder = "/".join(parts[:depth])
+            if folder in table:
+                return folder
         return "src/" + parts[1]
     if parts[0] == "include":
         return "include/gpuleak"
     return "python/gpuleak"
 
 
-def target_of(including, name):
+def target_of(including, name, table):
     """(module, file) an include names: "trace/records.h" is src/trace,
-    "gpuleak/x.h" include/gpuleak, a bare name a file beside the includer."""
+    "analysis/steps/step_finder.h" src/analysis/steps, "gpuleak/x.h"
+    include/gpuleak, a bare name a file beside the includer."""
     first = name.split("/")[0]
     if first == "gpuleak":
         return "include/gpuleak", "include/" + name
     if os.path.isdir(os.path.join(ROOT, "src", first)) and "/" in name:
-        return "src/" + first, "src/" + name
+        return module_of("src/" + name, table), "src/" + name
     beside = os.path.normpath(os.path.join(os.path.dirname(including), name))
     if os.path.exists(os.path.join(ROOT, beside)):
-        return module_of(beside), beside
+        return module_of(beside, table), beside
     return None, name
 
 
@@ -84,9 +92,9 @@ def test_every_include_is_an_allowed_edge():
     table = allowed_edges()
     broken = []
     for path, number, name in edges():
-        module = module_of(path)
+        module = module_of(path, table)
         assert module in table, "%s is in no row of docs/architecture.md's table" % module
-        target, target_file = target_of(path, name)
+        target, target_file = target_of(path, name, table)
         if target is None:
             if name not in GENERATED:
                 broken.append('%s:%d includes "%s", which is no file of the tree' % (path, number, name))
@@ -102,6 +110,44 @@ def test_the_table_names_only_modules_that_exist():
     for module, targets in table.items():
         for entry in {module} | targets:
             assert os.path.exists(os.path.join(ROOT, entry)), "docs/architecture.md names %s" % entry
+
+
+def test_the_table_has_no_cycle():
+    """Data flows one way: no module reaches itself through the table's
+    entries (an entry naming a file counts as that file's module)."""
+    table = allowed_edges()
+
+    def module_of_entry(entry):
+        return module_of(entry, table) if os.path.isfile(os.path.join(ROOT, entry)) else entry
+
+    graph = {m: {module_of_entry(e) for e in targets} - {m} for m, targets in table.items()}
+    done, on_path = set(), []
+
+    def visit(module):
+        assert module not in on_path, "docs/architecture.md's table has a cycle: " + " -> ".join(on_path + [module])
+        if module in done:
+            return
+        on_path.append(module)
+        for target in graph.get(module, ()):
+            visit(target)
+        on_path.pop()
+        done.add(module)
+
+    for module in graph:
+        visit(module)
+
+
+def test_a_split_module_has_a_row_for_each_folder():
+    """Once a module is split into rows per sub-folder (src/analysis/steps),
+    a new folder beside them needs its own row: its files would otherwise
+    pass as the parent's and include what the parent may."""
+    table = allowed_edges()
+    sources = tracked_sources()
+    for parent in {row.rsplit("/", 1)[0] for row in table if row.count("/") >= 2}:
+        folders = {os.path.dirname(f) for f in sources if f.startswith(parent + "/") and os.path.dirname(f) != parent}
+        for folder in folders:
+            top = parent + "/" + folder[len(parent) + 1 :].split("/")[0]
+            assert top in table, "%s holds sources but has no row in docs/architecture.md's table" % top
 
 
 def declared_c_functions():

@@ -16,7 +16,7 @@
 #include <set>
 #include <sstream>
 
-#include "analysis/process_verdict.h"
+#include "analysis/processes/process_verdict.h"
 #include "analysis/trace_loader.h"
 #include "support/process_runner.h"
 #include "support/scratch_dir.h"

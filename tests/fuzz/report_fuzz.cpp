@@ -9,7 +9,7 @@
 //   * a trace with damage, lost events or an early end is never NO LEAK.
 //
 // Source paths are left as the input names them: reports must never open
-// them (analysis/source_lines.h). Module paths are moved under a folder that
+// them (analysis/model/source_lines.h). Module paths are moved under a folder that
 // does not exist (the symbolizer may read ELF files a trace names; a random
 // input naming a large real library would only be slow), and event times
 // folded near the process start, as in trace_reader_fuzz.cpp (the time
@@ -18,7 +18,7 @@
 #include <sstream>
 #include <string>
 
-#include "analysis/process_verdict.h"
+#include "analysis/processes/process_verdict.h"
 #include "analysis/trace_loader.h"
 #include "fuzz_input.h"
 #include "report/html_report.h"

@@ -106,7 +106,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       fold_times(record, &start_ns);
       move_paths_nowhere(record);
       // Annotations are read with type-checked field readers
-      // (analysis/annotation_fields.h): no exception may leave consume(),
+      // (analysis/model/annotation_fields.h): no exception may leave consume(),
       // whatever JSON an annotation holds.
       analysis.consume(record);
     }

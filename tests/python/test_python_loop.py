@@ -42,7 +42,7 @@ def feed(chooser, events, depths):
 
     out = []
     for key, now in events:
-        action = chooser.tick(key, now, enclosing_of)
+        action = chooser.on_back_edge(key, now, enclosing_of)
         out.append((key, action, chooser.clock if action == MARK else None, chooser.step if action == MARK else None))
     return out
 
@@ -65,7 +65,7 @@ def test_a_tight_loop_is_never_chosen_and_is_disabled_after_one_block():
     actions = [a for _, a, _, _ in out]
     assert MARK not in actions
     assert actions[:255] == [IGNORE] * 255 and chooser.disabled == 1
-    # Disabled at its 256th time round; a second back-edge of the same loop
+    # Disabled at its 256th pass; a second back-edge of the same loop
     # (an if/else body) is disabled where it fires too.
     assert actions[255:] == [DISABLE] * (len(actions) - 255)
 
@@ -115,7 +115,7 @@ def described_clocks(events, nesting):
     chooser = LoopChooser()
     described = {}
     for key, now in events:
-        if chooser.tick(key, now, lambda k: nesting[k]) == MARK and chooser.new_clock:
+        if chooser.on_back_edge(key, now, lambda k: nesting[k]) == MARK and chooser.new_clock:
             described[chooser.clock] = (key, list(chooser.encloses))
     return described
 
@@ -432,15 +432,15 @@ class Marks:
         self.calls.append(("mark", step, source, clock, pacing))
 
 
-def test_python_loop_ticks_pace_only_where_no_program_clock_ticked_and_read_the_pool_first():
+def test_python_loop_steps_pace_only_where_no_program_clock_marked_one_and_read_the_pool_first():
     collector = Marks()
     clock = StepClock(collector)
     clock.pool_reader = types.SimpleNamespace(on_step=lambda: collector.calls.append(("pool",)))
-    clock.python_loop_iteration(1)
+    clock.python_loop_pass(1)
     assert collector.calls == [("pool",), ("mark", 1, _collector.STEP_FROM_PYTHON_LOOP, 1, 1)]
     collector.calls.clear()
     clock.explicit_step()
-    clock.python_loop_iteration(1)
+    clock.python_loop_pass(1)
     assert collector.calls[-1] == ("mark", 2, _collector.STEP_FROM_PYTHON_LOOP, 1, 0)
     assert collector.calls.count(("pool",)) == 1  # the explicit step's, not the loop's
 
@@ -697,7 +697,7 @@ def test_marks_wait_for_the_collector_to_be_in_the_process_and_check_at_most_eve
 
     present, checks, marked = [False], [], []
     monkeypatch.setattr(_collector, "loaded_in_process", lambda: checks.append(1) or present[0])
-    monkeypatch.setattr(_runtime, "clock", lambda: types.SimpleNamespace(python_loop_iteration=marked.append))
+    monkeypatch.setattr(_runtime, "clock", lambda: types.SimpleNamespace(python_loop_pass=marked.append))
     now = [0.0]
     marks = python_loop.StepMarks(clock=lambda: now[0])
     for _ in range(50):  # 50 iterations of 1 ms, no collector: one check

@@ -8,15 +8,15 @@ from gpuleak._steps import StepClock
 class FakeCollector:
     """Stands in for the ctypes collector: records what the clock marks.
 
-    `marked` holds the pacing ticks as (step, source); `all_ticks` every tick
+    `marked` holds the pacing steps as (step, source); `all_marks` every step
     as (step, source, clock, pacing)."""
 
     def __init__(self):
         self.marked = []
-        self.all_ticks = []
+        self.all_marks = []
 
     def mark_clock_step(self, step, source, clock, pacing):
-        self.all_ticks.append((step, source, clock, pacing))
+        self.all_marks.append((step, source, clock, pacing))
         if pacing:
             self.marked.append((step, source))
 
@@ -125,7 +125,7 @@ def test_step_that_raised_does_not_stop_step_marking():
     assert len(collector.marked) == 4
 
 
-def test_explicit_steps_pace_where_they_tick_and_optimizer_steps_are_still_marked():
+def test_explicit_steps_pace_where_they_are_marked_and_optimizer_steps_are_still_marked():
     collector = FakeCollector()
     clock = StepClock(collector)
     adam = Optimizer()
@@ -134,9 +134,9 @@ def test_explicit_steps_pace_where_they_tick_and_optimizer_steps_are_still_marke
     for _ in range(3):
         optimizer_step(clock, adam)
         clock.explicit_step()
-    # Every tick reaches the trace; once gpuleak.step() ticks between two
+    # Every step reaches the trace; once gpuleak.step() marks one between two
     # optimizer steps, the explicit steps are the ones that pace.
-    assert [(s, src) for s, src, _, _ in collector.all_ticks] == [
+    assert [(s, src) for s, src, _, _ in collector.all_marks] == [
         (1, 1),
         (2, 1),
         (3, 1),
@@ -157,7 +157,7 @@ def test_explicit_step_once_per_epoch_does_not_stop_optimizer_steps():
         for _ in range(10):
             optimizer_step(clock, adam)
         clock.explicit_step()
-    optimizer_steps = [t for t in collector.all_ticks if t[1] == 1]
+    optimizer_steps = [t for t in collector.all_marks if t[1] == 1]
     assert len(optimizer_steps) == 30
     # only the first optimizer step after each epoch mark does not pace
     assert sum(1 for t in optimizer_steps if t[3]) == 30 - 2
@@ -172,8 +172,8 @@ def test_dataloader_batches_pace_only_where_no_optimizer_steps():
         optimizer_step(clock, adam)
     for _ in range(4):  # evaluation: batches of another loader only
         clock.dataloader_batch(2)
-    training = [t for t in collector.all_ticks if t[1] == 4 and t[2] == 1]
-    evaluation = [t for t in collector.all_ticks if t[1] == 4 and t[2] == 2]
+    training = [t for t in collector.all_marks if t[1] == 4 and t[2] == 1]
+    evaluation = [t for t in collector.all_marks if t[1] == 4 and t[2] == 2]
     assert [t[3] for t in training] == [1, 0, 0, 0, 0]  # only before the first step
     assert [t[3] for t in evaluation] == [0, 1, 1, 1]  # an optimizer step came before the first
 
@@ -265,14 +265,14 @@ def test_explicit_gpuleak_step_and_optimizer_steps_are_both_marked(run_traced):
     assert run.returncode == 0, run.stderr
     steps = [(s["step"], s["source"]) for s in run.steps()]
     # gpuleak.step() no longer turns optimizer steps off: the analysis decides
-    # which clock's ticks are the iterations (explicit ones, where they tick).
+    # which clock's steps count (explicit ones, where there are any).
     expected = []
     for i in range(4):
         expected += [(3 * i + 1, 1), (3 * i + 2, 1), (3 * i + 3, 1), (i + 1, 2)]
     assert steps == expected
 
 
-def test_dataloader_batches_tick_a_clock_per_dataset(run_traced):
+def test_dataloader_batches_mark_steps_of_a_clock_per_dataset(run_traced):
     run = run_traced(
         """
 import torch
@@ -290,8 +290,8 @@ leave_traced_program()
     )
     assert run.returncode == 0, run.stderr
     assert "loaders done" in run.stdout
-    ticks = [(s["source"], s["clock"], s["step"]) for s in run.steps()]
-    assert ticks == [(4, 1, n) for n in range(1, 7)] + [(4, 2, n) for n in range(1, 5)]
+    marks = [(s["source"], s["clock"], s["step"]) for s in run.steps()]
+    assert marks == [(4, 1, n) for n in range(1, 7)] + [(4, 2, n) for n in range(1, 5)]
     clocks = run.annotations("iteration_clock")
     assert [(c["source"], c["clock"]) for c in clocks] == [(4, 1), (4, 2)]
     assert all("TensorDataset" in c["description"] for c in clocks)

@@ -4,7 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "analysis/holder_findings.h"
+#include "analysis/growth/holder_findings.h"
 #include "report/json_report.h"
 #include "report/text_report.h"
 

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "analysis/process_verdict.h"
+#include "analysis/processes/process_verdict.h"
 #include "report/html_page_data.h"
 #include "report/json_report.h"
 #include "report/text_report.h"
@@ -322,7 +322,7 @@ TEST(HtmlReport, process_without_steps_says_so_instead_of_an_empty_plot) {
 
 // A CUDA program without steps that left memory allocated: the text report
 // and --fail-on-leak say LEAKED; the banner said NOT YET. It must say what
-// they say (analysis/process_verdict.h).
+// they say (analysis/processes/process_verdict.h).
 TEST(HtmlReport, banner_shows_the_same_verdict_as_the_text_report_and_the_gate) {
   ProcessReport r = clean_report(6);
   r.growth = {};  // no steps: the growth verdict is NOT YET

@@ -129,10 +129,10 @@ def test_docs_list_every_step_source_of_the_header_in_their_order_of_trust():
         names
     ), "docs/json-schema.md's step_source row misses a step source"
     # docs/torch.md's "Steps" table: | order | `name` | ... in trust order,
-    # the order src/analysis/clock_arbiter.cpp's trust_rank gives.
+    # the order src/analysis/steps/clock_arbiter.cpp's trust_rank gives.
     table = re.findall(r"^\| ([0-9]+) \| `([a-z-]+)` \|", read("docs", "torch.md"), re.M)
     assert sorted(name for _, name in table) == sorted(names), "docs/torch.md's order-of-trust table"
-    arbiter = read("src", "analysis", "clock_arbiter.cpp")
+    arbiter = read("src", "analysis", "steps", "clock_arbiter.cpp")
     ranks = {}
     for name, value, text in x_macro("GPULEAK_STEP_SOURCES"):
         enumerator = "k" + "".join(part.capitalize() for part in name.split("_"))

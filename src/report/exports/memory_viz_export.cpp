@@ -18,8 +18,8 @@
 #include <cmath>
 #include <map>
 
-#include "analysis/live_set.h"
-#include "analysis/stack_catalog.h"
+#include "analysis/model/live_set.h"
+#include "analysis/model/stack_catalog.h"
 #include "report/exports/pickle_writer.h"
 #include "report/exports/writers.h"
 

@@ -12,7 +12,7 @@
 #include <cmath>
 #include <nlohmann/json.hpp>
 
-#include "analysis/live_set.h"
+#include "analysis/model/live_set.h"
 #include "quantity/units.h"
 #include "report/exports/flame_stacks.h"
 #include "report/exports/writers.h"

@@ -4,7 +4,7 @@
 #include <ostream>
 #include <vector>
 
-#include "analysis/report_model.h"
+#include "analysis/model/report_model.h"
 #include "report/exports.h"
 
 namespace gpuleak::report {
