@@ -44,13 +44,20 @@ def program(request_at=5, request_text=ADDRESSES_OF_LOSSES):
 
 
 def test_request_is_answered_at_the_next_step_boundary(run_traced):
-    run = run_traced(program(), {"GPULEAK_HOLDER_REQUESTS": "1", "GPULEAK_HOLDER_POLL_MS": "0"})
+    # A budget that a loaded CI machine cannot outrun (the default, 2 s + 3 s for the forked
+    # copy, was once exceeded there while other tests ran beside it): this test is about when
+    # the answer comes and what it says, not how fast the walk is.
+    run = run_traced(
+        program(),
+        {"GPULEAK_HOLDER_REQUESTS": "1", "GPULEAK_HOLDER_POLL_MS": "0", "GPULEAK_HOLDER_SECONDS": "20"},
+    )
     assert run.returncode == 0, run.stderr
     assert "request file after the step: False" in run.stdout
     answers = run.annotations("holder")
     assert len(answers) == 1
     answer = answers[0]
-    assert answer["request_id"] == 3 and 0 <= answer["seconds"] < 2.5
+    assert "error" not in answer, answer
+    assert answer["request_id"] == 3 and 0 <= answer["seconds"] < 20.5, answer
     (site,) = answer["sites"]
     assert site["site_id"] == 17
     assert site["matched_addresses"] == 6
