@@ -260,29 +260,28 @@ GrowthReport ProcessAnalysis::growth_report_of_phases(const Phase** primary_phas
         reports[i].verdict != Verdict::kNotYet)
       trusted_verdict = true;
   }
-  auto library_loop = [&](std::size_t i) {
-    if (!trusted_verdict || order[i]->clock.source != trace::StepSource::kAllocationPeriod)
-      return false;
-    auto frame = finder_.loop_frame(order[i]->clock.clock, catalog_);
-    return frame && frame->internal;
-  };
   // A loop found in library code that was over before a loop of the
   // program's own began is set-up, not the program's steps: NCCL's
   // communicator set-up inside init_process_group allocates three 2 MiB
   // buffers a round, 64 rounds in 13 ms, and keeps them for the run (on the
   // H100 it was judged LEAK +6 MiB/iteration while the script's loop, which
   // began after it, never grew).
-  auto set_up_loop = [&](std::size_t i) {
-    if (order[i]->clock.source != trace::StepSource::kAllocationPeriod) return false;
-    auto frame = finder_.loop_frame(order[i]->clock.clock, catalog_);
-    if (!frame || !frame->internal) return false;
+  auto over_before_the_programs_loop = [&](const Phase& loop) {
     return std::any_of(order.begin(), order.end(), [&](const Phase* other) {
-      trace::StepSource source = other->clock.source;
-      return other != order[i] && source != trace::StepSource::kAllocationPeriod &&
+      return other != &loop && other->clock.source != trace::StepSource::kAllocationPeriod &&
              !is_time_windows(*other) && other->growth.boundaries() > 0 &&
-             other->first_boundary_ns > order[i]->last_boundary_ns;
+             other->first_boundary_ns > loop.last_boundary_ns;
     });
   };
+  // Both kinds of library loop, decided once per phase (rank below compares
+  // phases many times).
+  std::vector<bool> library_loops(order.size(), false);
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    if (order[i]->clock.source != trace::StepSource::kAllocationPeriod) continue;
+    auto frame = finder_.loop_frame(order[i]->clock.clock, catalog_);
+    if (!frame || !frame->internal) continue;
+    library_loops[i] = trusted_verdict || over_before_the_programs_loop(*order[i]);
+  }
   // A loop the finder followed first and then found inside another (a
   // batch's per-request loop, before the serving loop around it showed):
   // its iterations are pieces of the other's, and what "grew" between them
@@ -305,7 +304,7 @@ GrowthReport ProcessAnalysis::growth_report_of_phases(const Phase** primary_phas
   auto rank = [&](std::size_t i) {
     const GrowthReport& r = reports[i];
     int verdict = r.verdict == Verdict::kLeak ? 2 : r.verdict == Verdict::kNoLeak ? 1 : 0;
-    bool windows = is_time_windows(*order[i]) || library_loop(i) || set_up_loop(i) || inner_loop(i);
+    bool windows = is_time_windows(*order[i]) || library_loops[i] || inner_loop(i);
     // Between phases with the same verdict, the program's own word first.
     int trust = -trust_rank(order[i]->clock.source);
     return std::make_tuple(!windows, verdict, !enclosed(i),
@@ -331,9 +330,7 @@ GrowthReport ProcessAnalysis::growth_report_of_phases(const Phase** primary_phas
     // their warm-up (a loop that went round a few times during set-up).
     if (other_than_windows && is_time_windows(*order[i])) continue;
     if (reports[i].steps <= options_.growth.warmup_steps && !(primary && i == *primary)) continue;
-    if ((library_loop(i) || set_up_loop(i) || inner_loop(i) || enclosed(i)) &&
-        !(primary && i == *primary))
-      continue;
+    if ((library_loops[i] || inner_loop(i) || enclosed(i)) && !(primary && i == *primary)) continue;
     PhaseSummary p;
     p.name = reports[i].phase;
     p.label = order[i]->label;
