@@ -20,6 +20,20 @@ process, in these configurations:
   skip_PART                 (with --breakdown-sites N, at N sites only) `gpuleak run` with
                             GPULEAK_BENCH_SKIP=PART: what one part of the per-event work costs.
 
+The breakdown in one process (--breakdown-sites N): each configuration below is one process
+that times wrappers only and recording in turns, so its ratio carries no process-to-process
+noise. Taking one part away at a time (without_PART) hides a cost that is spread over the
+parts; taking all away and adding one back (only_PART) and taking the frames away too
+(no_parts_no_frames: what is left is the hook's own path) show where the floor is:
+
+  without_PART        GPULEAK_BENCH_SKIP=PART
+  only_PART           GPULEAK_BENCH_SKIP=every part but PART
+  no_parts            GPULEAK_BENCH_SKIP=every part (frames are still taken)
+  no_frames           GPULEAK_NATIVE_DEPTH=0 (every part on)
+  no_parts_no_frames  both
+
+--in-process-only runs only the in-process comparisons (no fresh-process configurations).
+
 Every process runs pinned to the CPUs of --cpus (default: the first four this process may use),
 so that no round pays for a migration the other configurations did not.
 
@@ -30,7 +44,7 @@ inter-quartile range (the spread issue 32 bounds at 0.15). `--seconds` stops sta
 once that much time has passed (the rounds done are kept).
 
 usage: bench/run_async_pair_overhead.py ALLOC_PAIRS GPULEAK OUT.json [--rounds 8]
-       [--sites 1,8,48] [--seconds 330] [--breakdown-sites 8] [--cpus 2,3,4,5]
+       [--sites 1,8,48] [--seconds 330] [--breakdown-sites 8] [--in-process-only] [--cpus 2,3,4,5]
 """
 
 import argparse
@@ -45,6 +59,18 @@ import time
 TARGET_RATIO = 1.2
 TARGET_IQR = 0.15
 BREAKDOWN_PARTS = ("seq", "clock", "device", "stack_id", "buffer")
+
+
+def breakdown_configs():
+    """The in-process breakdown's configurations: name -> the environment they add."""
+    every = ",".join(BREAKDOWN_PARTS)
+    configs = {"without_" + part: {"GPULEAK_BENCH_SKIP": part} for part in BREAKDOWN_PARTS}
+    for part in BREAKDOWN_PARTS:
+        configs["only_" + part] = {"GPULEAK_BENCH_SKIP": ",".join(p for p in BREAKDOWN_PARTS if p != part)}
+    configs["no_parts"] = {"GPULEAK_BENCH_SKIP": every}
+    configs["no_frames"] = {"GPULEAK_NATIVE_DEPTH": "0"}
+    configs["no_parts_no_frames"] = {"GPULEAK_BENCH_SKIP": every, "GPULEAK_NATIVE_DEPTH": "0"}
+    return configs
 
 
 def quartiles(values):
@@ -78,6 +104,9 @@ def main():
     parser.add_argument("--sync-pairs", type=int, default=200)
     parser.add_argument(
         "--breakdown-sites", type=int, default=0, help="also run the skip_PART configurations at this number of sites"
+    )
+    parser.add_argument(
+        "--in-process-only", action="store_true", help="only the in-process comparisons (and their breakdown)"
     )
     parser.add_argument(
         "--cpus", default="", help="comma-separated CPUs each run is pinned to (default: the first four allowed)"
@@ -122,7 +151,10 @@ def main():
         configs["skip_" + part] = (
             lambda part: lambda sites: (under_gpuleak + pairs_argv(sites), {"GPULEAK_BENCH_SKIP": part})
         )(part)
+    if args.in_process_only:
+        configs = {"native": configs["native"], "gpuleak": configs["gpuleak"]}
     names = list(configs)
+    in_process_configs = breakdown_configs() if args.breakdown_sites else {}
     in_process_argv = lambda sites: under_gpuleak + pairs_argv(sites)
     sites_list = [int(s) for s in args.sites.split(",")]
     # Which backend `gpuleak run` records with, and that it records (one short verbose run).
@@ -134,7 +166,7 @@ def main():
     )
     samples = {str(s): {n: {"async": [], "sync": []} for n in names} for s in sites_list}
     in_process = {str(s): [] for s in sites_list}
-    in_process_skip = {part: [] for part in BREAKDOWN_PARTS}
+    in_process_skip = {name: [] for name in in_process_configs}
     errors = []
     started = time.time()
     rounds_done = 0
@@ -156,20 +188,16 @@ def main():
                     # The breakdown in one process: the machine's per-process state
                     # cancels out, so a part's cost is recording with it over recording
                     # without it, each against the same process's wrappers.
-                    for part in BREAKDOWN_PARTS if sites == args.breakdown_sites else ():
+                    for part, extra in in_process_configs.items() if sites == args.breakdown_sites else ():
                         try:
                             result, _ = run(
                                 in_process_argv(sites),
-                                {
-                                    "GPULEAK_TRACE_DIR": traces,
-                                    "GPULEAK_BENCH_IN_PROCESS": "1",
-                                    "GPULEAK_BENCH_SKIP": part,
-                                },
+                                dict(extra, GPULEAK_TRACE_DIR=traces, GPULEAK_BENCH_IN_PROCESS="1"),
                                 cpus,
                             )
                             in_process_skip[part].append(result)
                         except Exception as error:
-                            errors.append("in-process skip_%s round %d: %s" % (part, r, error))
+                            errors.append("in-process %s round %d: %s" % (part, r, error))
                         clear_traces()
                     continue
                 name = turn[(i + r) % len(turn)]
@@ -242,12 +270,13 @@ def main():
                 if skipped:
                     q1, q2, q3 = quartiles(skipped)
                     parts[part] = {
-                        "recording_ratio_without_it": round(q2, 3),
+                        "recording_ratio": round(q2, 3),
                         "iqr": round(q3 - q1, 3),
-                        "its_cost_in_pair_ratio": round(recording - q2, 3),
+                        "below_full_recording": round(recording - q2, 3),
+                        "environment": in_process_configs[part],
                     }
             row["in_process_breakdown"] = parts
-        g = row["gpuleak"].get("async")
+        g = row.get("gpuleak", {}).get("async")
         row["meets_target"] = bool(g) and g["median_round_ratio"] <= TARGET_RATIO and g["iqr_round_ratio"] <= TARGET_IQR
         figures[sites] = row
     result = {
@@ -299,8 +328,8 @@ def main():
             )
         for part, cost in row.get("in_process_breakdown", {}).items():
             print(
-                "%2s sites in process, without %-9s async %5.2fx (IQR %.2f): the part costs %+.3fx"
-                % (sites, part, cost["recording_ratio_without_it"], cost["iqr"], cost["its_cost_in_pair_ratio"])
+                "%2s sites in process, %-18s async %5.2fx (IQR %.2f): %+.3fx below full recording"
+                % (sites, part, cost["recording_ratio"], cost["iqr"], cost["below_full_recording"])
             )
     print("backend: %s; rounds %d; meets 1.2x / IQR 0.15: %s" % (backend.strip(), rounds_done, result["meets_target"]))
 
