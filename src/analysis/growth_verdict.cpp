@@ -181,6 +181,14 @@ GrowthReport ProcessAnalysis::phase_report(const Phase& phase) {
         "judged by the pool's bytes in use at each iteration: the arrays inside it are not seen "
         "one by one, so no line that made them is named";
   }
+  if (g.verdict == Verdict::kNotYet) {
+    for (const SiteTrend& trend : growth.rising_sites()) {
+      // As in evaluate(): a segment of PyTorch's or CuPy's cache is not a
+      // leak of its own.
+      if (!is_tensor_kind(trend.kind) && is_pool_segment(trend.site_id)) continue;
+      g.rising_sites.push_back(describe_site(trend));
+    }
+  }
   describe_lost_events(growth, g);
   g.sites = std::move(leaking);
   for (auto& s : bounded) g.sites.push_back(std::move(s));
@@ -352,6 +360,7 @@ GrowthReport ProcessAnalysis::growth_report_of_phases(const Phase** primary_phas
     g.undecided_reason = hidden_allocations_reason_;
   } else {
     if (g.verdict == Verdict::kNotYet && primary) judge_from_step_summary(*order[*primary], g);
+    if (g.verdict != Verdict::kNotYet) g.rising_sites.clear();
     g.undecided_reason = undecided_reason(g);
   }
   if (g.verdict == Verdict::kNotYet) {

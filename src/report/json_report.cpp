@@ -241,23 +241,26 @@ json to_json(const analysis::ProcessReport& r) {
   }
 
   const analysis::GrowthReport& g = r.growth;
+  auto site_growth_json = [](const analysis::SiteGrowth& s) {
+    return json{{"site_id", s.site_id},
+                {"rate_bytes_per_step", s.rate_bytes_per_step},
+                {"allocations_per_step", s.allocations_per_step},
+                {"live_bytes", s.live_bytes},
+                {"live_allocations", s.live_allocations},
+                {"first_growing_step", s.first_growing_step},
+                {"kind", trace::memory_kind_name(s.kind)},
+                {"tensor_level", s.tensor_level},
+                {"origin", s.origin},
+                {"bounded", s.bounded},
+                {"grew_until_step", optional_json(s.grew_until_step)},
+                {"flat_steps", s.flat_steps},
+                {"site", site_json(s.site)},
+                {"frames", frames_json(s.frames)}};
+  };
   json sites = json::array();
-  for (const auto& s : g.sites) {
-    sites.push_back({{"site_id", s.site_id},
-                     {"rate_bytes_per_step", s.rate_bytes_per_step},
-                     {"allocations_per_step", s.allocations_per_step},
-                     {"live_bytes", s.live_bytes},
-                     {"live_allocations", s.live_allocations},
-                     {"first_growing_step", s.first_growing_step},
-                     {"kind", trace::memory_kind_name(s.kind)},
-                     {"tensor_level", s.tensor_level},
-                     {"origin", s.origin},
-                     {"bounded", s.bounded},
-                     {"grew_until_step", optional_json(s.grew_until_step)},
-                     {"flat_steps", s.flat_steps},
-                     {"site", site_json(s.site)},
-                     {"frames", frames_json(s.frames)}});
-  }
+  for (const auto& s : g.sites) sites.push_back(site_growth_json(s));
+  json rising_sites = json::array();
+  for (const auto& s : g.rising_sites) rising_sites.push_back(site_growth_json(s));
   json phases = json::array();
   for (const auto& p : g.phases) {
     phases.push_back({{"name", p.name},
@@ -296,7 +299,8 @@ json to_json(const analysis::ProcessReport& r) {
       {"pool_judged", g.pool_judged},
       {"lossy_steps", g.lossy_steps},
       {"window_steps", g.window_steps},
-      {"sites", sites}};
+      {"sites", sites},
+      {"rising_sites", rising_sites}};
 
   json origins = json::array();
   for (const auto& share : r.device_memory_by_origin) {

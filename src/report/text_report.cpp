@@ -141,6 +141,28 @@ void write_verdict(std::ostream& out, const ProcessReport& r, const analysis::Pr
   out << '\n';
 }
 
+// NOT YET for too few steps, with sites that rose at every test but the
+// number of steps: where to look, said as what it is (not a verdict).
+void write_rising_sites(std::ostream& out, const analysis::GrowthReport& g,
+                        const std::string& noun) {
+  if (g.rising_sites.empty()) return;
+  std::uint64_t judged = g.steps > g.warmup_steps ? g.steps - g.warmup_steps : 0;
+  out << fmt::format(
+      "\n  Rising so far, not yet a verdict ({} {}s after warm-up; memory that fills a cache for "
+      "a while rises the same way, so a verdict waits for more):\n",
+      judged, noun);
+  for (const analysis::SiteGrowth& s : g.rising_sites) {
+    out << fmt::format("\n  Rising {} ({} allocations/{}, {} at the last {}{}){}\n",
+                       format_rate(s.rate_bytes_per_step, noun.c_str()),
+                       fmt::format("{:.1f}", s.allocations_per_step), noun,
+                       format_bytes(s.live_bytes), noun, s.origin.empty() ? "" : ", " + s.origin,
+                       s.tensor_level ? "" : " [not a tensor]");
+    TextOptions frames;
+    write_frames(out, s.frames, frames, "    ");
+    if (!s.site.source_line.empty()) out << "    > " << s.site.source_line << '\n';
+  }
+}
+
 void write_growth(std::ostream& out, const ProcessReport& r) {
   const analysis::GrowthReport& g = r.growth;
   if (g.steps == 0) return;  // the Verdict line says why nothing was judged
@@ -203,6 +225,7 @@ void write_growth(std::ostream& out, const ProcessReport& r) {
     if (!s.site.backward_node.empty())
       out << "    (allocated by the backward pass, in " << s.site.backward_node << ")\n";
   }
+  write_rising_sites(out, g, noun);
 }
 
 }  // namespace

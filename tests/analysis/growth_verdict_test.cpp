@@ -68,6 +68,68 @@ TEST(GrowthVerdict, leak_is_not_called_before_the_minimum_number_of_steps) {
   EXPECT_EQ(analyze(t).growth.verdict, Verdict::kNotYet);
 }
 
+TEST(GrowthVerdict, a_job_that_ends_before_the_minimum_is_told_where_memory_rises) {
+  // A big leak that ends the job in its first steps (an NCCL group per
+  // step, examples/depth/leak_nccl_group_per_call.py): no verdict yet, but
+  // the site is named as rising, with what it held at the last step even
+  // though the program freed it all at exit.
+  SyntheticTrace t;
+  auto steady = t.python_site("/work/train.py", 10, "<module>");
+  auto forward = t.python_site("/work/model.py", 20, "forward");
+  auto leak = t.python_site("/work/train.py", 42, "sync_metrics");
+  t.alloc(steady, 64 << 20);
+  std::vector<std::uint64_t> kept;
+  for (int step = 0; step < 20; ++step) {
+    activations(t, forward, 1 << 20, 8);
+    kept.push_back(t.alloc(leak, 128 << 20));
+    t.step(step);
+  }
+  for (auto a : kept) t.free(a);  // the clean-up at exit
+  Outcome run = analyze(t);
+  EXPECT_EQ(run.growth.verdict, Verdict::kNotYet);
+  EXPECT_TRUE(run.growth.sites.empty());
+  ASSERT_EQ(run.growth.rising_sites.size(), 1u);
+  const SiteGrowth& rising = run.growth.rising_sites[0];
+  EXPECT_EQ(rising.site.label(), "train.py:42");
+  EXPECT_NEAR(rising.rate_bytes_per_step, 128 << 20, 1);
+  EXPECT_EQ(rising.live_bytes, 20ull * (128 << 20));
+}
+
+TEST(GrowthVerdict, nothing_is_called_rising_too_early_or_when_it_stopped_or_wanders) {
+  auto run = [](int steps, auto&& each_step) {
+    SyntheticTrace t;
+    auto site = t.python_site("/work/cache.py", 8, "fill");
+    for (int step = 0; step < steps; ++step) {
+      each_step(t, site, step);
+      t.step(step);
+    }
+    return analyze(t).growth;
+  };
+  // Fewer than rising_min_steps after warm-up.
+  GrowthReport early =
+      run(12, [](SyntheticTrace& t, std::uint32_t site, int) { t.alloc(site, 8 << 20); });
+  EXPECT_EQ(early.verdict, Verdict::kNotYet);
+  EXPECT_TRUE(early.rising_sites.empty());
+  // A cache that filled for ten steps and has been flat for twenty.
+  GrowthReport filled = run(35, [](SyntheticTrace& t, std::uint32_t site, int step) {
+    if (step < 10) t.alloc(site, 8 << 20);
+  });
+  EXPECT_EQ(filled.verdict, Verdict::kNotYet);
+  EXPECT_TRUE(filled.rising_sites.empty());
+  // A buffer re-made every step at a size that goes up and down.
+  std::uint64_t buffer = 0;
+  GrowthReport wandering = run(35, [&buffer](SyntheticTrace& t, std::uint32_t site, int step) {
+    if (buffer) t.free(buffer);
+    buffer = t.alloc(site, static_cast<std::uint64_t>((step * 7919) % 13 + 1) << 20);
+  });
+  EXPECT_TRUE(wandering.rising_sites.empty());
+  // Past the minimum a leak is a verdict, not a rising site.
+  GrowthReport leak =
+      run(60, [](SyntheticTrace& t, std::uint32_t site, int) { t.alloc(site, 8 << 20); });
+  EXPECT_EQ(leak.verdict, Verdict::kLeak);
+  EXPECT_TRUE(leak.rising_sites.empty());
+}
+
 TEST(GrowthVerdict, leak_every_fifth_step_is_found_once_enough_increases_are_seen) {
   SyntheticTrace t;
   auto leak = t.python_site("/work/eval.py", 31, "validate");

@@ -321,19 +321,20 @@ std::uint64_t GrowthTracker::window_begin(std::uint64_t boundaries) const {
                                                             : 0);
 }
 
-TrendOptions GrowthTracker::trend_options() const {
+TrendOptions GrowthTracker::trend_options(std::uint64_t min_points) const {
   TrendOptions t;
   t.significance_z = options_.significance_z;
   t.sustained_fraction = options_.sustained_fraction;
-  t.min_points = options_.min_steps;
+  t.min_points = min_points;
   t.only_if_significant = true;
   return t;
 }
 
 std::optional<Trend> GrowthTracker::growing_trend(std::span<const double> x,
-                                                  std::span<const double> y) const {
+                                                  std::span<const double> y,
+                                                  std::uint64_t min_points) const {
   if (!grows_often_and_throughout(y)) return std::nullopt;
-  Trend trend = fit_trend(x, y, trend_options());
+  Trend trend = fit_trend(x, y, trend_options(min_points));
   if (!trend.growing) return std::nullopt;
   double growth = trend.slope * static_cast<double>(x.size() - 1);
   if (growth < static_cast<double>(options_.min_growth_bytes)) return std::nullopt;
@@ -349,7 +350,7 @@ std::optional<SiteTrend> GrowthTracker::recent_series_trend(std::span<const doub
   std::span<const double> y = recent.subspan(recent.size() - wanted);
   std::vector<double> x(wanted);
   for (std::uint64_t i = 0; i < wanted; ++i) x[i] = static_cast<double>(begin + i);
-  std::optional<Trend> trend = growing_trend(x, y);
+  std::optional<Trend> trend = growing_trend(x, y, options_.min_steps);
   if (!trend) return std::nullopt;
   SiteTrend out;
   out.bytes_per_step = trend->slope;
@@ -431,7 +432,8 @@ void GrowthTracker::window_values(const Site& site, std::uint64_t begin, std::ve
   }
 }
 
-std::optional<SiteTrend> GrowthTracker::evaluate(std::uint32_t site_id, const Site& site) const {
+std::optional<SiteTrend> GrowthTracker::evaluate(std::uint32_t site_id, const Site& site,
+                                                 std::uint64_t min_points) const {
   std::uint64_t n = boundaries_;
   if (site.levels.empty() || n <= options_.warmup_steps) return std::nullopt;
   std::uint64_t begin = window_begin(n);
@@ -456,7 +458,7 @@ std::optional<SiteTrend> GrowthTracker::evaluate(std::uint32_t site_id, const Si
     y.resize(kept);
     counts.resize(kept);
   }
-  std::optional<Trend> trend = growing_trend(x, y);
+  std::optional<Trend> trend = growing_trend(x, y, min_points);
   if (!trend) return std::nullopt;
   SiteTrend out;
   out.site_id = site_id;
@@ -522,7 +524,7 @@ std::vector<SiteTrend> GrowthTracker::growing_sites() const {
         cheap_no = true;
         site.trend.reset();
       } else {
-        site.trend = evaluate(id, site);
+        site.trend = evaluate(id, site, options_.min_steps);
       }
       site.judged_at = n;
       site.changed_since_judged = false;
@@ -542,6 +544,34 @@ std::vector<SiteTrend> GrowthTracker::growing_sites() const {
     }
   }
   active_.resize(kept);
+  std::sort(out.begin(), out.end(), [](const SiteTrend& a, const SiteTrend& b) {
+    return a.bytes_per_step != b.bytes_per_step ? a.bytes_per_step > b.bytes_per_step
+                                                : a.site_id < b.site_id;
+  });
+  return out;
+}
+
+std::vector<SiteTrend> GrowthTracker::rising_sites() const {
+  std::vector<SiteTrend> out;
+  if (past_minimum() || post_warmup_boundaries() < options_.rising_min_steps) return out;
+  std::uint64_t begin = window_begin(boundaries_);
+  for (std::uint32_t id : active_) {
+    auto found = sites_.find(id);
+    if (found == sites_.end()) continue;
+    const Site& site = found->second;
+    // Before the minimum no level has left the window (forget_old_levels).
+    if (site.levels.size() - site.head <= 1 ||
+        site.levels.back().bytes <
+            level_at(site, begin) + static_cast<double>(options_.min_growth_bytes))
+      continue;
+    if (auto trend = evaluate(id, site, options_.rising_min_steps)) {
+      // At the last boundary: what the site held when the steps stopped,
+      // not after the program's clean-up at exit.
+      trend->live_bytes = site.last_actual_bytes;
+      trend->live_allocations = site.last_actual_allocations;
+      out.push_back(*trend);
+    }
+  }
   std::sort(out.begin(), out.end(), [](const SiteTrend& a, const SiteTrend& b) {
     return a.bytes_per_step != b.bytes_per_step ? a.bytes_per_step > b.bytes_per_step
                                                 : a.site_id < b.site_id;

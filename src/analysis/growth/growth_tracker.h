@@ -91,6 +91,12 @@ struct GrowthOptions {
   // sizes): a buffer replaced by ever bigger ones rises nearly all the way,
   // a full LRU cache wanders.
   double min_rise_of_movement = 0.6;
+  // Before the minimum: a site that passes every other test over at least
+  // this many boundaries after warm-up is *rising* (rising_sites()). Not a
+  // verdict, since a cache that fills for a few dozen steps looks the same,
+  // but it is what a job that runs out of memory in its first steps needs
+  // to be told.
+  std::uint64_t rising_min_steps = 10;
 };
 
 struct SiteTrend {
@@ -172,6 +178,11 @@ class GrowthTracker {
   // level changes and a pause has passed (1 boundary after the first time,
   // doubling to window_steps / 8).
   std::vector<SiteTrend> growing_sites() const;
+  // Before the minimum (past_minimum() false) and after rising_min_steps:
+  // the sites that pass every test of growing_sites() but the number of
+  // steps, fastest first. Empty otherwise. Judges every changed site each
+  // time it is called (for the report at the end, not for every boundary).
+  std::vector<SiteTrend> rising_sites() const;
 
   // For a site that grew: whether it has stopped, and since when.
   std::optional<GrowthStop> stopped_growing(std::uint32_t site_id) const;
@@ -243,7 +254,10 @@ class GrowthTracker {
 
   void record_level(Site& site, std::uint64_t index, bool lossy);
   void forget_old_levels(Site& site) const;
-  std::optional<SiteTrend> evaluate(std::uint32_t site_id, const Site& site) const;
+  // `min_points`: the fewest boundaries the trend is fitted over
+  // (min_steps, or rising_min_steps for rising_sites()).
+  std::optional<SiteTrend> evaluate(std::uint32_t site_id, const Site& site,
+                                    std::uint64_t min_points) const;
   // The window's values of a site, one per boundary from `begin`.
   void window_values(const Site& site, std::uint64_t begin, std::vector<double>& bytes,
                      std::vector<double>* allocations) const;
@@ -261,10 +275,11 @@ class GrowthTracker {
   bool rises_most_of_the_way(std::span<const double> values) const;
   // First boundary index of the window that ends at `boundaries`.
   std::uint64_t window_begin(std::uint64_t boundaries) const;
-  TrendOptions trend_options() const;
+  TrendOptions trend_options(std::uint64_t min_points) const;
   // The one growth rule: frequent increases spread over the window, a
   // significant sustained trend, and enough growth in all.
-  std::optional<Trend> growing_trend(std::span<const double> x, std::span<const double> y) const;
+  std::optional<Trend> growing_trend(std::span<const double> x, std::span<const double> y,
+                                     std::uint64_t min_points) const;
   std::optional<SiteTrend> recent_series_trend(std::span<const double> recent,
                                                std::uint64_t total) const;
 

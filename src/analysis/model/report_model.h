@@ -234,7 +234,11 @@ struct GrowthReport {
   Where where = Where::kNone;
   double host_rss_bytes_per_step = 0;
   double pool_reserved_bytes_per_step = 0;
-  std::vector<SiteGrowth> sites;       // growing sites, fastest first
+  std::vector<SiteGrowth> sites;  // growing sites, fastest first
+  // With NOT YET for too few steps: the sites that pass every test but the
+  // number of steps (GrowthTracker::rising_sites), fastest first. Not a
+  // verdict; what a job that fails in its first steps needs to be told.
+  std::vector<SiteGrowth> rising_sites;
   std::optional<HolderAnswer> holder;  // for the top site (or the first bounded one)
   std::string fix;
   std::string note;  // e.g. "reserved memory grows while live tensors do not: cache, not a leak"
