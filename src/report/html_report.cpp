@@ -383,6 +383,7 @@ class PageWriter {
     write_site_chart(index, r);
     write_flame_graph(index, r);
     write_growing_sites(r.growth);
+    write_rising_sites(r.growth);
     write_out_of_memory(r);
     write_leaks(r.leaks, analysis::exit_memory_counts_as_leak(r));
     out_ << "</section>\n";
@@ -600,6 +601,33 @@ class PageWriter {
                     format_rate(s.rate_bytes_per_step, "step"), s.allocations_per_step,
                     format_bytes(s.live_bytes),
                     plural(s.live_allocations, "allocation", "allocations"), s.first_growing_step);
+      facts += fmt::format(" · {}", trace::memory_kind_name(s.kind));
+      if (!s.origin.empty()) facts += " · " + s.origin;
+      if (!s.tensor_level) facts += " · not a tensor";
+      out_ << "<span class=\"gl-muted\">" << escape(facts) << "</span></p>\n";
+      write_frames(s.frames);
+      write_source_line(s.site);
+      out_ << "</div>\n";
+    }
+  }
+
+  // NOT YET for too few steps: where memory rose, said as not a verdict
+  // (text_report.cpp's "Rising so far").
+  void write_rising_sites(const analysis::GrowthReport& g) {
+    if (g.rising_sites.empty()) return;
+    std::uint64_t judged = g.steps > g.warmup_steps ? g.steps - g.warmup_steps : 0;
+    out_ << "<h3>Rising so far, not yet a verdict</h3>\n<p class=\"gl-muted\">"
+         << escape(fmt::format(
+                "{} steps after warm-up: memory that fills a cache for a while rises the same "
+                "way, so a verdict waits for more",
+                judged))
+         << "</p>\n";
+    for (const analysis::SiteGrowth& s : g.rising_sites) {
+      out_ << "<div class=\"gl-item gl-rising-site\">\n<p class=\"gl-item-head\">"
+           << "<span class=\"gl-site\">" << escape(s.site.label()) << "</span> ";
+      std::string facts = fmt::format("rises {}, {:.1f} allocations/step, {} at the last step",
+                                      format_rate(s.rate_bytes_per_step, "step"),
+                                      s.allocations_per_step, format_bytes(s.live_bytes));
       facts += fmt::format(" · {}", trace::memory_kind_name(s.kind));
       if (!s.origin.empty()) facts += " · " + s.origin;
       if (!s.tensor_level) facts += " · not a tensor";

@@ -347,6 +347,7 @@ try {
           flame: s.querySelector(".gl-flame") !== null,
           flameRects: s.querySelectorAll(".gl-flame svg rect").length,
           flameText: Array.from(s.querySelectorAll(".gl-flame svg g"), (e) => e.textContent).join("\n"),
+          rising: Array.from(s.querySelectorAll(".gl-rising-site .gl-site"), (e) => e.textContent),
           process: Number((s.querySelector("[data-process]") || { getAttribute: () => -1 }).getAttribute("data-process")),
         }));
         return { sections, data: JSON.parse(document.getElementById("gpuleak-data").textContent) };
@@ -374,6 +375,12 @@ try {
         check(samples <= Math.max(readings, 2) || samples <= 2 || t.step.length <= 2,
               `${name} pid ${p.pid}: device memory in use is drawn at the ${samples} steps with a reading (at most ${readings})`);
         const section = g.sections.find((s) => s.process === i);
+        // A run too short for a verdict shows where memory rose, one item a site.
+        const rising = (p.growth.rising_sites || []).length;
+        if (section && (rising > 0 || section.rising.length > 0)) {
+          check(section.rising.length === rising,
+                `${name} pid ${p.pid}: the page lists the ${rising} site(s) rising so far (${section.rising})`);
+        }
         const tree = p.page && p.page.flame && p.page.flame["growth-per-step"];
         if (section && tree && p.growth.sites.length > 0) {
           // The heaviest leaf of the growth view (the frame with the most
