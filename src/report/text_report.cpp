@@ -151,7 +151,10 @@ void write_rising_sites(std::ostream& out, const analysis::GrowthReport& g,
       "\n  Rising so far, not yet a verdict ({} {}s after warm-up; memory that fills a cache for "
       "a while rises the same way, so a verdict waits for more):\n",
       judged, noun);
-  for (const analysis::SiteGrowth& s : g.rising_sites) {
+  // Where to look, not a list to read: the fastest few (the JSON has all).
+  constexpr std::size_t kShown = 3;
+  for (std::size_t i = 0; i < g.rising_sites.size() && i < kShown; ++i) {
+    const analysis::SiteGrowth& s = g.rising_sites[i];
     out << fmt::format("\n  Rising {} ({} allocations/{}, {} at the last {}{}){}\n",
                        format_rate(s.rate_bytes_per_step, noun.c_str()),
                        fmt::format("{:.1f}", s.allocations_per_step), noun,
@@ -160,6 +163,11 @@ void write_rising_sites(std::ostream& out, const analysis::GrowthReport& g,
     TextOptions frames;
     write_frames(out, s.frames, frames, "    ");
     if (!s.site.source_line.empty()) out << "    > " << s.site.source_line << '\n';
+  }
+  if (g.rising_sites.size() > kShown) {
+    std::size_t more = g.rising_sites.size() - kShown;
+    out << fmt::format("\n  ({} more {} rising more slowly; --json lists them all)\n", more,
+                       more == 1 ? "site" : "sites");
   }
 }
 
