@@ -82,5 +82,24 @@ TEST(SiteChoice, gpuleak_s_own_python_is_internal_wherever_it_is_installed) {
   }
 }
 
+TEST(SiteChoice, an_ipython_cell_is_the_user_s_code_and_ipython_s_own_frames_are_not) {
+  // On the H100, %%gpuleak in IPython's shell blamed
+  // IPython/core/interactiveshell.py:3378 (run_code) for a tensor the cell
+  // kept: the cell's frame, `<ipython-input-N-...>`, was taken for one of
+  // Python's own (<string>, <frozen ...>).
+  EXPECT_FALSE(is_internal_python("<ipython-input-3-5f0c8a1e2b7d>"));
+  EXPECT_TRUE(is_internal_python("<string>"));
+  EXPECT_TRUE(is_internal_python("<frozen importlib._bootstrap>"));
+  for (const char* ipython :
+       {"/usr/lib/python3/dist-packages/IPython/core/interactiveshell.py",
+        "/opt/venv/lib/python3.12/site-packages/IPython/core/interactiveshell.py",
+        "/work/main/dist/ipython/IPython/core/interactiveshell.py",
+        "/usr/lib/python3/dist-packages/ipykernel/ipkernel.py"}) {
+    EXPECT_TRUE(is_internal_python(ipython)) << ipython;
+  }
+  // A kernel's cell file is the user's (ipykernel writes cells under /tmp).
+  EXPECT_FALSE(is_internal_python("/tmp/ipykernel_4242/3127384913.py"));
+}
+
 }  // namespace
 }  // namespace gpuleak::analysis

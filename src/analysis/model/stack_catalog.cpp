@@ -73,7 +73,12 @@ bool is_toolkit_header(const std::string& file) {
 }
 
 bool is_internal_python(const std::string& filename) {
-  if (filename.empty() || filename[0] == '<') return true;  // <frozen ...>, <string>
+  // An IPython cell (the shell names it <ipython-input-N-hash>) is the
+  // user's code; <frozen ...> and <string> are Python's.
+  if (filename.starts_with("<ipython-input-")) return false;
+  if (filename.empty() || filename[0] == '<') return true;
+  // IPython and its kernel run the cell: the cell's line is the one to blame.
+  if (contains(filename, "/IPython/") || contains(filename, "-packages/ipykernel/")) return true;
   if (contains(filename, "/site-packages/torch/") || contains(filename, "/dist-packages/torch/"))
     return true;
   // Frameworks the user's code calls into: the line to blame is the user's
