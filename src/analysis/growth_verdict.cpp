@@ -188,6 +188,14 @@ GrowthReport ProcessAnalysis::phase_report(const Phase& phase) {
       if (!is_tensor_kind(trend.kind) && is_pool_segment(trend.site_id)) continue;
       g.rising_sites.push_back(describe_site(trend));
     }
+    // What the rise would be if it goes on (the report says "if it keeps
+    // rising"): the creating API and its destroy call for a library handle.
+    if (!g.rising_sites.empty() && g.cause.empty()) {
+      LeakCause cause = leak_cause(g.rising_sites, nullptr, runs_python());
+      g.cause = std::move(cause.cause);
+      g.cause_text = std::move(cause.text);
+      g.fix = std::move(cause.fix);
+    }
   }
   describe_lost_events(growth, g);
   g.sites = std::move(leaking);

@@ -444,8 +444,11 @@ class PageWriter {
                                  format_bytes(g.device_total_bytes.value_or(0))))
            << "</p>\n";
     }
+    // Before a verdict, a cause is what a rise would be if it goes on.
+    const char* hedge = g.rising_sites.empty() ? "" : ", if it keeps rising";
     if (!g.cause.empty()) {
-      out_ << "<p><span class=\"gl-label\">Cause:</span> <code>" << escape(g.cause) << "</code>";
+      out_ << "<p><span class=\"gl-label\">Cause" << hedge << ":</span> <code>" << escape(g.cause)
+           << "</code>";
       if (!g.cause_text.empty()) out_ << ": " << escape(g.cause_text);
       out_ << "</p>\n";
     }
@@ -453,7 +456,8 @@ class PageWriter {
     if (!holder.empty())
       out_ << "<p><span class=\"gl-label\">Held by:</span> " << escape(holder) << "</p>\n";
     if (!g.fix.empty())
-      out_ << "<p><span class=\"gl-label\">Fix:</span> " << escape(g.fix) << "</p>\n";
+      out_ << "<p><span class=\"gl-label\">Fix" << hedge << ":</span> " << escape(g.fix)
+           << "</p>\n";
     std::string where = fmt::format("{}; host memory {}", analysis::where_name(g.where),
                                     g.host_rss_bytes_per_step > 0
                                         ? "grows " + format_rate(g.host_rss_bytes_per_step, "step")

@@ -191,11 +191,14 @@ void write_growth(std::ostream& out, const ProcessReport& r) {
   if (std::string kept = kept_at_text(g.holder); !kept.empty()) {
     out << "  Kept at: " << kept << '\n';
   }
-  if (!g.cause.empty()) out << "  Cause: " << g.cause << ": " << g.cause_text << '\n';
+  // Before a verdict, a cause is what a rise would be if it goes on.
+  const char* hedge = g.rising_sites.empty() ? "" : ", if it keeps rising";
+  if (!g.cause.empty())
+    out << "  Cause" << hedge << ": " << g.cause << ": " << g.cause_text << '\n';
   if (std::string holder = holder_text(g.holder); !holder.empty()) {
     out << "  Held by: " << holder << '\n';
   }
-  if (!g.fix.empty()) out << "  Fix: " << g.fix << '\n';
+  if (!g.fix.empty()) out << "  Fix" << hedge << ": " << g.fix << '\n';
   out << fmt::format("  Where: {}", analysis::where_name(g.where));
   out << fmt::format("; host memory {}",
                      g.host_rss_bytes_per_step > 0

@@ -269,6 +269,10 @@ TEST(RecordedTraces, a_job_too_short_for_a_verdict_is_told_which_line_its_memory
     rate += static_cast<std::uint64_t>(s.rate_bytes_per_step);
   }
   EXPECT_GT(rate, 256ull << 20);
+  // What it would be if it kept rising: a communicator never destroyed.
+  EXPECT_EQ(leak.growth.cause, "library-handles-never-destroyed");
+  EXPECT_NE(leak.growth.cause_text.find("ncclCommDestroy"), std::string::npos)
+      << leak.growth.cause_text;
   ProcessReport control = only_report("depth/control_nccl_group_destroyed");
   EXPECT_TRUE(control.growth.rising_sites.empty());
 }

@@ -238,6 +238,8 @@ struct GrowthReport {
   // With NOT YET for too few steps: the sites that pass every test but the
   // number of steps (GrowthTracker::rising_sites), fastest first. Not a
   // verdict; what a job that fails in its first steps needs to be told.
+  // `cause`, `cause_text` and `fix` are then what they would be if the
+  // rise goes on.
   std::vector<SiteGrowth> rising_sites;
   std::optional<HolderAnswer> holder;  // for the top site (or the first bounded one)
   std::string fix;
