@@ -604,6 +604,70 @@ TEST(lint_value_flow, hook_handles_appended_on_every_call_to_a_list_never_emptie
   EXPECT_TRUE(findings(emptied).empty());
 }
 
+// A hook that holds its owner (a bound method, or a closure over `self`)
+// registered in an __init__ with the handle dropped, while the object is
+// made anew on every iteration: each old object stays alive through the
+// layer's hook dict (jacobgil/pytorch-grad-cam#132).
+TEST(lint_value_flow, hook_holding_its_owner_registered_per_instance) {
+  std::string source =
+      "import torch\n"
+      "class Extractor:\n"
+      "    def __init__(self, model, layer):\n"
+      "        self.model = model\n"
+      "        self.activation = None\n"
+      "        layer.register_forward_hook(self.save)\n"
+      "    def save(self, module, input, output):\n"
+      "        self.activation = output.detach()\n"
+      "class Cam(Extractor):\n"
+      "    def __init__(self, model, layer):\n"
+      "        super().__init__(model, layer)\n"
+      "for i in range(100):\n"
+      "    cam = Cam(model=model, layer=model.conv5)\n"
+      "    out = cam.model(x)\n";
+  EXPECT_EQ(findings(source), (std::vector<std::pair<std::string, int>>{{"GL202", 6}}));
+  // The evidence chain: what holds the object, who builds it where.
+  std::string message = message_of(source, "GL202");
+  EXPECT_NE(message.find("`self.save` is a bound method"), std::string::npos) << message;
+  EXPECT_NE(message.find("`Cam(model=model, layer=model.conv5)` in the loop at line 13"),
+            std::string::npos)
+      << message;
+  // The handle kept (and so removable): nothing to report.
+  std::string kept = source;
+  kept.replace(kept.find("        layer.register_forward_hook(self.save)\n"), 47,
+               "        self.handle = layer.register_forward_hook(self.save)\n");
+  EXPECT_TRUE(findings(kept).empty());
+  // Objects collected on purpose (`[Cam(...) for ...]`) are not dropped per iteration.
+  std::string collected = source;
+  collected.replace(collected.find("for i in range(100):"), std::string::npos,
+                    "cams = [Cam(model, l) for l in layers]\n");
+  EXPECT_TRUE(findings(collected).empty());
+}
+
+// A nested hook that uses `self`, registered on the module itself: a
+// reference cycle per instance made in the loop (pytorch/pytorch#46386).
+TEST(lint_value_flow, hook_closure_over_self_is_a_cycle_per_instance) {
+  std::string source =
+      "import torch\n"
+      "import torch.nn as nn\n"
+      "class Leaky(nn.Module):\n"
+      "    def __init__(self):\n"
+      "        super().__init__()\n"
+      "        def fw_hook(m, m_in, m_out):\n"
+      "            self(m_in)\n"
+      "        self.register_forward_hook(fw_hook)\n"
+      "for i in range(1000):\n"
+      "    net = Leaky()\n"
+      "    net.to('cuda:0')\n";
+  EXPECT_EQ(findings(source), (std::vector<std::pair<std::string, int>>{{"GL202", 8}}));
+  std::string message = message_of(source, "GL202");
+  EXPECT_NE(message.find("uses `self` (line 7)"), std::string::npos) << message;
+  EXPECT_NE(message.find("reference cycle"), std::string::npos) << message;
+  // A hook that does not refer to its owner keeps nothing of it.
+  std::string plain = source;
+  plain.replace(plain.find("            self(m_in)\n"), 23, "            print(m_in)\n");
+  EXPECT_TRUE(findings(plain).empty());
+}
+
 // --- what bounds a store ---------------------------------------------------
 
 TEST(lint_value_flow, one_tuple_assignment_empties_every_list_it_names) {
