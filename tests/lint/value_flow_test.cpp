@@ -668,6 +668,48 @@ TEST(lint_value_flow, hook_closure_over_self_is_a_cycle_per_instance) {
   EXPECT_TRUE(findings(plain).empty());
 }
 
+// GL207: a lambda that uses `self` kept on the object (here inside a
+// scheduler), the object holding an optimizer and made anew on every
+// iteration: a reference cycle per iteration (pytorch/pytorch#47589).
+TEST(lint_value_flow, closure_over_self_kept_on_an_object_made_per_iteration) {
+  std::string source =
+      "import torch\n"
+      "weight = torch.nn.Linear(100, 100).to('cuda')\n"
+      "class Foo:\n"
+      "    def __init__(self):\n"
+      "        self.lr = 1.0\n"
+      "        self.op = torch.optim.Adam(weight.parameters())\n"
+      "        self.sc = torch.optim.lr_scheduler.LambdaLR(self.op, lr_lambda=lambda s: self.lr)\n"
+      "    def run(self):\n"
+      "        self.sc.step()\n"
+      "while True:\n"
+      "    Foo().run()\n";
+  EXPECT_EQ(findings(source), (std::vector<std::pair<std::string, int>>{{"GL207", 7}}));
+  std::string message = message_of(source, "GL207");
+  EXPECT_NE(message.find("the lambda `lambda s: self.lr` uses `self`"), std::string::npos)
+      << message;
+  EXPECT_NE(message.find("keeps an optimizer's state"), std::string::npos) << message;
+  EXPECT_NE(message.find("`Foo()` in the loop at line 11"), std::string::npos) << message;
+  // The lambda uses a value, not the object: no cycle.
+  std::string value = source;
+  value.replace(value.find("lambda s: self.lr"), 17, "lambda s: 1.0");
+  EXPECT_TRUE(findings(value).empty());
+  // A weak reference breaks the cycle.
+  std::string weak = source;
+  weak.replace(weak.find("torch.optim.lr_scheduler.LambdaLR(self.op, lr_lambda=lambda s: self.lr)"),
+               71, "weakref.WeakMethod(self.run)");
+  EXPECT_TRUE(findings(weak).empty());
+  // Made once, not per iteration.
+  std::string once = source;
+  once.replace(once.find("while True:\n    Foo().run()\n"), 28, "foo = Foo()\nfoo.run()\n");
+  EXPECT_TRUE(findings(once).empty());
+  // Nothing shows GPU memory in the object: not reported.
+  std::string host = source;
+  host.replace(host.find("        self.op = torch.optim.Adam(weight.parameters())\n"), 56,
+               "        self.op = make_opt()\n");
+  EXPECT_TRUE(findings(host).empty());
+}
+
 // --- what bounds a store ---------------------------------------------------
 
 TEST(lint_value_flow, one_tuple_assignment_empties_every_list_it_names) {

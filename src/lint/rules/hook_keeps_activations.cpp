@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "lint/fix_text.h"
+#include "lint/object_repetition.h"
 #include "lint/rules/rule_factories.h"
 #include "lint/store_growth.h"
 #include "lint/vocabulary.h"
@@ -57,94 +58,6 @@ bool outlives_the_hook(const FileAnalysis& file, const StoreEvent& store) {
     }
   }
   return outer;
-}
-
-// Why the code of a function runs more than once, as the finding tells it.
-struct Repetition {
-  bool repeated = false;
-  // A new object is made on each of those runs and dropped at the next
-  // (`cam = GradCAM(...)` in a loop), not collected (`[Block() for ...]`).
-  bool object_per_iteration = false;
-  std::string runner;  // the function (or class) whose call repeats
-  std::string why;     // "`GradCAM(...)` in the loop at line 262"
-};
-
-bool in_comprehension(const SyntaxTree& tree, NodeId node) {
-  return tree.ancestor_of_kind(
-             node, {NodeKind::kListComprehension, NodeKind::kGeneratorExpression,
-                    NodeKind::kSetComprehension, NodeKind::kDictionaryComprehension}) != kNoNode;
-}
-
-// The result of `call` is bound to a plain name or to an attribute, or not
-// kept at all: the next run replaces it.
-bool result_replaced(const SyntaxTree& tree, NodeId call) {
-  NodeId up = tree.parent(call);
-  if (up == kNoNode) return false;
-  if (tree.kind(up) == NodeKind::kExpressionStatement) return true;
-  if (tree.kind(up) != NodeKind::kAssignment || tree.child_by_field(up, Field::kRight) != call) {
-    return false;
-  }
-  NodeId left = tree.child_by_field(up, Field::kLeft);
-  return left != kNoNode &&
-         (tree.kind(left) == NodeKind::kIdentifier || tree.kind(left) == NodeKind::kAttribute);
-}
-
-// The code of `scope` runs again: it is a per-step function, or it is called
-// (for an __init__: its class or a subclass of the file is built) in a loop
-// or a comprehension, at module level too, or from a function that itself
-// runs again (up to three calls away).
-Repetition runs_again(const FileAnalysis& file, std::size_t scope, int depth) {
-  Repetition out;
-  const SyntaxTree& tree = file.tree();
-  const Scope& where = file.scopes()[scope];
-  if (file.runs_per_step(scope)) {
-    out.repeated = true;
-    out.runner = where.name;
-    out.why = fmt::format("`{}` runs once per step", where.name);
-    return out;
-  }
-  std::vector<std::string> names{where.name};
-  if (where.name == "__init__" && where.class_node != kNoNode) {
-    const ClassFacts* c = file.class_facts(where.class_node);
-    if (c == nullptr) return out;
-    names = {c->name};
-    // Subclasses of the file run this __init__ through super().__init__().
-    for (std::size_t i = 0; i < names.size() && names.size() < 16; ++i) {
-      for (const ClassFacts& other : file.classes()) {
-        for (const std::string& base : other.bases) {
-          if (vocabulary::last_component(base) == names[i] &&
-              std::find(names.begin(), names.end(), other.name) == names.end()) {
-            names.push_back(other.name);
-          }
-        }
-      }
-    }
-  }
-  for (const std::string& name : names) {
-    for (NodeId other : file.calls_named(name)) {
-      std::size_t caller = file.scope_index_of(other);
-      if (caller == scope) continue;
-      if (file.innermost_loop(other) != kNoNode || in_comprehension(tree, other)) {
-        out.repeated = true;
-        out.object_per_iteration = !in_comprehension(tree, other) && result_replaced(tree, other);
-        out.runner = name;
-        out.why = fmt::format("`{}` in the loop at line {}", quote(file, other, 40),
-                              tree.start_point(other).row + 1);
-        if (out.object_per_iteration) return out;
-        continue;
-      }
-      if (caller == 0 || depth >= 3 || out.repeated) continue;
-      Repetition outer = runs_again(file, caller, depth + 1);
-      if (!outer.repeated) continue;
-      out = outer;
-      out.object_per_iteration = outer.object_per_iteration && result_replaced(tree, other);
-      out.runner = name;
-      out.why = fmt::format("`{}` in `{}`, {}", quote(file, other, 40), file.scopes()[caller].name,
-                            outer.why);
-      if (out.object_per_iteration) return out;
-    }
-  }
-  return out;
 }
 
 // The hook refers to the object whose __init__ registers it: a bound
