@@ -569,5 +569,27 @@ TEST(lint_real_code, a_running_value_updated_from_locals_made_under_no_grad_has_
   EXPECT_EQ(findings(with_grad), (Lines{{"GL104", 9}}));
 }
 
+// Debian's torch, torch/utils/hooks.py: BackwardHook.__init__(self, module,
+// user_hooks) keeps the user's hook list, and a method hangs a hook that
+// uses `self` on a grad_fn. The list is no activation: an __init__ is no
+// forward hook. The same class keeping a forward hook's input is the leak.
+TEST(lint_real_code, init_with_a_module_parameter_is_no_forward_hook) {
+  std::string source =
+      "import torch\n"
+      "class BackwardHook(object):\n"
+      "    def __init__(self, module, user_hooks):\n"
+      "        self.user_hooks = user_hooks\n"
+      "        self.module = module\n"
+      "    def _set_user_hook(self, grad_fn):\n"
+      "        def hook(grad_input, _):\n"
+      "            for user_hook in self.user_hooks:\n"
+      "                user_hook(self.module, grad_input)\n"
+      "        grad_fn.register_hook(hook)\n";
+  EXPECT_TRUE(findings(source).empty());
+  std::string leak =
+      source + "    def save(self, module, input, output):\n        self.input = input\n";
+  EXPECT_EQ(findings(leak), (Lines{{"GL207", 12}}));
+}
+
 }  // namespace
 }  // namespace gpuleak::lint

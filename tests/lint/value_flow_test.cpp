@@ -710,6 +710,43 @@ TEST(lint_value_flow, closure_over_self_kept_on_an_object_made_per_iteration) {
   EXPECT_TRUE(findings(host).empty());
 }
 
+// GL207 through autograd: a hook on a tensor's grad_fn that uses `self`,
+// while a forward hook of a subclass keeps the module's input on `self`:
+// object -> input -> grad_fn -> hook -> object, a cycle the collector does
+// not see (chr5tphr/zennit#13).
+TEST(lint_value_flow, hook_on_grad_fn_using_self_while_self_keeps_the_input) {
+  std::string source =
+      "import torch\n"
+      "class Hook:\n"
+      "    def pre_forward(self, module, input):\n"
+      "        def wrapper(grad_input, grad_output):\n"
+      "            return self.backward(module, grad_input)\n"
+      "        output = Identity.apply(input[0])\n"
+      "        output.grad_fn.register_hook(wrapper)\n"
+      "        return (output.clone(),)\n"
+      "class LinearHook(Hook):\n"
+      "    def forward(self, module, input, output):\n"
+      "        self.input = input\n";
+  EXPECT_EQ(findings(source), (std::vector<std::pair<std::string, int>>{{"GL207", 11}}));
+  std::string message = message_of(source, "GL207");
+  EXPECT_NE(message.find("`output.grad_fn.register_hook(wrapper)` (line 7)"), std::string::npos)
+      << message;
+  EXPECT_NE(message.find("the hook `wrapper` uses `self`"), std::string::npos) << message;
+  // The fix: the hook holds the object weakly.
+  std::string weak = source;
+  weak.replace(weak.find("self.backward(module, grad_input)"), 33,
+               "hook_ref().backward(module, grad_input)");
+  EXPECT_TRUE(findings(weak).empty());
+  // A gradient kept by a backward hook is no tensor of the forward graph.
+  std::string grads = source;
+  grads.replace(
+      grads.find("    def forward(self, module, input, output):\n        self.input = input\n"),
+      std::string::npos,
+      "    def pre_backward(self, module, grad_input, grad_output):\n"
+      "        self.grad_output = grad_output\n");
+  EXPECT_TRUE(findings(grads).empty());
+}
+
 // --- what bounds a store ---------------------------------------------------
 
 TEST(lint_value_flow, one_tuple_assignment_empties_every_list_it_names) {

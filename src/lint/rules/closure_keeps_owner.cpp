@@ -6,6 +6,8 @@
 // collector (pytorch/pytorch#47589, #51883).
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "lint/object_repetition.h"
 #include "lint/rules/rule_factories.h"
 #include "lint/vocabulary.h"
@@ -139,11 +141,119 @@ std::string gpu_state(const FileAnalysis& file, std::size_t scope, const ClassFa
   return {};
 }
 
+// `value` is the module input or output a forward hook method is handed:
+// `def forward(self, module, input, output)` (or a pre-hook's `(self,
+// module, input)`), registered as a forward hook in the file or shaped as
+// one (a first parameter named for the module, the tensors not gradients).
+bool forward_hook_activation(const FileAnalysis& file, std::size_t scope, NodeId value) {
+  const SyntaxTree& tree = file.tree();
+  if (tree.kind(value) != NodeKind::kIdentifier) return false;
+  const std::vector<std::string>& p = file.scopes()[scope].parameters;
+  std::string_view name = tree.text(value);
+  if (p.size() < 3 || p.size() > 4 || p[0] != "self" || name.rfind("grad", 0) == 0) return false;
+  bool tensor_parameter = name == p[2] || (p.size() == 4 && name == p[3]);
+  if (!tensor_parameter) return false;
+  for (NodeId registration : file.hook_registrations()) {
+    if (file.callee_last_name(registration).find("forward") == std::string_view::npos) continue;
+    std::vector<NodeId> args = file.positional_arguments(registration);
+    if (args.empty()) continue;
+    for (std::size_t hook : file.functions_passed_as(args.front())) {
+      if (hook == scope) return true;
+    }
+  }
+  // Shaped as one: a method (not `__init__(self, module, user_hooks)`) whose
+  // first parameter names the module and whose tensors are named as such.
+  if (file.scopes()[scope].name.rfind("__", 0) == 0) return false;
+  bool module_first = p[1] == "module" || p[1] == "mod" || p[1] == "m" || p[1] == "layer";
+  bool activation_name = false;
+  for (std::string_view a : {"input", "inputs", "inp", "output", "outputs", "out", "args"}) {
+    if (name == a) activation_name = true;
+  }
+  return module_first && activation_name;
+}
+
+// `t.grad_fn.register_hook(wrapper)` (or `t.register_hook`) in a method,
+// where the hook uses `self`: the graph holds the hook, the hook the object.
+// When the object also keeps a tensor of that graph in an attribute (a
+// forward hook's `self.input = input`), the cycle runs through autograd
+// nodes, which Python's cycle collector does not see: the object, the
+// tensors and their graph are never freed (chr5tphr/zennit#13).
+void check_cycles_through_autograd(const FileAnalysis& file, FindingSink& sink) {
+  const SyntaxTree& tree = file.tree();
+  for (NodeId call : file.calls_named("register_hook")) {
+    std::size_t scope = file.scope_index_of(call);
+    const Scope& method = file.scopes()[scope];
+    if (scope == 0 || method.class_node == kNoNode) continue;
+    std::vector<NodeId> args = file.positional_arguments(call);
+    if (args.empty()) continue;
+    std::string why;
+    if (tree.kind(args.front()) == NodeKind::kAttribute) {
+      why = holds_self(file, args.front(), method.class_node, 1);
+    } else {
+      for (std::size_t hook : file.functions_passed_as(args.front())) {
+        const Scope& h = file.scopes()[hook];
+        if (h.body != kNoNode && uses_self(tree, h.body)) {
+          why = fmt::format("the hook `{}` uses `self`", h.name);
+        }
+      }
+    }
+    if (why.empty()) continue;
+    // The class and its subclasses in the file: a subclass's method keeps
+    // the tensor in the same object.
+    std::vector<NodeId> family{method.class_node};
+    std::vector<std::string> names;
+    if (const ClassFacts* c = file.class_facts(method.class_node)) names.push_back(c->name);
+    for (std::size_t i = 0; i < names.size() && names.size() < 16; ++i) {
+      for (const ClassFacts& other : file.classes()) {
+        for (const std::string& base : other.bases) {
+          if (vocabulary::last_component(base) == names[i] &&
+              std::find(family.begin(), family.end(), other.node) == family.end()) {
+            family.push_back(other.node);
+            names.push_back(other.name);
+          }
+        }
+      }
+    }
+    for (NodeId n = 0; n < tree.size(); ++n) {
+      if (tree.kind(n) != NodeKind::kAssignment) continue;
+      std::size_t where = file.scope_index_of(n);
+      if (std::find(family.begin(), family.end(), file.scopes()[where].class_node) ==
+          family.end()) {
+        continue;
+      }
+      NodeId left = tree.child_by_field(n, Field::kLeft);
+      NodeId value = tree.child_by_field(n, Field::kRight);
+      if (left == kNoNode || value == kNoNode || tree.kind(left) != NodeKind::kAttribute) continue;
+      std::string container(tree.text(left));
+      if (container.rfind("self.", 0) != 0) continue;
+      // The kept value is a tensor of the graph: it carries one, or it is
+      // the module's input or output handed to a forward hook.
+      bool in_graph = (file.value_bits(value) & kCarriesGraph) != 0 ||
+                      forward_hook_activation(file, where, value);
+      if (!in_graph) continue;
+      RuleReport r;
+      r.node = n;
+      r.message = fmt::format(
+          "`{}` keeps `{}`, a tensor of the graph, on the object, while `{}` (line {}) hangs a "
+          "hook on that graph and {}: object -> tensor -> autograd node -> hook -> object is a "
+          "reference cycle through autograd nodes, which Python's cycle collector does not "
+          "see, so the object, its tensors and their graph are never freed",
+          container, tree.text(value), quote(file, call, 50), tree.start_point(call).row + 1, why);
+      r.fix = fmt::format(
+          "let the hook hold the object weakly (`ref = weakref.ref(self)`, then `ref()` in the "
+          "hook), and drop `{}` when the hooks are removed",
+          container);
+      sink.report(kInfo, std::move(r));
+    }
+  }
+}
+
 class ClosureKeepsOwner final : public Rule {
  public:
   const RuleInfo& info() const override { return kInfo; }
 
   void check(const FileAnalysis& file, FindingSink& sink) const override {
+    check_cycles_through_autograd(file, sink);
     const SyntaxTree& tree = file.tree();
     for (std::size_t s = 1; s < file.scopes().size(); ++s) {
       const Scope& init = file.scopes()[s];
