@@ -747,6 +747,36 @@ TEST(lint_value_flow, hook_on_grad_fn_using_self_while_self_keeps_the_input) {
   EXPECT_TRUE(findings(grads).empty());
 }
 
+// A dict keyed by the tensor itself keeps the tensor, whatever the value
+// (pytorch_memlab#18): found at the store, with what shows the key is a
+// tensor; keyed by `id(tensor)`, or a WeakKeyDictionary, it keeps nothing.
+TEST(lint_value_flow, dict_keyed_by_the_tensor_keeps_it) {
+  std::string source =
+      "import torch\n"
+      "class Reporter:\n"
+      "    def __init__(self):\n"
+      "        self.names = {}\n"
+      "    def name_of(self, tensor):\n"
+      "        if tensor not in self.names:\n"
+      "            self.names[tensor] = 'Tensor' + str(len(self.names))\n"
+      "        return self.names[tensor]\n"
+      "    def report(self, tensors):\n"
+      "        for t in tensors:\n"
+      "            assert isinstance(t, torch.Tensor)\n"
+      "            print(self.name_of(t), t.numel())\n";
+  EXPECT_EQ(findings(source), (std::vector<std::pair<std::string, int>>{{"GL201", 7}}));
+  std::string message = message_of(source, "GL201");
+  EXPECT_NE(message.find("keys `self.names` by the tensor `tensor` itself"), std::string::npos)
+      << message;
+  EXPECT_NE(message.find("`isinstance(t, torch.Tensor)` at line 11"), std::string::npos) << message;
+  std::string by_id = source;
+  by_id.replace(by_id.find("self.names[tensor] = "), 21, "self.names[id(tensor)] = ");
+  EXPECT_TRUE(findings(by_id).empty());
+  std::string weak = source;
+  weak.replace(weak.find("self.names = {}"), 15, "self.names = weakref.WeakKeyDictionary()");
+  EXPECT_TRUE(findings(weak).empty());
+}
+
 // --- what bounds a store ---------------------------------------------------
 
 TEST(lint_value_flow, one_tuple_assignment_empties_every_list_it_names) {
