@@ -777,6 +777,43 @@ TEST(lint_value_flow, dict_keyed_by_the_tensor_keeps_it) {
   EXPECT_TRUE(findings(weak).empty());
 }
 
+// GL206 through parameters: the metric class reaches the attribute as a
+// class object a subclass hands to its base's __init__, which builds it and
+// hands the instance on (torchok#166); reset by the fix, nothing to report.
+TEST(lint_value_flow, metric_class_handed_in_through_super_init) {
+  std::string source =
+      "import torch\n"
+      "from torchmetrics import Metric, RetrievalMAP\n"
+      "class IndexMeter(Metric):\n"
+      "    def __init__(self, metric_func, k=None):\n"
+      "        super().__init__()\n"
+      "        self.metric_func = metric_func\n"
+      "    def compute(self):\n"
+      "        total = 0\n"
+      "        for args in self.batches():\n"
+      "            total += self.metric_func(*args).mean()\n"
+      "        return total\n"
+      "class MetricMeter(IndexMeter):\n"
+      "    def __init__(self, metric_class, metric_params=None, k=None):\n"
+      "        metric_func = metric_class(**(metric_params or {}))\n"
+      "        super().__init__(metric_func=metric_func, k=k)\n"
+      "class MAPMeter(MetricMeter):\n"
+      "    def __init__(self, k=None):\n"
+      "        super().__init__(metric_class=RetrievalMAP, k=k)\n";
+  EXPECT_EQ(findings(source), (std::vector<std::pair<std::string, int>>{{"GL206", 10}}));
+  std::string message = message_of(source, "GL206");
+  EXPECT_NE(message.find("`torchmetrics.RetrievalMAP` (handed in as `metric_class=RetrievalMAP` "
+                         "at line 18)"),
+            std::string::npos)
+      << message;
+  std::string reset = source + "    def reset(self):\n        self.metric_func.reset()\n";
+  EXPECT_TRUE(findings(reset).empty());
+  // A class without list states handed in the same way keeps nothing.
+  std::string sums = source;
+  sums.replace(sums.find("metric_class=RetrievalMAP"), 25, "metric_class=MeanMetric");
+  EXPECT_TRUE(findings(sums).empty());
+}
+
 // --- what bounds a store ---------------------------------------------------
 
 TEST(lint_value_flow, one_tuple_assignment_empties_every_list_it_names) {
