@@ -31,6 +31,7 @@ const std::vector<std::unique_ptr<Rule>>& all_rules() {
     r.push_back(make_epoch_end_keeps_step_outputs_rule());
     r.push_back(make_cached_call_keeps_model_rule());
     r.push_back(make_metric_state_never_reset_rule());
+    r.push_back(make_closure_keeps_owner_rule());
     r.push_back(make_cuda_in_dataloader_worker_rule());
     r.push_back(make_fork_after_cuda_init_rule());
     r.push_back(make_process_not_joined_on_failure_rule());

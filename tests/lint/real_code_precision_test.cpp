@@ -569,5 +569,52 @@ TEST(lint_real_code, a_running_value_updated_from_locals_made_under_no_grad_has_
   EXPECT_EQ(findings(with_grad), (Lines{{"GL104", 9}}));
 }
 
+// Debian's torch, torch/utils/hooks.py: BackwardHook.__init__(self, module,
+// user_hooks) keeps the user's hook list, and a method hangs a hook that
+// uses `self` on a grad_fn. The list is no activation: an __init__ is no
+// forward hook. The same class keeping a forward hook's input is the leak.
+TEST(lint_real_code, init_with_a_module_parameter_is_no_forward_hook) {
+  std::string source =
+      "import torch\n"
+      "class BackwardHook(object):\n"
+      "    def __init__(self, module, user_hooks):\n"
+      "        self.user_hooks = user_hooks\n"
+      "        self.module = module\n"
+      "    def _set_user_hook(self, grad_fn):\n"
+      "        def hook(grad_input, _):\n"
+      "            for user_hook in self.user_hooks:\n"
+      "                user_hook(self.module, grad_input)\n"
+      "        grad_fn.register_hook(hook)\n";
+  EXPECT_TRUE(findings(source).empty());
+  std::string leak =
+      source + "    def save(self, module, input, output):\n        self.input = input\n";
+  EXPECT_EQ(findings(leak), (Lines{{"GL207", 12}}));
+}
+
+// Debian's torch, fsdp/fully_sharded_data_parallel.py: a backward pre-hook
+// keys two dicts by `tuple(_handles)`, one slot per group of handles, the
+// same every step. A key the function builds is no new tensor per call; the
+// tensor handed to a method that runs per item is (pytorch_memlab#18).
+TEST(lint_real_code, dict_key_built_in_the_function_is_one_slot) {
+  std::string source =
+      "import functools\n"
+      "import torch\n"
+      "class FSDP(torch.nn.Module):\n"
+      "    def __init__(self):\n"
+      "        self._ran = {}\n"
+      "    def _register_pre_backward_hooks(self, outputs, handles):\n"
+      "        def _pre_backward_hook(_handles: List[FlatParamHandle], *unused: Any) -> None:\n"
+      "            _handles_key = tuple(_handles)\n"
+      "            if _handles_key and self._ran.get(_handles_key, False):\n"
+      "                return\n"
+      "            self._ran[_handles_key] = True\n"
+      "        def _register_hook(t: torch.Tensor) -> torch.Tensor:\n"
+      "            if t.requires_grad:\n"
+      "                t.register_hook(functools.partial(_pre_backward_hook, handles))\n"
+      "            return t\n"
+      "        return _apply_to_tensors(_register_hook, outputs)\n";
+  EXPECT_TRUE(findings(source).empty());
+}
+
 }  // namespace
 }  // namespace gpuleak::lint

@@ -604,6 +604,216 @@ TEST(lint_value_flow, hook_handles_appended_on_every_call_to_a_list_never_emptie
   EXPECT_TRUE(findings(emptied).empty());
 }
 
+// A hook that holds its owner (a bound method, or a closure over `self`)
+// registered in an __init__ with the handle dropped, while the object is
+// made anew on every iteration: each old object stays alive through the
+// layer's hook dict (jacobgil/pytorch-grad-cam#132).
+TEST(lint_value_flow, hook_holding_its_owner_registered_per_instance) {
+  std::string source =
+      "import torch\n"
+      "class Extractor:\n"
+      "    def __init__(self, model, layer):\n"
+      "        self.model = model\n"
+      "        self.activation = None\n"
+      "        layer.register_forward_hook(self.save)\n"
+      "    def save(self, module, input, output):\n"
+      "        self.activation = output.detach()\n"
+      "class Cam(Extractor):\n"
+      "    def __init__(self, model, layer):\n"
+      "        super().__init__(model, layer)\n"
+      "for i in range(100):\n"
+      "    cam = Cam(model=model, layer=model.conv5)\n"
+      "    out = cam.model(x)\n";
+  EXPECT_EQ(findings(source), (std::vector<std::pair<std::string, int>>{{"GL202", 6}}));
+  // The evidence chain: what holds the object, who builds it where.
+  std::string message = message_of(source, "GL202");
+  EXPECT_NE(message.find("`self.save` is a bound method"), std::string::npos) << message;
+  EXPECT_NE(message.find("`Cam(model=model, layer=model.conv5)` in the loop at line 13"),
+            std::string::npos)
+      << message;
+  // The handle kept (and so removable): nothing to report.
+  std::string kept = source;
+  kept.replace(kept.find("        layer.register_forward_hook(self.save)\n"), 47,
+               "        self.handle = layer.register_forward_hook(self.save)\n");
+  EXPECT_TRUE(findings(kept).empty());
+  // Objects collected on purpose (`[Cam(...) for ...]`) are not dropped per iteration.
+  std::string collected = source;
+  collected.replace(collected.find("for i in range(100):"), std::string::npos,
+                    "cams = [Cam(model, l) for l in layers]\n");
+  EXPECT_TRUE(findings(collected).empty());
+}
+
+// A nested hook that uses `self`, registered on the module itself: a
+// reference cycle per instance made in the loop (pytorch/pytorch#46386).
+TEST(lint_value_flow, hook_closure_over_self_is_a_cycle_per_instance) {
+  std::string source =
+      "import torch\n"
+      "import torch.nn as nn\n"
+      "class Leaky(nn.Module):\n"
+      "    def __init__(self):\n"
+      "        super().__init__()\n"
+      "        def fw_hook(m, m_in, m_out):\n"
+      "            self(m_in)\n"
+      "        self.register_forward_hook(fw_hook)\n"
+      "for i in range(1000):\n"
+      "    net = Leaky()\n"
+      "    net.to('cuda:0')\n";
+  EXPECT_EQ(findings(source), (std::vector<std::pair<std::string, int>>{{"GL202", 8}}));
+  std::string message = message_of(source, "GL202");
+  EXPECT_NE(message.find("uses `self` (line 7)"), std::string::npos) << message;
+  EXPECT_NE(message.find("reference cycle"), std::string::npos) << message;
+  // A hook that does not refer to its owner keeps nothing of it.
+  std::string plain = source;
+  plain.replace(plain.find("            self(m_in)\n"), 23, "            print(m_in)\n");
+  EXPECT_TRUE(findings(plain).empty());
+}
+
+// GL207: a lambda that uses `self` kept on the object (here inside a
+// scheduler), the object holding an optimizer and made anew on every
+// iteration: a reference cycle per iteration (pytorch/pytorch#47589).
+TEST(lint_value_flow, closure_over_self_kept_on_an_object_made_per_iteration) {
+  std::string source =
+      "import torch\n"
+      "weight = torch.nn.Linear(100, 100).to('cuda')\n"
+      "class Foo:\n"
+      "    def __init__(self):\n"
+      "        self.lr = 1.0\n"
+      "        self.op = torch.optim.Adam(weight.parameters())\n"
+      "        self.sc = torch.optim.lr_scheduler.LambdaLR(self.op, lr_lambda=lambda s: self.lr)\n"
+      "    def run(self):\n"
+      "        self.sc.step()\n"
+      "while True:\n"
+      "    Foo().run()\n";
+  EXPECT_EQ(findings(source), (std::vector<std::pair<std::string, int>>{{"GL207", 7}}));
+  std::string message = message_of(source, "GL207");
+  EXPECT_NE(message.find("the lambda `lambda s: self.lr` uses `self`"), std::string::npos)
+      << message;
+  EXPECT_NE(message.find("keeps an optimizer's state"), std::string::npos) << message;
+  EXPECT_NE(message.find("`Foo()` in the loop at line 11"), std::string::npos) << message;
+  // The lambda uses a value, not the object: no cycle.
+  std::string value = source;
+  value.replace(value.find("lambda s: self.lr"), 17, "lambda s: 1.0");
+  EXPECT_TRUE(findings(value).empty());
+  // A weak reference breaks the cycle.
+  std::string weak = source;
+  weak.replace(weak.find("torch.optim.lr_scheduler.LambdaLR(self.op, lr_lambda=lambda s: self.lr)"),
+               71, "weakref.WeakMethod(self.run)");
+  EXPECT_TRUE(findings(weak).empty());
+  // Made once, not per iteration.
+  std::string once = source;
+  once.replace(once.find("while True:\n    Foo().run()\n"), 28, "foo = Foo()\nfoo.run()\n");
+  EXPECT_TRUE(findings(once).empty());
+  // Nothing shows GPU memory in the object: not reported.
+  std::string host = source;
+  host.replace(host.find("        self.op = torch.optim.Adam(weight.parameters())\n"), 56,
+               "        self.op = make_opt()\n");
+  EXPECT_TRUE(findings(host).empty());
+}
+
+// GL207 through autograd: a hook on a tensor's grad_fn that uses `self`,
+// while a forward hook of a subclass keeps the module's input on `self`:
+// object -> input -> grad_fn -> hook -> object, a cycle the collector does
+// not see (chr5tphr/zennit#13).
+TEST(lint_value_flow, hook_on_grad_fn_using_self_while_self_keeps_the_input) {
+  std::string source =
+      "import torch\n"
+      "class Hook:\n"
+      "    def pre_forward(self, module, input):\n"
+      "        def wrapper(grad_input, grad_output):\n"
+      "            return self.backward(module, grad_input)\n"
+      "        output = Identity.apply(input[0])\n"
+      "        output.grad_fn.register_hook(wrapper)\n"
+      "        return (output.clone(),)\n"
+      "class LinearHook(Hook):\n"
+      "    def forward(self, module, input, output):\n"
+      "        self.input = input\n";
+  EXPECT_EQ(findings(source), (std::vector<std::pair<std::string, int>>{{"GL207", 11}}));
+  std::string message = message_of(source, "GL207");
+  EXPECT_NE(message.find("`output.grad_fn.register_hook(wrapper)` (line 7)"), std::string::npos)
+      << message;
+  EXPECT_NE(message.find("the hook `wrapper` uses `self`"), std::string::npos) << message;
+  // The fix: the hook holds the object weakly.
+  std::string weak = source;
+  weak.replace(weak.find("self.backward(module, grad_input)"), 33,
+               "hook_ref().backward(module, grad_input)");
+  EXPECT_TRUE(findings(weak).empty());
+  // A gradient kept by a backward hook is no tensor of the forward graph.
+  std::string grads = source;
+  grads.replace(
+      grads.find("    def forward(self, module, input, output):\n        self.input = input\n"),
+      std::string::npos,
+      "    def pre_backward(self, module, grad_input, grad_output):\n"
+      "        self.grad_output = grad_output\n");
+  EXPECT_TRUE(findings(grads).empty());
+}
+
+// A dict keyed by the tensor itself keeps the tensor, whatever the value
+// (pytorch_memlab#18): found at the store, with what shows the key is a
+// tensor; keyed by `id(tensor)`, or a WeakKeyDictionary, it keeps nothing.
+TEST(lint_value_flow, dict_keyed_by_the_tensor_keeps_it) {
+  std::string source =
+      "import torch\n"
+      "class Reporter:\n"
+      "    def __init__(self):\n"
+      "        self.names = {}\n"
+      "    def name_of(self, tensor):\n"
+      "        if tensor not in self.names:\n"
+      "            self.names[tensor] = 'Tensor' + str(len(self.names))\n"
+      "        return self.names[tensor]\n"
+      "    def report(self, tensors):\n"
+      "        for t in tensors:\n"
+      "            assert isinstance(t, torch.Tensor)\n"
+      "            print(self.name_of(t), t.numel())\n";
+  EXPECT_EQ(findings(source), (std::vector<std::pair<std::string, int>>{{"GL201", 7}}));
+  std::string message = message_of(source, "GL201");
+  EXPECT_NE(message.find("keys `self.names` by the tensor `tensor` itself"), std::string::npos)
+      << message;
+  EXPECT_NE(message.find("`isinstance(t, torch.Tensor)` at line 11"), std::string::npos) << message;
+  std::string by_id = source;
+  by_id.replace(by_id.find("self.names[tensor] = "), 21, "self.names[id(tensor)] = ");
+  EXPECT_TRUE(findings(by_id).empty());
+  std::string weak = source;
+  weak.replace(weak.find("self.names = {}"), 15, "self.names = weakref.WeakKeyDictionary()");
+  EXPECT_TRUE(findings(weak).empty());
+}
+
+// GL206 through parameters: the metric class reaches the attribute as a
+// class object a subclass hands to its base's __init__, which builds it and
+// hands the instance on (torchok#166); reset by the fix, nothing to report.
+TEST(lint_value_flow, metric_class_handed_in_through_super_init) {
+  std::string source =
+      "import torch\n"
+      "from torchmetrics import Metric, RetrievalMAP\n"
+      "class IndexMeter(Metric):\n"
+      "    def __init__(self, metric_func, k=None):\n"
+      "        super().__init__()\n"
+      "        self.metric_func = metric_func\n"
+      "    def compute(self):\n"
+      "        total = 0\n"
+      "        for args in self.batches():\n"
+      "            total += self.metric_func(*args).mean()\n"
+      "        return total\n"
+      "class MetricMeter(IndexMeter):\n"
+      "    def __init__(self, metric_class, metric_params=None, k=None):\n"
+      "        metric_func = metric_class(**(metric_params or {}))\n"
+      "        super().__init__(metric_func=metric_func, k=k)\n"
+      "class MAPMeter(MetricMeter):\n"
+      "    def __init__(self, k=None):\n"
+      "        super().__init__(metric_class=RetrievalMAP, k=k)\n";
+  EXPECT_EQ(findings(source), (std::vector<std::pair<std::string, int>>{{"GL206", 10}}));
+  std::string message = message_of(source, "GL206");
+  EXPECT_NE(message.find("`torchmetrics.RetrievalMAP` (handed in as `metric_class=RetrievalMAP` "
+                         "at line 18)"),
+            std::string::npos)
+      << message;
+  std::string reset = source + "    def reset(self):\n        self.metric_func.reset()\n";
+  EXPECT_TRUE(findings(reset).empty());
+  // A class without list states handed in the same way keeps nothing.
+  std::string sums = source;
+  sums.replace(sums.find("metric_class=RetrievalMAP"), 25, "metric_class=MeanMetric");
+  EXPECT_TRUE(findings(sums).empty());
+}
+
 // --- what bounds a store ---------------------------------------------------
 
 TEST(lint_value_flow, one_tuple_assignment_empties_every_list_it_names) {

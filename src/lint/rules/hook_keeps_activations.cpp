@@ -2,9 +2,13 @@
 // outside the hook, one more per call.
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "lint/fix_text.h"
+#include "lint/object_repetition.h"
 #include "lint/rules/rule_factories.h"
 #include "lint/store_growth.h"
+#include "lint/vocabulary.h"
 
 namespace gpuleak::lint {
 namespace {
@@ -54,6 +58,71 @@ bool outlives_the_hook(const FileAnalysis& file, const StoreEvent& store) {
     }
   }
   return outer;
+}
+
+// The hook refers to the object whose __init__ registers it: a bound
+// method (`self.save_activation`), or a nested def or lambda that uses
+// `self`. The module's hook dict then holds the object; "" when not.
+std::string hook_holding_its_owner(const FileAnalysis& file, NodeId fn) {
+  const SyntaxTree& tree = file.tree();
+  if (fn == kNoNode) return {};
+  if (tree.kind(fn) == NodeKind::kAttribute) {
+    NodeId object = tree.child_by_field(fn, Field::kObject);
+    if (object != kNoNode && tree.text(object) == "self") {
+      return fmt::format("`{}` is a bound method, which holds `self`", tree.text(fn));
+    }
+    return {};
+  }
+  for (std::size_t hook : file.functions_passed_as(fn)) {
+    NodeId node = file.scopes()[hook].node;
+    for (NodeId n = node; n < tree.node(node).subtree_end; ++n) {
+      if (tree.kind(n) == NodeKind::kIdentifier && tree.text(n) == "self") {
+        return fmt::format("the hook `{}` uses `self` (line {}), so its closure holds `self`",
+                           file.scopes()[hook].name, tree.start_point(n).row + 1);
+      }
+    }
+  }
+  return {};
+}
+
+// `layer.register_forward_hook(self.save_activation)` in an __init__, the
+// handle dropped, while the object is made anew on every iteration of a
+// loop: the layer (or, registered on `self`, a reference cycle) keeps each
+// old object alive with what it holds (a model, GPU tensors, the lists the
+// hook fills), one more per iteration (jacobgil/pytorch-grad-cam#132,
+// pytorch/pytorch#46386).
+void report_hook_keeping_its_owner(const FileAnalysis& file, NodeId call, NodeId fn,
+                                   const Repetition& again, FindingSink& sink) {
+  const SyntaxTree& tree = file.tree();
+  std::size_t scope = file.scope_index_of(call);
+  const Scope& where = file.scopes()[scope];
+  if (where.name != "__init__" || where.class_node == kNoNode || !again.object_per_iteration) {
+    return;
+  }
+  std::string holds = hook_holding_its_owner(file, fn);
+  if (holds.empty()) return;
+  const ClassFacts* c = file.class_facts(where.class_node);
+  if (c == nullptr) return;
+  NodeId receiver = file.method_receiver(call);
+  std::string on = receiver != kNoNode ? std::string(tree.text(receiver)) : std::string("self");
+  std::string keeper = on == "self"
+                           ? std::string(
+                                 "the instance's own hook dict holds it: a reference cycle that "
+                                 "only the cycle collector frees")
+                           : fmt::format("`{}` keeps it for as long as the layer lives", on);
+  RuleReport r;
+  r.node = call;
+  r.message = fmt::format(
+      "`{}` drops its handle and {}: {}, so each `{}` stays alive with all it holds (a model, GPU "
+      "tensors); {} makes a new one "
+      "each time, one more kept per iteration",
+      quote(file, call), holds, keeper, c->name, again.why);
+  r.fix = fmt::format(
+      "keep the handle and remove the hook when the object is done (`self.handles.append({})`, "
+      "then `handle.remove()` in a `close()`/`__exit__`), or make the object once outside the "
+      "loop",
+      quote(file, call, 60));
+  sink.report(kInfo, std::move(r));
 }
 
 class HookKeepsActivations final : public Rule {
@@ -120,38 +189,11 @@ class HookKeepsActivations final : public Rule {
       if (statement == kNoNode || tree.kind(statement) != NodeKind::kExpressionStatement) continue;
       std::size_t scope = file.scope_index_of(call);
       if (scope == 0) continue;
-      const Scope& where = file.scopes()[scope];
       // The registering code runs repeatedly: its function (for __init__,
       // the function that builds the object) is called in a loop or a
       // comprehension, or once per step.
-      std::string_view runs = where.name;
-      std::vector<std::size_t> runners{scope};
-      if (where.name == "__init__" && where.class_node != kNoNode) {
-        const ClassFacts* c = file.class_facts(where.class_node);
-        runners.clear();
-        for (NodeId other : file.calls()) {
-          if (c != nullptr && file.callee_last_name(other) == c->name &&
-              file.scope_index_of(other) != 0) {
-            runners.push_back(file.scope_index_of(other));
-          }
-        }
-      }
-      bool repeated = false;
-      for (std::size_t runner : runners) {
-        if (file.runs_per_step(runner)) repeated = true;
-        for (NodeId other : file.calls()) {
-          if (file.callee_last_name(other) != file.scopes()[runner].name) continue;
-          if (file.innermost_loop(other) != kNoNode ||
-              tree.ancestor_of_kind(
-                  other, {NodeKind::kListComprehension, NodeKind::kGeneratorExpression,
-                          NodeKind::kSetComprehension, NodeKind::kDictionaryComprehension}) !=
-                  kNoNode) {
-            repeated = true;
-            runs = file.scopes()[runner].name;
-          }
-        }
-      }
-      if (!repeated) continue;
+      Repetition again = runs_again(file, scope, 0);
+      if (!again.repeated) continue;
       std::vector<NodeId> args = file.positional_arguments(call);
       NodeId fn = !args.empty() ? args.front() : file.keyword_argument(call, "hook");
       bool accumulates = false;
@@ -164,7 +206,11 @@ class HookKeepsActivations final : public Rule {
           }
         }
       }
-      if (!accumulates) continue;
+      if (!accumulates) {
+        report_hook_keeping_its_owner(file, call, fn, again, sink);
+        continue;
+      }
+      std::string_view runs = again.runner;
       RuleReport r;
       r.node = call;
       r.message = fmt::format(

@@ -18,6 +18,7 @@ std::unique_ptr<Rule> make_exception_kept_rule();                    // GL203
 std::unique_ptr<Rule> make_epoch_end_keeps_step_outputs_rule();      // GL204
 std::unique_ptr<Rule> make_cached_call_keeps_model_rule();           // GL205
 std::unique_ptr<Rule> make_metric_state_never_reset_rule();          // GL206
+std::unique_ptr<Rule> make_closure_keeps_owner_rule();               // GL207
 std::unique_ptr<Rule> make_cuda_in_dataloader_worker_rule();         // GL301
 std::unique_ptr<Rule> make_fork_after_cuda_init_rule();              // GL401
 std::unique_ptr<Rule> make_process_not_joined_on_failure_rule();     // GL402

@@ -3,8 +3,11 @@
 // list kept across epochs.
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "lint/fix_text.h"
 #include "lint/lightning_hooks.h"
+#include "lint/object_repetition.h"
 #include "lint/rules/rule_factories.h"
 #include "lint/store_growth.h"
 #include "lint/training_loop.h"
@@ -183,11 +186,118 @@ std::string parameter_evidence(const FileAnalysis& file, const StoreEvent& store
   return why.empty() ? why : fmt::format(" ({})", why);
 }
 
+// A dict (by its first binding: `{}`, `dict()`, `defaultdict(...)`,
+// `OrderedDict()`); a WeakKeyDictionary holds its keys weakly and is none.
+bool bound_to_a_dict(const FileAnalysis& file, const std::string& path) {
+  NodeId value = file.first_assigned_value(path);
+  if (value == kNoNode) return false;
+  const SyntaxTree& tree = file.tree();
+  if (tree.kind(value) == NodeKind::kDictionary) return true;
+  if (tree.kind(value) != NodeKind::kCall) return false;
+  std::string_view last = file.callee_last_name(value);
+  return last == "dict" || last == "defaultdict" || last == "OrderedDict";
+}
+
+// What shows that the parameter `name` of `scope` is a tensor: a caller
+// that checks or uses what it passes as one (`assert isinstance(tensor,
+// torch.Tensor)`, `tensor.numel()`). "" when only the flow says so.
+std::string tensor_key_evidence(const FileAnalysis& file, std::size_t scope,
+                                std::string_view name) {
+  const SyntaxTree& tree = file.tree();
+  const Scope& where = file.scopes()[scope];
+  std::size_t index = where.parameters.size();
+  for (std::size_t i = 0; i < where.parameters.size(); ++i) {
+    if (where.parameters[i] == name) index = i;
+  }
+  if (index == where.parameters.size()) return {};
+  if (!where.parameters.empty() && where.parameters[0] == "self") --index;
+  for (NodeId call : file.calls_named(where.name)) {
+    std::size_t caller = file.scope_index_of(call);
+    std::vector<NodeId> args = file.positional_arguments(call);
+    if (caller == scope || index >= args.size()) continue;
+    std::string_view passed = tree.text(args[index]);
+    const Scope& from = file.scopes()[caller];
+    for (NodeId c = from.node; c < tree.node(from.node).subtree_end; ++c) {
+      if (tree.kind(c) != NodeKind::kCall || file.scope_index_of(c) != caller) continue;
+      NodeId receiver = file.method_receiver(c);
+      std::string_view method = file.callee_last_name(c);
+      bool shows = false;
+      if (receiver != kNoNode && tree.text(receiver) == passed) {
+        for (std::string_view m : {"numel", "element_size", "storage", "dim", "detach", "cpu",
+                                   "cuda", "data_ptr", "untyped_storage"}) {
+          shows |= method == m;
+        }
+      } else if (method == "isinstance") {
+        std::vector<NodeId> checked = file.positional_arguments(c);
+        shows = checked.size() == 2 && tree.text(checked[0]) == passed &&
+                tree.text(checked[1]).find("Tensor") != std::string_view::npos;
+      }
+      if (shows) {
+        return fmt::format(" (`{}` at line {} shows that `{}`, which `{}` passes, is a tensor)",
+                           quote(file, c, 40), tree.start_point(c).row + 1, passed,
+                           quote(file, call, 40));
+      }
+    }
+  }
+  return {};
+}
+
+// `self.tensor_name[tensor] = name`: a dict keyed by the tensor itself holds
+// the tensor as long as the dict lives, whatever the value is, one more per
+// new tensor (pytorch_memlab#18, fixed by keying with `id(tensor)`). The
+// dict outlives the call (an attribute or a module global), the function
+// runs again, and nothing empties the dict.
+void check_tensor_keys(const FileAnalysis& file, FindingSink& sink) {
+  const SyntaxTree& tree = file.tree();
+  for (NodeId n = 0; n < tree.size(); ++n) {
+    if (tree.kind(n) != NodeKind::kAssignment) continue;
+    NodeId target = tree.child_by_field(n, Field::kLeft);
+    if (target == kNoNode || tree.kind(target) != NodeKind::kSubscript) continue;
+    NodeId key = tree.child_by_field(target, Field::kSubscriptIndex);
+    NodeId container = tree.child_by_field(target, Field::kValue);
+    if (key == kNoNode || container == kNoNode) continue;
+    NodeKind k = tree.kind(key);
+    if (k != NodeKind::kIdentifier && k != NodeKind::kAttribute) continue;
+    std::size_t scope = file.scope_index_of(n);
+    if (scope == 0 || file.is_hook_scope(scope)) continue;
+    // A new key on each call: the function is handed it. A key the function
+    // builds (`key = tuple(handles)`, torch's FSDP) names one slot per group.
+    const std::vector<std::string>& parameters = file.scopes()[scope].parameters;
+    if (k != NodeKind::kIdentifier ||
+        std::find(parameters.begin(), parameters.end(), tree.text(key)) == parameters.end()) {
+      continue;
+    }
+    std::string path = container_path(file, container);
+    bool global =
+        file.scopes()[scope].declared_global.count(path) != 0 ||
+        (!file.scopes()[scope].assigned.count(path) && path.find('.') == std::string::npos &&
+         !file.assignments_in_scope(path, 0).empty());
+    if (path.rfind("self.", 0) != 0 && !global) continue;
+    if (!bound_to_a_dict(file, path) || container_bounded_elsewhere(file, path)) continue;
+    Repetition again = runs_again(file, scope);
+    if (!again.repeated) continue;
+    // A tensor by the flow, or by what a caller does with what it passes.
+    std::string evidence = tensor_key_evidence(file, scope, tree.text(key));
+    if (!(file.value_bits(key) & kDeviceTensor) && evidence.empty()) continue;
+    RuleReport r;
+    r.node = n;
+    r.message = fmt::format(
+        "`{}` keys `{}` by the tensor `{}` itself{}: a dict holds its keys, so every tensor "
+        "stored here stays allocated as long as `{}` lives, and {}: one tensor more per new key",
+        quote(file, n), path, tree.text(key), evidence, path, again.why);
+    r.fix = fmt::format(
+        "key `{}` by `id({})` (or use a `weakref.WeakKeyDictionary`), or empty it when done", path,
+        tree.text(key));
+    sink.report(kInfo, std::move(r));
+  }
+}
+
 class TensorKeptInGrowingContainer final : public Rule {
  public:
   const RuleInfo& info() const override { return kInfo; }
 
   void check(const FileAnalysis& file, FindingSink& sink) const override {
+    check_tensor_keys(file, sink);
     for (const StoreEvent& store : file.stores()) {
       if (!(store.value_bits & kDeviceTensor)) continue;
       if (store.value_bits & (kCarriesGraph | kException)) continue;  // GL101/GL102, GL203
