@@ -29,11 +29,7 @@ class EvalOutputsKeptWithGraph final : public Rule {
   const RuleInfo& info() const override { return kInfo; }
 
   void check(const FileAnalysis& file, FindingSink& sink) const override {
-    for (const StoreEvent& store : file.stores()) {
-      std::optional<GrowthVerdict> kept = graph_kept_across_steps(file, store);
-      if (!kept) continue;
-      const GrowthVerdict& growth = *kept;
-      if (!is_evaluation_context(file, store.site, growth.loop)) continue;
+    auto visit = [&](const StoreEvent& store, const GrowthVerdict& growth) {
       RuleReport r;
       r.node = store.site;
       r.message = fmt::format(
@@ -53,7 +49,8 @@ class EvalOutputsKeptWithGraph final : public Rule {
                         "`@torch.no_grad()`",
                         where, scope.name);
       sink.report(kInfo, std::move(r));
-    }
+    };
+    for_each_graph_kept_across_steps(file, StepPurpose::kEvaluation, visit);
   }
 };
 

@@ -32,17 +32,13 @@ class LossAccumulatedWithGraph final : public Rule {
   const RuleInfo& info() const override { return kInfo; }
 
   void check(const FileAnalysis& file, FindingSink& sink) const override {
-    for (const StoreEvent& store : file.stores()) {
-      std::optional<GrowthVerdict> kept = graph_kept_across_steps(file, store);
-      if (!kept) continue;
-      const GrowthVerdict& growth = *kept;
-      if (is_evaluation_context(file, store.site, growth.loop)) continue;  // GL102
+    auto visit = [&](const StoreEvent& store, const GrowthVerdict& growth) {
       // Summing a step's losses before its backward() is how a loss is built.
       // Not when one element at a time is differentiated (`losses[i].backward()`):
       // the container keeps every step's graph.
       if (store.evidence == kNoNode &&
           differentiated_in_scope(file, growth.container, store.scope)) {
-        continue;
+        return;
       }
       RuleReport r = describe(file, store, growth);
       // An in-place tensor update (`buf.add_(v)`) is recorded as an augmented
@@ -57,7 +53,9 @@ class LossAccumulatedWithGraph final : public Rule {
                                  file.tree().start_point(store.evidence).row + 1);
       }
       sink.report(kInfo, std::move(r));
-    }
+    };
+    // Graphs kept in evaluation are GL102's.
+    for_each_graph_kept_across_steps(file, StepPurpose::kTraining, visit);
   }
 
  private:
@@ -122,6 +120,8 @@ class LossAccumulatedWithGraph final : public Rule {
               : fmt::format("pass `{}` instead", passed);
       return r;
     }
+    // A running sum says how to add a number instead (below).
+    r.fix = store_instead(file, store.value, store.value_bits);
     switch (store.kind) {
       case StoreKind::kAugmented:
       case StoreKind::kSelfUpdate:
@@ -150,21 +150,18 @@ class LossAccumulatedWithGraph final : public Rule {
               "`{}` writes `{}`, which carries an autograd graph, into the tensor `{}` on {}: "
               "each write links its graph to the buffer's earlier ones, so `{}` keeps them all",
               quote(file, store.site), value, container, span, container);
-          r.fix = store_instead(file, store.value, store.value_bits);
-          break;
+        } else {
+          r.message = fmt::format(
+              "`{}` stores `{}`, which carries an autograd graph, under a key that changes on {}: "
+              "`{}` keeps one graph per step",
+              quote(file, store.site), value, span, container);
         }
-        r.message = fmt::format(
-            "`{}` stores `{}`, which carries an autograd graph, under a key that changes on {}: "
-            "`{}` keeps one graph per step",
-            quote(file, store.site), value, span, container);
-        r.fix = store_instead(file, store.value, store.value_bits);
         break;
       default:
         r.message = fmt::format(
             "`{}` keeps `{}`, which carries an autograd graph, in `{}` on {}: one graph more per "
             "step",
             quote(file, store.site), value, container, span);
-        r.fix = store_instead(file, store.value, store.value_bits);
         break;
     }
     return r;
