@@ -86,117 +86,108 @@ bool reset_somewhere(const FileAnalysis& file, const std::string& path) {
   return false;
 }
 
-class MetricStateNeverReset final : public Rule {
- public:
-  const RuleInfo& info() const override { return kInfo; }
-
-  void check(const FileAnalysis& file, FindingSink& sink) const override {
-    const SyntaxTree& tree = file.tree();
-    for (NodeId call : file.calls()) {
-      // `self.metric.update(...)` or `self.metric(...)` in a method.
-      NodeId fn = file.callee(call);
-      std::string_view method = file.callee_last_name(call);
-      NodeId holder = kNoNode;
-      if (method == "update" || method == "forward") {
-        holder = file.method_receiver(call);
-      } else if (fn != kNoNode && tree.kind(fn) == NodeKind::kAttribute) {
-        holder = fn;
-      }
-      if (holder == kNoNode && fn != kNoNode && tree.kind(fn) == NodeKind::kIdentifier) {
-        holder = fn;  // `auroc(preds, target)`
-      }
-      if (holder == kNoNode) continue;
-      std::string path = dotted_text(tree, holder);
-      if (tree.kind(holder) == NodeKind::kIdentifier) {
-        check_local_metric(file, call, path, sink);
-        continue;
-      }
-      if (path.rfind("self.", 0) != 0) continue;
-      const Scope& scope = file.scope_of(call);
-      if (scope.class_node == kNoNode || scope.name == "__init__") continue;
-      std::string metric = constructed_metric(file, path, scope.class_node);
-      if (metric.empty() || reset_somewhere(file, path)) continue;
-      RuleReport r;
-      r.node = call;
-      r.message = fmt::format(
-          "`{}` adds to the list states of `{}` kept in `{}`, and nothing in this file resets "
-          "`{}`: every batch's predictions and targets stay in it for the whole run",
-          quote(file, call, 60), metric, path, path);
-      r.fix = fmt::format("call `{}.reset()` once its value is computed (each epoch end)", path);
-      sink.report(kInfo, std::move(r));
+// `auroc = AUROC(task="binary").cuda()` before the epoch loop, then
+// `auroc.update(preds, y)` in the batch loop inside it and never
+// `auroc.reset()` in that function: every epoch's predictions and targets
+// stay in the lists. A metric made inside the epoch loop, or one filled by
+// a single pass (one loop: the function's result), holds one epoch.
+void check_local_metric(const FileAnalysis& file, NodeId call, const std::string& name,
+                        FindingSink& sink) {
+  const SyntaxTree& tree = file.tree();
+  std::size_t scope = file.scope_index_of(call);
+  NodeId binding = kNoNode;
+  for (NodeId id : file.assignments_to(name)) {
+    if (file.scope_index_of(id) != scope) continue;
+    if (binding != kNoNode) return;  // bound twice: which one is updated is unknown
+    binding = id;
+  }
+  if (binding == kNoNode || binding > call) return;
+  NodeId right = tree.child_by_field(binding, Field::kRight);
+  // Through `.to(device)` / `.cuda()`, which return the metric.
+  while (right != kNoNode && tree.kind(right) == NodeKind::kCall &&
+         (file.callee_last_name(right) == "to" || file.callee_last_name(right) == "cuda") &&
+         file.method_receiver(right) != kNoNode) {
+    right = file.method_receiver(right);
+  }
+  if (right == kNoNode || tree.kind(right) != NodeKind::kCall) return;
+  std::string metric = file.qualified_name(file.callee(right));
+  if (!keeps_list_states(metric)) return;
+  int loops_outlived = 0;
+  for (NodeId l = file.innermost_loop(call); l != kNoNode; l = file.outer_loop(l)) {
+    if (tree.contains(l, binding)) break;
+    ++loops_outlived;
+  }
+  if (loops_outlived < 2) return;
+  for (NodeId reset : file.calls_named("reset")) {
+    NodeId receiver = file.method_receiver(reset);
+    if (receiver != kNoNode && file.scope_index_of(reset) == scope &&
+        tree.kind(receiver) == NodeKind::kIdentifier && tree.text(receiver) == name) {
+      return;
     }
   }
+  RuleReport r;
+  r.node = call;
+  r.message = fmt::format(
+      "`{}` adds to the list states of `{}`, made once before the loops around it, and "
+      "nothing here resets `{}`: every batch's predictions and targets of every pass stay in it",
+      quote(file, call, 60), metric, name);
+  r.fix = fmt::format("call `{}.reset()` once its value is computed (each epoch end)", name);
+  sink.report(kInfo, std::move(r));
+}
 
- private:
-  // `auroc = AUROC(task="binary").cuda()` before the epoch loop, then
-  // `auroc.update(preds, y)` in the batch loop inside it and never
-  // `auroc.reset()` in that function: every epoch's predictions and targets
-  // stay in the lists. A metric made inside the epoch loop, or one filled by
-  // a single pass (one loop: the function's result), holds one epoch.
-  static void check_local_metric(const FileAnalysis& file, NodeId call, const std::string& name,
-                                 FindingSink& sink) {
-    const SyntaxTree& tree = file.tree();
-    std::size_t scope = file.scope_index_of(call);
-    NodeId binding = kNoNode;
-    for (NodeId id : file.assignments_to(name)) {
-      if (file.scope_index_of(id) != scope) continue;
-      if (binding != kNoNode) return;  // bound twice: which one is updated is unknown
-      binding = id;
+// The list-state torchmetrics class assigned to `path` in a method of
+// `owner`, or "".
+std::string constructed_metric(const FileAnalysis& file, const std::string& path, NodeId owner) {
+  const SyntaxTree& tree = file.tree();
+  for (NodeId id : file.assignments_to(path)) {
+    if (file.scope_of(id).class_node != owner) continue;
+    NodeId right = tree.child_by_field(id, Field::kRight);
+    if (right == kNoNode || tree.kind(right) != NodeKind::kCall) continue;
+    std::string q = file.qualified_name(file.callee(right));
+    if (keeps_list_states(q)) return q;
+  }
+  return {};
+}
+
+void check(const FileAnalysis& file, FindingSink& sink) {
+  const SyntaxTree& tree = file.tree();
+  for (NodeId call : file.calls()) {
+    // `self.metric.update(...)` or `self.metric(...)` in a method.
+    NodeId fn = file.callee(call);
+    std::string_view method = file.callee_last_name(call);
+    NodeId holder = kNoNode;
+    if (method == "update" || method == "forward") {
+      holder = file.method_receiver(call);
+    } else if (fn != kNoNode && tree.kind(fn) == NodeKind::kAttribute) {
+      holder = fn;
     }
-    if (binding == kNoNode || binding > call) return;
-    NodeId right = tree.child_by_field(binding, Field::kRight);
-    // Through `.to(device)` / `.cuda()`, which return the metric.
-    while (right != kNoNode && tree.kind(right) == NodeKind::kCall &&
-           (file.callee_last_name(right) == "to" || file.callee_last_name(right) == "cuda") &&
-           file.method_receiver(right) != kNoNode) {
-      right = file.method_receiver(right);
+    if (holder == kNoNode && fn != kNoNode && tree.kind(fn) == NodeKind::kIdentifier) {
+      holder = fn;  // `auroc(preds, target)`
     }
-    if (right == kNoNode || tree.kind(right) != NodeKind::kCall) return;
-    std::string metric = file.qualified_name(file.callee(right));
-    if (!keeps_list_states(metric)) return;
-    int loops_outlived = 0;
-    for (NodeId l = file.innermost_loop(call); l != kNoNode; l = file.outer_loop(l)) {
-      if (tree.contains(l, binding)) break;
-      ++loops_outlived;
+    if (holder == kNoNode) continue;
+    std::string path = dotted_text(tree, holder);
+    if (tree.kind(holder) == NodeKind::kIdentifier) {
+      check_local_metric(file, call, path, sink);
+      continue;
     }
-    if (loops_outlived < 2) return;
-    for (NodeId reset : file.calls_named("reset")) {
-      NodeId receiver = file.method_receiver(reset);
-      if (receiver != kNoNode && file.scope_index_of(reset) == scope &&
-          tree.kind(receiver) == NodeKind::kIdentifier && tree.text(receiver) == name) {
-        return;
-      }
-    }
+    if (path.rfind("self.", 0) != 0) continue;
+    const Scope& scope = file.scope_of(call);
+    if (scope.class_node == kNoNode || scope.name == "__init__") continue;
+    std::string metric = constructed_metric(file, path, scope.class_node);
+    if (metric.empty() || reset_somewhere(file, path)) continue;
     RuleReport r;
     r.node = call;
     r.message = fmt::format(
-        "`{}` adds to the list states of `{}`, made once before the loops around it, and "
-        "nothing here resets `{}`: every batch's predictions and targets of every pass stay in it",
-        quote(file, call, 60), metric, name);
-    r.fix = fmt::format("call `{}.reset()` once its value is computed (each epoch end)", name);
+        "`{}` adds to the list states of `{}` kept in `{}`, and nothing in this file resets "
+        "`{}`: every batch's predictions and targets stay in it for the whole run",
+        quote(file, call, 60), metric, path, path);
+    r.fix = fmt::format("call `{}.reset()` once its value is computed (each epoch end)", path);
     sink.report(kInfo, std::move(r));
   }
-
-  // The list-state torchmetrics class assigned to `path` in a method of
-  // `owner`, or "".
-  static std::string constructed_metric(const FileAnalysis& file, const std::string& path,
-                                        NodeId owner) {
-    const SyntaxTree& tree = file.tree();
-    for (NodeId id : file.assignments_to(path)) {
-      if (file.scope_of(id).class_node != owner) continue;
-      NodeId right = tree.child_by_field(id, Field::kRight);
-      if (right == kNoNode || tree.kind(right) != NodeKind::kCall) continue;
-      std::string q = file.qualified_name(file.callee(right));
-      if (keeps_list_states(q)) return q;
-    }
-    return {};
-  }
-};
+}
 
 }  // namespace
 
-std::unique_ptr<Rule> make_metric_state_never_reset_rule() {
-  return std::make_unique<MetricStateNeverReset>();
-}
+std::unique_ptr<Rule> make_metric_state_never_reset_rule() { return make_rule(kInfo, check); }
 
 }  // namespace gpuleak::lint
