@@ -6,7 +6,6 @@
 #include "file_analysis.h"
 
 #include <algorithm>
-#include <cctype>
 
 #include "graph_flow.h"
 #include "training_loop.h"

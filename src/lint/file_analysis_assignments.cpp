@@ -1,10 +1,10 @@
 // FileAnalysis, what names are bound to: the assignments to a dotted name, in
 // the file or in one scope, the last one before a point, and whether a value
 // is a container that grows.
-#include "file_analysis.h"
 
 #include <algorithm>
 
+#include "file_analysis.h"
 #include "vocabulary.h"
 
 namespace gpuleak::lint {

@@ -1,12 +1,10 @@
 // FileAnalysis, what a call runs and what it is given: the defs of this file
 // a call can reach (callees_of), the classes a receiver is built from, the
 // functions passed as an argument, and the call's own parts.
-#include "file_analysis.h"
-
 #include <algorithm>
 #include <cctype>
 
-#include "training_loop.h"
+#include "file_analysis.h"
 #include "vocabulary.h"
 
 namespace gpuleak::lint {

@@ -1,9 +1,7 @@
 // FileAnalysis, what the file's torch code is: models and their calls, losses,
 // backward() and optimizer steps, DataLoaders and nn.Module constructors.
+
 #include "file_analysis.h"
-
-#include <algorithm>
-
 #include "vocabulary.h"
 
 namespace gpuleak::lint {

@@ -2,10 +2,6 @@
 // around it, and whether it runs on every pass of a body.
 #include "file_analysis.h"
 
-#include <algorithm>
-
-#include "vocabulary.h"
-
 namespace gpuleak::lint {
 
 std::size_t FileAnalysis::scope_index_of(NodeId node) const {

@@ -17,7 +17,8 @@ bool equal_ignoring_case(std::string_view a, std::string_view b) {
 
 class FunctionRule final : public Rule {
  public:
-  FunctionRule(const RuleInfo& info, FileCheck check) : info_(info), check_(check) {}
+  FunctionRule(const RuleInfo& described, FileCheck checking)
+      : info_(described), check_(checking) {}
   const RuleInfo& info() const override { return info_; }
   void check(const FileAnalysis& file, FindingSink& sink) const override { check_(file, sink); }
 
