@@ -165,9 +165,9 @@ class _Session:
 
     def end(self, reason):
         try:
-            from gpuleak import _holder_requests
+            from gpuleak import _forked_walk
 
-            _holder_requests.wait_for_walks(HOLDER_WALK_WAIT_S)
+            _forked_walk.wait_for_walks(HOLDER_WALK_WAIT_S)
         except Exception:
             pass
         steps = self.clock.step - self.first_step

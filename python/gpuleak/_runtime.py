@@ -39,7 +39,7 @@ def _number_from_environment(name, default):
 def _start_request_watcher(requests):
     """The thread that answers holder requests in loops without in-process steps. Never raises."""
     try:
-        from gpuleak._holder_requests import RequestWatcher
+        from gpuleak._request_watcher import RequestWatcher
 
         watcher = RequestWatcher(requests, idle_s=_number_from_environment("GPULEAK_HOLDER_IDLE_MS", 1000.0) / 1000)
         watcher.start()

@@ -107,7 +107,7 @@ class PoolReader:
     the pool has risen at STREAK reads in a row, the arrays that appeared
     since it had risen at STREAK // 2 (up to 64 of them, by
     unsafe_buffer_pointer and nbytes) are walked for, as the pool's site
-    (POOL_SITE_ID), in the forked walk of _holder_requests.py. `requests()`
+    (POOL_SITE_ID), in the forked walk of _forked_walk.py. `requests()`
     gives the step clock's HolderRequests, or None (no `gpuleak run`)."""
 
     STREAK = 8

@@ -262,22 +262,22 @@ def _mark(block, event, name):
 
 def _report_block(block):
     """The block's report, with holders walked for what it left behind."""
-    from gpuleak import _holder_requests
+    from gpuleak import _forked_walk, _holder_requests
 
     # Holder walks the steps started answer in the background: their answers
     # belong to this report.
-    _holder_requests.wait_for_walks(HOLDER_WALK_SECONDS + 3)
+    _forked_walk.wait_for_walks(HOLDER_WALK_SECONDS + 3)
     _process.collector.flush()
     process = _read_report(block)
     request = _holder_request_for_left_behind(block.block, process)
     if request is not None:
         from gpuleak import holders
 
-        answer, failure = _holder_requests.run_isolated(
+        answer, failure = _forked_walk.run_isolated(
             lambda: holders.answer_request(request, HOLDER_WALK_SECONDS), HOLDER_WALK_SECONDS + 3
         )
         if answer is None:
-            answer = {"request_id": request["request_id"], "seconds": 0.0, "sites": [], "error": failure}
+            answer = _holder_requests.failed_answer(request, failure)
         _process.collector.annotate("holder", json.dumps(answer, default=str))
         _process.collector.flush()
         process = _read_report(block)

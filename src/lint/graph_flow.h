@@ -75,6 +75,7 @@ class GraphFlow {
   void walk_assignment(NodeId assignment, Env& env);
   void walk_augmented(NodeId assignment, Env& env);
   void assign_target(NodeId target, NodeId value, FlowBits bits, Env& env, NodeId site);
+  void assign_elements(NodeId target, NodeId value, FlowBits bits, Env& env, NodeId site);
   void bind_pattern(NodeId target, FlowBits bits, Env& env);
   void bind_loop_targets(NodeId target, NodeId iterable, FlowBits bits, Env& env);
   // A later element of a tuple unpacked from an opaque call, stored into a
@@ -94,6 +95,9 @@ class GraphFlow {
   FlowBits eval_call(NodeId call, Env& env);
   FlowBits eval_comprehension(NodeId comprehension, Env& env);
   FlowBits torch_function_bits(std::string_view qualified, NodeId call, FlowBits args);
+  // What the defs of this file that a call can run return (callees_of), as
+  // tensor facts: functions, methods of self, methods of an instance of a class
+  // of this file. 0 when the call runs none of them.
   FlowBits same_file_function_bits(NodeId call) const;
   // Per-element bits of what a same-file function returns, when every
   // return of it is a tuple of `count` elements; empty otherwise.

@@ -144,81 +144,6 @@ void GraphFlow::assign_target(NodeId target, NodeId value, FlowBits bits, Env& e
       if (!holder.empty()) env.add(holder, bits & ~kRequiresGradLeaf);
       return;
     }
-    case NodeKind::kPatternList:
-    case NodeKind::kTuplePattern:
-    case NodeKind::kListPattern:
-    case NodeKind::kTuple:
-    case NodeKind::kList:
-    case NodeKind::kParenthesizedExpression:
-    case NodeKind::kExpressionList: {
-      std::vector<NodeId> elements = tree_.named_children(target);
-      std::vector<NodeId> values;
-      if (value != kNoNode) {
-        NodeKind vk = tree_.kind(value);
-        if (vk == NodeKind::kTuple || vk == NodeKind::kExpressionList || vk == NodeKind::kList ||
-            vk == NodeKind::kPatternList) {
-          values = tree_.named_children(value);
-        }
-      }
-      bool pairwise = values.size() == elements.size();
-      std::vector<FlowBits> from_summary;
-      if (!pairwise && value != kNoNode && tree_.kind(value) == NodeKind::kCall) {
-        from_summary = same_file_return_elements(value, elements.size());
-      } else if (!pairwise && value != kNoNode && tree_.kind(value) == NodeKind::kIdentifier) {
-        // `result = step(...)` then `loss, report, n, state = result`: the
-        // tuple's elements keep the facts the function's summary gives each,
-        // so the batch size `n` is no graph because the loss is one.
-        NodeId bound = file_.last_assignment_before(tree_.text(value), site, scope_);
-        NodeId call = bound != kNoNode ? tree_.child_by_field(bound, Field::kRight) : kNoNode;
-        if (call != kNoNode && tree_.kind(call) == NodeKind::kCall) {
-          from_summary = same_file_return_elements(call, elements.size());
-        }
-      }
-      // `out, _, ratio = model(data)` with `model = Net(...)` of this file:
-      // Net.forward shows which elements are Python numbers (pytorch_geometric's
-      // pooling ratio, `out.size(0) / x.size(0)`).
-      std::vector<bool> numbers(elements.size(), false);
-      if (!pairwise && from_summary.empty() && value != kNoNode &&
-          tree_.kind(value) == NodeKind::kCall) {
-        std::vector<std::size_t> forwards = forward_of_instance_called(value);
-        for (std::size_t i = 0; i < elements.size() && !forwards.empty(); ++i) {
-          numbers[i] = std::all_of(forwards.begin(), forwards.end(), [&](std::size_t s) {
-            return forward_returns_python_number(s, i, elements.size());
-          });
-        }
-      }
-      for (std::size_t i = 0; i < elements.size(); ++i) {
-        if (numbers[i]) {
-          assign_target(elements[i], value, static_cast<FlowBits>(bits & ~kTensorFacts), env, site);
-          continue;
-        }
-        if (pairwise) {
-          assign_target(elements[i], values[i], file_.bits_[values[i]], env, site);
-        } else if (!from_summary.empty()) {
-          assign_target(elements[i], value, strip_if_no_grad(from_summary[i]), env, site);
-        } else if (i > 0 && opaque_element_without_evidence(elements[i])) {
-          // `loss, costs[i], ... = self.total_loss(...)`: all that is known
-          // of a tuple from elsewhere is that something in it is a tensor
-          // (by convention the loss, first). A later element stored into a
-          // container is taken for one only on evidence from its uses.
-          assign_target(elements[i], value, static_cast<FlowBits>(bits & ~kTensorFacts), env, site);
-        } else if (i > 0 && criterion_running_the_model(value) &&
-                   opaque_name_without_graph_evidence(elements[i])) {
-          // `loss, sample_size, logging_output = criterion(model, sample)`
-          // (fairseq's criterion interface): the graph is the loss's, first;
-          // the sample size is a count and the logging output holds
-          // `loss.data` and numbers. A later name carries one only on
-          // evidence of its own. (A loss of predictions, `loss, parts =
-          // loss_fn(preds, y)`, or a model's `loss, stats = actor(data)`, may
-          // well return graphs in its parts, and keeps them.)
-          assign_target(elements[i], value, static_cast<FlowBits>(bits & ~kCarriesGraph), env,
-                        site);
-        } else {
-          assign_target(elements[i], value, bits, env, site);
-        }
-      }
-      return;
-    }
     case NodeKind::kListSplatPattern:
     case NodeKind::kListSplat: {
       NodeId inner = tree_.first_named_child(target);
@@ -226,7 +151,79 @@ void GraphFlow::assign_target(NodeId target, NodeId value, FlowBits bits, Env& e
       return;
     }
     default:
+      if (is_unpacking_target(tree_.kind(target))) assign_elements(target, value, bits, env, site);
       return;
+  }
+}
+
+// `a, b = value`: each element gets its part of the value when the value is a
+// tuple of as many, else what a function of this file returns in that place,
+// else the value's facts.
+void GraphFlow::assign_elements(NodeId target, NodeId value, FlowBits bits, Env& env, NodeId site) {
+  std::vector<NodeId> elements = tree_.named_children(target);
+  std::vector<NodeId> values;
+  if (value != kNoNode) {
+    NodeKind vk = tree_.kind(value);
+    if (vk == NodeKind::kTuple || vk == NodeKind::kExpressionList || vk == NodeKind::kList ||
+        vk == NodeKind::kPatternList) {
+      values = tree_.named_children(value);
+    }
+  }
+  bool pairwise = values.size() == elements.size();
+  std::vector<FlowBits> from_summary;
+  if (!pairwise && value != kNoNode && tree_.kind(value) == NodeKind::kCall) {
+    from_summary = same_file_return_elements(value, elements.size());
+  } else if (!pairwise && value != kNoNode && tree_.kind(value) == NodeKind::kIdentifier) {
+    // `result = step(...)` then `loss, report, n, state = result`: the
+    // tuple's elements keep the facts the function's summary gives each,
+    // so the batch size `n` is no graph because the loss is one.
+    NodeId bound = file_.last_assignment_before(tree_.text(value), site, scope_);
+    NodeId call = bound != kNoNode ? tree_.child_by_field(bound, Field::kRight) : kNoNode;
+    if (call != kNoNode && tree_.kind(call) == NodeKind::kCall) {
+      from_summary = same_file_return_elements(call, elements.size());
+    }
+  }
+  // `out, _, ratio = model(data)` with `model = Net(...)` of this file:
+  // Net.forward shows which elements are Python numbers (pytorch_geometric's
+  // pooling ratio, `out.size(0) / x.size(0)`).
+  std::vector<bool> numbers(elements.size(), false);
+  if (!pairwise && from_summary.empty() && value != kNoNode &&
+      tree_.kind(value) == NodeKind::kCall) {
+    std::vector<std::size_t> forwards = forward_of_instance_called(value);
+    for (std::size_t i = 0; i < elements.size() && !forwards.empty(); ++i) {
+      numbers[i] = std::all_of(forwards.begin(), forwards.end(), [&](std::size_t s) {
+        return forward_returns_python_number(s, i, elements.size());
+      });
+    }
+  }
+  for (std::size_t i = 0; i < elements.size(); ++i) {
+    if (numbers[i]) {
+      assign_target(elements[i], value, static_cast<FlowBits>(bits & ~kTensorFacts), env, site);
+      continue;
+    }
+    if (pairwise) {
+      assign_target(elements[i], values[i], file_.bits_[values[i]], env, site);
+    } else if (!from_summary.empty()) {
+      assign_target(elements[i], value, strip_if_no_grad(from_summary[i]), env, site);
+    } else if (i > 0 && opaque_element_without_evidence(elements[i])) {
+      // `loss, costs[i], ... = self.total_loss(...)`: all that is known
+      // of a tuple from elsewhere is that something in it is a tensor
+      // (by convention the loss, first). A later element stored into a
+      // container is taken for one only on evidence from its uses.
+      assign_target(elements[i], value, static_cast<FlowBits>(bits & ~kTensorFacts), env, site);
+    } else if (i > 0 && criterion_running_the_model(value) &&
+               opaque_name_without_graph_evidence(elements[i])) {
+      // `loss, sample_size, logging_output = criterion(model, sample)`
+      // (fairseq's criterion interface): the graph is the loss's, first;
+      // the sample size is a count and the logging output holds
+      // `loss.data` and numbers. A later name carries one only on
+      // evidence of its own. (A loss of predictions, `loss, parts =
+      // loss_fn(preds, y)`, or a model's `loss, stats = actor(data)`, may
+      // well return graphs in its parts, and keeps them.)
+      assign_target(elements[i], value, static_cast<FlowBits>(bits & ~kCarriesGraph), env, site);
+    } else {
+      assign_target(elements[i], value, bits, env, site);
+    }
   }
 }
 

@@ -66,11 +66,10 @@ bool is_append_method(std::string_view method) {
 
 FlowBits GraphFlow::same_file_function_bits(NodeId call) const {
   // The defs the call can run (callees_of): `algo.train(feed)` runs a method
-  // named train, never the module-level `def train(...)` beside it.
+  // named train, never the module-level `def train(...)` beside it; a method
+  // of an instance of a class of this file runs that class's method.
   FlowBits bits = 0;
-  for (std::size_t s : file_.callees_of(call)) {
-    bits |= learnt_.returns[s];
-  }
+  for (std::size_t s : file_.callees_of(call)) bits |= learnt_.returns[s];
   // A function that returns what it caught hands it to its caller on
   // purpose; only tensors and graphs flow through summaries.
   return bits & kTensorFacts;
@@ -465,9 +464,7 @@ FlowBits GraphFlow::eval_call(NodeId call, Env& env) {
   if (receiver != kNoNode && !file_.constructed_classes(receiver).empty()) {
     // `train_util.train_step(imgs)` where every binding of `train_util`
     // constructs a class of this file: what that class's method returns.
-    FlowBits summary = 0;
-    for (std::size_t s : file_.callees_of(call)) summary |= learnt_.returns[s];
-    summary &= kTensorFacts;
+    FlowBits summary = same_file_function_bits(call);
     if (summary != 0) return strip_if_no_grad(summary);
   }
   if (receiver == kNoNode && vocabulary::is_capitalized(name)) {

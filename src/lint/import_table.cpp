@@ -124,28 +124,45 @@ void collect_targets(const SyntaxTree& tree, NodeId target, std::vector<NodeId>&
     case NodeKind::kAttribute:
       out.push_back(target);
       return;
-    case NodeKind::kPatternList:
-    case NodeKind::kTuplePattern:
-    case NodeKind::kListPattern:
-    case NodeKind::kTuple:
-    case NodeKind::kList:
     case NodeKind::kListSplatPattern:
     case NodeKind::kListSplat:
-    case NodeKind::kParenthesizedExpression:
-    case NodeKind::kExpressionList:
       for (NodeId c : tree.named_children(target)) collect_targets(tree, c, out);
       return;
     default:
+      if (is_unpacking_target(tree.kind(target))) {
+        for (NodeId c : tree.named_children(target)) collect_targets(tree, c, out);
+      }
       return;
   }
 }
 
 }  // namespace
 
+bool is_unpacking_target(NodeKind kind) {
+  switch (kind) {
+    case NodeKind::kPatternList:
+    case NodeKind::kTuplePattern:
+    case NodeKind::kListPattern:
+    case NodeKind::kTuple:
+    case NodeKind::kList:
+    case NodeKind::kParenthesizedExpression:
+    case NodeKind::kExpressionList:
+      return true;
+    default:
+      return false;
+  }
+}
+
 std::vector<NodeId> bound_targets(const SyntaxTree& tree, NodeId target) {
   std::vector<NodeId> out;
   collect_targets(tree, target, out);
   return out;
+}
+
+void bound_names(const SyntaxTree& tree, NodeId target, std::vector<std::string>& out) {
+  for (NodeId name : bound_targets(tree, target)) {
+    if (tree.kind(name) == NodeKind::kIdentifier) out.emplace_back(tree.text(name));
+  }
 }
 
 }  // namespace gpuleak::lint

@@ -45,9 +45,16 @@ class ImportTable {
 // The plain dotted text of a name/attribute chain ("self.model.fc"), or "".
 std::string dotted_text(const SyntaxTree& tree, NodeId expression);
 
+// A target that unpacks its value into its named children, in order:
+// `a, b = ...`, `(a, b)`, `[a, b]`. Starred targets (`*rest`) bind a list
+// and are not one.
+bool is_unpacking_target(NodeKind kind);
+
 // The names and attributes an assignment target binds, left to right:
 // `a`, `self.x`, and each one inside tuple, list and starred patterns
 // (`a, (b, *c) = ...`). Subscripts and anything else bind no name.
 std::vector<NodeId> bound_targets(const SyntaxTree& tree, NodeId target);
+// The plain names among them (identifiers), appended to `out`.
+void bound_names(const SyntaxTree& tree, NodeId target, std::vector<std::string>& out);
 
 }  // namespace gpuleak::lint

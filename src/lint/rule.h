@@ -1,5 +1,6 @@
-// How a rule plugs into the linter. One rule per file under rules/; each
-// exposes a make_*_rule() factory listed in rule_catalog.cpp.
+// How a rule plugs into the linter. One rule per file under rules/: its
+// RuleInfo and a function that checks one file, made a Rule by make_rule in
+// the file's make_*_rule() factory, which rule_catalog.cpp lists.
 //
 // A rule reads a FileAnalysis (never the raw tree-sitter API) and reports
 // through a FindingSink with the node to point at and a message that names
@@ -36,6 +37,11 @@ class Rule {
   virtual const RuleInfo& info() const = 0;
   virtual void check(const FileAnalysis& file, FindingSink& sink) const = 0;
 };
+
+// The rule that `info` describes and `check` applies. `info` must outlive the
+// rule (the rules' own are constants); `check` must keep no state.
+using FileCheck = void (*)(const FileAnalysis& file, FindingSink& sink);
+std::unique_ptr<Rule> make_rule(const RuleInfo& info, FileCheck check);
 
 // Every rule, sorted by id.
 const std::vector<std::unique_ptr<Rule>>& all_rules();

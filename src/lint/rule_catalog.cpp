@@ -15,7 +15,23 @@ bool equal_ignoring_case(std::string_view a, std::string_view b) {
          });
 }
 
+class FunctionRule final : public Rule {
+ public:
+  FunctionRule(const RuleInfo& described, FileCheck checking)
+      : info_(described), check_(checking) {}
+  const RuleInfo& info() const override { return info_; }
+  void check(const FileAnalysis& file, FindingSink& sink) const override { check_(file, sink); }
+
+ private:
+  const RuleInfo& info_;
+  FileCheck check_;
+};
+
 }  // namespace
+
+std::unique_ptr<Rule> make_rule(const RuleInfo& info, FileCheck check) {
+  return std::make_unique<FunctionRule>(info, check);
+}
 
 const std::vector<std::unique_ptr<Rule>>& all_rules() {
   static const std::vector<std::unique_ptr<Rule>> kRules = [] {

@@ -314,6 +314,17 @@ std::optional<GrowthVerdict> graph_kept_across_steps(const FileAnalysis& file,
   return growth;
 }
 
+void for_each_graph_kept_across_steps(
+    const FileAnalysis& file, StepPurpose purpose,
+    const std::function<void(const StoreEvent&, const GrowthVerdict&)>& visit) {
+  for (const StoreEvent& store : file.stores()) {
+    std::optional<GrowthVerdict> kept = graph_kept_across_steps(file, store);
+    if (!kept) continue;
+    bool evaluation = is_evaluation_context(file, store.site, kept->loop);
+    if (evaluation == (purpose == StepPurpose::kEvaluation)) visit(store, *kept);
+  }
+}
+
 bool clears_gradients(const FileAnalysis& file, NodeId region) {
   return clears_gradients_within(file, region, 0);
 }

@@ -4,6 +4,7 @@
 // function named evaluate/validate/test.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -50,6 +51,15 @@ std::optional<GrowthVerdict> graph_kept_across_steps(const FileAnalysis& file,
 // True when `site` (inside `loop`, which may be kNoNode) evaluates a model
 // rather than trains it; a loop that calls backward() never is.
 bool is_evaluation_context(const FileAnalysis& file, NodeId site, NodeId loop);
+// The steps a kept graph is made in: the stores graph_kept_across_steps
+// keeps are split between training (GL101) and evaluation (GL102) by
+// is_evaluation_context.
+enum class StepPurpose { kTraining, kEvaluation };
+// Calls `visit` with each store of the file whose graph is kept across steps
+// of that purpose, and how its container grows, in the order of stores().
+void for_each_graph_kept_across_steps(
+    const FileAnalysis& file, StepPurpose purpose,
+    const std::function<void(const StoreEvent&, const GrowthVerdict&)>& visit);
 // True when `name` (or a value computed from it, one assignment away) is
 // differentiated in `scope`: `loss.backward()`, `torch.stack(losses).sum().backward()`,
 // `accelerator.backward(total)`. An accumulator that is the loss of its step

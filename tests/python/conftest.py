@@ -34,7 +34,7 @@ assert _traced_collector.gpuleak_start_recording() == 1, "the collector did not 
 def leave_traced_program(status=0):
     # os._exit skips the wait for holder walks still running (they answer in
     # the background): wait here, as a normal exit would.
-    _walks = _sys.modules.get("gpuleak._holder_requests")
+    _walks = _sys.modules.get("gpuleak._forked_walk")
     if _walks is not None:
         _walks.wait_for_walks(40)
     _sys.stdout.flush()

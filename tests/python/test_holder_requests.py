@@ -154,7 +154,7 @@ def test_the_first_step_of_a_jax_platform_loop_keeps_its_driver_allocations_inde
 
 
 def test_a_walk_that_crashes_does_not_take_the_process_down():
-    from gpuleak._holder_requests import run_isolated
+    from gpuleak._forked_walk import run_isolated
 
     result, failure = run_isolated(lambda: os.abort(), 10.0)
     assert result is None
@@ -163,7 +163,7 @@ def test_a_walk_that_crashes_does_not_take_the_process_down():
 
 def test_a_walk_that_hangs_is_stopped_at_its_time_limit():
     import time
-    from gpuleak._holder_requests import run_isolated
+    from gpuleak._forked_walk import run_isolated
 
     started = time.monotonic()
     result, failure = run_isolated(lambda: time.sleep(60), 0.5)
@@ -172,7 +172,7 @@ def test_a_walk_that_hangs_is_stopped_at_its_time_limit():
 
 
 def test_the_isolated_walk_returns_the_answer():
-    from gpuleak._holder_requests import run_isolated
+    from gpuleak._forked_walk import run_isolated
 
     big = {"sites": [{"site_id": i, "note": "x" * 1000} for i in range(500)]}  # more than a pipe holds
     result, failure = run_isolated(lambda: big, 10.0)
@@ -181,7 +181,7 @@ def test_the_isolated_walk_returns_the_answer():
 
 def test_the_program_goes_on_while_the_copy_walks():
     import time
-    from gpuleak._holder_requests import run_in_background, wait_for_walks
+    from gpuleak._forked_walk import run_in_background, wait_for_walks
 
     delivered = []
     started = time.monotonic()
@@ -200,7 +200,7 @@ def test_the_program_goes_on_while_the_copy_walks():
 def test_a_forked_child_does_not_wait_for_its_parents_walks():
     import signal
     import time
-    from gpuleak._holder_requests import run_in_background, wait_for_walks
+    from gpuleak._forked_walk import run_in_background, wait_for_walks
 
     run_in_background(lambda: (time.sleep(1.0), 1)[1], 10.0, lambda result, failure: None)
     pid = os.fork()
@@ -220,7 +220,7 @@ def test_a_program_that_ends_during_a_walk_still_gets_its_answer(tmp_path):
     script = (
         "import json, sys, time\n"
         "sys.path.insert(0, %r)\n"
-        "from gpuleak._holder_requests import run_in_background\n"
+        "from gpuleak._forked_walk import run_in_background\n"
         "def deliver(result, failure):\n"
         "    open(%r, 'w').write(json.dumps([result, failure]))\n"
         "run_in_background(lambda: (time.sleep(1.0), 'named')[1], 10.0, deliver)\n"

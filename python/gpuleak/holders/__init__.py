@@ -24,7 +24,7 @@ The parts, one concern each:
     object_reads        reading objects without running their code
 
 It runs at a step boundary on the training thread (in a forked copy, see
-_holder_requests.py), never from an allocator callback, and must not disturb
+_forked_walk.py), never from an allocator callback, and must not disturb
 the program:
   * it never raises (`answer_request` catches everything and says what failed);
   * its time is bounded (`seconds`, 2 s by default) and reported;

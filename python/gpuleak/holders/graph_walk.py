@@ -26,6 +26,16 @@ def grad_fn(tensor):
         return None
 
 
+def next_nodes(node):
+    """The nodes of the graph that `node` hands its gradients on to (its next_functions); none
+    when they cannot be read."""
+    try:
+        following = node.next_functions
+    except Exception:
+        return []
+    return [entry[0] for entry in following if entry[0] is not None]
+
+
 def is_scalar(tensor):
     try:
         return tensor.numel() == 1
@@ -203,13 +213,8 @@ class GraphWalk:
                     if span is not None:
                         found[span[0]] = span[1]
             del values
-            try:
-                following = node.next_functions
-            except Exception:
-                continue
-            for entry in following:
-                child = entry[0]
-                if child is not None and id(child) not in seen:
+            for child in next_nodes(node):
+                if id(child) not in seen:
                     seen[id(child)] = child
                     pending.append(child)
                     if recurrences is not None and type(child) is root_type and node_signature(child) == root_signature:
@@ -246,13 +251,8 @@ class GraphWalk:
                 except Exception:
                     pass
                 continue
-            try:
-                following = node.next_functions
-            except Exception:
-                continue
-            for entry in following:
-                child = entry[0]
-                if child is not None and id(child) not in seen:
+            for child in next_nodes(node):
+                if id(child) not in seen:
                     seen[id(child)] = child
                     pending.append(child)
         return False

@@ -187,6 +187,15 @@ void StepFinder::resume(std::uint32_t id) {
   next_nested_search_ = 0;
 }
 
+void StepFinder::close_piece(FoundLoop& loop) {
+  loop.mean_piece_events =
+      0.9 * loop.mean_piece_events + 0.1 * (static_cast<double>(since_anchor_) + 1.0);
+  loop.mean_piece_all_events =
+      0.9 * loop.mean_piece_all_events + 0.1 * static_cast<double>(since_anchor_all_);
+  since_anchor_ = 0;
+  since_anchor_all_ = 0;
+}
+
 const FoundLoop* StepFinder::known_anchor(const trace::AllocRecord& alloc) {
   const FoundLoop* found = nullptr;
   const FoundLoop* followed = following_ != 0 ? &loops_[following_ - 1] : nullptr;
@@ -244,12 +253,7 @@ void StepFinder::on_alloc_following(const trace::AllocRecord& alloc, const Found
       h.loop_id = loop.id;
       h.iteration = loop.iterations++;
       ++probation_iterations_;
-      loop.mean_piece_events =
-          0.9 * loop.mean_piece_events + 0.1 * (static_cast<double>(since_anchor_) + 1.0);
-      loop.mean_piece_all_events =
-          0.9 * loop.mean_piece_all_events + 0.1 * static_cast<double>(since_anchor_all_);
-      since_anchor_ = 0;
-      since_anchor_all_ = 0;
+      close_piece(loop);
       if (probation_iterations_ >= next_probation_check_) {
         next_probation_check_ *= 2;
         if (probation_found_shallower(loop)) return;
@@ -266,12 +270,7 @@ void StepFinder::on_alloc_following(const trace::AllocRecord& alloc, const Found
     // before this record is decided.
     release_until(held_.size() - 1);
     ready_.push_back(Ready{true, loop.id, loop.iterations++, time_of(held_.front().event)});
-    loop.mean_piece_events =
-        0.9 * loop.mean_piece_events + 0.1 * (static_cast<double>(since_anchor_) + 1.0);
-    loop.mean_piece_all_events =
-        0.9 * loop.mean_piece_all_events + 0.1 * static_cast<double>(since_anchor_all_);
-    since_anchor_ = 0;
-    since_anchor_all_ = 0;
+    close_piece(loop);
     next_nested_search_ = 0;
     if (loop.depth > 0 && loop.iterations >= next_recheck_) {
       next_recheck_ = loop.iterations + std::min<std::uint64_t>(loop.iterations, 1024);

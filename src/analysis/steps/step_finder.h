@@ -254,6 +254,10 @@ class StepFinder {
   std::uint32_t adopt(const FoundLoop& candidate);
   void place_boundaries(FoundLoop& loop, std::size_t begin, std::size_t end);
   void release_until(std::size_t held_index);
+  // The loop's anchor came again: the piece since the last one is over, and
+  // its length (in the loop's threads' allocations, and in all) joins the
+  // loop's running means.
+  void close_piece(FoundLoop& loop);
   void trim_held();
   const FoundLoop* known_anchor(const trace::AllocRecord& alloc);
 

@@ -21,17 +21,8 @@ std::string escape_property(std::string_view s) {
   });
 }
 
-std::string_view command(Severity s) {
-  switch (s) {
-    case Severity::kError:
-      return "error";
-    case Severity::kWarning:
-      return "warning";
-    case Severity::kInfo:
-      return "notice";
-  }
-  return "warning";
-}
+// The command is the severity's name, but for info, which GitHub calls a notice.
+std::string_view command(Severity s) { return s == Severity::kInfo ? "notice" : severity_name(s); }
 
 }  // namespace
 

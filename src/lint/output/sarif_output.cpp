@@ -22,16 +22,9 @@ std::string path_to_uri(const std::string& path) {
          });
 }
 
+// SARIF's levels are the severities' names, but for info, which SARIF calls a note.
 std::string_view sarif_level(Severity s) {
-  switch (s) {
-    case Severity::kError:
-      return "error";
-    case Severity::kWarning:
-      return "warning";
-    case Severity::kInfo:
-      return "note";
-  }
-  return "warning";
+  return s == Severity::kInfo ? "note" : severity_name(s);
 }
 
 }  // namespace

@@ -138,35 +138,28 @@ bool runs_repeatedly(const FileAnalysis& file, NodeId call) {
   return false;
 }
 
-class BackwardCreateGraph final : public Rule {
- public:
-  const RuleInfo& info() const override { return kInfo; }
-
-  void check(const FileAnalysis& file, FindingSink& sink) const override {
-    for (NodeId call : file.calls()) {
-      // autograd.grad(create_graph=True) returns the gradients: no cycle.
-      if (!file.is_backward_call(call) || !creates_graph(file, call)) continue;
-      if (!registers_module_backward_hooks(file) &&
-          (grads_reset_after(file, call) || cycle_broken_each_step(file, call))) {
-        continue;
-      }
-      // One call leaves one graph behind; it grows when the call repeats.
-      if (!runs_repeatedly(file, call)) continue;
-      RuleReport r;
-      r.node = call;
-      r.message = fmt::format(
-          "`{}` stores gradients that keep their own graph in `.grad`; each leaf and its `.grad` "
-          "then reference each other, and the cycle is never collected",
-          quote(file, call));
-      sink.report(kInfo, std::move(r));
+void check(const FileAnalysis& file, FindingSink& sink) {
+  for (NodeId call : file.calls()) {
+    // autograd.grad(create_graph=True) returns the gradients: no cycle.
+    if (!file.is_backward_call(call) || !creates_graph(file, call)) continue;
+    if (!registers_module_backward_hooks(file) &&
+        (grads_reset_after(file, call) || cycle_broken_each_step(file, call))) {
+      continue;
     }
+    // One call leaves one graph behind; it grows when the call repeats.
+    if (!runs_repeatedly(file, call)) continue;
+    RuleReport r;
+    r.node = call;
+    r.message = fmt::format(
+        "`{}` stores gradients that keep their own graph in `.grad`; each leaf and its `.grad` "
+        "then reference each other, and the cycle is never collected",
+        quote(file, call));
+    sink.report(kInfo, std::move(r));
   }
-};
+}
 
 }  // namespace
 
-std::unique_ptr<Rule> make_backward_create_graph_rule() {
-  return std::make_unique<BackwardCreateGraph>();
-}
+std::unique_ptr<Rule> make_backward_create_graph_rule() { return make_rule(kInfo, check); }
 
 }  // namespace gpuleak::lint

@@ -98,123 +98,113 @@ std::string model_parameter(const FileAnalysis& file, const Scope& scope) {
   return {};
 }
 
-class CachedCallKeepsModel final : public Rule {
- public:
-  const RuleInfo& info() const override { return kInfo; }
-
-  void check(const FileAnalysis& file, FindingSink& sink) const override {
-    const SyntaxTree& tree = file.tree();
-    for (const Scope& scope : file.scopes()) {
-      if (scope.definition == scope.node ||
-          tree.kind(scope.node) != NodeKind::kFunctionDefinition) {
-        continue;  // not decorated
+// The `del` statement of the file that deletes a name every binding of
+// which constructs the class of `scope`, a method called on that
+// instance; kNoNode if none.
+NodeId deleted_instance(const FileAnalysis& file, const Scope& scope) {
+  if (scope.class_node == kNoNode || scope.parameters.empty() ||
+      scope.parameters.front() != "self" || has_decorator_named(file, scope, "staticmethod") ||
+      has_decorator_named(file, scope, "classmethod")) {
+    return kNoNode;
+  }
+  const ClassFacts* owner = file.class_facts(scope.class_node);
+  if (owner == nullptr) return kNoNode;
+  const SyntaxTree& tree = file.tree();
+  for (NodeId statement : file.delete_statements()) {
+    std::vector<NodeId> targets = tree.named_children(statement);
+    if (targets.size() == 1 && tree.kind(targets[0]) == NodeKind::kExpressionList) {
+      targets = tree.named_children(targets[0]);
+    }
+    for (NodeId target : targets) {
+      if (tree.kind(target) != NodeKind::kIdentifier) continue;
+      std::vector<std::string> classes = file.constructed_classes(target);
+      if (classes.empty() || std::any_of(classes.begin(), classes.end(),
+                                         [&](const std::string& c) { return c != owner->name; })) {
+        continue;
       }
-      for (NodeId d : tree.named_children(scope.definition)) {
-        NodeId call = kNoNode;
-        if (tree.kind(d) != NodeKind::kDecorator || !is_cache_decorator(file, d, call)) continue;
-        std::string kept = what_the_key_keeps(file, scope);
-        // `del world` of an instance whose method is cached: the author frees
-        // it, the cache still holds it (even one entry, until a next call
-        // that may never come). ParlAI's DynamicBatchWorld kept the training
-        // model past `del world, agent`.
-        NodeId freed = kNoNode;
-        if (kept.empty() || keeps_one_entry(file, call)) {
-          freed = deleted_instance(file, scope);
-          if (freed == kNoNode) continue;
-          const ClassFacts* owner = file.class_facts(scope.class_node);
-          RuleReport r;
-          r.node = d;
-          r.message = fmt::format(
-              "`@{}` caches `{}` with `self` in its key: `{}` at line {} frees the `{}` "
-              "instance, but the cache keeps it, with everything it holds (a model on the GPU), "
-              "until the cache is cleared or, with one entry, until a next call",
-              file.text(tree.first_named_child(d)), scope.name, file.text(freed),
-              tree.start_point(freed).row + 1, owner != nullptr ? owner->name : "");
-          r.fix = fmt::format(
-              "compute it once per instance (in `__init__`, or a dict on `self`), or call "
-              "`{}.{}.cache_clear()` before the `del`",
-              owner != nullptr ? owner->name : "", scope.name);
-          sink.report(kInfo, std::move(r));
-          break;
-        }
+      return statement;
+    }
+  }
+  return kNoNode;
+}
+
+// "`self`, the `Net` instance," for a method of an nn.Module, "`model`" for a
+// parameter that holds one; empty when the key holds no model.
+std::string what_the_key_keeps(const FileAnalysis& file, const Scope& scope) {
+  if (scope.class_node != kNoNode) {
+    if (has_decorator_named(file, scope, "staticmethod") ||
+        has_decorator_named(file, scope, "classmethod")) {
+      std::string p = model_parameter(file, scope);
+      return p.empty() ? std::string() : fmt::format("`{}`", p);
+    }
+    const ClassFacts* owner = file.class_facts(scope.class_node);
+    if (owner != nullptr && owner->is_module && !scope.parameters.empty() &&
+        scope.parameters.front() == "self") {
+      return fmt::format("`self`, the `{}` instance,", owner->name);
+    }
+  }
+  std::string p = model_parameter(file, scope);
+  return p.empty() ? std::string() : fmt::format("`{}`", p);
+}
+
+void check(const FileAnalysis& file, FindingSink& sink) {
+  const SyntaxTree& tree = file.tree();
+  for (const Scope& scope : file.scopes()) {
+    if (scope.definition == scope.node || tree.kind(scope.node) != NodeKind::kFunctionDefinition) {
+      continue;  // not decorated
+    }
+    for (NodeId d : tree.named_children(scope.definition)) {
+      NodeId call = kNoNode;
+      if (tree.kind(d) != NodeKind::kDecorator || !is_cache_decorator(file, d, call)) continue;
+      std::string kept = what_the_key_keeps(file, scope);
+      // `del world` of an instance whose method is cached: the author frees
+      // it, the cache still holds it (even one entry, until a next call
+      // that may never come). ParlAI's DynamicBatchWorld kept the training
+      // model past `del world, agent`.
+      NodeId freed = kNoNode;
+      if (kept.empty() || keeps_one_entry(file, call)) {
+        freed = deleted_instance(file, scope);
+        if (freed == kNoNode) continue;
+        const ClassFacts* owner = file.class_facts(scope.class_node);
         RuleReport r;
         r.node = d;
         r.message = fmt::format(
-            "`@{}` caches `{}` with {} in every key: the cache lives as long as the process and "
-            "keeps every {} it was called with, with its parameters on the GPU, after `del`",
-            file.text(tree.first_named_child(d)), scope.name, kept,
-            scope.class_node != kNoNode ? "instance" : "model");
-        r.fix = scope.class_node != kNoNode
-                    ? fmt::format(
-                          "compute it once per instance (in `__init__`, or a dict on `self`), or "
-                          "move `{}` to a module-level function of the sizes and device only",
-                          scope.name)
-                    : fmt::format(
-                          "drop the cache, or call `{}.cache_clear()` when a model is "
-                          "dropped",
-                          scope.name);
+            "`@{}` caches `{}` with `self` in its key: `{}` at line {} frees the `{}` "
+            "instance, but the cache keeps it, with everything it holds (a model on the GPU), "
+            "until the cache is cleared or, with one entry, until a next call",
+            file.text(tree.first_named_child(d)), scope.name, file.text(freed),
+            tree.start_point(freed).row + 1, owner != nullptr ? owner->name : "");
+        r.fix = fmt::format(
+            "compute it once per instance (in `__init__`, or a dict on `self`), or call "
+            "`{}.{}.cache_clear()` before the `del`",
+            owner != nullptr ? owner->name : "", scope.name);
         sink.report(kInfo, std::move(r));
         break;
       }
+      RuleReport r;
+      r.node = d;
+      r.message = fmt::format(
+          "`@{}` caches `{}` with {} in every key: the cache lives as long as the process and "
+          "keeps every {} it was called with, with its parameters on the GPU, after `del`",
+          file.text(tree.first_named_child(d)), scope.name, kept,
+          scope.class_node != kNoNode ? "instance" : "model");
+      r.fix = scope.class_node != kNoNode
+                  ? fmt::format(
+                        "compute it once per instance (in `__init__`, or a dict on `self`), or "
+                        "move `{}` to a module-level function of the sizes and device only",
+                        scope.name)
+                  : fmt::format(
+                        "drop the cache, or call `{}.cache_clear()` when a model is "
+                        "dropped",
+                        scope.name);
+      sink.report(kInfo, std::move(r));
+      break;
     }
   }
-
- private:
-  // The `del` statement of the file that deletes a name every binding of
-  // which constructs the class of `scope`, a method called on that
-  // instance; kNoNode if none.
-  static NodeId deleted_instance(const FileAnalysis& file, const Scope& scope) {
-    if (scope.class_node == kNoNode || scope.parameters.empty() ||
-        scope.parameters.front() != "self" || has_decorator_named(file, scope, "staticmethod") ||
-        has_decorator_named(file, scope, "classmethod")) {
-      return kNoNode;
-    }
-    const ClassFacts* owner = file.class_facts(scope.class_node);
-    if (owner == nullptr) return kNoNode;
-    const SyntaxTree& tree = file.tree();
-    for (NodeId statement : file.delete_statements()) {
-      std::vector<NodeId> targets = tree.named_children(statement);
-      if (targets.size() == 1 && tree.kind(targets[0]) == NodeKind::kExpressionList) {
-        targets = tree.named_children(targets[0]);
-      }
-      for (NodeId target : targets) {
-        if (tree.kind(target) != NodeKind::kIdentifier) continue;
-        std::vector<std::string> classes = file.constructed_classes(target);
-        if (classes.empty() ||
-            std::any_of(classes.begin(), classes.end(),
-                        [&](const std::string& c) { return c != owner->name; })) {
-          continue;
-        }
-        return statement;
-      }
-    }
-    return kNoNode;
-  }
-
-  // "`self`, the `Net` instance," for a method of an nn.Module, "`model`" for a
-  // parameter that holds one; empty when the key holds no model.
-  static std::string what_the_key_keeps(const FileAnalysis& file, const Scope& scope) {
-    if (scope.class_node != kNoNode) {
-      if (has_decorator_named(file, scope, "staticmethod") ||
-          has_decorator_named(file, scope, "classmethod")) {
-        std::string p = model_parameter(file, scope);
-        return p.empty() ? std::string() : fmt::format("`{}`", p);
-      }
-      const ClassFacts* owner = file.class_facts(scope.class_node);
-      if (owner != nullptr && owner->is_module && !scope.parameters.empty() &&
-          scope.parameters.front() == "self") {
-        return fmt::format("`self`, the `{}` instance,", owner->name);
-      }
-    }
-    std::string p = model_parameter(file, scope);
-    return p.empty() ? std::string() : fmt::format("`{}`", p);
-  }
-};
+}
 
 }  // namespace
 
-std::unique_ptr<Rule> make_cached_call_keeps_model_rule() {
-  return std::make_unique<CachedCallKeepsModel>();
-}
+std::unique_ptr<Rule> make_cached_call_keeps_model_rule() { return make_rule(kInfo, check); }
 
 }  // namespace gpuleak::lint

@@ -21,47 +21,39 @@ constexpr RuleInfo kInfo{
     "persistent workers early, drop the iterator (`del it`) or the loader.",
 };
 
-class DataloaderAsContextManager final : public Rule {
- public:
-  const RuleInfo& info() const override { return kInfo; }
+// A DataLoader(...) call, or a name bound to one earlier in the same scope.
+bool is_dataloader(const FileAnalysis& file, NodeId expression, NodeId at) {
+  const SyntaxTree& tree = file.tree();
+  if (tree.kind(expression) == NodeKind::kCall) return file.is_dataloader_constructor(expression);
+  std::string dotted = dotted_text(tree, expression);
+  if (dotted.empty()) return false;
+  NodeId last = file.last_assignment_before(dotted, at, file.scope_index_of(at));
+  NodeId right = last != kNoNode ? tree.child_by_field(last, Field::kRight) : kNoNode;
+  return right != kNoNode && tree.kind(right) == NodeKind::kCall &&
+         file.is_dataloader_constructor(right);
+}
 
-  void check(const FileAnalysis& file, FindingSink& sink) const override {
-    const SyntaxTree& tree = file.tree();
-    for (NodeId id = 0; id < tree.size(); ++id) {
-      if (tree.kind(id) != NodeKind::kWithItem) continue;
-      NodeId value = tree.child_by_field(id, Field::kValue);
-      if (value == kNoNode) continue;
-      NodeId expression =
-          tree.kind(value) == NodeKind::kAsPattern ? tree.first_named_child(value) : value;
-      if (expression == kNoNode || !is_dataloader(file, expression, id)) continue;
-      RuleReport r;
-      r.node = expression;
-      r.message = fmt::format(
-          "`with {}`: DataLoader is not a context manager, so this statement raises before the "
-          "first batch",
-          quote(file, expression, 50));
-      sink.report(kInfo, std::move(r));
-    }
+void check(const FileAnalysis& file, FindingSink& sink) {
+  const SyntaxTree& tree = file.tree();
+  for (NodeId id = 0; id < tree.size(); ++id) {
+    if (tree.kind(id) != NodeKind::kWithItem) continue;
+    NodeId value = tree.child_by_field(id, Field::kValue);
+    if (value == kNoNode) continue;
+    NodeId expression =
+        tree.kind(value) == NodeKind::kAsPattern ? tree.first_named_child(value) : value;
+    if (expression == kNoNode || !is_dataloader(file, expression, id)) continue;
+    RuleReport r;
+    r.node = expression;
+    r.message = fmt::format(
+        "`with {}`: DataLoader is not a context manager, so this statement raises before the "
+        "first batch",
+        quote(file, expression, 50));
+    sink.report(kInfo, std::move(r));
   }
-
- private:
-  // A DataLoader(...) call, or a name bound to one earlier in the same scope.
-  static bool is_dataloader(const FileAnalysis& file, NodeId expression, NodeId at) {
-    const SyntaxTree& tree = file.tree();
-    if (tree.kind(expression) == NodeKind::kCall) return file.is_dataloader_constructor(expression);
-    std::string dotted = dotted_text(tree, expression);
-    if (dotted.empty()) return false;
-    NodeId last = file.last_assignment_before(dotted, at, file.scope_index_of(at));
-    NodeId right = last != kNoNode ? tree.child_by_field(last, Field::kRight) : kNoNode;
-    return right != kNoNode && tree.kind(right) == NodeKind::kCall &&
-           file.is_dataloader_constructor(right);
-  }
-};
+}
 
 }  // namespace
 
-std::unique_ptr<Rule> make_dataloader_as_context_manager_rule() {
-  return std::make_unique<DataloaderAsContextManager>();
-}
+std::unique_ptr<Rule> make_dataloader_as_context_manager_rule() { return make_rule(kInfo, check); }
 
 }  // namespace gpuleak::lint

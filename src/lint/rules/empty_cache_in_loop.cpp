@@ -35,40 +35,33 @@ bool runs_every_time(const FileAnalysis& file, NodeId call, NodeId body) {
   });
 }
 
-class EmptyCacheInLoop final : public Rule {
- public:
-  const RuleInfo& info() const override { return kInfo; }
-
-  void check(const FileAnalysis& file, FindingSink& sink) const override {
-    for (NodeId call : file.calls()) {
-      if (file.qualified_name(file.callee(call)) != "torch.cuda.empty_cache") continue;
-      NodeId loop = file.innermost_loop(call);
-      RuleReport r;
-      r.node = call;
-      if (loop != kNoNode) {
-        if (!runs_every_time(file, call, file.loop_body(loop))) continue;
-        if (!loop_runs_a_step(file, loop) && !iterates_over_batches(file, loop)) continue;
-        r.message = fmt::format(
-            "`{}` runs on every iteration of this loop: it frees no leaked tensor and slows every "
-            "step",
-            quote(file, call));
-      } else {
-        const Scope& scope = file.scope_of(call);
-        if (!is_per_step_function(scope) || scope.body == kNoNode) continue;
-        if (!runs_every_time(file, call, scope.body)) continue;
-        r.message = fmt::format(
-            "`{}` runs in `{}`, once per batch: it frees no leaked tensor and slows every step",
-            quote(file, call), scope.name);
-      }
-      sink.report(kInfo, std::move(r));
+void check(const FileAnalysis& file, FindingSink& sink) {
+  for (NodeId call : file.calls()) {
+    if (file.qualified_name(file.callee(call)) != "torch.cuda.empty_cache") continue;
+    NodeId loop = file.innermost_loop(call);
+    RuleReport r;
+    r.node = call;
+    if (loop != kNoNode) {
+      if (!runs_every_time(file, call, file.loop_body(loop))) continue;
+      if (!loop_runs_a_step(file, loop) && !iterates_over_batches(file, loop)) continue;
+      r.message = fmt::format(
+          "`{}` runs on every iteration of this loop: it frees no leaked tensor and slows every "
+          "step",
+          quote(file, call));
+    } else {
+      const Scope& scope = file.scope_of(call);
+      if (!is_per_step_function(scope) || scope.body == kNoNode) continue;
+      if (!runs_every_time(file, call, scope.body)) continue;
+      r.message = fmt::format(
+          "`{}` runs in `{}`, once per batch: it frees no leaked tensor and slows every step",
+          quote(file, call), scope.name);
     }
+    sink.report(kInfo, std::move(r));
   }
-};
+}
 
 }  // namespace
 
-std::unique_ptr<Rule> make_empty_cache_in_loop_rule() {
-  return std::make_unique<EmptyCacheInLoop>();
-}
+std::unique_ptr<Rule> make_empty_cache_in_loop_rule() { return make_rule(kInfo, check); }
 
 }  // namespace gpuleak::lint

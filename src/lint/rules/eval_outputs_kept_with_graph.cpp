@@ -24,43 +24,33 @@ constexpr RuleInfo kInfo{
     "the function with `@torch.no_grad()`); keep `.item()` numbers or `.detach().cpu()` tensors.",
 };
 
-class EvalOutputsKeptWithGraph final : public Rule {
- public:
-  const RuleInfo& info() const override { return kInfo; }
-
-  void check(const FileAnalysis& file, FindingSink& sink) const override {
-    for (const StoreEvent& store : file.stores()) {
-      std::optional<GrowthVerdict> kept = graph_kept_across_steps(file, store);
-      if (!kept) continue;
-      const GrowthVerdict& growth = *kept;
-      if (!is_evaluation_context(file, store.site, growth.loop)) continue;
-      RuleReport r;
-      r.node = store.site;
-      r.message = fmt::format(
-          "`{}` keeps `{}` during evaluation with autograd on: `{}` holds the graph and "
-          "activations of every batch",
-          quote(file, store.site), quote(file, store.value, 40), growth.container);
-      const Scope& scope = file.scopes()[store.scope];
-      std::string iterable =
-          growth.loop != kNoNode ? whole_code(file, file.loop_iterable(growth.loop), 40) : "";
-      std::string where = !iterable.empty()        ? fmt::format("the loop over `{}`", iterable)
-                          : growth.loop != kNoNode ? std::string("the evaluation loop")
-                                                   : std::string("the evaluation code");
-      r.fix = scope.node == file.tree().root()
-                  ? fmt::format("wrap {} in `with torch.no_grad():`", where)
-                  : fmt::format(
-                        "wrap {} in `with torch.no_grad():`, or decorate `{}` with "
-                        "`@torch.no_grad()`",
-                        where, scope.name);
-      sink.report(kInfo, std::move(r));
-    }
-  }
-};
+void check(const FileAnalysis& file, FindingSink& sink) {
+  auto visit = [&](const StoreEvent& store, const GrowthVerdict& growth) {
+    RuleReport r;
+    r.node = store.site;
+    r.message = fmt::format(
+        "`{}` keeps `{}` during evaluation with autograd on: `{}` holds the graph and "
+        "activations of every batch",
+        quote(file, store.site), quote(file, store.value, 40), growth.container);
+    const Scope& scope = file.scopes()[store.scope];
+    std::string iterable =
+        growth.loop != kNoNode ? whole_code(file, file.loop_iterable(growth.loop), 40) : "";
+    std::string where = !iterable.empty()        ? fmt::format("the loop over `{}`", iterable)
+                        : growth.loop != kNoNode ? std::string("the evaluation loop")
+                                                 : std::string("the evaluation code");
+    r.fix = scope.node == file.tree().root()
+                ? fmt::format("wrap {} in `with torch.no_grad():`", where)
+                : fmt::format(
+                      "wrap {} in `with torch.no_grad():`, or decorate `{}` with "
+                      "`@torch.no_grad()`",
+                      where, scope.name);
+    sink.report(kInfo, std::move(r));
+  };
+  for_each_graph_kept_across_steps(file, StepPurpose::kEvaluation, visit);
+}
 
 }  // namespace
 
-std::unique_ptr<Rule> make_eval_outputs_kept_with_graph_rule() {
-  return std::make_unique<EvalOutputsKeptWithGraph>();
-}
+std::unique_ptr<Rule> make_eval_outputs_kept_with_graph_rule() { return make_rule(kInfo, check); }
 
 }  // namespace gpuleak::lint

@@ -265,122 +265,116 @@ std::string text_instead(const FileAnalysis& file, NodeId value) {
   return fmt::format("store `repr({})` or `{}.with_traceback(None)` instead", v, v);
 }
 
-class ExceptionKept final : public Rule {
- public:
-  const RuleInfo& info() const override { return kInfo; }
-
-  void check(const FileAnalysis& file, FindingSink& sink) const override {
-    for (const StoreEvent& store : file.stores()) {
-      if (!(store.value_bits & kException)) continue;
-      RuleReport r;
-      r.node = store.site;
-      std::string value = quote(file, store.value, 40);
-      switch (store.kind) {
-        case StoreKind::kLocalName: {
-          // Only sys.exc_info() in a function: the frame -> traceback ->
-          // frame cycle. Aliasing `e` to a local ends with the call.
-          if (store.scope == 0 || !is_exc_info_call(file, store.value)) continue;
-          // The cycle needs the traceback to reach this frame: only a
-          // function handling the exception itself makes one.
-          if (!inside_handler(file, store.site)) continue;
-          std::string name(file.text(store.container));
-          if (deleted_in_scope(file, name, store.scope)) continue;
-          if (!touches_tensors(file, store.scope)) continue;  // no tensors in those frames
-          r.message = fmt::format(
-              "`{}` keeps the traceback in a local of `{}`: frame and traceback reference each "
-              "other, so the failed step's tensors stay alive until the cycle collector runs",
-              quote(file, store.site), file.scopes()[store.scope].name);
-          r.fix = fmt::format("`del {}` when done with it, or use `traceback.format_exc()`", name);
-          break;
-        }
-        case StoreKind::kAttribute:
-        case StoreKind::kGlobalName:
-          if (store.kind == StoreKind::kAttribute && !long_lived_root(file, store)) continue;
-          if (traceback_dropped(file, store)) continue;
-          if (raised_by_the_class(file, store) || no_tensor_frames(file, store)) continue;
-          r.message = fmt::format(
-              "`{}` keeps `{}` after its handler: its traceback holds the frames of the failed "
-              "step and every CUDA tensor they reference",
-              quote(file, store.site), value);
-          r.fix = text_instead(file, store.value);
-          break;
-        default: {
-          std::string container = container_path(file, store.container);
-          if (!container.empty() && raised_later(file, container, store.scope)) continue;
-          if (traceback_dropped(file, store)) continue;
-          if (raised_by_the_class(file, store) || no_tensor_frames(file, store)) continue;
-          if (returned_by_owner(file, store) &&
-              !any_step_loop(file, file.innermost_loop(store.site), 8)) {
-            continue;
-          }
-          // A local list of errors lives as long as its call; it matters when
-          // it outlives the steps of a loop that keeps failing, or the call.
-          if (!long_lived_root(file, store)) {
-            NodeId loop = file.innermost_loop(store.site);
-            if (loop == kNoNode || !any_step_loop(file, loop, 8)) continue;
-          }
-          r.message = fmt::format(
-              "`{}` keeps `{}` in `{}`: each kept traceback holds the frames of a failed step "
-              "and every CUDA tensor they reference",
-              quote(file, store.site), value, container.empty() ? "a container" : container);
-          r.fix = text_instead(file, store.value);
-          break;
-        }
+// try: run(batch) / except RuntimeError: run(smaller): the retry runs
+// while the exception, and the frames of the attempt that ran out of
+// memory, are still alive (the PyTorch FAQ's out-of-memory handler).
+void check_retries_inside_handlers(const FileAnalysis& file, FindingSink& sink) {
+  const SyntaxTree& tree = file.tree();
+  for (NodeId id = 0; id < tree.size(); ++id) {
+    if (tree.kind(id) != NodeKind::kTryStatement) continue;
+    NodeId body = tree.child_by_field(id, Field::kBody);
+    if (body == kNoNode) continue;
+    std::size_t scope = file.scope_index_of(id);
+    std::vector<std::string_view> attempted;
+    for (NodeId c = body; c < tree.node(body).subtree_end; ++c) {
+      if (tree.kind(c) == NodeKind::kCall && file.scope_index_of(c) == scope) {
+        std::string_view n = file.callee_last_name(c);
+        if (!n.empty()) attempted.push_back(n);
       }
-      sink.report(kInfo, std::move(r));
     }
-    check_retries_inside_handlers(file, sink);
-  }
-
- private:
-  // try: run(batch) / except RuntimeError: run(smaller): the retry runs
-  // while the exception, and the frames of the attempt that ran out of
-  // memory, are still alive (the PyTorch FAQ's out-of-memory handler).
-  static void check_retries_inside_handlers(const FileAnalysis& file, FindingSink& sink) {
-    const SyntaxTree& tree = file.tree();
-    for (NodeId id = 0; id < tree.size(); ++id) {
-      if (tree.kind(id) != NodeKind::kTryStatement) continue;
-      NodeId body = tree.child_by_field(id, Field::kBody);
-      if (body == kNoNode) continue;
-      std::size_t scope = file.scope_index_of(id);
-      std::vector<std::string_view> attempted;
-      for (NodeId c = body; c < tree.node(body).subtree_end; ++c) {
-        if (tree.kind(c) == NodeKind::kCall && file.scope_index_of(c) == scope) {
-          std::string_view n = file.callee_last_name(c);
-          if (!n.empty()) attempted.push_back(n);
+    for (NodeId h : tree.named_children(id)) {
+      if (tree.kind(h) != NodeKind::kExceptClause || !is_memory_error_handler(file, h)) continue;
+      for (NodeId c = h; c < tree.node(h).subtree_end; ++c) {
+        if (tree.kind(c) != NodeKind::kCall || file.scope_index_of(c) != scope) continue;
+        std::string_view n = file.callee_last_name(c);
+        if (n.empty() || std::find(attempted.begin(), attempted.end(), n) == attempted.end()) {
+          continue;
         }
-      }
-      for (NodeId h : tree.named_children(id)) {
-        if (tree.kind(h) != NodeKind::kExceptClause || !is_memory_error_handler(file, h)) continue;
-        for (NodeId c = h; c < tree.node(h).subtree_end; ++c) {
-          if (tree.kind(c) != NodeKind::kCall || file.scope_index_of(c) != scope) continue;
-          std::string_view n = file.callee_last_name(c);
-          if (n.empty() || std::find(attempted.begin(), attempted.end(), n) == attempted.end()) {
-            continue;
-          }
-          bool allocates = file.is_model_call(c);
-          for (std::size_t s : file.callees_of(c)) allocates |= touches_tensors(file, s);
-          if (!allocates) continue;
-          RuleReport r;
-          r.node = c;
-          r.message = fmt::format(
-              "`{}` retries inside the `except` block: until the handler ends, the exception's "
-              "traceback keeps the frames of the failed attempt, and every tensor they hold, "
-              "alive",
-              quote(file, c));
-          r.fix =
-              "leave the handler first: set a flag in it (`failed = True`) and retry after the "
-              "`try` statement";
-          sink.report(kInfo, std::move(r));
-          break;
-        }
+        bool allocates = file.is_model_call(c);
+        for (std::size_t s : file.callees_of(c)) allocates |= touches_tensors(file, s);
+        if (!allocates) continue;
+        RuleReport r;
+        r.node = c;
+        r.message = fmt::format(
+            "`{}` retries inside the `except` block: until the handler ends, the exception's "
+            "traceback keeps the frames of the failed attempt, and every tensor they hold, "
+            "alive",
+            quote(file, c));
+        r.fix =
+            "leave the handler first: set a flag in it (`failed = True`) and retry after the "
+            "`try` statement";
+        sink.report(kInfo, std::move(r));
+        break;
       }
     }
   }
-};
+}
+
+void check(const FileAnalysis& file, FindingSink& sink) {
+  for (const StoreEvent& store : file.stores()) {
+    if (!(store.value_bits & kException)) continue;
+    RuleReport r;
+    r.node = store.site;
+    std::string value = quote(file, store.value, 40);
+    switch (store.kind) {
+      case StoreKind::kLocalName: {
+        // Only sys.exc_info() in a function: the frame -> traceback ->
+        // frame cycle. Aliasing `e` to a local ends with the call.
+        if (store.scope == 0 || !is_exc_info_call(file, store.value)) continue;
+        // The cycle needs the traceback to reach this frame: only a
+        // function handling the exception itself makes one.
+        if (!inside_handler(file, store.site)) continue;
+        std::string name(file.text(store.container));
+        if (deleted_in_scope(file, name, store.scope)) continue;
+        if (!touches_tensors(file, store.scope)) continue;  // no tensors in those frames
+        r.message = fmt::format(
+            "`{}` keeps the traceback in a local of `{}`: frame and traceback reference each "
+            "other, so the failed step's tensors stay alive until the cycle collector runs",
+            quote(file, store.site), file.scopes()[store.scope].name);
+        r.fix = fmt::format("`del {}` when done with it, or use `traceback.format_exc()`", name);
+        break;
+      }
+      case StoreKind::kAttribute:
+      case StoreKind::kGlobalName:
+        if (store.kind == StoreKind::kAttribute && !long_lived_root(file, store)) continue;
+        if (traceback_dropped(file, store)) continue;
+        if (raised_by_the_class(file, store) || no_tensor_frames(file, store)) continue;
+        r.message = fmt::format(
+            "`{}` keeps `{}` after its handler: its traceback holds the frames of the failed "
+            "step and every CUDA tensor they reference",
+            quote(file, store.site), value);
+        r.fix = text_instead(file, store.value);
+        break;
+      default: {
+        std::string container = container_path(file, store.container);
+        if (!container.empty() && raised_later(file, container, store.scope)) continue;
+        if (traceback_dropped(file, store)) continue;
+        if (raised_by_the_class(file, store) || no_tensor_frames(file, store)) continue;
+        if (returned_by_owner(file, store) &&
+            !any_step_loop(file, file.innermost_loop(store.site), 8)) {
+          continue;
+        }
+        // A local list of errors lives as long as its call; it matters when
+        // it outlives the steps of a loop that keeps failing, or the call.
+        if (!long_lived_root(file, store)) {
+          NodeId loop = file.innermost_loop(store.site);
+          if (loop == kNoNode || !any_step_loop(file, loop, 8)) continue;
+        }
+        r.message = fmt::format(
+            "`{}` keeps `{}` in `{}`: each kept traceback holds the frames of a failed step "
+            "and every CUDA tensor they reference",
+            quote(file, store.site), value, container.empty() ? "a container" : container);
+        r.fix = text_instead(file, store.value);
+        break;
+      }
+    }
+    sink.report(kInfo, std::move(r));
+  }
+  check_retries_inside_handlers(file, sink);
+}
 
 }  // namespace
 
-std::unique_ptr<Rule> make_exception_kept_rule() { return std::make_unique<ExceptionKept>(); }
+std::unique_ptr<Rule> make_exception_kept_rule() { return make_rule(kInfo, check); }
 
 }  // namespace gpuleak::lint

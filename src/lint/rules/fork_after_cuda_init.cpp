@@ -39,56 +39,49 @@ bool under_main_guard(const FileAnalysis& file, NodeId node) {
   return false;
 }
 
-class ForkAfterCudaInit final : public Rule {
- public:
-  const RuleInfo& info() const override { return kInfo; }
-
-  void check(const FileAnalysis& file, FindingSink& sink) const override {
-    const SyntaxTree& tree = file.tree();
-    // Module-level CUDA use outside the main guard happens at import, before
-    // any function of the module runs.
-    NodeId import_time_use = kNoNode;
-    for (NodeId call : file.calls()) {
-      if (file.scope_index_of(call) == 0 && call_uses_cuda(file, call) &&
-          !under_main_guard(file, call)) {
-        import_time_use = call;
-        break;
-      }
-    }
-    // The first call of each scope that uses CUDA, found on first need with
-    // one pass over the calls (not one pass per fork).
-    std::vector<NodeId> first_use;
-    for (NodeId call : file.calls()) {
-      ProcessStart kind = process_start_kind(file, call);
-      if (kind == ProcessStart::kNone || kind == ProcessStart::kPopen) continue;
-      if (start_method(file, call, kind) != "fork") continue;
-      std::size_t scope = file.scope_index_of(call);
-      if (first_use.empty()) {
-        first_use.assign(file.scopes().size(), kNoNode);
-        for (NodeId c : file.calls()) {
-          std::size_t s = file.scope_index_of(c);
-          if (first_use[s] == kNoNode && call_uses_cuda(file, c)) first_use[s] = c;
-        }
-      }
-      NodeId use = first_use[scope];
-      if (use != kNoNode && tree.node(use).start_byte >= tree.node(call).start_byte) use = kNoNode;
-      if (use == kNoNode && scope != 0) use = import_time_use;
-      if (use == kNoNode) continue;
-      RuleReport r;
-      r.node = call;
-      r.message = fmt::format(
-          "`{}` forks this process after `{}` initialized CUDA in it: the child cannot use CUDA, "
-          "and it inherits the parent's GPU device handles",
-          quote(file, call, 50), quote(file, use, 40));
-      sink.report(kInfo, std::move(r));
+void check(const FileAnalysis& file, FindingSink& sink) {
+  const SyntaxTree& tree = file.tree();
+  // Module-level CUDA use outside the main guard happens at import, before
+  // any function of the module runs.
+  NodeId import_time_use = kNoNode;
+  for (NodeId call : file.calls()) {
+    if (file.scope_index_of(call) == 0 && call_uses_cuda(file, call) &&
+        !under_main_guard(file, call)) {
+      import_time_use = call;
+      break;
     }
   }
-};
+  // The first call of each scope that uses CUDA, found on first need with
+  // one pass over the calls (not one pass per fork).
+  std::vector<NodeId> first_use;
+  for (NodeId call : file.calls()) {
+    ProcessStart kind = process_start_kind(file, call);
+    if (kind == ProcessStart::kNone || kind == ProcessStart::kPopen) continue;
+    if (start_method(file, call, kind) != "fork") continue;
+    std::size_t scope = file.scope_index_of(call);
+    if (first_use.empty()) {
+      first_use.assign(file.scopes().size(), kNoNode);
+      for (NodeId c : file.calls()) {
+        std::size_t s = file.scope_index_of(c);
+        if (first_use[s] == kNoNode && call_uses_cuda(file, c)) first_use[s] = c;
+      }
+    }
+    NodeId use = first_use[scope];
+    if (use != kNoNode && tree.node(use).start_byte >= tree.node(call).start_byte) use = kNoNode;
+    if (use == kNoNode && scope != 0) use = import_time_use;
+    if (use == kNoNode) continue;
+    RuleReport r;
+    r.node = call;
+    r.message = fmt::format(
+        "`{}` forks this process after `{}` initialized CUDA in it: the child cannot use CUDA, "
+        "and it inherits the parent's GPU device handles",
+        quote(file, call, 50), quote(file, use, 40));
+    sink.report(kInfo, std::move(r));
+  }
+}
 
 }  // namespace
 
-std::unique_ptr<Rule> make_fork_after_cuda_init_rule() {
-  return std::make_unique<ForkAfterCudaInit>();
-}
+std::unique_ptr<Rule> make_fork_after_cuda_init_rule() { return make_rule(kInfo, check); }
 
 }  // namespace gpuleak::lint

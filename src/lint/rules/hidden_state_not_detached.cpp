@@ -296,159 +296,150 @@ std::vector<bool> scopes_calling_backward(const FileAnalysis& file) {
   return out;
 }
 
-class HiddenStateNotDetached final : public Rule {
- public:
-  const RuleInfo& info() const override { return kInfo; }
+// A running value of a module updated from its own previous value and from
+// the batch on every call, outside no_grad: `self.running_mean = m *
+// self.running_mean + (1 - m) * mean` in forward (a custom batch norm, an
+// average of the weights). Each call's value keeps the graph of its batch
+// and, through its previous value, every earlier one.
+void report_running_value(const FileAnalysis& file, NodeId assignment, NodeId left,
+                          FindingSink& sink) {
+  const SyntaxTree& tree = file.tree();
+  const Scope& scope = file.scope_of(assignment);
+  // forward() runs once per batch; a method that runs once (set_input_size,
+  // prune_intermediate_layers, reset_classifier) only rebuilds its attribute.
+  if (scope.class_node == kNoNode || scope.grad_disabled ||
+      (scope.name != "forward" && !is_per_step_function(scope))) {
+    return;
+  }
+  const ClassFacts* owner = file.class_facts(scope.class_node);
+  if (owner == nullptr || !owner->is_module) return;
+  if (file.innermost_loop(assignment) != kNoNode) return;
+  NodeId right = tree.child_by_field(assignment, Field::kRight);
+  if (right == kNoNode || file.grad_disabled_at(right)) return;
+  // `nn.Parameter(...)` makes a new leaf: no graph goes through it.
+  if (tree.kind(right) == NodeKind::kCall && file.callee_last_name(right) == "Parameter") return;
+  std::string_view text = tree.text(right);
+  if (text.find("detach") != std::string_view::npos ||
+      text.find(".data") != std::string_view::npos) {
+    return;
+  }
+  std::vector<std::string> targets;
+  targets_of(tree, left, targets);
+  std::string carried;
+  for (const auto& t : targets) {
+    if (t.rfind("self.", 0) != 0 || !mentions(tree, right, t)) continue;
+    if (cut_in(file, scope.class_node, t, assignment, true)) continue;
+    carried = t;
+    break;
+  }
+  if (carried.empty() || !mentions_graph_input(file, scope, right, assignment, carried)) return;
+  RuleReport r;
+  r.node = assignment;
+  r.message = fmt::format(
+      "`{}` is computed from its previous value and from this call's inputs on every call of "
+      "`{}`, with gradients on: each call's value keeps its batch's graph and, through the "
+      "previous value, all the earlier ones",
+      carried, scope.name);
+  r.fix = fmt::format(
+      "update it without a graph: under `with torch.no_grad():`, or from detached values "
+      "(`{} = ... .detach()`)",
+      carried);
+  sink.report(kInfo, std::move(r));
+}
 
- private:
-  // A running value of a module updated from its own previous value and from
-  // the batch on every call, outside no_grad: `self.running_mean = m *
-  // self.running_mean + (1 - m) * mean` in forward (a custom batch norm, an
-  // average of the weights). Each call's value keeps the graph of its batch
-  // and, through its previous value, every earlier one.
-  static void report_running_value(const FileAnalysis& file, NodeId assignment, NodeId left,
-                                   FindingSink& sink) {
-    const SyntaxTree& tree = file.tree();
-    const Scope& scope = file.scope_of(assignment);
-    // forward() runs once per batch; a method that runs once (set_input_size,
-    // prune_intermediate_layers, reset_classifier) only rebuilds its attribute.
-    if (scope.class_node == kNoNode || scope.grad_disabled ||
-        (scope.name != "forward" && !is_per_step_function(scope))) {
-      return;
+void check(const FileAnalysis& file, FindingSink& sink) {
+  const SyntaxTree& tree = file.tree();
+  std::vector<bool> calls_backward;  // filled on first use
+  for (NodeId id = 0; id < tree.size(); ++id) {
+    if (tree.kind(id) != NodeKind::kAssignment) continue;
+    NodeId left = tree.child_by_field(id, Field::kLeft);
+    NodeId call = tree.child_by_field(id, Field::kRight);
+    while (call != kNoNode && (tree.kind(call) == NodeKind::kSubscript ||
+                               tree.kind(call) == NodeKind::kParenthesizedExpression)) {
+      call = tree.kind(call) == NodeKind::kSubscript ? tree.child_by_field(call, Field::kValue)
+                                                     : tree.first_named_child(call);
     }
-    const ClassFacts* owner = file.class_facts(scope.class_node);
-    if (owner == nullptr || !owner->is_module) return;
-    if (file.innermost_loop(assignment) != kNoNode) return;
-    NodeId right = tree.child_by_field(assignment, Field::kRight);
-    if (right == kNoNode || file.grad_disabled_at(right)) return;
-    // `nn.Parameter(...)` makes a new leaf: no graph goes through it.
-    if (tree.kind(right) == NodeKind::kCall && file.callee_last_name(right) == "Parameter") return;
-    std::string_view text = tree.text(right);
-    if (text.find("detach") != std::string_view::npos ||
-        text.find(".data") != std::string_view::npos) {
-      return;
+    // `outputs = model(x, state=state)` then `state = outputs.state`: the
+    // state is read back from what the model returned one statement before.
+    if (left != kNoNode && call != kNoNode && tree.kind(call) == NodeKind::kAttribute) {
+      call = model_call_assigned_before(file, tree.child_by_field(call, Field::kObject), id);
     }
+    if (left == kNoNode) continue;
+    if (call == kNoNode || tree.kind(call) != NodeKind::kCall || !file.is_model_call(call)) {
+      report_running_value(file, id, left, sink);
+      continue;
+    }
+    if (file.grad_disabled_at(call)) continue;
+    if (!(file.value_bits(call) & kCarriesGraph)) continue;
     std::vector<std::string> targets;
     targets_of(tree, left, targets);
-    std::string carried;
+    std::vector<std::string> inputs;
+    dotted_names_in(tree, tree.child_by_field(call, Field::kArguments), inputs);
+    std::vector<std::string> carried;
     for (const auto& t : targets) {
-      if (t.rfind("self.", 0) != 0 || !mentions(tree, right, t)) continue;
-      if (cut_in(file, scope.class_node, t, assignment, true)) continue;
-      carried = t;
-      break;
+      if (!t.empty() && std::find(inputs.begin(), inputs.end(), t) != inputs.end()) {
+        carried.push_back(t);
+      }
     }
-    if (carried.empty() || !mentions_graph_input(file, scope, right, assignment, carried)) return;
+    if (carried.empty()) continue;
+
+    const Scope& scope = file.scope_of(id);
+    NodeId loop = file.innermost_loop(id);
+    std::string carried_name;
+    std::string span;
+    if (loop != kNoNode) {
+      // Time steps inside forward() are one graph by design.
+      const ClassFacts* owner =
+          scope.class_node != kNoNode ? file.class_facts(scope.class_node) : nullptr;
+      if (scope.name == "forward" && owner != nullptr && owner->is_module) continue;
+      if (loop_walks_the_called_modules(file, loop, call)) continue;
+      // A loop over batches or steps; or an evaluation loop whose graph
+      // nothing consumes (no backward in the function), over any range.
+      bool steps = iterates_over_batches(file, loop) || loop_calls_backward(file, loop) ||
+                   loop_steps_optimizer(file, loop) || file.is_unbounded_loop(loop);
+      // Nothing differentiates the graph: evaluation, or any loop that is
+      // not a handful of known iterations, only makes it longer.
+      if (calls_backward.empty()) calls_backward = scopes_calling_backward(file);
+      bool never_consumed = !calls_backward[file.scope_index_of(id)];
+      bool evaluation = never_consumed && (is_evaluation_context(file, id, loop) ||
+                                           is_large_constant_loop(file, loop));
+      if (!steps && !evaluation) continue;
+      for (const auto& h : carried) {
+        if (!cut_in(file, file.loop_body(loop), h, id, false)) {
+          carried_name = h;
+          break;
+        }
+      }
+      span = "iteration";
+    } else {
+      if (scope.class_node == kNoNode || scope.name == "__init__") continue;
+      for (const auto& h : carried) {
+        if (h.rfind("self.", 0) != 0) continue;
+        if (!cut_in(file, scope.class_node, h, id, true) &&
+            !restarted_by_each_call(file, scope.class_node, h, scope.name)) {
+          carried_name = h;
+          break;
+        }
+      }
+      span = "call";
+    }
+    if (carried_name.empty()) continue;
     RuleReport r;
-    r.node = assignment;
+    r.node = id;
     r.message = fmt::format(
-        "`{}` is computed from its previous value and from this call's inputs on every call of "
-        "`{}`, with gradients on: each call's value keeps its batch's graph and, through the "
-        "previous value, all the earlier ones",
-        carried, scope.name);
+        "`{}` is fed back into `{}` on every {} without `.detach()`: each step's graph stays "
+        "linked to all the previous ones",
+        carried_name, quote(file, file.callee(call), 40), span);
     r.fix = fmt::format(
-        "update it without a graph: under `with torch.no_grad():`, or from detached values "
-        "(`{} = ... .detach()`)",
-        carried);
+        "detach it once per {}: `{} = {}.detach()` (for an LSTM tuple: `{} = tuple(h.detach() "
+        "for h in {})`)",
+        span, carried_name, carried_name, carried_name, carried_name);
     sink.report(kInfo, std::move(r));
   }
-
- public:
-  void check(const FileAnalysis& file, FindingSink& sink) const override {
-    const SyntaxTree& tree = file.tree();
-    std::vector<bool> calls_backward;  // filled on first use
-    for (NodeId id = 0; id < tree.size(); ++id) {
-      if (tree.kind(id) != NodeKind::kAssignment) continue;
-      NodeId left = tree.child_by_field(id, Field::kLeft);
-      NodeId call = tree.child_by_field(id, Field::kRight);
-      while (call != kNoNode && (tree.kind(call) == NodeKind::kSubscript ||
-                                 tree.kind(call) == NodeKind::kParenthesizedExpression)) {
-        call = tree.kind(call) == NodeKind::kSubscript ? tree.child_by_field(call, Field::kValue)
-                                                       : tree.first_named_child(call);
-      }
-      // `outputs = model(x, state=state)` then `state = outputs.state`: the
-      // state is read back from what the model returned one statement before.
-      if (left != kNoNode && call != kNoNode && tree.kind(call) == NodeKind::kAttribute) {
-        call = model_call_assigned_before(file, tree.child_by_field(call, Field::kObject), id);
-      }
-      if (left == kNoNode) continue;
-      if (call == kNoNode || tree.kind(call) != NodeKind::kCall || !file.is_model_call(call)) {
-        report_running_value(file, id, left, sink);
-        continue;
-      }
-      if (file.grad_disabled_at(call)) continue;
-      if (!(file.value_bits(call) & kCarriesGraph)) continue;
-      std::vector<std::string> targets;
-      targets_of(tree, left, targets);
-      std::vector<std::string> inputs;
-      dotted_names_in(tree, tree.child_by_field(call, Field::kArguments), inputs);
-      std::vector<std::string> carried;
-      for (const auto& t : targets) {
-        if (!t.empty() && std::find(inputs.begin(), inputs.end(), t) != inputs.end()) {
-          carried.push_back(t);
-        }
-      }
-      if (carried.empty()) continue;
-
-      const Scope& scope = file.scope_of(id);
-      NodeId loop = file.innermost_loop(id);
-      std::string carried_name;
-      std::string span;
-      if (loop != kNoNode) {
-        // Time steps inside forward() are one graph by design.
-        const ClassFacts* owner =
-            scope.class_node != kNoNode ? file.class_facts(scope.class_node) : nullptr;
-        if (scope.name == "forward" && owner != nullptr && owner->is_module) continue;
-        if (loop_walks_the_called_modules(file, loop, call)) continue;
-        // A loop over batches or steps; or an evaluation loop whose graph
-        // nothing consumes (no backward in the function), over any range.
-        bool steps = iterates_over_batches(file, loop) || loop_calls_backward(file, loop) ||
-                     loop_steps_optimizer(file, loop) || file.is_unbounded_loop(loop);
-        // Nothing differentiates the graph: evaluation, or any loop that is
-        // not a handful of known iterations, only makes it longer.
-        if (calls_backward.empty()) calls_backward = scopes_calling_backward(file);
-        bool never_consumed = !calls_backward[file.scope_index_of(id)];
-        bool evaluation = never_consumed && (is_evaluation_context(file, id, loop) ||
-                                             is_large_constant_loop(file, loop));
-        if (!steps && !evaluation) continue;
-        for (const auto& h : carried) {
-          if (!cut_in(file, file.loop_body(loop), h, id, false)) {
-            carried_name = h;
-            break;
-          }
-        }
-        span = "iteration";
-      } else {
-        if (scope.class_node == kNoNode || scope.name == "__init__") continue;
-        for (const auto& h : carried) {
-          if (h.rfind("self.", 0) != 0) continue;
-          if (!cut_in(file, scope.class_node, h, id, true) &&
-              !restarted_by_each_call(file, scope.class_node, h, scope.name)) {
-            carried_name = h;
-            break;
-          }
-        }
-        span = "call";
-      }
-      if (carried_name.empty()) continue;
-      RuleReport r;
-      r.node = id;
-      r.message = fmt::format(
-          "`{}` is fed back into `{}` on every {} without `.detach()`: each step's graph stays "
-          "linked to all the previous ones",
-          carried_name, quote(file, file.callee(call), 40), span);
-      r.fix = fmt::format(
-          "detach it once per {}: `{} = {}.detach()` (for an LSTM tuple: `{} = tuple(h.detach() "
-          "for h in {})`)",
-          span, carried_name, carried_name, carried_name, carried_name);
-      sink.report(kInfo, std::move(r));
-    }
-  }
-};
+}
 
 }  // namespace
 
-std::unique_ptr<Rule> make_hidden_state_not_detached_rule() {
-  return std::make_unique<HiddenStateNotDetached>();
-}
+std::unique_ptr<Rule> make_hidden_state_not_detached_rule() { return make_rule(kInfo, check); }
 
 }  // namespace gpuleak::lint

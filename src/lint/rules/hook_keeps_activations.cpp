@@ -125,161 +125,153 @@ void report_hook_keeping_its_owner(const FileAnalysis& file, NodeId call, NodeId
   sink.report(kInfo, std::move(r));
 }
 
-class HookKeepsActivations final : public Rule {
- public:
-  const RuleInfo& info() const override { return kInfo; }
-
-  void check(const FileAnalysis& file, FindingSink& sink) const override {
-    for (const StoreEvent& store : file.stores()) {
-      if (!file.is_hook_scope(store.scope)) continue;
-      if (!(store.value_bits & (kDeviceTensor | kCarriesGraph))) continue;
-      bool grows = false;
-      switch (store.kind) {
-        case StoreKind::kAppend:
-        case StoreKind::kExtend:
-        case StoreKind::kSelfUpdate:
-          grows = true;
-          break;
-        case StoreKind::kSubscript:
-          grows = key_varies_per_step(file, store.key);
-          break;
-        case StoreKind::kAugmented: {
-          NodeKind k = file.tree().kind(store.value);
-          grows = k == NodeKind::kList || k == NodeKind::kTuple;
+// `self.hook_handlers.append(block.register_forward_hook(...))` in a method
+// that runs again and again, while nothing ever empties the list (removing
+// the hooks leaves their handles in it): the object keeps one handle, and
+// the hook closure with what it references, per registration made.
+void check_handles_piling_up(const FileAnalysis& file, FindingSink& sink) {
+  const SyntaxTree& tree = file.tree();
+  for (NodeId call : file.hook_registrations()) {
+    NodeId list = tree.parent(call);
+    NodeId append = list != kNoNode ? tree.parent(list) : kNoNode;
+    if (append == kNoNode || tree.kind(append) != NodeKind::kCall ||
+        file.callee_last_name(append) != "append") {
+      continue;
+    }
+    NodeId receiver = file.method_receiver(append);
+    std::string handles = receiver != kNoNode ? dotted_text(tree, receiver) : std::string();
+    if (handles.rfind("self.", 0) != 0) continue;
+    std::size_t scope = file.scope_index_of(call);
+    const Scope& where = file.scopes()[scope];
+    if (scope == 0 || where.name == "__init__" || where.class_node == kNoNode) continue;
+    if (container_bounded_elsewhere(file, handles)) continue;
+    // Run again: per step, or called by another method than __init__.
+    std::string caller;
+    if (!file.runs_per_step(scope)) {
+      for (NodeId other : file.calls_named(where.name)) {
+        const Scope& from = file.scope_of(other);
+        if (file.scope_index_of(other) != 0 && from.name != "__init__" &&
+            from.class_node == where.class_node) {
+          caller = from.name;
           break;
         }
-        default:
-          break;
       }
-      if (!grows) continue;
-      const Scope& hook = file.scopes()[store.scope];
-      std::string container = container_path(file, store.container);
-      if (container.empty() || !outlives_the_hook(file, store)) continue;
-      if (container_bounded_elsewhere(file, container)) continue;
-      if (guarded_by_flag_turned_off(file, store.site)) continue;
-      RuleReport r;
-      r.node = store.site;
-      r.message = fmt::format(
-          "the hook `{}` stores `{}` in `{}` on every call of its module: one activation tensor "
-          "more per step, never released",
-          hook.name, quote(file, store.value, 40), container);
-      std::string v = whole_code(file, store.value, 40);
-      r.fix = v.empty() ? fmt::format(
-                              "overwrite one slot per module instead of appending, store host "
-                              "copies (`.detach().cpu()`), or call `{}.clear()` after each step",
-                              container)
-                        : fmt::format(
-                              "overwrite one slot per module (`{}[name] = {}.detach()`), store "
-                              "`{}.detach().cpu()`, or call `{}.clear()` after each step",
-                              container, v, v, container);
-      sink.report(kInfo, std::move(r));
+      if (caller.empty()) continue;
     }
-    check_hooks_never_removed(file, sink);
+    RuleReport r;
+    r.node = append;
+    r.message = fmt::format(
+        "`{}` keeps the handle of a hook registered on every call of `{}`{}, and nothing empties "
+        "`{}`: removing the hooks leaves their handles (and the hook closures) in it, one set "
+        "more per call",
+        quote(file, append), where.name,
+        caller.empty() ? std::string() : fmt::format(" (called from `{}`)", caller), handles);
+    r.fix = fmt::format(
+        "empty the list once the hooks are removed (`{} = []` after `handle.remove()`), or "
+        "register the hooks once",
+        handles);
+    sink.report(kInfo, std::move(r));
   }
+}
 
- private:
-  // `layer.register_forward_hook(handle)` in code that runs more than once
-  // (a function, or the __init__ of a class built inside one), with the
-  // returned handle dropped: the hooks pile up on the module, and those of
-  // earlier calls keep appending every output although nothing reads them.
-  static void check_hooks_never_removed(const FileAnalysis& file, FindingSink& sink) {
-    const SyntaxTree& tree = file.tree();
-    for (NodeId call : file.hook_registrations()) {
-      NodeId statement = tree.parent(call);
-      if (statement == kNoNode || tree.kind(statement) != NodeKind::kExpressionStatement) continue;
-      std::size_t scope = file.scope_index_of(call);
-      if (scope == 0) continue;
-      // The registering code runs repeatedly: its function (for __init__,
-      // the function that builds the object) is called in a loop or a
-      // comprehension, or once per step.
-      Repetition again = runs_again(file, scope, 0);
-      if (!again.repeated) continue;
-      std::vector<NodeId> args = file.positional_arguments(call);
-      NodeId fn = !args.empty() ? args.front() : file.keyword_argument(call, "hook");
-      bool accumulates = false;
-      for (std::size_t hook : file.functions_passed_as(fn)) {
-        for (const StoreEvent& store : file.stores()) {
-          if (store.scope == hook &&
-              (store.kind == StoreKind::kAppend || store.kind == StoreKind::kExtend) &&
-              (store.value_bits & kDeviceTensor) && outlives_the_hook(file, store)) {
-            accumulates = true;
-          }
+// `layer.register_forward_hook(handle)` in code that runs more than once
+// (a function, or the __init__ of a class built inside one), with the
+// returned handle dropped: the hooks pile up on the module, and those of
+// earlier calls keep appending every output although nothing reads them.
+void check_hooks_never_removed(const FileAnalysis& file, FindingSink& sink) {
+  const SyntaxTree& tree = file.tree();
+  for (NodeId call : file.hook_registrations()) {
+    NodeId statement = tree.parent(call);
+    if (statement == kNoNode || tree.kind(statement) != NodeKind::kExpressionStatement) continue;
+    std::size_t scope = file.scope_index_of(call);
+    if (scope == 0) continue;
+    // The registering code runs repeatedly: its function (for __init__,
+    // the function that builds the object) is called in a loop or a
+    // comprehension, or once per step.
+    Repetition again = runs_again(file, scope, 0);
+    if (!again.repeated) continue;
+    std::vector<NodeId> args = file.positional_arguments(call);
+    NodeId fn = !args.empty() ? args.front() : file.keyword_argument(call, "hook");
+    bool accumulates = false;
+    for (std::size_t hook : file.functions_passed_as(fn)) {
+      for (const StoreEvent& store : file.stores()) {
+        if (store.scope == hook &&
+            (store.kind == StoreKind::kAppend || store.kind == StoreKind::kExtend) &&
+            (store.value_bits & kDeviceTensor) && outlives_the_hook(file, store)) {
+          accumulates = true;
         }
       }
-      if (!accumulates) {
-        report_hook_keeping_its_owner(file, call, fn, again, sink);
-        continue;
-      }
-      std::string_view runs = again.runner;
-      RuleReport r;
-      r.node = call;
-      r.message = fmt::format(
-          "`{}` registers a hook that collects tensors and drops its handle: every call of `{}` "
-          "adds another hook to the module, and the hooks of earlier calls keep collecting "
-          "every output, never released",
-          quote(file, call), runs);
-      r.fix =
-          "keep the handle and remove the hook when done (`handle = "
-          "layer.register_forward_hook(...)` ... `handle.remove()`), or register it once";
-      sink.report(kInfo, std::move(r));
     }
-    check_handles_piling_up(file, sink);
+    if (!accumulates) {
+      report_hook_keeping_its_owner(file, call, fn, again, sink);
+      continue;
+    }
+    std::string_view runs = again.runner;
+    RuleReport r;
+    r.node = call;
+    r.message = fmt::format(
+        "`{}` registers a hook that collects tensors and drops its handle: every call of `{}` "
+        "adds another hook to the module, and the hooks of earlier calls keep collecting "
+        "every output, never released",
+        quote(file, call), runs);
+    r.fix =
+        "keep the handle and remove the hook when done (`handle = "
+        "layer.register_forward_hook(...)` ... `handle.remove()`), or register it once";
+    sink.report(kInfo, std::move(r));
   }
+  check_handles_piling_up(file, sink);
+}
 
-  // `self.hook_handlers.append(block.register_forward_hook(...))` in a method
-  // that runs again and again, while nothing ever empties the list (removing
-  // the hooks leaves their handles in it): the object keeps one handle, and
-  // the hook closure with what it references, per registration made.
-  static void check_handles_piling_up(const FileAnalysis& file, FindingSink& sink) {
-    const SyntaxTree& tree = file.tree();
-    for (NodeId call : file.hook_registrations()) {
-      NodeId list = tree.parent(call);
-      NodeId append = list != kNoNode ? tree.parent(list) : kNoNode;
-      if (append == kNoNode || tree.kind(append) != NodeKind::kCall ||
-          file.callee_last_name(append) != "append") {
-        continue;
+void check(const FileAnalysis& file, FindingSink& sink) {
+  for (const StoreEvent& store : file.stores()) {
+    if (!file.is_hook_scope(store.scope)) continue;
+    if (!(store.value_bits & (kDeviceTensor | kCarriesGraph))) continue;
+    bool grows = false;
+    switch (store.kind) {
+      case StoreKind::kAppend:
+      case StoreKind::kExtend:
+      case StoreKind::kSelfUpdate:
+        grows = true;
+        break;
+      case StoreKind::kSubscript:
+        grows = key_varies_per_step(file, store.key);
+        break;
+      case StoreKind::kAugmented: {
+        NodeKind k = file.tree().kind(store.value);
+        grows = k == NodeKind::kList || k == NodeKind::kTuple;
+        break;
       }
-      NodeId receiver = file.method_receiver(append);
-      std::string handles = receiver != kNoNode ? dotted_text(tree, receiver) : std::string();
-      if (handles.rfind("self.", 0) != 0) continue;
-      std::size_t scope = file.scope_index_of(call);
-      const Scope& where = file.scopes()[scope];
-      if (scope == 0 || where.name == "__init__" || where.class_node == kNoNode) continue;
-      if (container_bounded_elsewhere(file, handles)) continue;
-      // Run again: per step, or called by another method than __init__.
-      std::string caller;
-      if (!file.runs_per_step(scope)) {
-        for (NodeId other : file.calls_named(where.name)) {
-          const Scope& from = file.scope_of(other);
-          if (file.scope_index_of(other) != 0 && from.name != "__init__" &&
-              from.class_node == where.class_node) {
-            caller = from.name;
-            break;
-          }
-        }
-        if (caller.empty()) continue;
-      }
-      RuleReport r;
-      r.node = append;
-      r.message = fmt::format(
-          "`{}` keeps the handle of a hook registered on every call of `{}`{}, and nothing empties "
-          "`{}`: removing the hooks leaves their handles (and the hook closures) in it, one set "
-          "more per call",
-          quote(file, append), where.name,
-          caller.empty() ? std::string() : fmt::format(" (called from `{}`)", caller), handles);
-      r.fix = fmt::format(
-          "empty the list once the hooks are removed (`{} = []` after `handle.remove()`), or "
-          "register the hooks once",
-          handles);
-      sink.report(kInfo, std::move(r));
+      default:
+        break;
     }
+    if (!grows) continue;
+    const Scope& hook = file.scopes()[store.scope];
+    std::string container = container_path(file, store.container);
+    if (container.empty() || !outlives_the_hook(file, store)) continue;
+    if (container_bounded_elsewhere(file, container)) continue;
+    if (guarded_by_flag_turned_off(file, store.site)) continue;
+    RuleReport r;
+    r.node = store.site;
+    r.message = fmt::format(
+        "the hook `{}` stores `{}` in `{}` on every call of its module: one activation tensor "
+        "more per step, never released",
+        hook.name, quote(file, store.value, 40), container);
+    std::string v = whole_code(file, store.value, 40);
+    r.fix = v.empty() ? fmt::format(
+                            "overwrite one slot per module instead of appending, store host "
+                            "copies (`.detach().cpu()`), or call `{}.clear()` after each step",
+                            container)
+                      : fmt::format(
+                            "overwrite one slot per module (`{}[name] = {}.detach()`), store "
+                            "`{}.detach().cpu()`, or call `{}.clear()` after each step",
+                            container, v, v, container);
+    sink.report(kInfo, std::move(r));
   }
-};
+  check_hooks_never_removed(file, sink);
+}
 
 }  // namespace
 
-std::unique_ptr<Rule> make_hook_keeps_activations_rule() {
-  return std::make_unique<HookKeepsActivations>();
-}
+std::unique_ptr<Rule> make_hook_keeps_activations_rule() { return make_rule(kInfo, check); }
 
 }  // namespace gpuleak::lint

@@ -52,49 +52,44 @@ bool in_distributed_autograd_context(const FileAnalysis& file, NodeId step) {
   return false;
 }
 
-class MissingZeroGrad final : public Rule {
- public:
-  const RuleInfo& info() const override { return kInfo; }
-
-  void check(const FileAnalysis& file, FindingSink& sink) const override {
-    std::vector<NodeId> reported_loops;
-    for (NodeId step : file.calls()) {
-      if (!file.is_optimizer_step_call(step) || in_distributed_autograd_context(file, step)) {
-        continue;
-      }
-      // The innermost loop around the step that also runs backward().
-      NodeId loop = file.innermost_loop(step);
-      while (loop != kNoNode && !loop_calls_backward(file, loop)) loop = file.outer_loop(loop);
-      if (loop == kNoNode) continue;
-      if (std::find(reported_loops.begin(), reported_loops.end(), loop) != reported_loops.end()) {
-        continue;
-      }
-      if (clears_gradients(file, loop)) continue;
-      reported_loops.push_back(loop);
-      RuleReport r;
-      r.node = step;
-      r.message = fmt::format(
-          "`{}` runs every iteration after backward(), but nothing in this loop clears the "
-          "gradients: each step applies the sum of all gradients so far (a correctness bug, not "
-          "a leak)",
-          quote(file, step));
-      NodeId receiver = file.method_receiver(step);
-      std::string optimizer = receiver != kNoNode ? quote(file, receiver, 30) : "optimizer";
-      if (optimizer.find("scaler") != std::string::npos) {
-        std::vector<NodeId> args = file.positional_arguments(step);
-        if (!args.empty()) optimizer = quote(file, args.front(), 30);
-      }
-      r.fix = fmt::format(
-          "call `{}.zero_grad(set_to_none=True)` once per iteration, before "
-          "backward()",
-          optimizer);
-      sink.report(kInfo, std::move(r));
+void check(const FileAnalysis& file, FindingSink& sink) {
+  std::vector<NodeId> reported_loops;
+  for (NodeId step : file.calls()) {
+    if (!file.is_optimizer_step_call(step) || in_distributed_autograd_context(file, step)) {
+      continue;
     }
+    // The innermost loop around the step that also runs backward().
+    NodeId loop = file.innermost_loop(step);
+    while (loop != kNoNode && !loop_calls_backward(file, loop)) loop = file.outer_loop(loop);
+    if (loop == kNoNode) continue;
+    if (std::find(reported_loops.begin(), reported_loops.end(), loop) != reported_loops.end()) {
+      continue;
+    }
+    if (clears_gradients(file, loop)) continue;
+    reported_loops.push_back(loop);
+    RuleReport r;
+    r.node = step;
+    r.message = fmt::format(
+        "`{}` runs every iteration after backward(), but nothing in this loop clears the "
+        "gradients: each step applies the sum of all gradients so far (a correctness bug, not "
+        "a leak)",
+        quote(file, step));
+    NodeId receiver = file.method_receiver(step);
+    std::string optimizer = receiver != kNoNode ? quote(file, receiver, 30) : "optimizer";
+    if (optimizer.find("scaler") != std::string::npos) {
+      std::vector<NodeId> args = file.positional_arguments(step);
+      if (!args.empty()) optimizer = quote(file, args.front(), 30);
+    }
+    r.fix = fmt::format(
+        "call `{}.zero_grad(set_to_none=True)` once per iteration, before "
+        "backward()",
+        optimizer);
+    sink.report(kInfo, std::move(r));
   }
-};
+}
 
 }  // namespace
 
-std::unique_ptr<Rule> make_missing_zero_grad_rule() { return std::make_unique<MissingZeroGrad>(); }
+std::unique_ptr<Rule> make_missing_zero_grad_rule() { return make_rule(kInfo, check); }
 
 }  // namespace gpuleak::lint

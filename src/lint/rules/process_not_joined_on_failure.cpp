@@ -219,149 +219,140 @@ NodeId statement_of(const SyntaxTree& tree, NodeId node) {
   return node;
 }
 
-class ProcessNotJoinedOnFailure final : public Rule {
- public:
-  const RuleInfo& info() const override { return kInfo; }
-
-  void check(const FileAnalysis& file, FindingSink& sink) const override {
-    const SyntaxTree& tree = file.tree();
-    for (NodeId call : file.calls()) {
-      ProcessStart kind = process_start_kind(file, call);
-      if (kind == ProcessStart::kNone || kind == ProcessStart::kFork) continue;
-      if (tree.ancestor_of_kind(call, {NodeKind::kWithItem}) != kNoNode) continue;
-      NodeId daemon = file.keyword_argument(call, "daemon");
-      if (daemon != kNoNode && tree.kind(daemon) == NodeKind::kTrue) continue;
-      // `return Popen(...)`: the caller owns it.
-      if (tree.kind(statement_of(tree, call)) == NodeKind::kReturnStatement) continue;
-      std::vector<std::string> names = holders_of(file, call);
-      std::size_t scope = file.scope_index_of(call);
-      const Scope& s = file.scopes()[scope];
-      // `procs.append(p)`: the list reaches the process too.
-      for (NodeId other : file.calls()) {
-        if (file.scope_index_of(other) != scope ||
-            !is_collecting_method(file.callee_last_name(other))) {
-          continue;
-        }
-        NodeId args = tree.child_by_field(other, Field::kArguments);
-        std::string holder = dotted_text(tree, file.method_receiver(other));
-        if (args != kNoNode && !holder.empty() && mentions_any(tree, args, names) &&
-            std::find(names.begin(), names.end(), holder) == names.end()) {
-          names.push_back(holder);
-        }
-      }
-      NodeId scope_root = s.node;
-      bool safe = false;
-      for (NodeId id = scope_root; id < tree.node(scope_root).subtree_end && !safe; ++id) {
-        if (file.scope_index_of(id) != scope) continue;
-        NodeKind k = tree.kind(id);
-        if (k == NodeKind::kFinallyClause || k == NodeKind::kExceptClause) {
-          safe = cleans_up(file, id, names);
-        } else if (k == NodeKind::kAssignment) {
-          // p.daemon = True
-          NodeId left = tree.child_by_field(id, Field::kLeft);
-          NodeId right = tree.child_by_field(id, Field::kRight);
-          std::string d = dotted_text(tree, left);
-          safe = right != kNoNode && tree.kind(right) == NodeKind::kTrue && d.size() > 7 &&
-                 d.substr(d.size() - 7) == ".daemon" &&
-                 std::find(names.begin(), names.end(), d.substr(0, d.size() - 7)) != names.end();
-        } else if (k == NodeKind::kCall &&
-                   file.qualified_name(file.callee(id)) == "atexit.register") {
-          safe = mentions_any(tree, id, names);
-        }
-      }
-      if (safe) continue;
-      // Made and returned by a method whose result the class keeps
-      // (`self.executor = self.make_executor()`): the attribute reaches it.
-      if (s.class_node != kNoNode && !names.empty() && returned_by_scope(file, scope, names)) {
-        for (std::string& a : attributes_keeping_result_of(file, s.class_node, s.name)) {
-          if (std::find(names.begin(), names.end(), a) == names.end()) names.push_back(a);
-        }
-      }
-      // Kept on an object (`self.proc = p`, `self.procs.append(p)`): its class
-      // manages the lifetime (close(), kill(), __exit__).
-      bool kept_on_self = false;
-      for (const auto& n : names) kept_on_self |= n.rfind("self.", 0) == 0;
-      if (kept_on_self && s.class_node != kNoNode &&
-          (cleans_up(file, s.class_node, names) ||
-           handed_over_by_class(file, s.class_node, names))) {
+void check(const FileAnalysis& file, FindingSink& sink) {
+  const SyntaxTree& tree = file.tree();
+  for (NodeId call : file.calls()) {
+    ProcessStart kind = process_start_kind(file, call);
+    if (kind == ProcessStart::kNone || kind == ProcessStart::kFork) continue;
+    if (tree.ancestor_of_kind(call, {NodeKind::kWithItem}) != kNoNode) continue;
+    NodeId daemon = file.keyword_argument(call, "daemon");
+    if (daemon != kNoNode && tree.kind(daemon) == NodeKind::kTrue) continue;
+    // `return Popen(...)`: the caller owns it.
+    if (tree.kind(statement_of(tree, call)) == NodeKind::kReturnStatement) continue;
+    std::vector<std::string> names = holders_of(file, call);
+    std::size_t scope = file.scope_index_of(call);
+    const Scope& s = file.scopes()[scope];
+    // `procs.append(p)`: the list reaches the process too.
+    for (NodeId other : file.calls()) {
+      if (file.scope_index_of(other) != scope ||
+          !is_collecting_method(file.callee_last_name(other))) {
         continue;
       }
-      // p.start() immediately followed by p.join(), or by handing p to
-      // someone else (`return p`, `wait_for(p)`): nothing can fail between.
-      // In a loop that starts and collects the processes (`procs.append(p)`),
-      // the first statement after the loop decides: a join loop over the list.
-      if (!names.empty()) {
-        NodeId statement = statement_of(tree, call);
-        bool decided = false;
-        for (int level = 0; level < 4 && !decided && statement != kNoNode; ++level) {
-          for (NodeId st = tree.next_sibling(statement); st != kNoNode;
-               st = tree.next_sibling(st)) {
-            if (!tree.node(st).named || tree.kind(st) == NodeKind::kComment) continue;
-            bool starts_or_collects = false;
-            for (NodeId id = st; id < tree.node(st).subtree_end; ++id) {
-              if (tree.kind(id) != NodeKind::kCall) continue;
-              std::string_view m = file.callee_last_name(id);
-              if (m == "start" ||
-                  (is_collecting_method(m) &&
-                   std::find(names.begin(), names.end(),
-                             dotted_text(tree, file.method_receiver(id))) != names.end())) {
-                starts_or_collects = true;
-              }
-            }
-            if (starts_or_collects && !cleans_up(file, st, names)) continue;
-            if (cannot_raise(tree, st)) continue;  // `failed = False`
-            // After the starting loop, handing the whole list to a call
-            // (`monitor(procs)`) may still raise; a loop that waits for each
-            // one (`for p in procs: wait(p)`) does not leave any behind.
-            safe = cleans_up(file, st, names) ||
-                   (level == 0 ? hands_over(file, st, names) : waits_for_each(file, st, names));
-            decided = true;
-            break;
-          }
-          if (decided) break;
-          // The block ended: a loop body continues after its loop; the body
-          // of a `try` (whose handlers run only if something in it raised,
-          // the start included), of an `if` branch or of a `with` continues
-          // after that statement.
-          NodeId block = tree.parent(statement);
-          NodeId owner = block != kNoNode ? tree.parent(block) : kNoNode;
-          if (owner != kNoNode && (tree.kind(owner) == NodeKind::kElseClause ||
-                                   tree.kind(owner) == NodeKind::kElifClause)) {
-            owner = tree.parent(owner);  // the if statement
-          }
-          if (owner == kNoNode || (tree.kind(owner) != NodeKind::kForStatement &&
-                                   tree.kind(owner) != NodeKind::kWhileStatement &&
-                                   tree.kind(owner) != NodeKind::kIfStatement &&
-                                   tree.kind(owner) != NodeKind::kWithStatement &&
-                                   !(tree.kind(owner) == NodeKind::kTryStatement &&
-                                     tree.child_by_field(owner, Field::kBody) == block))) {
-            break;
-          }
-          statement = owner;
-        }
+      NodeId args = tree.child_by_field(other, Field::kArguments);
+      std::string holder = dotted_text(tree, file.method_receiver(other));
+      if (args != kNoNode && !holder.empty() && mentions_any(tree, args, names) &&
+          std::find(names.begin(), names.end(), holder) == names.end()) {
+        names.push_back(holder);
       }
-      if (safe) continue;
-      RuleReport r;
-      r.node = call;
-      r.message = fmt::format(
-          "`{}` starts a child process that nothing joins or terminates if the code after it "
-          "raises: the child outlives the failure, with its GPU memory",
-          quote(file, call, 50));
-      if (!names.empty()) {
-        r.fix = fmt::format(
-            "wrap the code after the start in a `try:` whose `finally:` calls `{}.terminate()` "
-            "and `{}.join()` (for a list, in a loop over it), or start it in a `with` block",
-            names.front(), names.front());
-      }
-      sink.report(kInfo, std::move(r));
     }
+    NodeId scope_root = s.node;
+    bool safe = false;
+    for (NodeId id = scope_root; id < tree.node(scope_root).subtree_end && !safe; ++id) {
+      if (file.scope_index_of(id) != scope) continue;
+      NodeKind k = tree.kind(id);
+      if (k == NodeKind::kFinallyClause || k == NodeKind::kExceptClause) {
+        safe = cleans_up(file, id, names);
+      } else if (k == NodeKind::kAssignment) {
+        // p.daemon = True
+        NodeId left = tree.child_by_field(id, Field::kLeft);
+        NodeId right = tree.child_by_field(id, Field::kRight);
+        std::string d = dotted_text(tree, left);
+        safe = right != kNoNode && tree.kind(right) == NodeKind::kTrue && d.size() > 7 &&
+               d.substr(d.size() - 7) == ".daemon" &&
+               std::find(names.begin(), names.end(), d.substr(0, d.size() - 7)) != names.end();
+      } else if (k == NodeKind::kCall &&
+                 file.qualified_name(file.callee(id)) == "atexit.register") {
+        safe = mentions_any(tree, id, names);
+      }
+    }
+    if (safe) continue;
+    // Made and returned by a method whose result the class keeps
+    // (`self.executor = self.make_executor()`): the attribute reaches it.
+    if (s.class_node != kNoNode && !names.empty() && returned_by_scope(file, scope, names)) {
+      for (std::string& a : attributes_keeping_result_of(file, s.class_node, s.name)) {
+        if (std::find(names.begin(), names.end(), a) == names.end()) names.push_back(a);
+      }
+    }
+    // Kept on an object (`self.proc = p`, `self.procs.append(p)`): its class
+    // manages the lifetime (close(), kill(), __exit__).
+    bool kept_on_self = false;
+    for (const auto& n : names) kept_on_self |= n.rfind("self.", 0) == 0;
+    if (kept_on_self && s.class_node != kNoNode &&
+        (cleans_up(file, s.class_node, names) || handed_over_by_class(file, s.class_node, names))) {
+      continue;
+    }
+    // p.start() immediately followed by p.join(), or by handing p to
+    // someone else (`return p`, `wait_for(p)`): nothing can fail between.
+    // In a loop that starts and collects the processes (`procs.append(p)`),
+    // the first statement after the loop decides: a join loop over the list.
+    if (!names.empty()) {
+      NodeId statement = statement_of(tree, call);
+      bool decided = false;
+      for (int level = 0; level < 4 && !decided && statement != kNoNode; ++level) {
+        for (NodeId st = tree.next_sibling(statement); st != kNoNode; st = tree.next_sibling(st)) {
+          if (!tree.node(st).named || tree.kind(st) == NodeKind::kComment) continue;
+          bool starts_or_collects = false;
+          for (NodeId id = st; id < tree.node(st).subtree_end; ++id) {
+            if (tree.kind(id) != NodeKind::kCall) continue;
+            std::string_view m = file.callee_last_name(id);
+            if (m == "start" ||
+                (is_collecting_method(m) &&
+                 std::find(names.begin(), names.end(),
+                           dotted_text(tree, file.method_receiver(id))) != names.end())) {
+              starts_or_collects = true;
+            }
+          }
+          if (starts_or_collects && !cleans_up(file, st, names)) continue;
+          if (cannot_raise(tree, st)) continue;  // `failed = False`
+          // After the starting loop, handing the whole list to a call
+          // (`monitor(procs)`) may still raise; a loop that waits for each
+          // one (`for p in procs: wait(p)`) does not leave any behind.
+          safe = cleans_up(file, st, names) ||
+                 (level == 0 ? hands_over(file, st, names) : waits_for_each(file, st, names));
+          decided = true;
+          break;
+        }
+        if (decided) break;
+        // The block ended: a loop body continues after its loop; the body
+        // of a `try` (whose handlers run only if something in it raised,
+        // the start included), of an `if` branch or of a `with` continues
+        // after that statement.
+        NodeId block = tree.parent(statement);
+        NodeId owner = block != kNoNode ? tree.parent(block) : kNoNode;
+        if (owner != kNoNode && (tree.kind(owner) == NodeKind::kElseClause ||
+                                 tree.kind(owner) == NodeKind::kElifClause)) {
+          owner = tree.parent(owner);  // the if statement
+        }
+        if (owner == kNoNode || (tree.kind(owner) != NodeKind::kForStatement &&
+                                 tree.kind(owner) != NodeKind::kWhileStatement &&
+                                 tree.kind(owner) != NodeKind::kIfStatement &&
+                                 tree.kind(owner) != NodeKind::kWithStatement &&
+                                 !(tree.kind(owner) == NodeKind::kTryStatement &&
+                                   tree.child_by_field(owner, Field::kBody) == block))) {
+          break;
+        }
+        statement = owner;
+      }
+    }
+    if (safe) continue;
+    RuleReport r;
+    r.node = call;
+    r.message = fmt::format(
+        "`{}` starts a child process that nothing joins or terminates if the code after it "
+        "raises: the child outlives the failure, with its GPU memory",
+        quote(file, call, 50));
+    if (!names.empty()) {
+      r.fix = fmt::format(
+          "wrap the code after the start in a `try:` whose `finally:` calls `{}.terminate()` "
+          "and `{}.join()` (for a list, in a loop over it), or start it in a `with` block",
+          names.front(), names.front());
+    }
+    sink.report(kInfo, std::move(r));
   }
-};
+}
 
 }  // namespace
 
-std::unique_ptr<Rule> make_process_not_joined_on_failure_rule() {
-  return std::make_unique<ProcessNotJoinedOnFailure>();
-}
+std::unique_ptr<Rule> make_process_not_joined_on_failure_rule() { return make_rule(kInfo, check); }
 
 }  // namespace gpuleak::lint

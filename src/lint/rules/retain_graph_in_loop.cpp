@@ -173,48 +173,41 @@ bool built_from_loop_invariant_inputs(const FileAnalysis& file, NodeId expressio
   return built_from_loop_invariant_inputs(file, expression, bound, on_path, invariant, 0);
 }
 
-class RetainGraphInLoop final : public Rule {
- public:
-  const RuleInfo& info() const override { return kInfo; }
-
-  void check(const FileAnalysis& file, FindingSink& sink) const override {
-    const SyntaxTree& tree = file.tree();
-    for (NodeId call : file.calls()) {
-      if (!is_gradient_call(file, call) || !retains(file, call)) continue;
-      NodeId loop = file.innermost_loop(call);
-      if (loop == kNoNode) continue;
-      // A later backward in the same iteration without retain_graph frees
-      // the graph (GAN and gradient-penalty steps).
-      bool freed_later = false;
-      for (NodeId other : file.calls()) {
-        if (other <= call || !tree.contains(loop, other)) continue;
-        if (file.scope_index_of(other) != file.scope_index_of(call)) continue;
-        if (is_gradient_call(file, other) && !retains(file, other)) freed_later = true;
-      }
-      if (freed_later) continue;
-      // A graph built before the loop is retained once, not once per
-      // iteration (rows of a Jacobian).
-      NodeId target = differentiated(file, call);
-      std::string root = container_path(file, target);
-      root = root.substr(0, root.find('.'));
-      if (!root.empty() && !assigned_in(file, root, loop)) continue;
-      // The same graph rebuilt from the same inputs every iteration.
-      if (target != kNoNode && built_from_loop_invariant_inputs(file, target, loop)) continue;
-      RuleReport r;
-      r.node = call;
-      r.message = fmt::format(
-          "`{}` inside a loop keeps this iteration's autograd graph alive after backward; "
-          "anything carried into the next iteration chains the graphs together",
-          quote(file, call));
-      sink.report(kInfo, std::move(r));
+void check(const FileAnalysis& file, FindingSink& sink) {
+  const SyntaxTree& tree = file.tree();
+  for (NodeId call : file.calls()) {
+    if (!is_gradient_call(file, call) || !retains(file, call)) continue;
+    NodeId loop = file.innermost_loop(call);
+    if (loop == kNoNode) continue;
+    // A later backward in the same iteration without retain_graph frees
+    // the graph (GAN and gradient-penalty steps).
+    bool freed_later = false;
+    for (NodeId other : file.calls()) {
+      if (other <= call || !tree.contains(loop, other)) continue;
+      if (file.scope_index_of(other) != file.scope_index_of(call)) continue;
+      if (is_gradient_call(file, other) && !retains(file, other)) freed_later = true;
     }
+    if (freed_later) continue;
+    // A graph built before the loop is retained once, not once per
+    // iteration (rows of a Jacobian).
+    NodeId target = differentiated(file, call);
+    std::string root = container_path(file, target);
+    root = root.substr(0, root.find('.'));
+    if (!root.empty() && !assigned_in(file, root, loop)) continue;
+    // The same graph rebuilt from the same inputs every iteration.
+    if (target != kNoNode && built_from_loop_invariant_inputs(file, target, loop)) continue;
+    RuleReport r;
+    r.node = call;
+    r.message = fmt::format(
+        "`{}` inside a loop keeps this iteration's autograd graph alive after backward; "
+        "anything carried into the next iteration chains the graphs together",
+        quote(file, call));
+    sink.report(kInfo, std::move(r));
   }
-};
+}
 
 }  // namespace
 
-std::unique_ptr<Rule> make_retain_graph_in_loop_rule() {
-  return std::make_unique<RetainGraphInLoop>();
-}
+std::unique_ptr<Rule> make_retain_graph_in_loop_rule() { return make_rule(kInfo, check); }
 
 }  // namespace gpuleak::lint

@@ -186,6 +186,19 @@ std::string parameter_evidence(const FileAnalysis& file, const StoreEvent& store
   return why.empty() ? why : fmt::format(" ({})", why);
 }
 
+void report_prediction_pass(const FileAnalysis& file, const StoreEvent& store, FindingSink& sink) {
+  std::string c = container_path(file, store.container);
+  RuleReport r;
+  r.node = store.site;
+  r.message = fmt::format(
+      "`{}` keeps a GPU tensor in `{}` for every batch of the prediction pass, and `{}` is "
+      "emptied only after the pass: the GPU holds every batch's tensors until it ends{}",
+      quote(file, store.site), c, c, parameter_evidence(file, store));
+  r.fix = fmt::format("{}, and collate them after the pass",
+                      store_instead(file, store.value, store.value_bits));
+  sink.report(kInfo, std::move(r));
+}
+
 // A dict (by its first binding: `{}`, `dict()`, `defaultdict(...)`,
 // `OrderedDict()`); a WeakKeyDictionary holds its keys weakly and is none.
 bool bound_to_a_dict(const FileAnalysis& file, const std::string& path) {
@@ -292,104 +305,84 @@ void check_tensor_keys(const FileAnalysis& file, FindingSink& sink) {
   }
 }
 
-class TensorKeptInGrowingContainer final : public Rule {
- public:
-  const RuleInfo& info() const override { return kInfo; }
-
-  void check(const FileAnalysis& file, FindingSink& sink) const override {
-    check_tensor_keys(file, sink);
-    for (const StoreEvent& store : file.stores()) {
-      if (!(store.value_bits & kDeviceTensor)) continue;
-      if (store.value_bits & (kCarriesGraph | kException)) continue;  // GL101/GL102, GL203
-      if (file.is_hook_scope(store.scope) || !is_growing_kind(file, store)) continue;
-      GrowthVerdict growth = store_growth(file, store);
-      if (growth.growth == Growth::kBounded) {
-        if (kept_for_the_prediction_pass(file, store)) report_prediction_pass(file, store, sink);
-        continue;
-      }
-      if (growth.growth == Growth::kPerIteration && growth.local &&
-          !local_container_grows_for_the_whole_run(file, store, growth)) {
-        continue;
-      }
-      // One number per epoch (`valid_losses.append(total / n)` after the
-      // batch loop): a few bytes a run, not a growing store.
-      if (growth.growth == Growth::kPerIteration && !(store.value_bits & kNonScalar) &&
-          !iterates_over_batches(file, growth.loop) && !loop_runs_a_step(file, growth.loop) &&
-          !file.is_unbounded_loop(growth.loop)) {
-        continue;
-      }
-      RuleReport r;
-      r.node = store.site;
-      const std::string& c = growth.container;
-      if (growth.growth == Growth::kPerSize) {
-        r.message = fmt::format(
-            "`{}` caches a GPU tensor in `{}` under a key built from input sizes, and nothing "
-            "evicts entries: one tensor more for every new size (batch size, sequence length)",
-            quote(file, store.site), c);
-        r.fix = fmt::format(
-            "bound `{}` (evict old keys, or `functools.lru_cache(maxsize=N)`), or allocate once at "
-            "the largest size and slice it",
-            c);
-        sink.report(kInfo, std::move(r));
-        continue;
-      }
-      std::string when = growth.growth == Growth::kPerCall
-                             ? fmt::format("every call of `{}`", file.scopes()[store.scope].name)
-                         : growth.loops_outlived >= 2 ? std::string("every step of every epoch")
-                                                      : std::string("every iteration");
-      if (store.closure) {
-        r.message = fmt::format(
-            "`{}` queues a closure that captures GPU tensors in `{}` on {}, and `{}` is never "
-            "emptied: the captured tensors of every step stay allocated",
-            quote(file, store.site), c, when, c);
-        r.fix = fmt::format(
-            "capture host copies or numbers in the closure (`.cpu()`, `.item()`), or empty `{}` "
-            "once its callables have run (`{}.clear()`)",
-            c, c);
-      } else if (container_handed_to_keeper(file, store)) {
-        // The store is in a helper handed the container: name the chain.
-        const Scope& keeper = file.scopes()[store.keeping_function];
-        r.message = fmt::format(
-            "`{}` hands `{}` to `{}`, which stores a GPU tensor in it; the call runs on {}, and "
-            "`{}` is never emptied: one tensor more per step",
-            quote(file, store.site), c, keeper.name, when, c);
-        r.fix = fmt::format(
-            "store Python numbers (`.item()`) or host copies (`.detach().cpu()`) in `{}`, or empty "
-            "`{}` when its contents have been used",
-            keeper.name, c);
-      } else {
-        r.message = fmt::format(
-            "`{}` stores a GPU tensor in `{}` on {}, and `{}` is never emptied: one tensor more "
-            "per step",
-            quote(file, store.site), c, when, c);
-        r.fix = fmt::format("{}, or empty `{}` when its contents have been used (`{}.clear()`)",
-                            store_instead(file, store.value, store.value_bits), c, c);
-      }
-      r.message += parameter_evidence(file, store);
-      sink.report(kInfo, std::move(r));
+void check(const FileAnalysis& file, FindingSink& sink) {
+  check_tensor_keys(file, sink);
+  for (const StoreEvent& store : file.stores()) {
+    if (!(store.value_bits & kDeviceTensor)) continue;
+    if (store.value_bits & (kCarriesGraph | kException)) continue;  // GL101/GL102, GL203
+    if (file.is_hook_scope(store.scope) || !is_growing_kind(file, store)) continue;
+    GrowthVerdict growth = store_growth(file, store);
+    if (growth.growth == Growth::kBounded) {
+      if (kept_for_the_prediction_pass(file, store)) report_prediction_pass(file, store, sink);
+      continue;
     }
-  }
-
- private:
-  static void report_prediction_pass(const FileAnalysis& file, const StoreEvent& store,
-                                     FindingSink& sink) {
-    std::string c = container_path(file, store.container);
+    if (growth.growth == Growth::kPerIteration && growth.local &&
+        !local_container_grows_for_the_whole_run(file, store, growth)) {
+      continue;
+    }
+    // One number per epoch (`valid_losses.append(total / n)` after the
+    // batch loop): a few bytes a run, not a growing store.
+    if (growth.growth == Growth::kPerIteration && !(store.value_bits & kNonScalar) &&
+        !iterates_over_batches(file, growth.loop) && !loop_runs_a_step(file, growth.loop) &&
+        !file.is_unbounded_loop(growth.loop)) {
+      continue;
+    }
     RuleReport r;
     r.node = store.site;
-    r.message = fmt::format(
-        "`{}` keeps a GPU tensor in `{}` for every batch of the prediction pass, and `{}` is "
-        "emptied only after the pass: the GPU holds every batch's tensors until it ends{}",
-        quote(file, store.site), c, c, parameter_evidence(file, store));
-    r.fix = fmt::format("{}, and collate them after the pass",
-                        store_instead(file, store.value, store.value_bits));
+    const std::string& c = growth.container;
+    if (growth.growth == Growth::kPerSize) {
+      r.message = fmt::format(
+          "`{}` caches a GPU tensor in `{}` under a key built from input sizes, and nothing "
+          "evicts entries: one tensor more for every new size (batch size, sequence length)",
+          quote(file, store.site), c);
+      r.fix = fmt::format(
+          "bound `{}` (evict old keys, or `functools.lru_cache(maxsize=N)`), or allocate once at "
+          "the largest size and slice it",
+          c);
+      sink.report(kInfo, std::move(r));
+      continue;
+    }
+    std::string when = growth.growth == Growth::kPerCall
+                           ? fmt::format("every call of `{}`", file.scopes()[store.scope].name)
+                       : growth.loops_outlived >= 2 ? std::string("every step of every epoch")
+                                                    : std::string("every iteration");
+    if (store.closure) {
+      r.message = fmt::format(
+          "`{}` queues a closure that captures GPU tensors in `{}` on {}, and `{}` is never "
+          "emptied: the captured tensors of every step stay allocated",
+          quote(file, store.site), c, when, c);
+      r.fix = fmt::format(
+          "capture host copies or numbers in the closure (`.cpu()`, `.item()`), or empty `{}` "
+          "once its callables have run (`{}.clear()`)",
+          c, c);
+    } else if (container_handed_to_keeper(file, store)) {
+      // The store is in a helper handed the container: name the chain.
+      const Scope& keeper = file.scopes()[store.keeping_function];
+      r.message = fmt::format(
+          "`{}` hands `{}` to `{}`, which stores a GPU tensor in it; the call runs on {}, and "
+          "`{}` is never emptied: one tensor more per step",
+          quote(file, store.site), c, keeper.name, when, c);
+      r.fix = fmt::format(
+          "store Python numbers (`.item()`) or host copies (`.detach().cpu()`) in `{}`, or empty "
+          "`{}` when its contents have been used",
+          keeper.name, c);
+    } else {
+      r.message = fmt::format(
+          "`{}` stores a GPU tensor in `{}` on {}, and `{}` is never emptied: one tensor more "
+          "per step",
+          quote(file, store.site), c, when, c);
+      r.fix = fmt::format("{}, or empty `{}` when its contents have been used (`{}.clear()`)",
+                          store_instead(file, store.value, store.value_bits), c, c);
+    }
+    r.message += parameter_evidence(file, store);
     sink.report(kInfo, std::move(r));
   }
-};
+}
 
 }  // namespace
 
 std::unique_ptr<Rule> make_tensor_kept_in_growing_container_rule() {
-  return std::make_unique<TensorKeptInGrowingContainer>();
+  return make_rule(kInfo, check);
 }
 
 }  // namespace gpuleak::lint
