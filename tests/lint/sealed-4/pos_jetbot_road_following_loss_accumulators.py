@@ -8,9 +8,10 @@
 #   \"test loss\"."
 # Pattern: two epoch accumulators of CUDA loss tensors. The evaluation loop runs without
 #   torch.no_grad(), so every `loss` carries the graph of its forward pass (activations of the
-#   resnet18), and `test_loss += loss` keeps all of them alive until the epoch ends (`# leak`);
-#   `best_loss = test_loss` then keeps the last best one across epochs. `train_loss += loss`
-#   chains every step's loss node into one tensor for the epoch (`# leak:2`).
+#   resnet18), and `test_loss += loss` keeps all of them alive until the epoch ends;
+#   `best_loss = test_loss` then keeps the last best one across epochs (both `# leak`).
+#   `train_loss += loss` chains every step's loss node into one tensor for the epoch
+#   (`# leak:2`).
 # Label: lines marked `# leak` keep the memory
 import torch
 import torch.optim as optim
@@ -132,4 +133,4 @@ for epoch in range(NUM_EPOCHS):
     print('%f, %f' % (train_loss, test_loss))
     if test_loss < best_loss:
         torch.save(model.state_dict(), BEST_MODEL_PATH)
-        best_loss = test_loss
+        best_loss = test_loss  # leak
