@@ -592,8 +592,6 @@ class PageWriter {
     if (g.sites.empty()) return;
     out_ << "<h3>Growing sites</h3>\n";
     for (const analysis::SiteGrowth& s : g.sites) {
-      out_ << "<div class=\"gl-item gl-growing-site\">\n<p class=\"gl-item-head\">"
-           << "<span class=\"gl-site\">" << escape(s.site.label()) << "</span> ";
       std::string facts =
           s.grew_until_step
               ? fmt::format("grew from step {} until step {}, flat for {} steps since, {} held",
@@ -605,14 +603,22 @@ class PageWriter {
                     format_rate(s.rate_bytes_per_step, "step"), s.allocations_per_step,
                     format_bytes(s.live_bytes),
                     plural(s.live_allocations, "allocation", "allocations"), s.first_growing_step);
-      facts += fmt::format(" · {}", trace::memory_kind_name(s.kind));
-      if (!s.origin.empty()) facts += " · " + s.origin;
-      if (!s.tensor_level) facts += " · not a tensor";
-      out_ << "<span class=\"gl-muted\">" << escape(facts) << "</span></p>\n";
-      write_frames(s.frames);
-      write_source_line(s.site);
-      out_ << "</div>\n";
+      write_site_item(s, "gl-growing-site", std::move(facts));
     }
+  }
+
+  // One site of a growth list: its label, `facts` with the site's kind,
+  // origin and whether it is a tensor, its frames and its source line.
+  void write_site_item(const analysis::SiteGrowth& s, const char* css_class, std::string facts) {
+    out_ << "<div class=\"gl-item " << css_class << "\">\n<p class=\"gl-item-head\">"
+         << "<span class=\"gl-site\">" << escape(s.site.label()) << "</span> ";
+    facts += fmt::format(" · {}", trace::memory_kind_name(s.kind));
+    if (!s.origin.empty()) facts += " · " + s.origin;
+    if (!s.tensor_level) facts += " · not a tensor";
+    out_ << "<span class=\"gl-muted\">" << escape(facts) << "</span></p>\n";
+    write_frames(s.frames);
+    write_source_line(s.site);
+    out_ << "</div>\n";
   }
 
   // NOT YET for too few steps: where memory rose, said as not a verdict
@@ -627,18 +633,10 @@ class PageWriter {
                 judged))
          << "</p>\n";
     for (const analysis::SiteGrowth& s : g.rising_sites) {
-      out_ << "<div class=\"gl-item gl-rising-site\">\n<p class=\"gl-item-head\">"
-           << "<span class=\"gl-site\">" << escape(s.site.label()) << "</span> ";
-      std::string facts = fmt::format("rises {}, {:.1f} allocations/step, {} at the last step",
-                                      format_rate(s.rate_bytes_per_step, "step"),
-                                      s.allocations_per_step, format_bytes(s.live_bytes));
-      facts += fmt::format(" · {}", trace::memory_kind_name(s.kind));
-      if (!s.origin.empty()) facts += " · " + s.origin;
-      if (!s.tensor_level) facts += " · not a tensor";
-      out_ << "<span class=\"gl-muted\">" << escape(facts) << "</span></p>\n";
-      write_frames(s.frames);
-      write_source_line(s.site);
-      out_ << "</div>\n";
+      write_site_item(s, "gl-rising-site",
+                      fmt::format("rises {}, {:.1f} allocations/step, {} at the last step",
+                                  format_rate(s.rate_bytes_per_step, "step"),
+                                  s.allocations_per_step, format_bytes(s.live_bytes)));
     }
   }
 
