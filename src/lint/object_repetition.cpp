@@ -19,6 +19,24 @@ bool in_comprehension(const SyntaxTree& tree, NodeId node) {
 
 }  // namespace
 
+std::vector<const ClassFacts*> class_and_subclasses(const FileAnalysis& file, NodeId class_node) {
+  std::vector<const ClassFacts*> family;
+  const ClassFacts* c = file.class_facts(class_node);
+  if (c == nullptr) return family;
+  family.push_back(c);
+  for (std::size_t i = 0; i < family.size() && family.size() < 16; ++i) {
+    for (const ClassFacts& other : file.classes()) {
+      for (const std::string& base : other.bases) {
+        if (vocabulary::last_component(base) == family[i]->name &&
+            std::find(family.begin(), family.end(), &other) == family.end()) {
+          family.push_back(&other);
+        }
+      }
+    }
+  }
+  return family;
+}
+
 bool result_replaced(const SyntaxTree& tree, NodeId call) {
   NodeId up = tree.parent(call);
   if (up == kNoNode) return false;
@@ -47,20 +65,11 @@ Repetition runs_again(const FileAnalysis& file, std::size_t scope, int depth) {
   }
   std::vector<std::string> names{where.name};
   if (where.name == "__init__" && where.class_node != kNoNode) {
-    const ClassFacts* c = file.class_facts(where.class_node);
-    if (c == nullptr) return out;
-    names = {c->name};
     // Subclasses of the file run this __init__ through super().__init__().
-    for (std::size_t i = 0; i < names.size() && names.size() < 16; ++i) {
-      for (const ClassFacts& other : file.classes()) {
-        for (const std::string& base : other.bases) {
-          if (vocabulary::last_component(base) == names[i] &&
-              std::find(names.begin(), names.end(), other.name) == names.end()) {
-            names.push_back(other.name);
-          }
-        }
-      }
-    }
+    std::vector<const ClassFacts*> family = class_and_subclasses(file, where.class_node);
+    if (family.empty()) return out;
+    names.clear();
+    for (const ClassFacts* c : family) names.push_back(c->name);
   }
   for (const std::string& name : names) {
     for (NodeId other : file.calls_named(name)) {

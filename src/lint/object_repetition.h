@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "lint/file_analysis.h"
 
@@ -24,6 +25,12 @@ struct Repetition {
 // or a comprehension, at module level too, or from a function that itself
 // runs again (up to three calls away).
 Repetition runs_again(const FileAnalysis& file, std::size_t scope, int depth = 0);
+
+// The class at `class_node` first, then the classes of the file derived
+// from it at any depth (by base name), at most about 16: the classes whose
+// objects run its code (its __init__ through super().__init__(), its
+// methods). Empty when `class_node` is no class of the file.
+std::vector<const ClassFacts*> class_and_subclasses(const FileAnalysis& file, NodeId class_node);
 
 // The result of `call` is bound to a plain name or an attribute, not kept at
 // all, or has a method called on it: the next run replaces it.

@@ -10,7 +10,6 @@
 
 #include "lint/object_repetition.h"
 #include "lint/rules/rule_factories.h"
-#include "lint/vocabulary.h"
 
 namespace gpuleak::lint {
 namespace {
@@ -201,18 +200,8 @@ void check_cycles_through_autograd(const FileAnalysis& file, FindingSink& sink) 
     // The class and its subclasses in the file: a subclass's method keeps
     // the tensor in the same object.
     std::vector<NodeId> family{method.class_node};
-    std::vector<std::string> names;
-    if (const ClassFacts* c = file.class_facts(method.class_node)) names.push_back(c->name);
-    for (std::size_t i = 0; i < names.size() && names.size() < 16; ++i) {
-      for (const ClassFacts& other : file.classes()) {
-        for (const std::string& base : other.bases) {
-          if (vocabulary::last_component(base) == names[i] &&
-              std::find(family.begin(), family.end(), other.node) == family.end()) {
-            family.push_back(other.node);
-            names.push_back(other.name);
-          }
-        }
-      }
+    for (const ClassFacts* c : class_and_subclasses(file, method.class_node)) {
+      if (c->node != method.class_node) family.push_back(c->node);
     }
     for (NodeId n = 0; n < tree.size(); ++n) {
       if (tree.kind(n) != NodeKind::kAssignment) continue;
